@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install everything gradlane needs on a Debian 12 machine, idempotently:
+# Debian packages (only when one is missing), a virtualenv in .venv, pinned pip packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(mininet iputils-ping bridge-utils ethtool libpcap0.8 tcpdump iproute2 iperf3 psmisc procps)
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing Debian packages (${missing[*]}); run as root or install them" >&2
+    exit 1
+  fi
+  echo "setup: installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+stamp="$VENV/.gradlane-stamp"
+want=$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$VENV/bin/python" ]; then
+  exit 0
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating virtualenv $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+echo "setup: installing Python packages into $VENV"
+"$VENV/bin/pip" install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt 2>&1 | grep -v '^WARNING: Location' || true
+"$VENV/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e . 2>&1 | grep -v '^WARNING: Location' || true
+"$VENV/bin/python" -c "import p4.v1.p4runtime_pb2, grpc, scapy, mininet, p4target" \
+  || { echo "setup: Python environment is incomplete" >&2; exit 1; }
+echo "$want" > "$stamp"
