@@ -33,8 +33,19 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 echo "setup: installing Python packages into $VENV"
-"$VENV/bin/pip" install -q --disable-pip-version-check -r requirements.txt -r requirements-dev.txt 2>&1 | grep -v '^WARNING: Location' || true
-"$VENV/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e . 2>&1 | grep -v '^WARNING: Location' || true
+pip_install() {
+  local log
+  log=$(mktemp)
+  if ! "$VENV/bin/pip" install -q --disable-pip-version-check "$@" >"$log" 2>&1; then
+    grep -v '^WARNING: Location' "$log" >&2
+    rm -f "$log"
+    echo "setup: pip install $* failed" >&2
+    exit 1
+  fi
+  rm -f "$log"
+}
+pip_install -r requirements.txt -r requirements-dev.txt
+pip_install -e .
 "$VENV/bin/python" -c "import p4.v1.p4runtime_pb2, grpc, scapy, mininet, p4target" \
   || { echo "setup: Python environment is incomplete" >&2; exit 1; }
 echo "$want" > "$stamp"
