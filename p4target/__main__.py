@@ -1,0 +1,5 @@
+import sys
+
+from p4target.cli import main
+
+sys.exit(main())
