@@ -1,0 +1,911 @@
+"""Load a BMv2 JSON program and compile it, once, into Python closures.
+
+Every field of every header instance gets a slot in one flat list `F` (the PHV); header
+validity bits live in `V`, header-stack next indices in `NX`. Expressions and action
+bodies are turned into Python source over those lists and compiled with `compile()`, so
+the per-packet path never looks at the JSON again.
+"""
+from __future__ import annotations
+
+import random as _random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import hashes
+from .errors import ProgramLoadError
+from .externs import CounterArray, MeterArray, RegisterArray
+from .tables import ActionProfile, ActionSpec, KeyField, Table
+
+# standard_metadata.instance_type values used by BMv2's simple_switch
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 3, 4, 5, 6
+DROP_PORT = 511
+
+
+class ParserException(Exception):
+    """Raised inside the parser with the numeric P4 error value."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class ExitControl(Exception):
+    """`exit` statement: leaves the current control."""
+
+
+class AssertFailure(Exception):
+    """An `assert`/`assume` failed: BMv2 stops processing the packet."""
+
+
+class PacketState:
+    """Per-packet state: the PHV plus the bookkeeping of v1model's primitives."""
+    __slots__ = ("F", "V", "NX", "data", "off", "length", "clone", "resubmit", "recirc",
+                 "digests", "truncate", "now_us", "orig", "logs")
+
+    def __init__(self, F: list, V: list, NX: list) -> None:
+        self.F = F
+        self.V = V
+        self.NX = NX
+        self.data = b""
+        self.off = 0
+        self.length = 0
+        self.clone = None
+        self.resubmit = None
+        self.recirc = None
+        self.digests = None
+        self.truncate = 0
+        self.now_us = 0
+        self.orig = b""
+        self.logs = None
+
+    def copy(self) -> "PacketState":
+        p = PacketState(self.F[:], self.V[:], self.NX[:])
+        p.data, p.off, p.length, p.orig, p.now_us = self.data, self.off, self.length, self.orig, self.now_us
+        p.truncate = self.truncate
+        return p
+
+
+def _tcm(value: int, width: int) -> int:
+    value &= (1 << width) - 1
+    return value - (1 << width) if value >> (width - 1) else value
+
+
+def _sat(value: int, width: int, signed: bool) -> int:
+    if signed:
+        lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    else:
+        lo, hi = 0, (1 << width) - 1
+    return lo if value < lo else hi if value > hi else value
+
+
+@dataclass
+class Program:
+    """A loaded program: layout, compiled stages and the runtime objects they use."""
+    json: dict
+    field_index: dict[tuple[str, str], int]
+    field_width: dict[int, int]
+    header_index: dict[str, int]
+    header_fields: dict[str, list[tuple[str, int, bool]]]
+    metadata_headers: set[int]
+    stacks: dict[str, list[int]]
+    errors: dict[str, int]
+    F0: list
+    V0: list
+    NX0: list
+    actions: dict[str, ActionSpec]
+    actions_by_id: dict[int, ActionSpec]
+    tables: dict[str, Table]
+    profiles: dict[str, ActionProfile]
+    counters: dict[str, CounterArray]
+    meters: dict[str, MeterArray]
+    registers: dict[str, RegisterArray]
+    field_lists: dict[int, list[int]]
+    learn_lists: dict[int, tuple[str, list[int]]]
+    parser: Callable = None
+    verify_checksums: Callable = None
+    update_checksums: Callable = None
+    ingress: Callable = None
+    egress: Callable = None
+    deparser: Callable = None
+    log: list = field(default_factory=list)
+
+    def new_state(self) -> PacketState:
+        return PacketState(self.F0[:], self.V0[:], self.NX0[:])
+
+    def sm(self, name: str) -> int | None:
+        """Slot of a standard/intrinsic/queueing metadata field, or None if the program lacks it."""
+        for hdr in ("standard_metadata", "intrinsic_metadata", "queueing_metadata"):
+            idx = self.field_index.get((hdr, name))
+            if idx is not None:
+                return idx
+        return None
+
+
+class _Compiler:
+    def __init__(self, j: dict, log: Callable[[str], None]) -> None:
+        self.j = j
+        self.log = log
+        self.ns: dict[str, Any] = {"_tcm": _tcm, "_sat": _sat, "_rand": _random.randint,
+                                   "ParserException": ParserException, "ExitControl": ExitControl,
+                                   "AssertFailure": AssertFailure}
+        self.counter = 0
+
+    # -- layout ---------------------------------------------------------------------------
+    def layout(self) -> None:
+        j = self.j
+        types = {t["name"]: t for t in j.get("header_types", [])}
+        self.field_index: dict[tuple[str, str], int] = {}
+        self.field_width: dict[int, int] = {}
+        self.field_signed: dict[int, bool] = {}
+        self.header_index: dict[str, int] = {}
+        self.header_base: list[int] = []
+        self.header_fields: dict[str, list[tuple[str, int, bool]]] = {}
+        self.metadata: set[int] = set()
+        F0: list[int] = []
+        V0: list[int] = []
+        for h in j.get("headers", []):
+            ht = types.get(h["header_type"])
+            if ht is None:
+                raise ProgramLoadError(f"header '{h['name']}' has unknown type '{h['header_type']}'")
+            hid = len(V0)
+            self.header_index[h["name"]] = hid
+            self.header_base.append(len(F0))
+            fields = []
+            for f in ht["fields"]:
+                name, width = f[0], f[1]
+                signed = bool(f[2]) if len(f) > 2 else False
+                if width == "*":
+                    width = 0  # varbit: unsupported beyond zero length
+                self.field_index[(h["name"], name)] = len(F0)
+                self.field_width[len(F0)] = width
+                self.field_signed[len(F0)] = signed
+                F0.append(0)
+                fields.append((name, width, signed))
+            self.header_fields[h["name"]] = fields
+            meta = bool(h.get("metadata"))
+            if meta:
+                self.metadata.add(hid)
+            V0.append(1 if meta else 0)
+        self.stacks: dict[str, list[int]] = {}
+        self.stack_id: dict[str, int] = {}
+        for s in j.get("header_stacks", []):
+            ids = [self.header_index[self._header_name_by_id(i)] for i in s["header_ids"]]
+            self.stack_id[s["name"]] = len(self.stacks)
+            self.stacks[s["name"]] = ids
+        self.unions: dict[str, list[int]] = {}
+        for u in j.get("header_unions", []):
+            self.unions[u["name"]] = [self.header_index[self._header_name_by_id(i)] for i in u["header_ids"]]
+        self.F0, self.V0 = F0, V0
+        self.NX0 = [0] * len(self.stacks)
+        self.errors = {e[0]: e[1] for e in j.get("errors", [])}
+        self.ns["HB"] = self.header_base
+        self.ns["STK"] = [ids for ids in self.stacks.values()]
+        self.ns["HLEN"] = [len(self.header_fields[h["name"]]) for h in j.get("headers", [])]
+        self.ns["_SPANS"] = {hid: (self.header_base[hid], self.ns["HLEN"][hid]) for hid in range(len(V0))}
+
+    def _header_name_by_id(self, hid: int) -> str:
+        for h in self.j.get("headers", []):
+            if h["id"] == hid:
+                return h["name"]
+        raise ProgramLoadError(f"unknown header id {hid}")
+
+    def fidx(self, ref: list) -> int:
+        key = (ref[0], ref[1])
+        if key not in self.field_index:
+            raise ProgramLoadError(f"unknown field '{ref[0]}.{ref[1]}'")
+        return self.field_index[key]
+
+    def hid(self, name: str) -> int:
+        if name not in self.header_index:
+            raise ProgramLoadError(f"unknown header '{name}'")
+        return self.header_index[name]
+
+    def const(self, name: str, value: Any) -> str:
+        self.counter += 1
+        sym = f"_{name}{self.counter}"
+        self.ns[sym] = value
+        return sym
+
+    # -- expressions ----------------------------------------------------------------------
+    def ex(self, e: Any) -> str:
+        if e is None:
+            return "0"
+        t = e.get("type")
+        v = e.get("value")
+        if t == "field":
+            if v[1] == "$valid$":
+                return f"V[{self.hid(v[0])}]"
+            return f"F[{self.fidx(v)}]"
+        if t == "hexstr":
+            return str(int(v, 16))
+        if t == "bool":
+            return "1" if v else "0"
+        if t in ("header", "header_union"):
+            if v in self.unions:
+                return self.const("union", self.unions[v])
+            return str(self.hid(v))
+        if t == "header_stack":
+            return str(self.stack_id[v])
+        if t in ("local", "runtime_data"):
+            return f"D[{v}]"
+        if t == "expression":
+            return self.ex_op(v)
+        if t == "stack_field":
+            sid = self.stack_id[v[0]]
+            hdr_ids = self.stacks[v[0]]
+            off = [n for n, _, _ in self.header_fields[self._header_name_by_hid(hdr_ids[0])]].index(v[1])
+            return f"F[HB[STK[{sid}][NX[{sid}] - 1]] + {off}]"
+        if t == "lookahead":
+            off, width = v
+            return f"_look(P, {off}, {width})"
+        if t == "string":
+            return repr(v)
+        raise ProgramLoadError(f"unsupported expression type '{t}'")
+
+    def _header_name_by_hid(self, hid: int) -> str:
+        for name, i in self.header_index.items():
+            if i == hid:
+                return name
+        raise ProgramLoadError(f"unknown header index {hid}")
+
+    def ex_op(self, e: dict) -> str:
+        if "op" not in e:
+            return self.ex(e)
+        op = e["op"]
+        L = self.ex(e["left"]) if e.get("left") is not None else None
+        R = self.ex(e["right"]) if e.get("right") is not None else None
+        if op in ("+", "*", "<<", ">>", "&", "|", "^", "==", "!=", "<", ">", "<=", ">="):
+            if op == "-" and L is None:
+                return f"(-{R})"
+            return f"({L} {op} {R})"
+        if op == "-":
+            return f"(-{R})" if L is None else f"({L} - {R})"
+        if op == "/":
+            return f"({L} // {R})"
+        if op == "%":
+            return f"({L} % {R})"
+        if op == "and":
+            return f"({L} and {R})"
+        if op == "or":
+            return f"({L} or {R})"
+        if op == "not":
+            return f"(not {R})"
+        if op == "~":
+            return f"(~{R})"
+        if op == "valid":
+            if e["right"].get("type") == "header_union" or e["right"].get("value") in self.unions:
+                return f"any(V[_h] for _h in {R})"
+            return f"V[{R}]"
+        if op == "valid_union":
+            return f"any(V[_h] for _h in {R})"
+        if op == "d2b":
+            return f"({R} != 0)"
+        if op == "b2d":
+            return f"(1 if {R} else 0)"
+        if op == "?":
+            return f"({L} if {self.ex(e['cond'])} else {R})"
+        if op == "two_comp_mod":
+            return f"_tcm({L}, {R})"
+        if op == "usat_cast":
+            return f"_sat({L}, {R}, False)"
+        if op == "sat_cast":
+            return f"_sat({L}, {R}, True)"
+        if op == "dereference_header_stack":
+            return f"STK[{L}][{R}]"
+        if op == "last_stack_index":
+            return f"(NX[{R}] - 1)"
+        if op == "size_stack_index":
+            return f"NX[{R}]"
+        if op == "access_field":
+            return f"F[HB[{L}] + {R}]"
+        if op == "dereference_union":
+            return f"{L}[{R}]"
+        if op == "max":
+            return f"max({L}, {R})"
+        if op == "min":
+            return f"min({L}, {R})"
+        raise ProgramLoadError(f"unsupported expression operator '{op}'")
+
+    def lvalue(self, e: dict) -> tuple[str, int, bool]:
+        """Target slot source, width and signedness of an assignable expression."""
+        t = e.get("type")
+        if t == "field":
+            i = self.fidx(e["value"])
+            return f"F[{i}]", self.field_width[i], self.field_signed[i]
+        if t == "expression" and e["value"].get("op") == "access_field":
+            ve = e["value"]
+            hdr = self.ex(ve["left"])
+            off = int(self.ex(ve["right"]))
+            # width: all stack elements share one type; use the first element's field
+            width, signed = self._stack_field_width(ve["left"], off)
+            return f"F[HB[{hdr}] + {off}]", width, signed
+        raise ProgramLoadError(f"unsupported assignment target {e!r}")
+
+    def _stack_field_width(self, hexpr: dict, off: int) -> tuple[int, bool]:
+        v = hexpr.get("value", {})
+        if isinstance(v, dict) and v.get("op") == "dereference_header_stack":
+            stack = v["left"]["value"]
+            first = self._header_name_by_hid(self.stacks[stack][0])
+            _, w, s = self.header_fields[first][off]
+            return w, s
+        raise ProgramLoadError("unsupported dynamic field access")
+
+    def assign(self, dst: dict, src: str) -> str:
+        target, width, signed = self.lvalue(dst)
+        if signed:
+            return f"{target} = _tcm({src}, {width})"
+        return f"{target} = ({src}) & {(1 << width) - 1}"
+
+    def header_ref(self, p: dict) -> str:
+        t = p.get("type")
+        if t == "header":
+            return str(self.hid(p["value"]))
+        return self.ex(p)
+
+    # -- primitives -----------------------------------------------------------------------
+    def primitive(self, p: dict) -> list[str]:
+        op = p["op"]
+        a = p.get("parameters", [])
+        if op in ("assign", "modify_field"):
+            return [self.assign(a[0], self.ex(a[1]))]
+        if op in ("assign_header",):
+            d, s = self.header_ref(a[0]), self.header_ref(a[1])
+            return [f"_d = {d}; _s = {s}; _n = HLEN[_d]",
+                    "F[HB[_d]:HB[_d] + _n] = F[HB[_s]:HB[_s] + _n]; V[_d] = V[_s]"]
+        if op == "assign_union":
+            d, s = self.unions[a[0]["value"]], self.unions[a[1]["value"]]
+            lines = []
+            for dh, sh in zip(d, s):
+                lines.append(f"F[HB[{dh}]:HB[{dh}] + HLEN[{dh}]] = F[HB[{sh}]:HB[{sh}] + HLEN[{sh}]]; V[{dh}] = V[{sh}]")
+            return lines
+        if op == "assign_header_stack":
+            d, s = self.stacks[a[0]["value"]], self.stacks[a[1]["value"]]
+            lines = [f"F[HB[{dh}]:HB[{dh}] + HLEN[{dh}]] = F[HB[{sh}]:HB[{sh}] + HLEN[{sh}]]; V[{dh}] = V[{sh}]"
+                     for dh, sh in zip(d, s)]
+            lines.append(f"NX[{self.stack_id[a[0]['value']]}] = NX[{self.stack_id[a[1]['value']]}]")
+            return lines
+        if op in ("add_header", "setValid"):
+            return [f"V[{self.header_ref(a[0])}] = 1"]
+        if op in ("remove_header", "setInvalid"):
+            return [f"V[{self.header_ref(a[0])}] = 0"]
+        if op in ("mark_to_drop", "drop"):
+            return [f"F[{self.sm_idx('egress_spec')}] = {DROP_PORT}"] + (
+                [f"F[{self.sm_idx('mcast_grp')}] = 0"] if self.sm_opt("mcast_grp") is not None else [])
+        if op == "exit":
+            return ["raise ExitControl()"]
+        if op in ("clone_ingress_pkt_to_egress", "clone_egress_pkt_to_egress"):
+            fl = self.ex(a[1]) if len(a) > 1 else "0"
+            return [f"P.clone = ({self.ex(a[0])}, {fl})"]
+        if op in ("resubmit", "resubmit_preserving_field_list"):
+            return [f"P.resubmit = {self.ex(a[0]) if a else '0'}"]
+        if op in ("recirculate", "recirculate_preserving_field_list"):
+            return [f"P.recirc = {self.ex(a[0]) if a else '0'}"]
+        if op == "modify_field_with_hash_based_offset":
+            calc = self.calculation(a[2]["value"])
+            return [self.assign(a[0], f"({self.ex(a[1])} + (({calc}(P) % {self.ex(a[3])}) if {self.ex(a[3])} else 0))")]
+        if op == "modify_field_rng_uniform":
+            return [self.assign(a[0], f"_rand({self.ex(a[1])}, {self.ex(a[2])})")]
+        if op == "count":
+            c = self.const("ctr", self.counters[a[0]["value"]])
+            return [f"{c}.count({self.ex(a[1])}, P.length)"]
+        if op == "execute_meter":
+            mt = self.const("mtr", self.meters[a[0]["value"]])
+            return [self.assign(a[2], f"{mt}.execute({self.ex(a[1])}, P.length, P.now_us)")]
+        if op == "register_read":
+            r = self.const("reg", self.registers[a[1]["value"]])
+            return [f"_i = {self.ex(a[2])}",
+                    self.assign(a[0], f"({r}.values[_i] if 0 <= _i < {r}.size else 0)")]
+        if op == "register_write":
+            r = self.const("reg", self.registers[a[0]["value"]])
+            return [f"_i = {self.ex(a[1])}",
+                    f"if 0 <= _i < {r}.size: {r}.values[_i] = ({self.ex(a[2])}) & {r}.mask"]
+        if op == "generate_digest":
+            return [f"P.digests = (P.digests or []) + [{self.ex(a[1])}]"]
+        if op == "log_msg":
+            fmt = a[0]["value"]
+            vals = ", ".join(self.ex(x) for x in a[1]["value"]) if len(a) > 1 else ""
+            return [f"P.logs = (P.logs or []) + [({fmt!r}, ({vals}{',' if vals else ''}))]"]
+        if op in ("assert", "assume"):
+            return [f"if not {self.ex(a[0])}: raise AssertFailure({op!r})"]
+        if op == "truncate":
+            return [f"P.truncate = {self.ex(a[0])}"]
+        if op in ("push", "pop"):
+            sid = self.stack_id[a[0]["value"]]
+            ids = self.stacks[a[0]["value"]]
+            return [f"_{op}(P, {sid}, {ids!r}, {self.ex(a[1])}, _SPANS)"]
+        raise ProgramLoadError(f"unsupported primitive '{op}'")
+
+    def sm_opt(self, name: str) -> int | None:
+        for hdr in ("standard_metadata", "intrinsic_metadata", "queueing_metadata"):
+            if (hdr, name) in self.field_index:
+                return self.field_index[(hdr, name)]
+        return None
+
+    def sm_idx(self, name: str) -> int:
+        i = self.sm_opt(name)
+        if i is None:
+            raise ProgramLoadError(f"program lacks standard_metadata.{name}")
+        return i
+
+    def compile_fn(self, name: str, args: str, body: list[str]) -> Callable:
+        src = [f"def {name}({args}):", "    F = P.F; V = P.V; NX = P.NX"]
+        src += ["    " + line for line in body] or ["    pass"]
+        code = "\n".join(src)
+        try:
+            exec(compile(code, f"<p4:{name}>", "exec"), self.ns)
+        except SyntaxError as exc:  # a bug in code generation, reported with the source
+            raise ProgramLoadError(f"internal: cannot compile {name}: {exc}\n{code}") from None
+        return self.ns[name]
+
+    # -- calculations ---------------------------------------------------------------------
+    def calc_inputs(self, inputs: list[dict]) -> tuple[str, bool]:
+        parts = []
+        payload = False
+        for inp in inputs:
+            t = inp["type"]
+            if t == "field":
+                i = self.fidx(inp["value"])
+                parts.append(f"(F[{i}], {self.field_width[i]})")
+            elif t == "hexstr":
+                parts.append(f"({int(inp['value'], 16)}, {inp.get('bitwidth', 8)})")
+            elif t == "header":
+                h = inp["value"]
+                for fname, w, _ in self.header_fields[h]:
+                    parts.append(f"(F[{self.field_index[(h, fname)]}], {w})")
+            elif t == "payload":
+                payload = True
+            elif t == "expression":
+                parts.append(f"({self.ex(inp['value'])}, {inp.get('bitwidth', 32)})")
+            else:
+                raise ProgramLoadError(f"unsupported calculation input '{t}'")
+        return "[" + ", ".join(parts) + "]", payload
+
+    def calculation(self, name: str) -> str:
+        """Name of a compiled function `(P) -> int` for a named calculation."""
+        sym = f"_calc_{self.calc_ids[name]}"
+        if sym in self.ns:
+            return sym
+        c = self.calcs[name]
+        algo = c["algo"]
+        if algo not in hashes.ALGORITHMS:
+            raise ProgramLoadError(f"hash algorithm '{algo}' of '{name}' is not supported")
+        self.ns[f"_algo_{algo}"] = hashes.ALGORITHMS[algo]
+        parts, payload = self.calc_inputs(c["input"])
+        data = f"_pack({parts})" + (" + _payload(P)" if payload else "")
+        self.compile_fn(sym, "P", [f"return _algo_{algo}({data})"])
+        return sym
+
+    # -- whole program --------------------------------------------------------------------
+    def build(self) -> Program:
+        j = self.j
+        self.layout()
+        self.calcs = {c["name"]: c for c in j.get("calculations", [])}
+        self.calc_ids = {name: i for i, name in enumerate(self.calcs)}
+        self.ns["_pack"] = hashes.pack_bits
+        self.ns["_payload"] = lambda P: P.data[P.off:]
+        self.ns["_look"] = self._make_lookahead()
+        self.ns["_push"] = _push
+        self.ns["_pop"] = _pop
+        self.counters = {c["name"]: CounterArray(c["name"], c.get("size", 0)) for c in j.get("counter_arrays", [])}
+        self.meters = {m["name"]: MeterArray(m["name"], m.get("size", 0), m.get("type", "packets"),
+                                             bool(m.get("is_direct"))) for m in j.get("meter_arrays", [])}
+        self.registers = {r["name"]: RegisterArray(r["name"], r["size"], r["bitwidth"])
+                          for r in j.get("register_arrays", [])}
+        self.actions: dict[str, ActionSpec] = {}
+        self.actions_by_id: dict[int, ActionSpec] = {}
+        for a in j.get("actions", []):
+            body = []
+            for p in a.get("primitives", []):
+                body += self.primitive(p)
+            fn = self.compile_fn(f"_act_{a['id']}", "P, D", body)
+            spec = ActionSpec(a["name"], a["id"], [(rd["name"], rd["bitwidth"]) for rd in a.get("runtime_data", [])], fn)
+            self.actions_by_id[a["id"]] = spec
+            # p4c may emit several actions with one name (e.g. NoAction copies); keep the first
+            self.actions.setdefault(a["name"], spec)
+        self.field_lists = {fl["id"]: [self.fidx(e["value"]) for e in fl.get("elements", []) if e.get("type") == "field"]
+                            for fl in j.get("field_lists", [])}
+        self.learn_lists = {ll["id"]: (ll["name"], [self.fidx(e["value"]) for e in ll.get("elements", [])
+                                                    if e.get("type") == "field"])
+                            for ll in j.get("learn_lists", [])}
+        self.profiles: dict[str, ActionProfile] = {}
+        self.tables: dict[str, Table] = {}
+        prog = Program(j, self.field_index, self.field_width, self.header_index, self.header_fields,
+                       self.metadata, self.stacks, self.errors, self.F0, self.V0, self.NX0,
+                       self.actions, self.actions_by_id, self.tables, self.profiles, self.counters,
+                       self.meters, self.registers, self.field_lists, self.learn_lists)
+        prog.parser = self.build_parser()
+        pipes = {p["name"]: p for p in j.get("pipelines", [])}
+        for required in ("ingress", "egress"):
+            if required not in pipes:
+                raise ProgramLoadError(f"BMv2 JSON has no '{required}' pipeline")
+        prog.ingress = self.build_pipeline(pipes["ingress"])
+        prog.egress = self.build_pipeline(pipes["egress"])
+        prog.verify_checksums, prog.update_checksums = self.build_checksums()
+        prog.deparser = self.build_deparser()
+        return prog
+
+    def _make_lookahead(self) -> Callable:
+        too_short = self.errors_value("PacketTooShort")
+
+        def look(P, off: int, width: int) -> int:
+            start = P.off * 8 + off
+            end = start + width
+            nbytes = (end + 7) // 8
+            if nbytes > len(P.data):
+                raise ParserException(too_short)
+            first = start // 8
+            chunk = int.from_bytes(P.data[first:nbytes], "big")
+            return (chunk >> (nbytes * 8 - end)) & ((1 << width) - 1)
+        return look
+
+    def errors_value(self, name: str) -> int:
+        return self.errors.get(name, 0)
+
+    def build_extractors(self) -> list[Callable]:
+        exts = []
+        too_short = self.errors_value("PacketTooShort")
+        for name, hid in self.header_index.items():
+            fields = self.header_fields[name]
+            total = sum(w for _, w, _ in fields)
+            if hid in self.metadata or total % 8:
+                exts.append(None)
+                continue
+            nb = total // 8
+            base = self.header_base[hid]
+            body = ["o = P.off; d = P.data",
+                    f"if o + {nb} > len(d): raise ParserException({too_short})",
+                    f"x = int.from_bytes(d[o:o + {nb}], 'big'); P.off = o + {nb}"]
+            shift = total
+            for i, (_, w, signed) in enumerate(fields):
+                shift -= w
+                val = f"(x >> {shift}) & {(1 << w) - 1}" if w else "0"
+                body.append(f"F[{base + i}] = _tcm({val}, {w})" if signed else f"F[{base + i}] = {val}")
+            body.append(f"V[{hid}] = 1")
+            exts.append(self.compile_fn(f"_ext_{hid}", "P", body))
+        self.ns["_EXT"] = exts
+        return exts
+
+    def build_parser(self) -> Callable:
+        parsers = self.j.get("parsers", [])
+        if not parsers:
+            raise ProgramLoadError("BMv2 JSON has no parser")
+        parser = parsers[0]
+        self.build_extractors()
+        states: dict[str, Callable] = {}
+        oob = self.errors_value("StackOutOfBounds")
+        for st in parser.get("parse_states", []):
+            body: list[str] = []
+            for op in st.get("parser_ops", []):
+                kind = op["op"]
+                params = op.get("parameters", [])
+                if kind == "extract":
+                    p0 = params[0]
+                    if p0["type"] == "regular":
+                        hid = self.hid(p0["value"])
+                        if self.ns["_EXT"][hid] is None:
+                            raise ProgramLoadError(f"cannot extract header '{p0['value']}' (not byte-aligned)")
+                        body.append(f"_EXT[{hid}](P)")
+                    elif p0["type"] == "stack":
+                        sid = self.stack_id[p0["value"]]
+                        size = len(self.stacks[p0["value"]])
+                        body += [f"_i = NX[{sid}]",
+                                 f"if _i >= {size}: raise ParserException({oob})",
+                                 f"_EXT[STK[{sid}][_i]](P); NX[{sid}] = _i + 1"]
+                    else:
+                        raise ProgramLoadError(f"unsupported extract target '{p0['type']}'")
+                elif kind == "set":
+                    body.append(self.assign(params[0], self.ex(params[1])))
+                elif kind == "verify":
+                    body.append(f"if not {self.ex(params[0])}: raise ParserException({self.ex(params[1])})")
+                elif kind == "primitive":
+                    body += self.primitive(params[0])
+                elif kind == "shift":
+                    body.append(f"P.off += {int(params[0]['value'], 16) if params[0].get('type') == 'hexstr' else self.ex(params[0])}")
+                elif kind == "advance":
+                    too_short = self.errors_value("PacketTooShort")
+                    body += [f"_n = ({self.ex(params[0])}) // 8",
+                             f"if P.off + _n > len(P.data): raise ParserException({too_short})",
+                             "P.off += _n"]
+                else:
+                    raise ProgramLoadError(f"unsupported parser op '{kind}'")
+            keys = st.get("transition_key", [])
+            key_parts = []
+            for k in keys:
+                if k["type"] == "lookahead":
+                    w = k["value"][1]
+                elif k["type"] == "field":
+                    w = self.field_width[self.fidx(k["value"])] if k["value"][1] != "$valid$" else 1
+                elif k["type"] == "stack_field":
+                    first = self._header_name_by_hid(self.stacks[k["value"][0]][0])
+                    w = dict((n, fw) for n, fw, _ in self.header_fields[first])[k["value"][1]]
+                else:
+                    w = 32
+                key_parts.append((self.ex(k), ((w + 7) // 8) * 8))
+            if key_parts:
+                expr = key_parts[0][0]
+                for src, w in key_parts[1:]:
+                    expr = f"(({expr}) << {w}) | ({src})"
+                body.append(f"k = {expr}")
+            for tr in st.get("transitions", []):
+                nxt = repr(tr.get("next_state"))
+                ttype = tr.get("type", "hexstr")
+                if ttype == "default":
+                    body.append(f"return {nxt}")
+                    break
+                if ttype == "hexstr":
+                    val = int(tr["value"], 16)
+                    mask = tr.get("mask")
+                    if mask:
+                        body.append(f"if (k & {int(mask, 16)}) == {val & int(mask, 16)}: return {nxt}")
+                    else:
+                        body.append(f"if k == {val}: return {nxt}")
+                elif ttype == "parse_vset":
+                    self.log(f"parser value set '{tr.get('value')}' is empty on this target")
+                else:
+                    raise ProgramLoadError(f"unsupported transition type '{ttype}'")
+            else:
+                body.append("return None")
+            states[st["name"]] = self.compile_fn(f"_st_{len(states)}", "P", body)
+        init = parser.get("init_state")
+        if init not in states:
+            raise ProgramLoadError(f"parser init state '{init}' not defined")
+        perr = self.sm_opt("parser_error")
+
+        def parse(P: PacketState) -> None:
+            state = init
+            try:
+                while state is not None:
+                    state = states[state](P)
+            except ParserException as exc:
+                if perr is not None:
+                    P.F[perr] = exc.code
+        return parse
+
+    def build_pipeline(self, pipe: dict) -> Callable:
+        nodes: dict[str, Callable] = {}
+        for prof in pipe.get("action_profiles", []):
+            sel = prof.get("selector")
+            selector = None
+            if sel:
+                algo = hashes.ALGORITHMS.get(sel.get("algo"))
+                if algo is None:
+                    raise ProgramLoadError(f"selector algorithm '{sel.get('algo')}' is not supported")
+                parts, _ = self.calc_inputs(sel.get("input", []))
+                self.ns[f"_salgo_{prof['id']}"] = algo
+                selector = self.compile_fn(f"_sel_{prof['id']}", "P", [f"return _salgo_{prof['id']}(_pack({parts}))"])
+            self.profiles[prof["name"]] = ActionProfile(prof["name"], {}, prof.get("max_size", 0), selector)
+        direct_counters = {c["binding"]: c for c in self.j.get("counter_arrays", []) if c.get("is_direct")}
+        direct_meters = {m["binding"]: m for m in self.j.get("meter_arrays", []) if m.get("is_direct")}
+        for t in pipe.get("tables", []):
+            nodes[t["name"]] = self.build_table(t, direct_counters, direct_meters)
+        for c in pipe.get("conditionals", []):
+            cond = self.compile_fn(f"_cond_{c['id']}_{pipe['name']}", "P", [f"return {self.ex(c['expression'])}"])
+            nodes[c["name"]] = _cond_node(cond, c.get("true_next"), c.get("false_next"))
+        for ac in pipe.get("action_calls", []):
+            spec = self.actions_by_id[ac["action_id"]]
+            nodes[ac["name"]] = _call_node(spec.fn, ac.get("next_node"))
+        init = pipe.get("init_table")
+
+        def run(P: PacketState) -> None:
+            node = init
+            try:
+                while node is not None:
+                    node = nodes[node](P)
+            except ExitControl:
+                pass
+        return run
+
+    def build_table(self, t: dict, direct_counters: dict, direct_meters: dict) -> Callable:
+        keys: list[KeyField] = []
+        getters = []
+        for k in t.get("key", []):
+            mt = k["match_type"]
+            target = k["target"]
+            if mt == "valid":
+                hname = target if isinstance(target, str) else target[0]
+                getters.append(f"V[{self.hid(hname)}]")
+                keys.append(KeyField(mt, k.get("name", hname), 1))
+                continue
+            i = self.fidx(target)
+            w = self.field_width[i]
+            mask = k.get("mask")
+            getters.append(f"(F[{i}] & {int(mask, 16)})" if mask else f"F[{i}]")
+            keys.append(KeyField(mt, k.get("name", f"{target[0]}.{target[1]}"), w))
+        actions = {}
+        for aid in t.get("action_ids", []):
+            spec = self.actions_by_id[aid]
+            actions[spec.name] = spec
+        profile = self.profiles.get(t.get("action_profile")) if t.get("action_profile") else None
+        if profile is not None:
+            profile.actions.update(actions)
+        dmeter = None
+        dm = direct_meters.get(t["name"])
+        if t.get("direct_meters"):
+            dm = next((m for m in self.j.get("meter_arrays", []) if m["name"] == t["direct_meters"]), dm)
+        if dm is not None:
+            dmeter = self.meters[dm["name"]]
+        table = Table(t["name"], keys, actions, t.get("max_size", 0), t.get("type", "simple"), profile,
+                      bool(t.get("with_counters")) or t["name"] in direct_counters, dmeter)
+        self.tables[t["name"]] = table
+        de = t.get("default_entry")
+        if de:
+            spec = self.actions_by_id[de["action_id"]]
+            table.default_action = spec.name
+            table.default_data = tuple(int(x, 16) for x in de.get("action_data", []))
+            table.default_const = bool(de.get("action_const"))
+            table.initial_default = (table.default_action, table.default_data)
+        from . import match as mm
+        for ent in t.get("entries", []):
+            key = []
+            for kf, mk in zip(keys, ent["match_key"]):
+                kt = mk["match_type"]
+                if kt == "exact":
+                    key.append(mm.Exact(int(mk["key"], 16)))
+                elif kt == "lpm":
+                    key.append(mm.Lpm(int(mk["key"], 16), mk["prefix_length"]))
+                elif kt == "ternary":
+                    key.append(mm.Ternary(int(mk["key"], 16), int(mk["mask"], 16)))
+                elif kt == "range":
+                    key.append(mm.Range(int(mk["start"], 16), int(mk["end"], 16)))
+                elif kt == "optional":
+                    if mk.get("mask") and int(mk["mask"], 16) == 0:
+                        key.append(mm.Optional(0, True))
+                    else:
+                        key.append(mm.Optional(int(mk["key"], 16)))
+                elif kt == "valid":
+                    key.append(mm.Valid(bool(int(mk["key"], 16))))
+                else:
+                    raise ProgramLoadError(f"unsupported const entry match type '{kt}'")
+            ae = ent["action_entry"]
+            spec = self.actions_by_id[ae["action_id"]]
+            table.add(key, spec.name, [int(x, 16) for x in ae.get("action_data", [])],
+                      ent.get("priority") if table.match_type == "ternary" else None)
+        table.const_entries = bool(t.get("entries"))
+        getter = self.compile_fn(f"_key_{t['id']}_{len(self.tables)}", "P",
+                                 [f"return ({', '.join(getters)}{',' if getters else ''})"])
+        nt = t.get("next_tables", {})
+        hit_next, miss_next = nt.get("__HIT__"), nt.get("__MISS__")
+        by_hit = "__HIT__" in nt or "__MISS__" in nt
+        base_next = t.get("base_default_next")
+        next_by_action = {self.actions_by_id[aid].name: nt.get(self.actions_by_id[aid].name, base_next)
+                          for aid in t.get("action_ids", [])}
+        acts = actions
+        sm_len = None
+        result_target = None
+        if dm is not None and dm.get("result_target"):
+            result_target = self.fidx(dm["result_target"])
+        counting = table.with_counters
+        profile_ = profile
+
+        def apply(P: PacketState):
+            e = table.lookup(getter(P))
+            if e is not None:
+                if counting:
+                    e.packets += 1
+                    e.bytes += P.length
+                if e.meter is not None and result_target is not None:
+                    P.F[result_target] = e.meter.execute(1 if table.direct_meter.type == "packets" else P.length,
+                                                         P.now_us)
+                if profile_ is None:
+                    name, data = e.action, e.action_data
+                elif e.member is not None:
+                    name, data = profile_.members[e.member]
+                else:
+                    mbrs = profile_.groups.get(e.group) or []
+                    if not mbrs:
+                        name, data = table.default_action, table.default_data
+                    else:
+                        h = profile_.selector(P) if profile_.selector else 0
+                        name, data = profile_.members[mbrs[h % len(mbrs)]]
+                acts[name].fn(P, data)
+                if by_hit:
+                    return hit_next
+                return next_by_action.get(name, base_next)
+            if counting:
+                table.default_packets += 1
+                table.default_bytes += P.length
+            name = table.default_action
+            if name is not None:
+                acts[name].fn(P, table.default_data) if name in acts else self.actions[name].fn(P, table.default_data)
+            if by_hit:
+                return miss_next
+            return next_by_action.get(name, base_next) if name is not None else base_next
+        return apply
+
+    def build_checksums(self) -> tuple[Callable, Callable]:
+        verify_body: list[str] = []
+        update_body: list[str] = []
+        cerr = self.sm_opt("checksum_error")
+        for c in self.j.get("checksums", []):
+            calc = self.calculation(c["calculation"])
+            target = self.fidx(c["target"])
+            cond = self.ex(c["if_cond"]) if c.get("if_cond") else "1"
+            w = self.field_width[target]
+            if c.get("verify", True) and cerr is not None:
+                verify_body.append(f"if {cond} and ({calc}(P) & {(1 << w) - 1}) != F[{target}]: F[{cerr}] = 1")
+            if c.get("update", True):
+                update_body.append(f"if {cond}: F[{target}] = {calc}(P) & {(1 << w) - 1}")
+        return (self.compile_fn("_verify_checksums", "P", verify_body),
+                self.compile_fn("_update_checksums", "P", update_body))
+
+    def build_deparser(self) -> Callable:
+        deps = self.j.get("deparsers", [])
+        order = deps[0].get("order", []) if deps else []
+        body = ["out = []"]
+        for name in order:
+            hid = self.hid(name)
+            fields = self.header_fields[name]
+            total = sum(w for _, w, _ in fields)
+            base = self.header_base[hid]
+            parts = []
+            shift = total
+            for i, (_, w, _) in enumerate(fields):
+                shift -= w
+                if w:
+                    parts.append(f"((F[{base + i}] & {(1 << w) - 1}) << {shift})")
+            expr = " | ".join(parts) or "0"
+            body.append(f"if V[{hid}]: out.append(({expr}).to_bytes({total // 8}, 'big'))")
+        body.append("out.append(P.data[P.off:])")
+        body.append("return b''.join(out)")
+        return self.compile_fn("_deparse", "P", body)
+
+
+def _cond_node(cond: Callable, t: str | None, f: str | None) -> Callable:
+    def node(P: PacketState):
+        return t if cond(P) else f
+    return node
+
+
+def _call_node(fn: Callable, nxt: str | None) -> Callable:
+    def node(P: PacketState):
+        fn(P, ())
+        return nxt
+    return node
+
+
+def _push(P: PacketState, sid: int, ids: list[int], count: int, spans: dict) -> None:
+    V = P.V
+    n = len(ids)
+    for i in range(n - 1, -1, -1):
+        src = i - count
+        if src >= 0:
+            V[ids[i]] = V[ids[src]]
+            _copy_header(P, ids[i], ids[src], spans)
+        else:
+            V[ids[i]] = 0
+    P.NX[sid] = min(n, P.NX[sid] + count)
+
+
+def _pop(P: PacketState, sid: int, ids: list[int], count: int, spans: dict) -> None:
+    V = P.V
+    n = len(ids)
+    for i in range(n):
+        src = i + count
+        if src < n:
+            V[ids[i]] = V[ids[src]]
+            _copy_header(P, ids[i], ids[src], spans)
+        else:
+            V[ids[i]] = 0
+    P.NX[sid] = max(0, P.NX[sid] - count)
+
+
+def _copy_header(P: PacketState, dst: int, src: int, spans: dict) -> None:
+    db, n = spans[dst]
+    sb, _ = spans[src]
+    P.F[db:db + n] = P.F[sb:sb + n]
+
+
+def load_program(bmv2_json: dict, log: Callable[[str], None] | None = None) -> Program:
+    """Compile a BMv2 JSON dict into a Program; raises ProgramLoadError when it cannot."""
+    if not isinstance(bmv2_json, dict):
+        raise ProgramLoadError("BMv2 JSON must be an object")
+    messages: list[str] = []
+    comp = _Compiler(bmv2_json, log or messages.append)
+    try:
+        prog = comp.build()
+    except ProgramLoadError:
+        raise
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise ProgramLoadError(f"malformed BMv2 JSON: {type(exc).__name__}: {exc}") from None
+    prog.log = messages
+    return prog

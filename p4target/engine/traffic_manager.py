@@ -1,0 +1,179 @@
+"""Traffic manager: per egress port up to 8 strict-priority FIFO queues (BMv2-like).
+
+`standard_metadata.priority` selects the queue; a priority >= the number of queues drops the
+packet, as in BMv2. The higher the queue number, the earlier it is served. Each queue
+has a capacity in packets (tail drop) and an optional rate in packets/s (token bucket).
+"""
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any, Callable
+
+DEFAULT_DEPTH = 64
+
+# egress callback: (port, packet, enq_timestamp_us, enq_qdepth, deq_qdepth)
+EgressCallback = Callable[[int, Any, float, int, int], None]
+
+
+class _Queue:
+    __slots__ = ("items", "depth", "pps", "tokens", "last_us")
+
+    def __init__(self, depth: int) -> None:
+        self.items: deque = deque()
+        self.depth = depth
+        self.pps: float | None = None
+        self.tokens = 1.0
+        self.last_us = 0.0
+
+    def ready_at(self, now_us: float) -> float:
+        """Microsecond time at which the head may leave (now if unlimited or tokens left)."""
+        if self.pps is None:
+            return now_us
+        self.tokens = min(1.0, self.tokens + (now_us - self.last_us) * self.pps / 1e6)
+        self.last_us = now_us
+        if self.tokens >= 1.0 - 1e-9:
+            return now_us
+        return now_us + (1.0 - self.tokens) * 1e6 / self.pps if self.pps > 0 else float("inf")
+
+
+class TrafficManager:
+    """Egress queues for every port, a synchronous drain and a live scheduler thread."""
+
+    def __init__(self, queues_per_port: int = 1, depth: int = DEFAULT_DEPTH) -> None:
+        self.nq = queues_per_port
+        self.default_depth = depth
+        self.default_pps: float | None = None
+        self.ports: dict[int, list[_Queue]] = {}
+        self.overrides: dict[tuple[int | None, int | None], tuple[str, Any]] = {}
+        self.drops = 0
+        self._cv = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._running = False
+
+    def _port(self, port: int) -> list[_Queue]:
+        qs = self.ports.get(port)
+        if qs is None:
+            qs = [_Queue(self.default_depth) for _ in range(self.nq)]
+            for q in qs:
+                q.pps = self.default_pps
+            self.ports[port] = qs
+            for (p, pri), (what, value) in self.overrides.items():
+                if p == port:
+                    for i, q in enumerate(qs):
+                        if pri is None or pri == i:
+                            setattr(q, what, value)
+        return qs
+
+    def _targets(self, port: int | None, priority: int | None) -> list[_Queue]:
+        ports = [port] if port is not None else list(self.ports)
+        out = []
+        for p in ports:
+            qs = self._port(p)
+            out += qs if priority is None else [qs[priority]] if 0 <= priority < self.nq else []
+        return out
+
+    def set_rate(self, pps: float | None, port: int | None = None, priority: int | None = None) -> None:
+        with self._cv:
+            if port is None:
+                self.default_pps = pps
+            else:
+                self.overrides[(port, priority)] = ("pps", pps)
+            for q in self._targets(port, priority):
+                q.pps = pps
+            self._cv.notify_all()
+
+    def set_depth(self, depth: int, port: int | None = None, priority: int | None = None) -> None:
+        with self._cv:
+            if port is None:
+                self.default_depth = depth
+            else:
+                self.overrides[(port, priority)] = ("depth", depth)
+            for q in self._targets(port, priority):
+                q.depth = depth
+
+    def depth_of(self, port: int, priority: int = 0) -> int:
+        """Packets now waiting in one queue."""
+        return len(self._port(port)[priority].items)
+
+    def enqueue(self, port: int, priority: int, packet: Any, now_us: float) -> bool:
+        """Queue a packet; False when it is dropped (priority out of range or queue full)."""
+        with self._cv:
+            if not 0 <= priority < self.nq:
+                self.drops += 1
+                return False
+            q = self._port(port)[priority]
+            if len(q.items) >= q.depth:
+                self.drops += 1
+                return False
+            q.items.append((packet, now_us, len(q.items)))
+            self._cv.notify()
+            return True
+
+    def _pop(self, port: int, now_us: float, honour_rate: bool) -> tuple[Any, float] | None:
+        for q in reversed(self._port(port)):
+            if q.items:
+                if honour_rate:
+                    if q.ready_at(now_us) > now_us:
+                        continue
+                    if q.pps is not None:
+                        q.tokens -= 1.0
+                packet, enq_us, enq_depth = q.items.popleft()
+                return packet, enq_us, enq_depth, len(q.items)
+        return None
+
+    def drain(self, egress: EgressCallback, clock_us: Callable[[], float]) -> None:
+        """Synchronous mode: serve every queued packet now, strict priority, ignoring rates."""
+        while True:
+            busy = False
+            for port in list(self.ports):
+                while True:
+                    item = self._pop(port, clock_us(), False)
+                    if item is None:
+                        break
+                    busy = True
+                    packet, enq_us, enq_depth, deq_depth = item
+                    egress(port, packet, enq_us, enq_depth, deq_depth)
+            if not busy:
+                return
+
+    # -- live mode ------------------------------------------------------------------------
+    def start(self, egress: EgressCallback, clock_us: Callable[[], float]) -> None:
+        """Start the scheduler thread that serves queues honouring rates and priorities."""
+        if self._thread is not None:
+            return
+        self._running = True
+        self._thread = threading.Thread(target=self._run, args=(egress, clock_us),
+                                        name="p4target-tm", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cv:
+            self._running = False
+            self._cv.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _run(self, egress: EgressCallback, clock_us: Callable[[], float]) -> None:
+        while True:
+            with self._cv:
+                if not self._running:
+                    return
+                now = clock_us()
+                ready = []
+                next_us = float("inf")
+                for port in list(self.ports):
+                    item = self._pop(port, now, True)
+                    if item is not None:
+                        ready.append((port, item))
+                    else:
+                        for q in self.ports[port]:
+                            if q.items:
+                                next_us = min(next_us, q.ready_at(now))
+                if not ready:
+                    timeout = None if next_us == float("inf") else max(0.0, (next_us - now) / 1e6)
+                    self._cv.wait(timeout if timeout is not None else 0.5)
+                    continue
+            for port, (packet, enq_us, enq_depth, deq_depth) in ready:
+                egress(port, packet, enq_us, enq_depth, deq_depth)
