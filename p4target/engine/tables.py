@@ -221,6 +221,7 @@ class Table:
         self.entries: dict[int, TableEntry] = {}
         self._exact: dict[tuple, TableEntry] = {}
         self._ordered: list[TableEntry] = []
+        self._ranges: list[int] = [i for i, k in enumerate(keys) if k.match_type == "range"]
         self._next_handle = 0
         self._lpm_index = next((i for i, k in enumerate(keys) if k.match_type == "lpm"), -1)
         self.default_action: str | None = None
