@@ -223,6 +223,7 @@ class Table:
         self._ordered: list[TableEntry] = []
         self._ranges: list[int] = [i for i, k in enumerate(keys) if k.match_type == "range"]
         self._next_handle = 0
+        self._lpm_groups: list = []
         self._lpm_index = next((i for i, k in enumerate(keys) if k.match_type == "lpm"), -1)
         self.default_action: str | None = None
         self.default_data: tuple = ()
@@ -330,6 +331,15 @@ class Table:
         else:
             entries.sort(key=lambda e: (e.priority, e.handle))
         self._ordered = entries
+        if self.match_type == "lpm":
+            # one hash map per prefix length, longest first: (masks, {masked key: entry})
+            groups: dict[int, tuple[tuple, dict]] = {}
+            for e in entries:
+                plen = e.key[self._lpm_index].prefix_len
+                if plen not in groups:
+                    groups[plen] = (tuple(mk for mk, _, _, _ in e._m), {})
+                groups[plen][1].setdefault(tuple(v for _, v, _, _ in e._m), e)
+            self._lpm_groups = [groups[p] for p in sorted(groups, reverse=True)]
         kinds = [k.match_type for k in self.keys]
         self._ranges = [i for i, k in enumerate(kinds) if k == "range"]
 
@@ -338,6 +348,12 @@ class Table:
         """The winning entry for the key field values, or None (miss)."""
         if self.match_type == "exact":
             return self._exact.get(values)
+        if self.match_type == "lpm":
+            for masks, index in self._lpm_groups:
+                e = index.get(tuple([v & mk for v, mk in zip(values, masks)]))
+                if e is not None:
+                    return e
+            return None
         ranges = self._ranges
         for entry in self._ordered:
             for i, (mask, val, lo, hi) in enumerate(entry._m):
