@@ -439,7 +439,7 @@ class Engine:
             if ms is not None:
                 C = self._new_packet(port, P.orig, pg.INGRESS_CLONE)
                 self._copy_fields(fl, P, C)
-                C.off = len(C.data)  # the clone carries the packet as received, unparsed
+                C.off = 0  # unparsed: no header valid, the whole received packet is payload
                 C.now_us = now
                 self._to_mirror(ms, C)
         if P.digests and self._digest_cb is not None:

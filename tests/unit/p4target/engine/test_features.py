@@ -1,0 +1,250 @@
+"""v1model features on small hand-built BMv2 JSON programs: match kinds and priorities,
+multicast, clone, resubmit, recirculate, registers, meters, hashes, digests, exit, stacks."""
+from p4target.engine import (Engine, Exact, Optional, Range, Ternary, GREEN, YELLOW, RED,
+                             INGRESS_CLONE, REPLICATION, RESUBMIT, RECIRC, InvalidEntryError)
+from p4target.engine import hashes
+from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, hexv, op
+import pytest
+
+SM = "standard_metadata"
+
+
+def rd(i):
+    return {"type": "runtime_data", "value": i}
+
+
+def assign(dst, src):
+    return {"op": "assign", "parameters": [dst, src]}
+
+
+def program(keys=(), actions=(), egress_actions=(), extra=None, table_type="simple", profiles=()):
+    """h = {a:8, b:8, c:16, d:32}; ingress: table t (keys, actions, default = first action);
+    egress: table te whose const default is the first of egress_actions (if any)."""
+    acts = [{"name": n, "id": i, "runtime_data": [{"name": p, "bitwidth": w} for p, w in params],
+             "primitives": prims} for i, (n, params, prims) in enumerate(list(actions) + list(egress_actions))]
+    n_in = len(actions)
+    j = {
+        "header_types": [
+            {"name": "scalars_0", "id": 0, "fields": [["m8", 8, False], ["m32", 32, False]]},
+            {"name": SM, "id": 1, "fields": STANDARD_METADATA},
+            {"name": "h_t", "id": 2, "fields": [["a", 8, False], ["b", 8, False], ["c", 16, False], ["d", 32, False]]},
+        ],
+        "headers": [
+            {"name": "scalars", "id": 0, "header_type": "scalars_0", "metadata": True},
+            {"name": SM, "id": 1, "header_type": SM, "metadata": True},
+            {"name": "h", "id": 2, "header_type": "h_t", "metadata": False},
+        ],
+        "errors": ERRORS,
+        "field_lists": [{"id": 1, "name": "fl", "elements": [F("scalars", "m8")]}],
+        "learn_lists": [{"id": 1, "name": "dg", "elements": [F("h", "a"), F("h", "c")]}],
+        "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [
+            {"name": "start", "id": 0,
+             "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "h"}]}],
+             "transition_key": [], "transitions": [{"type": "default", "value": None, "mask": None, "next_state": None}]}]}],
+        "deparsers": [{"name": "deparser", "id": 0, "order": ["h"]}],
+        "meter_arrays": [], "counter_arrays": [], "register_arrays": [], "calculations": [],
+        "actions": acts,
+        "pipelines": [
+            {"name": "ingress", "id": 0, "init_table": "t", "action_profiles": list(profiles),
+             "conditionals": [],
+             "tables": [{"name": "t", "id": 0, "type": table_type,
+                         "action_profile": profiles[0]["name"] if profiles else None,
+                         "key": [{"match_type": mt, "name": f"h.{f}", "target": ["h", f], "mask": None} for f, mt in keys],
+                         "max_size": 64, "with_counters": False, "direct_meters": None,
+                         "action_ids": list(range(n_in)), "actions": [a[0] for a in actions],
+                         "base_default_next": None, "next_tables": {a[0]: None for a in actions},
+                         "default_entry": {"action_id": 0, "action_const": False, "action_data": [] if not actions[0][1] else ["0x0"] * len(actions[0][1]),
+                                           "action_entry_const": False}}]},
+            {"name": "egress", "id": 1, "init_table": "te" if egress_actions else None, "action_profiles": [],
+             "conditionals": [],
+             "tables": [{"name": "te", "id": 1, "type": "simple", "key": [], "max_size": 1,
+                         "action_ids": [n_in], "actions": [egress_actions[0][0]], "base_default_next": None,
+                         "next_tables": {egress_actions[0][0]: None},
+                         "default_entry": {"action_id": n_in, "action_const": True, "action_data": [],
+                                           "action_entry_const": True}}] if egress_actions else []},
+        ],
+        "checksums": [],
+    }
+    for k, v in (extra or {}).items():
+        j[k] = v
+    return j
+
+
+def pkt(a=1, b=2, c=3, d=4, tail=b""):
+    return bytes([a, b]) + c.to_bytes(2, "big") + d.to_bytes(4, "big") + tail
+
+
+FWD = ("fwd", [("port", 9)], [assign(F(SM, "egress_spec"), rd(0))])
+SETB = ("setb", [("v", 8), ("port", 9)], [assign(F("h", "b"), rd(0)), assign(F(SM, "egress_spec"), rd(1))])
+DROP = ("drop", [], [{"op": "mark_to_drop", "parameters": [{"type": "header", "value": SM}]}])
+
+
+def test_ternary_lowest_priority_value_wins_then_range_and_optional():
+    eng = Engine(program(keys=[("a", "ternary"), ("c", "range"), ("d", "optional")], actions=[DROP, SETB]))
+    eng.table_add("t", [Ternary(0, 0), Range(0, 0xFFFF), Optional(wildcard=True)], "setb", [9, 1], priority=20)
+    eng.table_add("t", [Ternary(1, 0xFF), Range(2, 5), Optional(4)], "setb", [7, 2], priority=10)
+    assert eng.process(0, pkt()) == [(2, pkt(b=7))]
+    assert eng.process(0, pkt(c=6)) == [(1, pkt(b=9, c=6))]   # out of range
+    assert eng.process(0, pkt(d=5)) == [(1, pkt(b=9, d=5))]   # optional mismatch
+    with pytest.raises(InvalidEntryError):
+        eng.table_add("t", [Ternary(0, 0), Range(0, 1), Optional(1)], "setb", [1, 1])  # no priority
+
+
+def test_exact_table_and_modify_delete():
+    eng = Engine(program(keys=[("a", "exact")], actions=[DROP, FWD]))
+    h = eng.table_add("t", [Exact(1)], "fwd", [4])
+    assert eng.process(0, pkt())[0][0] == 4
+    eng.table_modify("t", h, "fwd", [6])
+    assert eng.process(0, pkt())[0][0] == 6
+    eng.table_delete("t", h)
+    assert eng.process(0, pkt()) == []
+
+
+def test_multicast_replicas_carry_rid_and_instance_type():
+    mc = ("mc", [], [assign(F(SM, "mcast_grp"), hexv(5)),
+                     assign(F(SM, "egress_spec"), hexv(511))])
+    mark = ("mark", [], [assign(F("h", "a"), F(SM, "instance_type")), assign(F("h", "b"), F(SM, "egress_rid"))])
+    eng = Engine(program(actions=[mc], egress_actions=[mark]))
+    eng.mc_mgrp_create(5)
+    eng.mc_node_associate(5, eng.mc_node_create(7, [1, 2]))
+    eng.mc_node_associate(5, eng.mc_node_create(9, [3]))
+    out = sorted(eng.process(0, pkt()))
+    assert out == [(1, pkt(a=REPLICATION, b=7)), (2, pkt(a=REPLICATION, b=7)), (3, pkt(a=REPLICATION, b=9))]
+    assert sorted(eng.mc_group_replicas(5)) == [(1, 7), (2, 7), (3, 9)]
+
+
+def test_clone_i2e_sends_original_packet_to_session_port_with_truncation():
+    clone = ("cl", [], [assign(F("h", "b"), hexv(0x55)), assign(F(SM, "egress_spec"), hexv(1)),
+                        {"op": "clone_ingress_pkt_to_egress", "parameters": [hexv(3), hexv(1)]}])
+    mark = ("mark", [], [assign(F("h", "a"), F(SM, "instance_type"))])
+    eng = Engine(program(actions=[clone], egress_actions=[mark]))
+    eng.mirroring_add(3, port=8)
+    out = dict(eng.process(0, pkt(tail=b"xyz")))
+    assert out[1] == pkt(a=0, b=0x55, tail=b"xyz")
+    assert out[8] == pkt(tail=b"xyz")  # the original; egress sees no parsed headers
+    eng.mirroring_add(3, port=8, truncate=4)
+    assert dict(eng.process(0, pkt(tail=b"xyz")))[8] == pkt()[:4]
+
+
+def test_resubmit_reenters_ingress_with_preserved_field():
+    # first pass (instance_type 0): m8 = 42, resubmit; second pass: h.b = m8, h.a = instance_type
+    first = [assign(F("scalars", "m8"), hexv(42)), {"op": "resubmit_preserving_field_list", "parameters": [hexv(1)]}]
+    second = [assign(F("h", "b"), F("scalars", "m8")), assign(F("h", "a"), F(SM, "instance_type")),
+              assign(F(SM, "egress_spec"), hexv(2))]
+    act = ("go", [], [{"op": "assign", "parameters": [F("scalars", "m32"), F(SM, "instance_type")]}])
+    j = program(actions=[act])
+    j["pipelines"][0]["conditionals"] = [{"name": "c", "id": 0,
+                                          "expression": op("==", F(SM, "instance_type"), hexv(0)),
+                                          "true_next": "t1", "false_next": "t2"}]
+    j["actions"] += [{"name": "first", "id": 10, "runtime_data": [], "primitives": first},
+                     {"name": "second", "id": 11, "runtime_data": [], "primitives": second}]
+    j["pipelines"][0]["action_calls"] = [{"name": "t1", "id": 0, "action_id": 10, "next_node": None},
+                                         {"name": "t2", "id": 1, "action_id": 11, "next_node": None}]
+    j["pipelines"][0]["init_table"] = "c"
+    eng = Engine(j)
+    assert eng.process(0, pkt()) == [(2, pkt(a=RESUBMIT, b=42))]
+
+
+def test_recirculate_reenters_with_deparsed_packet():
+    j = program(actions=[("inc", [], [assign(F("h", "a"), op("&", op("+", F("h", "a"), hexv(1)), hexv(0xff))),
+                                      assign(F(SM, "egress_spec"), hexv(3))])],
+                egress_actions=[("rc", [], [])])
+    j["pipelines"][1]["conditionals"] = [{"name": "c", "id": 0, "expression": op("<", F("h", "a"), hexv(4)),
+                                          "true_next": "te", "false_next": None}]
+    j["pipelines"][1]["init_table"] = "c"
+    j["actions"][-1]["primitives"] = [{"op": "recirculate_preserving_field_list", "parameters": [hexv(1)]}]
+    eng = Engine(j)
+    assert eng.process(0, pkt(a=1)) == [(3, pkt(a=4))]
+
+
+def test_registers_count_packets_and_control_plane_reads():
+    j = program(actions=[("cnt", [], [
+        {"op": "register_read", "parameters": [F("scalars", "m32"), {"type": "register_array", "value": "r"}, hexv(2)]},
+        {"op": "register_write", "parameters": [{"type": "register_array", "value": "r"}, hexv(2),
+                                                op("+", F("scalars", "m32"), hexv(1))]},
+        assign(F("h", "d"), F("scalars", "m32"))])],
+        extra={"register_arrays": [{"name": "r", "id": 0, "size": 4, "bitwidth": 32}]})
+    eng = Engine(j)
+    eng.process(0, pkt())
+    out = eng.process(0, pkt())
+    assert out == [(0, pkt(d=1))]
+    assert eng.register_read("r", 2) == 2
+    eng.register_write("r", 2, 100)
+    assert eng.process(0, pkt()) == [(0, pkt(d=100))]
+    eng.register_reset("r")
+    assert eng.register_read("r", 2) == 0
+    with pytest.raises(InvalidEntryError):
+        eng.register_read("r", 4)
+
+
+def test_meter_colours_green_yellow_red():
+    now = [0.0]
+    j = program(actions=[("m", [], [{"op": "execute_meter", "parameters": [
+        {"type": "meter_array", "value": "mt"}, hexv(0), F("h", "a")]}])],
+        extra={"meter_arrays": [{"name": "mt", "id": 0, "is_direct": False, "size": 1, "rate_count": 2,
+                                 "type": "packets"}]})
+    eng = Engine(j, clock_us=lambda: now[0])
+    assert eng.process(0, pkt())[0][1][0] == GREEN  # unconfigured
+    eng.meter_set_rates("mt", 0, [(0.000001, 1), (0.000002, 2)])
+    colours = [eng.process(0, pkt())[0][1][0] for _ in range(3)]
+    assert colours == [GREEN, YELLOW, RED]
+
+
+def test_hash_algorithms_known_values():
+    assert hashes.crc32(b"123456789") == 0xCBF43926
+    assert hashes.crc16(b"123456789") == 0xBB3D
+    assert hashes.csum16(bytes.fromhex("450000730000400040110000c0a80001c0a800c7")) == 0xB861
+    assert hashes.xor16(b"\x12\x34\x56\x78") == 0x444C
+    assert hashes.identity(b"\x01\x02") == 0x102
+
+
+def test_hash_primitive_in_action():
+    j = program(actions=[("hsh", [], [{"op": "modify_field_with_hash_based_offset", "parameters": [
+        F("h", "c"), hexv(0), {"type": "calculation", "value": "hc"}, hexv(0x10000)]}])],
+        extra={"calculations": [{"name": "hc", "id": 0, "algo": "crc16", "input": [F("h", "a"), F("h", "b")]}]})
+    eng = Engine(j)
+    assert eng.process(0, pkt())[0][1][2:4] == hashes.crc16(b"\x01\x02").to_bytes(2, "big")
+
+
+def test_digest_callback_gets_learn_list_values():
+    got = []
+    eng = Engine(program(actions=[("dg", [], [{"op": "generate_digest", "parameters": [hexv(0), hexv(1)]}])]))
+    eng.set_digest_callback(lambda name, lid, vals: got.append((name, lid, vals)))
+    eng.process(0, pkt(a=9, c=0x1234))
+    assert got == [("dg", 1, (9, 0x1234))]
+
+
+def test_exit_stops_control_and_assert_drops():
+    j = program(actions=[("ex", [], [assign(F(SM, "egress_spec"), hexv(2)), {"op": "exit", "parameters": []},
+                                     assign(F(SM, "egress_spec"), hexv(3))])])
+    assert Engine(j).process(0, pkt()) == [(2, pkt())]
+    j = program(actions=[("as", [], [{"op": "assert", "parameters": [op("==", F("h", "a"), hexv(1))]}])])
+    eng = Engine(j)
+    assert eng.process(0, pkt(a=1)) == [(0, pkt(a=1))]
+    assert eng.process(0, pkt(a=2)) == []
+
+
+def test_action_selector_picks_member_by_hash():
+    prof = {"name": "sel", "id": 0, "max_size": 8,
+            "selector": {"algo": "crc16", "input": [F("h", "d")]}}
+    eng = Engine(program(keys=[("a", "exact")], actions=[DROP, FWD], table_type="indirect_ws", profiles=[prof]))
+    members = [eng.act_prof_add_member("sel", "fwd", [p]) for p in (1, 2, 3)]
+    grp = eng.act_prof_create_group("sel")
+    for mbr in members:
+        eng.act_prof_add_member_to_group("sel", mbr, grp)
+    eng.table_add("t", [Exact(1)], group=grp)
+    for d in range(20):
+        expect = 1 + hashes.crc16(d.to_bytes(4, "big")) % 3
+        assert eng.process(0, pkt(d=d))[0][0] == expect
+    eng.table_add("t", [Exact(2)], member=members[1])
+    assert eng.process(0, pkt(a=2))[0][0] == 2
+
+
+def test_priority_out_of_range_drops_and_queue_metadata():
+    setpri = ("p", [("pri", 3)], [assign(F(SM, "priority"), rd(0)), assign(F(SM, "egress_spec"), hexv(1))])
+    mark = ("mark", [], [assign(F("h", "a"), F(SM, "enq_qdepth")), assign(F("h", "b"), F(SM, "priority"))])
+    eng = Engine(program(actions=[setpri], egress_actions=[mark]), priority_queues=2)
+    eng.table_set_default("t", "p", [1])
+    assert eng.process(0, pkt()) == [(1, pkt(a=0, b=1))]
+    eng.table_set_default("t", "p", [2])
+    assert eng.process(0, pkt()) == []
