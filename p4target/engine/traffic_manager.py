@@ -2,7 +2,9 @@
 
 `standard_metadata.priority` selects the queue; a priority >= the number of queues drops the
 packet, as in BMv2. The higher the queue number, the earlier it is served. Each queue
-has a capacity in packets (tail drop) and an optional rate in packets/s (token bucket).
+has a capacity in packets (tail drop). Rates in packets/s (token buckets): a rate set for a
+whole port shapes the port (all its queues share it, strict priority decides who goes); a
+rate set for one (port, priority) limits that queue alone.
 """
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ class TrafficManager:
         self.default_depth = depth
         self.default_pps: float | None = None
         self.ports: dict[int, list[_Queue]] = {}
+        self.shapers: dict[int, _Queue] = {}
         self.overrides: dict[tuple[int | None, int | None], tuple[str, Any]] = {}
         self.drops = 0
         self._cv = threading.Condition()
@@ -55,11 +58,14 @@ class TrafficManager:
         qs = self.ports.get(port)
         if qs is None:
             qs = [_Queue(self.default_depth) for _ in range(self.nq)]
-            for q in qs:
-                q.pps = self.default_pps
             self.ports[port] = qs
+            shaper = self.shapers[port] = _Queue(0)
+            shaper.pps = self.default_pps
             for (p, pri), (what, value) in self.overrides.items():
                 if p == port:
+                    if what == "pps" and pri is None:
+                        shaper.pps = value
+                        continue
                     for i, q in enumerate(qs):
                         if pri is None or pri == i:
                             setattr(q, what, value)
@@ -75,12 +81,19 @@ class TrafficManager:
 
     def set_rate(self, pps: float | None, port: int | None = None, priority: int | None = None) -> None:
         with self._cv:
-            if port is None:
+            if port is None and priority is None:
                 self.default_pps = pps
+                for p in self.ports:
+                    self.shapers[p].pps = pps
+            elif priority is None:
+                self.overrides[(port, None)] = ("pps", pps)
+                self._port(port)
+                self.shapers[port].pps = pps
             else:
-                self.overrides[(port, priority)] = ("pps", pps)
-            for q in self._targets(port, priority):
-                q.pps = pps
+                if port is not None:
+                    self.overrides[(port, priority)] = ("pps", pps)
+                for q in self._targets(port, priority):
+                    q.pps = pps
             self._cv.notify_all()
 
     def set_depth(self, depth: int, port: int | None = None, priority: int | None = None) -> None:
@@ -111,13 +124,19 @@ class TrafficManager:
             return True
 
     def _pop(self, port: int, now_us: float, honour_rate: bool) -> tuple[Any, float] | None:
-        for q in reversed(self._port(port)):
+        qs = self._port(port)
+        shaper = self.shapers[port]
+        if honour_rate and shaper.ready_at(now_us) > now_us:
+            return None
+        for q in reversed(qs):
             if q.items:
                 if honour_rate:
                     if q.ready_at(now_us) > now_us:
                         continue
                     if q.pps is not None:
                         q.tokens -= 1.0
+                    if shaper.pps is not None:
+                        shaper.tokens -= 1.0
                 packet, enq_us, enq_depth = q.items.popleft()
                 return packet, enq_us, enq_depth, len(q.items)
         return None
@@ -170,7 +189,7 @@ class TrafficManager:
                     else:
                         for q in self.ports[port]:
                             if q.items:
-                                next_us = min(next_us, q.ready_at(now))
+                                next_us = min(next_us, max(q.ready_at(now), self.shapers[port].ready_at(now)))
                 if not ready:
                     timeout = None if next_us == float("inf") else max(0.0, (next_us - now) / 1e6)
                     self._cv.wait(timeout if timeout is not None else 0.5)
