@@ -25,6 +25,7 @@ from .traffic_manager import TrafficManager
 DigestCallback = Callable[[str, int, tuple], None]
 TransmitCallback = Callable[[int, bytes], None]
 LogCallback = Callable[[str], None]
+MAX_PASSES = 64  # resubmits + recirculations one packet may take (guards endless loops)
 
 
 @dataclass
@@ -49,7 +50,9 @@ class Engine:
                  log: LogCallback | None = None) -> None:
         self.program: Program | None = None
         self.priority_queues = max(1, min(8, priority_queues))
-        self.clock_us = clock_us or (lambda: time.monotonic() * 1e6)
+        start = time.monotonic()
+        # BMv2 timestamps count microseconds since the switch started
+        self.clock_us = clock_us or (lambda: (time.monotonic() - start) * 1e6)
         self._log_cb = log
         self._digest_cb: DigestCallback | None = None
         self.mc_groups: dict[int, list[int]] = {}
@@ -417,7 +420,7 @@ class Engine:
         for i in self.program.field_lists.get(fl, []):
             dst.F[i] = src.F[i]
 
-    def _ingress(self, port: int, data: bytes, P: PacketState, depth: int = 0) -> None:
+    def _ingress(self, port: int, data: bytes, P: PacketState) -> None:
         prog = self.program
         sm = self._sm
         F = P.F
@@ -437,30 +440,42 @@ class Engine:
             session, fl = P.clone
             ms = self.mirror_sessions.get(session)
             if ms is not None:
+                # BMv2 parses the received bytes again (ingress_port kept), resets the
+                # other metadata and copies the preserved fields
                 C = self._new_packet(port, P.orig, pg.INGRESS_CLONE)
-                self._copy_fields(fl, P, C)
-                C.off = 0  # unparsed: no header valid, the whole received packet is payload
                 C.now_us = now
+                prog.parser(C)
+                self._copy_fields(fl, P, C)
+                self._set_instance(C, pg.INGRESS_CLONE)
                 self._to_mirror(ms, C)
         if P.digests and self._digest_cb is not None:
             for lid in P.digests:
                 name, fields = prog.learn_lists.get(lid, (str(lid), []))
                 self._digest_cb(name, lid, tuple(F[i] for i in fields))
         if P.resubmit is not None:
-            if depth < 16:
-                R = self._new_packet(port, P.orig, pg.RESUBMIT)
+            if P.passes < MAX_PASSES:
+                # BMv2 resets all metadata (ingress_port included) but the preserved fields
+                R = self._new_packet(0, P.orig, pg.RESUBMIT)
+                R.passes = P.passes + 1
                 self._copy_fields(P.resubmit, P, R)
-                self._ingress(port, P.orig, R, depth + 1)
+                self._set_instance(R, pg.RESUBMIT)
+                self._ingress(0, P.orig, R)
             return
         mg = sm["mcast_grp"]
         if mg is not None and F[mg]:
+            self._set_instance(P, pg.REPLICATION)
             self._multicast(F[mg], P)
             return
         spec = F[sm["egress_spec"]] if sm["egress_spec"] is not None else pg.DROP_PORT
         if spec == pg.DROP_PORT:
             self.dropped += 1
             return
+        self._set_instance(P, pg.NORMAL)
         self._enqueue(spec, P)
+
+    def _set_instance(self, P: PacketState, instance_type: int) -> None:
+        if self._sm["instance_type"] is not None:
+            P.F[self._sm["instance_type"]] = instance_type
 
     def _multicast(self, mgrp: int, P: PacketState) -> None:
         nodes = self.mc_groups.get(mgrp)
@@ -471,10 +486,9 @@ class Engine:
             rid, ports = self.mc_nodes[n]
             for port in ports:
                 C = P.copy()
+                C.clone = C.resubmit = C.recirc = None
                 if sm["egress_rid"] is not None:
                     C.F[sm["egress_rid"]] = rid
-                if sm["instance_type"] is not None:
-                    C.F[sm["instance_type"]] = pg.REPLICATION
                 self._enqueue(port, C)
 
     def _to_mirror(self, ms: MirrorSession, C: PacketState) -> None:
@@ -538,9 +552,13 @@ class Engine:
         if P.truncate and len(data) > P.truncate:
             data = data[:P.truncate]
         if P.recirc is not None:
-            R = self._new_packet(F[sm["ingress_port"]] if sm["ingress_port"] is not None else 0, data, pg.RECIRC)
-            self._copy_fields(P.recirc, P, R)
-            self._ingress(port, data, R)
+            if P.passes < MAX_PASSES:
+                # metadata reset (ingress_port included) except the preserved fields
+                R = self._new_packet(0, data, pg.RECIRC)
+                R.passes = P.passes + 1
+                self._copy_fields(P.recirc, P, R)
+                self._set_instance(R, pg.RECIRC)
+                self._ingress(0, data, R)
             return
         out.append((port, data))
 

@@ -40,7 +40,7 @@ class AssertFailure(Exception):
 class PacketState:
     """Per-packet state: the PHV plus the bookkeeping of v1model's primitives."""
     __slots__ = ("F", "V", "NX", "data", "off", "length", "clone", "resubmit", "recirc",
-                 "digests", "truncate", "now_us", "orig", "logs")
+                 "digests", "truncate", "now_us", "orig", "logs", "passes")
 
     def __init__(self, F: list, V: list, NX: list) -> None:
         self.F = F
@@ -57,11 +57,13 @@ class PacketState:
         self.now_us = 0
         self.orig = b""
         self.logs = None
+        self.passes = 0  # resubmit/recirculation count, bounded to stop endless loops
 
     def copy(self) -> "PacketState":
         p = PacketState(self.F[:], self.V[:], self.NX[:])
         p.data, p.off, p.length, p.orig, p.now_us = self.data, self.off, self.length, self.orig, self.now_us
         p.truncate = self.truncate
+        p.passes = self.passes
         return p
 
 
