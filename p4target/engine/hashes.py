@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import binascii
 import random as _random
+import sys
 from typing import Callable
+
+
+_LITTLE = sys.byteorder == "little"
 
 
 def _crc16_table() -> list[int]:
@@ -36,9 +40,12 @@ def csum16(data: bytes) -> int:
     """Internet checksum: one's complement of the one's-complement sum of 16-bit words."""
     if len(data) % 2:
         data += b"\x00"
-    total = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
+    # the one's-complement sum is byte-order independent: sum native words, swap at the end
+    total = sum(memoryview(data).cast("H"))
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
+    if _LITTLE:
+        total = ((total & 0xFF) << 8) | (total >> 8)
     return ~total & 0xFFFF
 
 

@@ -442,25 +442,43 @@ class _Compiler:
     # -- calculations ---------------------------------------------------------------------
     def calc_inputs(self, inputs: list[dict]) -> tuple[str, bool]:
         parts = []
+        self._parts: list[tuple[str, int]] = []
         payload = False
         for inp in inputs:
             t = inp["type"]
             if t == "field":
                 i = self.fidx(inp["value"])
                 parts.append(f"(F[{i}], {self.field_width[i]})")
+                self._parts.append((f"F[{i}]", self.field_width[i]))
             elif t == "hexstr":
                 parts.append(f"({int(inp['value'], 16)}, {inp.get('bitwidth', 8)})")
+                self._parts.append((str(int(inp['value'], 16)), int(inp.get('bitwidth', 8))))
             elif t == "header":
                 h = inp["value"]
                 for fname, w, _ in self.header_fields[h]:
                     parts.append(f"(F[{self.field_index[(h, fname)]}], {w})")
+                    self._parts.append((f"F[{self.field_index[(h, fname)]}]", w))
             elif t == "payload":
                 payload = True
             elif t == "expression":
                 parts.append(f"({self.ex(inp['value'])}, {inp.get('bitwidth', 32)})")
+                self._parts.append((self.ex(inp['value']), int(inp.get('bitwidth', 32))))
             else:
                 raise ProgramLoadError(f"unsupported calculation input '{t}'")
         return "[" + ", ".join(parts) + "]", payload
+
+    def _packer(self, parts: str) -> str:
+        """Source packing `[(value_src, width), ...]` to bytes; inline when byte-aligned."""
+        items = self._parts
+        total = sum(w for _, w in items)
+        if not items or total % 8:
+            return f"_pack({parts})"
+        shift = total
+        terms = []
+        for src, w in items:
+            shift -= w
+            terms.append(f"((({src}) & {(1 << w) - 1}) << {shift})")
+        return f"({' | '.join(terms)}).to_bytes({total // 8}, 'big')"
 
     def calculation(self, name: str) -> str:
         """Name of a compiled function `(P) -> int` for a named calculation."""
@@ -473,7 +491,7 @@ class _Compiler:
             raise ProgramLoadError(f"hash algorithm '{algo}' of '{name}' is not supported")
         self.ns[f"_algo_{algo}"] = hashes.ALGORITHMS[algo]
         parts, payload = self.calc_inputs(c["input"])
-        data = f"_pack({parts})" + (" + _payload(P)" if payload else "")
+        data = self._packer(parts) + (" + _payload(P)" if payload else "")
         self.compile_fn(sym, "P", [f"return _algo_{algo}({data})"])
         return sym
 
