@@ -367,7 +367,10 @@ class _Compiler:
             lines.append(f"NX[{self.stack_id[a[0]['value']]}] = NX[{self.stack_id[a[1]['value']]}]")
             return lines
         if op in ("add_header", "setValid"):
-            return [f"V[{self.header_ref(a[0])}] = 1"]
+            # like BMv2, making an invalid header valid zeroes its fields
+            h = self.header_ref(a[0])
+            return [f"_h = {h}",
+                    "if not V[_h]: F[HB[_h]:HB[_h] + HLEN[_h]] = [0] * HLEN[_h]; V[_h] = 1"]
         if op in ("remove_header", "setInvalid"):
             return [f"V[{self.header_ref(a[0])}] = 0"]
         if op in ("mark_to_drop", "drop"):
