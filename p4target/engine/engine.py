@@ -25,6 +25,7 @@ from .traffic_manager import TrafficManager
 DigestCallback = Callable[[str, int, tuple], None]
 TransmitCallback = Callable[[int, bytes], None]
 LogCallback = Callable[[str], None]
+_DATA_PATH_ERRORS = (IndexError, ZeroDivisionError, ValueError, OverflowError, TypeError, KeyError)
 MAX_PASSES = 64  # resubmits + recirculations one packet may take (guards endless loops)
 
 
@@ -427,12 +428,16 @@ class Engine:
         P.now_us = now = self.clock_us()
         if sm["ingress_global_timestamp"] is not None:
             F[sm["ingress_global_timestamp"]] = int(now)
-        prog.parser(P)
-        prog.verify_checksums(P)
         try:
+            prog.parser(P)
+            prog.verify_checksums(P)
             prog.ingress(P)
         except pg.AssertFailure as exc:
             self._log(f"{exc.args[0]} failed in ingress; packet dropped")
+            return
+        except _DATA_PATH_ERRORS as exc:  # e.g. a runtime stack index beyond the stack
+            self._log(f"ingress aborted ({type(exc).__name__}: {exc}); packet dropped")
+            self.dropped += 1
             return
         self._flush_logs(P)
         # end of ingress, in BMv2's order: clone, digest, resubmit, multicast, drop, unicast
@@ -529,6 +534,10 @@ class Engine:
         except pg.AssertFailure as exc:
             self._log(f"{exc.args[0]} failed in egress; packet dropped")
             return
+        except _DATA_PATH_ERRORS as exc:
+            self._log(f"egress aborted ({type(exc).__name__}: {exc}); packet dropped")
+            self.dropped += 1
+            return
         self._flush_logs(P)
         if P.clone is not None:
             session, fl = P.clone
@@ -547,8 +556,13 @@ class Engine:
         if sm["egress_spec"] is not None and F[sm["egress_spec"]] == pg.DROP_PORT:
             self.dropped += 1
             return
-        prog.update_checksums(P)
-        data = prog.deparser(P)
+        try:
+            prog.update_checksums(P)
+            data = prog.deparser(P)
+        except _DATA_PATH_ERRORS as exc:
+            self._log(f"deparser aborted ({type(exc).__name__}: {exc}); packet dropped")
+            self.dropped += 1
+            return
         if P.truncate and len(data) > P.truncate:
             data = data[:P.truncate]
         if P.recirc is not None:
