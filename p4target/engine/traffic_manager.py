@@ -48,6 +48,7 @@ class TrafficManager:
         self.default_pps: float | None = None
         self.ports: dict[int, list[_Queue]] = {}
         self.shapers: dict[int, _Queue] = {}
+        self.pending: set[int] = set()  # ports with queued packets (synchronous drain)
         self.overrides: dict[tuple[int | None, int | None], tuple[str, Any]] = {}
         self.drops = 0
         self._cv = threading.Condition()
@@ -120,6 +121,7 @@ class TrafficManager:
                 self.drops += 1
                 return False
             q.items.append((packet, now_us, len(q.items)))
+            self.pending.add(port)
             self._cv.notify()
             return True
 
@@ -143,18 +145,16 @@ class TrafficManager:
 
     def drain(self, egress: EgressCallback, clock_us: Callable[[], float]) -> None:
         """Synchronous mode: serve every queued packet now, strict priority, ignoring rates."""
-        while True:
-            busy = False
-            for port in list(self.ports):
+        pending = self.pending
+        while pending:
+            for port in sorted(pending):
+                pending.discard(port)
                 while True:
-                    item = self._pop(port, clock_us(), False)
+                    item = self._pop(port, 0.0, False)
                     if item is None:
                         break
-                    busy = True
                     packet, enq_us, enq_depth, deq_depth = item
                     egress(port, packet, enq_us, enq_depth, deq_depth)
-            if not busy:
-                return
 
     # -- live mode ------------------------------------------------------------------------
     def start(self, egress: EgressCallback, clock_us: Callable[[], float]) -> None:
