@@ -729,6 +729,10 @@ class _Compiler:
                 getters.append(f"V[{self.hid(hname)}]")
                 keys.append(KeyField(mt, k.get("name", hname), 1))
                 continue
+            if target[1] == "$valid$":  # p4c's form of `hdr.x.isValid(): exact`
+                getters.append(f"V[{self.hid(target[0])}]")
+                keys.append(KeyField(mt, k.get("name", f"{target[0]}.$valid$"), 1))
+                continue
             i = self.fidx(target)
             w = self.field_width[i]
             mask = k.get("mask")

@@ -311,3 +311,18 @@ def test_random_and_truncated_frames_never_crash():
             data = data[:12] + b"\x08\x00" + data[14:]
         for port, out in eng.process(rnd.randrange(0, 8), data):
             assert port in (0, 2)
+
+
+def test_is_valid_key_and_multicast_queue_depth():
+    j = program(keys=[("a", "exact")], actions=[DROP, FWD])
+    j["pipelines"][0]["tables"][0]["key"].append(
+        {"match_type": "exact", "name": "hdr.h.$valid$", "target": ["h", "$valid$"], "mask": None})
+    eng = Engine(j)
+    eng.table_add("t", [Exact(1), Exact(1)], "fwd", [3])
+    assert eng.process(0, pkt())[0][0] == 3
+    # two replicas queued on one port before egress: enq_qdepth 0 then 1
+    mc = ("mc", [], [assign(F(SM, "mcast_grp"), hexv(1))])
+    mark = ("mark", [], [assign(F("h", "a"), F(SM, "enq_qdepth")), assign(F("h", "b"), F(SM, "deq_qdepth"))])
+    eng = Engine(program(actions=[mc], egress_actions=[mark]))
+    eng.mc_group_set(1, [(4, 1), (4, 2)])
+    assert sorted(eng.process(0, pkt())) == [(4, pkt(a=0, b=1)), (4, pkt(a=1, b=0))]
