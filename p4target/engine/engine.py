@@ -73,6 +73,9 @@ class Engine:
         prog = load_program(bmv2_json, self._log)
         with self.lock:
             self.program = prog
+            self._meta_slots = [prog.field_index[(name, fname)]
+                                for name, hid in prog.header_index.items() if hid in prog.metadata_headers
+                                for fname, _, _ in prog.header_fields[name]]
             s = prog.sm
             self._sm = {name: s(name) for name in (
                 "ingress_port", "egress_spec", "egress_port", "instance_type", "packet_length",
@@ -577,11 +580,9 @@ class Engine:
         out.append((port, data))
 
     def _reset_metadata(self, P: PacketState) -> None:
-        prog = self.program
-        for name, hid in prog.header_index.items():
-            if hid in prog.metadata:
-                for fname, _, _ in prog.header_fields[name]:
-                    P.F[prog.field_index[(name, fname)]] = 0
+        F = P.F
+        for i in self._meta_slots:
+            F[i] = 0
 
     def _flush_logs(self, P: PacketState) -> None:
         if P.logs:

@@ -326,3 +326,26 @@ def test_is_valid_key_and_multicast_queue_depth():
     eng = Engine(program(actions=[mc], egress_actions=[mark]))
     eng.mc_group_set(1, [(4, 1), (4, 2)])
     assert sorted(eng.process(0, pkt())) == [(4, pkt(a=0, b=1)), (4, pkt(a=1, b=0))]
+
+
+def test_clone_e2e_copies_egress_result_and_truncate_primitive():
+    fwd = ("f", [], [assign(F(SM, "egress_spec"), hexv(1))])
+    # egress: on the normal pass (instance_type 0) set b = 0x77 and clone E2E to session 4;
+    # the clone (instance_type 2) records its instance type in a and truncates to 2 bytes
+    eg = ("e", [], [])
+    j = program(actions=[fwd], egress_actions=[eg])
+    j["actions"][-1]["primitives"] = [
+        assign(F("h", "b"), hexv(0x77)),
+        {"op": "clone_egress_pkt_to_egress", "parameters": [hexv(4), hexv(0)]}]
+    j["actions"].append({"name": "cl", "id": 20, "runtime_data": [], "primitives": [
+        assign(F("h", "a"), F(SM, "instance_type")), {"op": "truncate", "parameters": [hexv(2)]}]})
+    j["pipelines"][1]["conditionals"] = [{"name": "c", "id": 0,
+                                          "expression": op("==", F(SM, "instance_type"), hexv(0)),
+                                          "true_next": "te", "false_next": "clone_pass"}]
+    j["pipelines"][1]["action_calls"] = [{"name": "clone_pass", "id": 0, "action_id": 20, "next_node": None}]
+    j["pipelines"][1]["init_table"] = "c"
+    eng = Engine(j)
+    eng.mirroring_add(4, port=6)
+    out = dict(eng.process(0, pkt()))
+    assert out[1] == pkt(b=0x77)
+    assert out[6] == bytes([2, 0x77])
