@@ -349,3 +349,25 @@ def test_clone_e2e_copies_egress_result_and_truncate_primitive():
     out = dict(eng.process(0, pkt()))
     assert out[1] == pkt(b=0x77)
     assert out[6] == bytes([2, 0x77])
+
+
+def test_hit_miss_next_tables_and_header_copy_and_remove():
+    hit_act = ("hitp", [], [assign(F(SM, "egress_spec"), hexv(1))])
+    j = program(keys=[("a", "exact")], actions=[("miss", [], [assign(F(SM, "egress_spec"), hexv(2))]), hit_act])
+    j["header_types"].append({"name": "h2_t", "id": 3, "fields": [["a", 8, False], ["b", 8, False],
+                                                                   ["c", 16, False], ["d", 32, False]]})
+    j["headers"].append({"name": "copy", "id": 3, "header_type": "h_t", "metadata": False})
+    j["deparsers"][0]["order"] = ["h", "copy"]
+    t = j["pipelines"][0]["tables"][0]
+    t["next_tables"] = {"__HIT__": "on_hit", "__MISS__": "on_miss"}
+    j["actions"] += [
+        {"name": "dup", "id": 30, "runtime_data": [], "primitives": [
+            {"op": "assign_header", "parameters": [{"type": "header", "value": "copy"}, {"type": "header", "value": "h"}]}]},
+        {"name": "rm", "id": 31, "runtime_data": [], "primitives": [
+            {"op": "remove_header", "parameters": [{"type": "header", "value": "h"}]}]}]
+    j["pipelines"][0]["action_calls"] = [{"name": "on_hit", "id": 0, "action_id": 30, "next_node": None},
+                                         {"name": "on_miss", "id": 1, "action_id": 31, "next_node": None}]
+    eng = Engine(j)
+    eng.table_add("t", [Exact(1)], "hitp")
+    assert eng.process(0, pkt(tail=b"!")) == [(1, pkt() + pkt() + b"!")]
+    assert eng.process(0, pkt(a=5, tail=b"!")) == [(2, b"!")]
