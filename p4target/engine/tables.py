@@ -231,6 +231,7 @@ class Table:
         self.initial_default: tuple[str | None, tuple] = (None, ())
         self.default_packets = 0
         self.default_bytes = 0
+        self.const_entries = False  # True when the program fixes the entries (P4 `const entries`)
 
     # -- entries -------------------------------------------------------------------------
     def add(self, key: Sequence[m.MatchValue], action: str | None, action_data: Sequence[int] = (),
