@@ -673,8 +673,12 @@ class _Compiler:
         if init not in states:
             raise ProgramLoadError(f"parser init state '{init}' not defined")
         perr = self.sm_opt("parser_error")
+        no_error = self.errors_value("NoError")
 
         def parse(P: PacketState) -> None:
+            # BMv2 always stores the parser's error code, NoError included (p4c may number it 1)
+            if perr is not None:
+                P.F[perr] = no_error
             state = init
             try:
                 while state is not None:
