@@ -344,8 +344,13 @@ class Engine:
 
     # -- traffic manager -----------------------------------------------------------------
     def set_queue_rate(self, pps: float | None, port: int | None = None, priority: int | None = None) -> None:
-        """Egress queue rate in packets/s (None = unlimited) for one port/priority or all."""
+        """Egress queue rate in packets/s (None = unlimited), as BMv2: for one (port, priority)
+        queue, or each queue of a port, or every queue."""
         self.tm.set_rate(pps, port, priority)
+
+    def set_port_rate(self, pps: float | None, port: int) -> None:
+        """Extension: shape a whole egress port (all its queues together) to `pps` packets/s."""
+        self.tm.set_port_rate(pps, port)
 
     def set_queue_depth(self, depth: int, port: int | None = None, priority: int | None = None) -> None:
         """Egress queue capacity in packets for one port/priority or all."""

@@ -2,9 +2,9 @@
 
 `standard_metadata.priority` selects the queue; a priority >= the number of queues drops the
 packet, as in BMv2. The higher the queue number, the earlier it is served. Each queue
-has a capacity in packets (tail drop). Rates in packets/s (token buckets): a rate set for a
-whole port shapes the port (all its queues share it, strict priority decides who goes); a
-rate set for one (port, priority) limits that queue alone.
+has a capacity in packets (tail drop) and, as in BMv2, its own rate in packets/s: setting a
+port's rate sets the rate of each of its queues. An optional port shaper (an extension,
+off by default) limits the port as a whole, with strict priority deciding who goes.
 """
 from __future__ import annotations
 
@@ -59,12 +59,13 @@ class TrafficManager:
         qs = self.ports.get(port)
         if qs is None:
             qs = [_Queue(self.default_depth) for _ in range(self.nq)]
+            for q in qs:
+                q.pps = self.default_pps
             self.ports[port] = qs
             shaper = self.shapers[port] = _Queue(0)
-            shaper.pps = self.default_pps
             for (p, pri), (what, value) in self.overrides.items():
                 if p == port:
-                    if what == "pps" and pri is None:
+                    if what == "shaper":
                         shaper.pps = value
                         continue
                     for i, q in enumerate(qs):
@@ -84,17 +85,18 @@ class TrafficManager:
         with self._cv:
             if port is None and priority is None:
                 self.default_pps = pps
-                for p in self.ports:
-                    self.shapers[p].pps = pps
-            elif priority is None:
-                self.overrides[(port, None)] = ("pps", pps)
-                self._port(port)
-                self.shapers[port].pps = pps
-            else:
-                if port is not None:
-                    self.overrides[(port, priority)] = ("pps", pps)
-                for q in self._targets(port, priority):
-                    q.pps = pps
+            elif port is not None:
+                self.overrides[(port, priority)] = ("pps", pps)
+            for q in self._targets(port, priority):
+                q.pps = pps
+            self._cv.notify_all()
+
+    def set_port_rate(self, pps: float | None, port: int) -> None:
+        """Shape a whole port to `pps` packets/s (None = off), shared by its queues."""
+        with self._cv:
+            self._port(port)
+            self.shapers[port].pps = pps
+            self.overrides[(port, "shaper")] = ("shaper", pps)
             self._cv.notify_all()
 
     def set_depth(self, depth: int, port: int | None = None, priority: int | None = None) -> None:

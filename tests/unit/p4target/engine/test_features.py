@@ -266,7 +266,7 @@ def test_traffic_manager_live_strict_priority_and_rate():
             done.set()
 
     clock = lambda: time.monotonic() * 1e6
-    tm.set_rate(20.0, port=1)  # 20 packets/s: one every 50 ms
+    tm.set_port_rate(20.0, port=1)  # the port sends 20 packets/s: one every 50 ms
     now = clock()
     assert [tm.enqueue(1, 0, f"low{i}", now) for i in range(4)] == [True, True, True, False]  # depth 3
     assert tm.enqueue(1, 1, "high0", now) and tm.enqueue(1, 1, "high1", now)
@@ -281,6 +281,35 @@ def test_traffic_manager_live_strict_priority_and_rate():
     assert [p for p, _ in sent] == ["high0", "high1", "low0", "low1", "low2"]
     assert [d for _, d in sent] == [0, 1, 0, 1, 2]
     assert elapsed >= 0.15  # 5 packets at 20 pps need at least 4 gaps of 50 ms (bucket holds 1)
+
+
+def test_traffic_manager_queue_rates_are_per_queue_like_bmv2():
+    import threading
+    import time
+    from p4target.engine.traffic_manager import TrafficManager
+    tm = TrafficManager(queues_per_port=2, depth=8)
+    sent = []
+    done = threading.Event()
+
+    def egress(port, packet, enq_us, enq_depth, deq_depth):
+        sent.append(packet)
+        if len(sent) == 4:
+            done.set()
+
+    clock = lambda: time.monotonic() * 1e6
+    tm.set_rate(10.0, port=1)  # each of the two queues may send 10 packets/s
+    now = clock()
+    for name in ("high0", "high1"):
+        tm.enqueue(1, 1, name, now)
+    for name in ("low0", "low1"):
+        tm.enqueue(1, 0, name, now)
+    tm.start(egress, clock)
+    try:
+        assert done.wait(5)
+    finally:
+        tm.stop()
+    # the high queue is paced on its own, so the low queue goes while high waits
+    assert sent == ["high0", "low0", "high1", "low1"]
 
 
 def test_live_engine_transmits_through_callback():
