@@ -15,9 +15,13 @@ Public API (names are BMv2 JSON / P4Info names):
                   dissociate, mc_group_set(mgrp, [(port, rid)]), mc_group_replicas
       mirroring:  mirroring_add(session, port, truncate, mgrp), mirroring_delete, mirroring_get
       TM:         set_queue_rate(pps, port, priority), set_queue_depth(depth, port, priority)
+                  (BMv2: per priority queue; priority 7 is served first), set_port_rate(pps, port)
+                  (extension: whole-port shaper), tm.depth_of(port, priority)
       callbacks:  set_digest_callback(cb(name, id, values)), set_log_callback(cb(msg))
 Match values: Exact, Lpm, Ternary, Range, Optional, Valid (plain ints mean exact).
-Priorities follow BMv2: the lowest value wins.
+Entry priorities follow BMv2: the lowest value wins (map P4Runtime's "higher wins").
+Meter rates follow BMv2's meter_set_rates: units per microsecond, bursts in units.
+Timestamps in standard_metadata are microseconds since the Engine was created.
 """
 from .engine import Engine, MirrorSession
 from .errors import (DuplicateEntryError, EngineError, InvalidEntryError, NoProgramError,
