@@ -369,8 +369,13 @@ class _Compiler:
         if op in ("add_header", "setValid"):
             # like BMv2, making an invalid header valid zeroes its fields
             h = self.header_ref(a[0])
-            return [f"_h = {h}",
-                    "if not V[_h]: F[HB[_h]:HB[_h] + HLEN[_h]] = [0] * HLEN[_h]; V[_h] = 1"]
+            lines = [f"_h = {h}",
+                     "if not V[_h]: F[HB[_h]:HB[_h] + HLEN[_h]] = [0] * HLEN[_h]; V[_h] = 1"]
+            if h.isdigit():  # a member of a header union: the other members become invalid
+                for members in self.unions.values():
+                    if int(h) in members:
+                        lines += [f"V[{o}] = 0" for o in members if o != int(h)]
+            return lines
         if op in ("remove_header", "setInvalid"):
             return [f"V[{self.header_ref(a[0])}] = 0"]
         if op in ("mark_to_drop", "drop"):

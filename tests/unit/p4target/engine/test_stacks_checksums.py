@@ -118,3 +118,13 @@ def test_direct_counter_and_direct_meter_on_hit():
     assert eng.process(0, data)[0][1][2:4] == RED.to_bytes(2, "big")
     assert eng.table_entry_counter("t", h) == (2, 12)
     assert eng.direct_counter_table("t_ctr") == "t"
+
+
+def test_header_union_set_valid_invalidates_the_other_member():
+    j = stack_program([{"op": "add_header", "parameters": [{"type": "header", "value": "s[1]"}]},
+                       {"op": "assign", "parameters": [F("s[1]", "v"), hexv(0x11)]}])
+    # treat s[0] and s[1] as the two members of a union u
+    j["header_unions"] = [{"name": "u", "id": 0, "union_type": "u_t", "header_ids": [2, 3]}]
+    eng = Engine(j)
+    # s[0] was parsed (more=0 stops); making s[1] valid drops s[0] from the output
+    assert eng.process(0, bytes([0x05, 0xAA])) == [(1, bytes([0x11, 0xAA]))]
