@@ -1,0 +1,4 @@
+"""Switch process of the embedded P4 target (a simple_switch_grpc look-alike).
+
+Built so far: command-line options (`options`) and the pcap file format (`pcap`).
+"""

@@ -1,0 +1,14 @@
+"""Typed errors of the switch package."""
+from __future__ import annotations
+
+
+class SwitchError(Exception):
+    """Base class of every error the switch process reports to its user."""
+
+
+class OptionError(SwitchError):
+    """A command-line flag is missing, unknown or malformed."""
+
+
+class PcapError(SwitchError):
+    """A pcap file is truncated or not a pcap file."""
