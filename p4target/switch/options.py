@@ -8,6 +8,7 @@ import argparse
 from dataclasses import dataclass, field
 
 from p4target.switch.errors import OptionError
+from p4target.switch.impairments import parse_impairment
 
 DEFAULT_THRIFT_PORT = 9090
 DEFAULT_GRPC_ADDR = "0.0.0.0:9559"
@@ -104,6 +105,8 @@ def parse_options(argv: list[str]) -> SwitchOptions:
         raise OptionError(f"bad --thrift-port {target.thrift_port}")
     if target.use_files is not None and target.use_files < 0:
         raise OptionError("--use-files WAIT must be >= 0")
+    for spec in target.impair:
+        parse_impairment(spec)
     _check_addr(grpc.grpc_server_addr)
     if grpc.cpu_port is not None and grpc.cpu_port < 0:
         raise OptionError("--cpu-port must be >= 0")

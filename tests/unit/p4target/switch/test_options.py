@@ -40,6 +40,7 @@ def test_defaults_match_simple_switch_grpc() -> None:
         (["--no-p4", "--", "--grpc-server-addr", "nohost"], "HOST:PORT"),
         (["--no-p4", "--", "--priority-queues", "9"], "priority-queues"),
         (["--no-p4", "--thrift-port", "x"], "thrift-port"),
+        (["--no-p4", "--impair", "1:loss=2"], "probability"),
     ],
 )
 def test_bad_flags_raise_option_error(argv: list[str], fragment: str) -> None:
