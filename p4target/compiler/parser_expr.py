@@ -207,7 +207,7 @@ class ExpressionParsing:
             then = self.parse_expression()
             self.expect(":", "':' of the conditional expression")
             otherwise = self.parse_expression()
-            return ast.TernaryExpression(loc=tok.loc, condition=cond, then=then, otherwise=otherwise)
+            return ast.TernaryExpression(loc=cond.loc, condition=cond, then=then, otherwise=otherwise)
         return cond
 
     def _parse_binary(self, min_prec: int) -> ast.Expression:
@@ -225,7 +225,7 @@ class ExpressionParsing:
             if op == ">>":
                 self.advance()
             right = self._parse_binary(prec + 1)
-            left = ast.BinaryExpression(loc=tok.loc, op=op, left=left, right=right)
+            left = ast.BinaryExpression(loc=left.loc, op=op, left=left, right=right)
 
     def _parse_prefix(self) -> ast.Expression:
         tok = self.tokens[self.k]
@@ -341,14 +341,14 @@ class ExpressionParsing:
             elif kind == "(":
                 self.advance()
                 args = self.parse_arguments()
-                expr = ast.MethodCallExpression(loc=tok.loc, method=expr, args=args)
+                expr = ast.MethodCallExpression(loc=expr.loc, method=expr, args=args)
             elif kind == "<" and isinstance(expr, (ast.PathExpression, ast.MemberExpression)):
                 type_args = self._try_type_args_call()
                 if type_args is None:
                     return expr
-                call_tok = self.expect("(")
+                self.expect("(")
                 args = self.parse_arguments()
-                expr = ast.MethodCallExpression(loc=call_tok.loc, method=expr,
+                expr = ast.MethodCallExpression(loc=expr.loc, method=expr,
                                                 type_args=type_args, args=args)
             else:
                 return expr
