@@ -1,6 +1,6 @@
 """Lexer: preprocessed P4 text -> tokens with source locations.
 
-Token kinds: ``"id"`` (identifier), ``"int"`` (integer literal; ``value`` is
+Token kinds: ``"id"`` (identifier), ``"num"`` (integer literal; ``value`` is
 ``(int value, width or None, signed)``), ``"str"`` (string literal; ``value`` is the unescaped
 text), ``"eof"``, and for keywords and punctuation the text itself (``"header"``, ``"{"``,
 ``"&&&"``...). ``>`` is always a single token; the parser joins two adjacent ``>`` into a shift
@@ -151,7 +151,7 @@ def tokenize(source: PreprocessedSource) -> List[Token]:
             except ValueError:
                 raise CompileError(f"malformed integer literal {tok_text!r}",
                                    loc.file, loc.line, loc.column) from None
-            append(Token("int", tok_text, value, loc, pos, end))
+            append(Token("num", tok_text, value, loc, pos, end))
         elif kind == "str":
             append(Token("str", tok_text, _unescape(tok_text[1:-1]), loc, pos, end))
         else:

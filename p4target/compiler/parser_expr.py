@@ -25,6 +25,9 @@ _BASE_TYPE_KEYWORDS = frozenset({"bit", "int", "varbit", "bool", "error", "strin
 _NAME_KEYWORDS = frozenset({"apply", "state", "type", "key", "actions", "entries", "error",
                             "default", "in", "out", "inout"})
 
+# Keywords P4 also allows as plain names (nonTypeName), e.g. a parameter called ``type``.
+_KEYWORD_VALUE_NAMES = frozenset({"apply", "state", "type"})
+
 
 class ExpressionParsing:
     """Mixin with token-cursor helpers, types and expressions."""
@@ -151,7 +154,7 @@ class ExpressionParsing:
 
     def _parse_width(self) -> ast.Expression:
         tok = self.peek()
-        if tok.kind == "int":
+        if tok.kind == "num":
             self.advance()
             return self._int_literal(tok)
         if tok.kind == "(":
@@ -239,9 +242,9 @@ class ExpressionParsing:
         tok = self.advance()
         kind = tok.kind
         loc = tok.loc
-        if kind == "int":
+        if kind == "num":
             return self._int_literal(tok)
-        if kind == "id":
+        if kind == "id" or kind in _KEYWORD_VALUE_NAMES:
             return ast.PathExpression(loc=loc, name=tok.text)
         if kind == "true" or kind == "false":
             return ast.BoolLiteral(loc=loc, value=(kind == "true"))
@@ -321,8 +324,7 @@ class ExpressionParsing:
             if kind == ".":
                 self.advance()
                 member = self.peek()
-                if member.kind == "id" or member.kind in _NAME_KEYWORDS or \
-                        member.kind in ("int", "bit"):
+                if member.kind == "id" or member.kind in _NAME_KEYWORDS:
                     self.advance()
                 else:
                     self.error_at(member, f"expected a member name after '.', "

@@ -22,7 +22,7 @@ def kinds(text):
 def test_integer_literals(text, value):
     assert parse_int_literal(text) == value
     toks = tokenize(preprocess_text(text))
-    assert (toks[0].kind, toks[0].value) == ("int", value)
+    assert (toks[0].kind, toks[0].value) == ("num", value)
 
 
 def test_operators_longest_match():

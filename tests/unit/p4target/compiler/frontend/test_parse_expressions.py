@@ -124,3 +124,14 @@ def test_expression_locations_point_at_their_start():
     e = expr("a +\n   b")
     assert (e.loc.line, e.loc.column) == (2, 18)
     assert (e.right.loc.line, e.right.loc.column) == (3, 4)
+
+
+def test_keywords_usable_as_plain_names():
+    prog = parse_text("control C(in bit<8> type, inout bit<8> x) { apply { x = type + 1; } }")
+    (stmt,) = prog.declarations[0].body.statements
+    assert stmt.value.left.name == "type"
+
+
+def test_parenthesized_literal_is_not_a_cast_to_int():
+    assert sexpr(expr("(32w1 << 4) - 1")) == "(- (<< 32w1 4) 1)"
+    assert sexpr(expr("(int<8>)a + (5)")) == "(+ (cast BitType a) 5)"
