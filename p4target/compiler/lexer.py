@@ -157,6 +157,13 @@ def tokenize(source: PreprocessedSource) -> List[Token]:
         else:
             append(Token(tok_text, tok_text, None, loc, pos, end))
         pos = end
-    last = source.origin(line)
-    append(Token("eof", "", None, SourceLocation(last[0], last[1], pos - line_start + 1), n, n))
+    # End of input is reported just after the last token (where a missing '}' belongs).
+    if tokens:
+        last_tok = tokens[-1]
+        eof_loc = SourceLocation(last_tok.loc.file, last_tok.loc.line,
+                                 last_tok.loc.column + len(last_tok.text))
+    else:
+        first = source.origin(1)
+        eof_loc = SourceLocation(first[0], first[1], 1)
+    append(Token("eof", "", None, eof_loc, n, n))
     return tokens

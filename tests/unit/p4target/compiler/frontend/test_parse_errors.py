@@ -22,7 +22,7 @@ def error_of(text, cls=CompileError):
 @pytest.mark.parametrize("text,line,col,fragment", [
     ("header h { bit<8> a }", 1, 21, "expected ';' after the field, found '}'"),
     ("const bit<8> X = ;", 1, 18, "expected an expression, found ';'"),
-    ("struct s {\n  bit<8> a;\n", 2, 1, "unterminated struct s"),
+    ("struct s {\n  bit<8> a;\n\n", 2, 12, "unterminated struct s"),
     ("control C() { apply { x = 1 } }", 1, 29, "expected ';' after the assignment"),
     ("control C() { apply { x; } }", 1, 24, "expected an assignment or a method call"),
     ("control C() { apply { } bit<8> late; }", 1, 25, "declarations after the apply block"),
