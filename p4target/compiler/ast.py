@@ -656,7 +656,13 @@ class ActionRef(Node):
 
 @_node
 class TableEntry(Node):
-    """A ``const entries`` entry: keyset (one expression per key), action, optional priority."""
+    """A ``const entries`` entry: keyset (one expression per key), action, optional priority.
+
+    ``keys`` holds one expression per table key, except that a lone ``default`` or ``_``
+    keyset (``default : a();``) is a single ``DefaultExpression``/``DontCareExpression``
+    covering every key. ``priority`` comes from ``priority = N :`` or, failing that, from an
+    ``@priority(N)`` annotation (which stays in ``annotations`` too); larger values win as in
+    P4Runtime."""
 
     keys: Tuple[Expression, ...]
     action: ActionRef
