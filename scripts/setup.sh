@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Concurrent `make` invocations (parallel test runs, helpers) must not build the venv twice.
+exec 9>.setup.lock
+flock 9
+
 APT_PACKAGES=(mininet iputils-ping bridge-utils ethtool libpcap0.8 tcpdump iproute2 iperf3 psmisc procps)
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
