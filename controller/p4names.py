@@ -1,0 +1,74 @@
+"""Every P4 name the controller uses (P4Info names of p4src/gradlane.p4), in one place.
+
+The data plane's README lists these; when p4src renames something, this is the only module
+that changes.
+"""
+from __future__ import annotations
+
+# ARP answers
+ARP_TABLE = "GradIngress.arp_responder"
+ARP_KEY_OPER = "hdr.arp.oper"
+ARP_KEY_TPA = "hdr.arp.tpa"
+ARP_REPLY = "GradIngress.arp_reply"
+ARP_REPLY_MAC = "mac"
+ARP_OPER_REQUEST = 1
+
+# Routes and equal-cost groups
+ROUTE_TABLE = "GradIngress.ipv4_lpm"
+ROUTE_KEY_DST = "hdr.ipv4.dstAddr"
+ECMP_PROFILE = "GradIngress.ecmp_selector"
+SET_NHOP = "GradIngress.set_nhop"
+SET_NHOP_SRC_MAC = "src_mac"
+SET_NHOP_DST_MAC = "dst_mac"
+SET_NHOP_PORT = "port"
+ECMP_MAX_GROUP_SIZE = 16
+
+# Gradient classification and loss budgets
+CLASS_TABLE = "GradIngress.gradient_class"
+CLASS_KEY_JOB = "hdr.gradient.job_id"
+CLASS_KEY_LAYER = "hdr.gradient.layer_id"
+CLASS_KEY_MAG = "hdr.gradient.mag_class"
+SET_CLASS = "GradIngress.set_class"
+SET_CLASS_PRIO = "prio"
+SET_CLASS_ELIGIBLE = "drop_eligible"
+SET_CLASS_SLOT = "slot"
+SET_CLASS_PUSH_BOUND = "push_bound_bp"
+SET_CLASS_PULL_BOUND = "pull_bound_bp"
+SET_CLASS_DROP_THRESHOLD = "drop_threshold"
+SET_DEFAULT_CLASS = "GradIngress.set_default_class"
+NUM_SLOTS = 1024
+JOB_ID_BITS = 16
+LAYER_ID_MAX = 0xFFFF
+MAG_CLASS_MAX = 7
+
+# Traffic without the gradient header
+DSCP_TABLE = "GradIngress.dscp_class"
+DSCP_KEY = "hdr.ipv4.diffserv"
+SET_DSCP_CLASS = "GradIngress.set_dscp_class"
+SET_DSCP_PRIO = "prio"
+SET_DSCP_DROP_THRESHOLD = "drop_threshold"
+DSCP_SHIFT = 2          # diffserv holds DSCP in its upper 6 bits
+DSCP_MASK = 0xFC
+
+# ECN / PCN thresholds per egress port
+ECN_TABLE = "GradEgress.ecn_config"
+ECN_KEY_PORT = "standard_metadata.egress_port"
+SET_ECN = "GradEgress.set_ecn_thresholds"
+SET_ECN_NORMAL = "normal"
+SET_ECN_PCN = "pcn"
+
+# Counters (indirect)
+SLOT_SEEN_CTR = "GradIngress.slot_seen_ctr"
+SLOT_DROPPED_CTR = "GradIngress.slot_dropped_ctr"
+SLOT_MARKED_CTR = "GradEgress.slot_marked_ctr"
+QUEUE_DROPPED_CTR = "GradIngress.queue_dropped_ctr"
+QUEUE_TX_CTR = "GradEgress.queue_tx_ctr"
+QUEUE_MARKED_CTR = "GradEgress.queue_marked_ctr"
+PCN_START_CTR = "GradEgress.pcn_start_ctr"
+PCN_ARRIVAL_CTR = "GradEgress.pcn_arrival_ctr"
+PRIORITIES = 8
+
+
+def queue_index(port: int, prio: int) -> int:
+    """Index of a (port, priority) queue in the per-queue counters."""
+    return port * PRIORITIES + prio

@@ -1,0 +1,392 @@
+"""Loss-tolerance policies: the model, its validation, and its translation into table entries.
+
+A policy names, per training job, rules over layer ranges (optionally narrowed to a range of
+gradient magnitude classes): a push-stage loss bound, a tighter pull-stage bound, a priority
+queue, drop eligibility, the queue depth above which selective drops start, and optionally a
+DBLP-like phase schedule (per round range a low and a high bound; the high bound applies unless
+the job is in a critical learning regime). The same model backs the policy file, ``gradctl
+policy set`` and the daemon. Errors name the field path (``jobs[0].layers[1].loss_bound``).
+
+Each rule becomes one ``gradient_class`` entry and owns one loss-budget slot, the switch's
+per-(job, layer range) budget and counters.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional, Union
+
+import yaml
+
+from controller import p4names as N
+from controller.entries import Action, Range, TableEntry, Ternary
+from controller.errors import PolicyError
+
+DEFAULT_DROP_THRESHOLD = 16
+CLASS_ENTRY_PRIORITY = 1   # rules of one job never overlap, so one priority serves all
+
+_TOP_KEYS = {"version", "defaults", "jobs"}
+_DEFAULT_KEYS = {"priority", "drop_eligible", "drop_threshold", "mag_classes"}
+_JOB_KEYS = {"job", "name", "layers", "phases"}
+_RULE_KEYS = {"range", "mag_classes", "loss_bound", "pull_bound", "priority", "drop_eligible",
+              "drop_threshold", "phases"}
+_PHASE_KEYS = {"rounds", "low", "high"}
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Bounds for a range of rounds: ``high`` normally, ``low`` in a critical regime."""
+
+    rounds: tuple[int, int]
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One class of one job: a layer range x magnitude range and how to treat it."""
+
+    layers: tuple[int, int]
+    mag_classes: tuple[int, int]
+    loss_bound: float
+    pull_bound: float
+    priority: int
+    drop_eligible: bool
+    drop_threshold: int
+    phases: tuple[Phase, ...] = ()
+
+    def bound_at(self, round_: Optional[int], critical: bool) -> float:
+        """The push bound in effect at ``round_`` (the plain bound outside every phase)."""
+        if round_ is not None:
+            for ph in self.phases:
+                if ph.rounds[0] <= round_ <= ph.rounds[1]:
+                    return ph.low if critical else ph.high
+        return self.loss_bound
+
+
+@dataclass(frozen=True)
+class Job:
+    """A training job's rules."""
+
+    job_id: int
+    name: str
+    rules: tuple[Rule, ...]
+
+
+@dataclass(frozen=True)
+class JobState:
+    """What the controller knows of a running job: current round, critical regime."""
+
+    round: Optional[int] = None
+    critical: bool = False
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A validated policy; ``document`` is the normalised dict it came from."""
+
+    jobs: tuple[Job, ...]
+    document: Mapping[str, Any] = field(compare=False, hash=False)
+
+    def job(self, job_id: int) -> Optional[Job]:
+        return next((j for j in self.jobs if j.job_id == job_id), None)
+
+
+@dataclass(frozen=True)
+class SlotInfo:
+    """What a loss-budget slot stands for (for stats)."""
+
+    slot: int
+    job_id: int
+    job_name: str
+    layers: tuple[int, int]
+    mag_classes: tuple[int, int]
+    loss_bound: float
+    pull_bound: float
+    priority: int
+    drop_eligible: bool
+
+
+# -- parsing and validation ------------------------------------------------------------------
+def _fail(path: str, msg: str) -> PolicyError:
+    return PolicyError(path, msg)
+
+
+def _check_keys(obj: Any, allowed: set[str], path: str) -> dict:
+    if not isinstance(obj, dict):
+        raise _fail(path or "policy", f"must be a mapping, got {_kind(obj)}")
+    for key in obj:
+        if key not in allowed:
+            raise _fail(f"{path}.{key}" if path else str(key),
+                        f"unknown field (allowed: {', '.join(sorted(allowed))})")
+    return obj
+
+
+def _kind(v: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "a mapping", type(None): "nothing"}.get(type(v), type(v).__name__)
+
+
+def _int(v: Any, path: str, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _fail(path, f"must be an integer in [{lo}, {hi}], got {_kind(v)} {v!r}")
+    if not lo <= v <= hi:
+        raise _fail(path, f"must be in [{lo}, {hi}], got {v}")
+    return v
+
+
+def _bound(v: Any, path: str, hi: float = 1.0) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _fail(path, f"must be a number in [0, {hi:g}], got {_kind(v)} {v!r}")
+    if not 0.0 <= float(v) <= hi:
+        raise _fail(path, f"must be in [0, {hi:g}], got {v:g}")
+    return float(v)
+
+
+def _bool(v: Any, path: str) -> bool:
+    if not isinstance(v, bool):
+        raise _fail(path, f"must be true or false, got {_kind(v)} {v!r}")
+    return v
+
+
+def _pair(v: Any, path: str, lo: int, hi: int) -> tuple[int, int]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        v = [v, v]
+    if not isinstance(v, list) or len(v) != 2:
+        raise _fail(path, f"must be [lo, hi] (two integers), got {v!r}")
+    a = _int(v[0], f"{path}[0]", lo, hi)
+    b = _int(v[1], f"{path}[1]", lo, hi)
+    if a > b:
+        raise _fail(path, f"lo {a} is greater than hi {b}")
+    return a, b
+
+
+def _phases(raw: Any, path: str) -> tuple[Phase, ...]:
+    if not isinstance(raw, list):
+        raise _fail(path, f"must be a list, got {_kind(raw)}")
+    out: list[Phase] = []
+    for i, ph in enumerate(raw):
+        p = f"{path}[{i}]"
+        _check_keys(ph, _PHASE_KEYS, p)
+        for key in ("rounds", "low", "high"):
+            if key not in ph:
+                raise _fail(f"{p}.{key}", "missing")
+        rounds = _pair(ph["rounds"], f"{p}.rounds", 0, 0xFFFFFFFF)
+        low = _bound(ph["low"], f"{p}.low")
+        high = _bound(ph["high"], f"{p}.high")
+        if low > high:
+            raise _fail(f"{p}.low", f"must not exceed high ({high:g}), got {low:g}")
+        for j, other in enumerate(out):
+            if rounds[0] <= other.rounds[1] and other.rounds[0] <= rounds[1]:
+                raise _fail(f"{p}.rounds", f"overlaps {path}[{j}].rounds "
+                                           f"({other.rounds[0]}-{other.rounds[1]})")
+        out.append(Phase(rounds, low, high))
+    return tuple(out)
+
+
+def parse_policy(doc: Any) -> Policy:
+    """Validate a policy document (the parsed YAML/JSON) into a :class:`Policy`."""
+    if doc is None:
+        doc = {}
+    _check_keys(doc, _TOP_KEYS, "")
+    if "version" in doc and doc["version"] != 1:
+        raise _fail("version", f"must be 1, got {doc['version']!r}")
+    defaults = _check_keys(doc.get("defaults", {}) or {}, _DEFAULT_KEYS, "defaults")
+    d_prio = _int(defaults.get("priority", 0), "defaults.priority", 0, 7)
+    d_elig = _bool(defaults.get("drop_eligible", True), "defaults.drop_eligible")
+    d_thr = _int(defaults.get("drop_threshold", DEFAULT_DROP_THRESHOLD), "defaults.drop_threshold",
+                 0, 0xFFFFFFFF)
+    d_mag = _pair(defaults.get("mag_classes", [0, N.MAG_CLASS_MAX]), "defaults.mag_classes",
+                  0, N.MAG_CLASS_MAX)
+    raw_jobs = doc.get("jobs", []) or []
+    if not isinstance(raw_jobs, list):
+        raise _fail("jobs", f"must be a list, got {_kind(raw_jobs)}")
+    jobs: list[Job] = []
+    n_rules = 0
+    for ji, rj in enumerate(raw_jobs):
+        jp = f"jobs[{ji}]"
+        _check_keys(rj, _JOB_KEYS, jp)
+        if "job" not in rj:
+            raise _fail(f"{jp}.job", "missing (the job id, 0..65535)")
+        job_id = _int(rj["job"], f"{jp}.job", 0, (1 << N.JOB_ID_BITS) - 1)
+        for k, other in enumerate(jobs):
+            if other.job_id == job_id:
+                raise _fail(f"{jp}.job", f"job {job_id} is already defined by jobs[{k}]")
+        name = rj.get("name", f"job{job_id}")
+        if not isinstance(name, str) or not name:
+            raise _fail(f"{jp}.name", f"must be a non-empty string, got {_kind(name)}")
+        job_phases = _phases(rj["phases"], f"{jp}.phases") if "phases" in rj else ()
+        raw_rules = rj.get("layers")
+        if not isinstance(raw_rules, list) or not raw_rules:
+            raise _fail(f"{jp}.layers", "must be a non-empty list of layer rules")
+        rules: list[Rule] = []
+        for ri, rr in enumerate(raw_rules):
+            rp = f"{jp}.layers[{ri}]"
+            _check_keys(rr, _RULE_KEYS, rp)
+            for key in ("range", "loss_bound"):
+                if key not in rr:
+                    raise _fail(f"{rp}.{key}", "missing")
+            layers = _pair(rr["range"], f"{rp}.range", 0, N.LAYER_ID_MAX)
+            mags = _pair(rr["mag_classes"], f"{rp}.mag_classes", 0, N.MAG_CLASS_MAX) \
+                if "mag_classes" in rr else d_mag
+            loss = _bound(rr["loss_bound"], f"{rp}.loss_bound")
+            pull = _bound(rr["pull_bound"], f"{rp}.pull_bound") if "pull_bound" in rr else loss
+            phases = _phases(rr["phases"], f"{rp}.phases") if "phases" in rr else job_phases
+            tightest_push = min([loss] + [ph.low for ph in phases])
+            if pull > tightest_push:
+                raise _fail(f"{rp}.pull_bound",
+                            f"must not exceed the push bound {tightest_push:g} (pull is tighter), "
+                            f"got {pull:g}")
+            rule = Rule(layers, mags, loss, pull,
+                        _int(rr.get("priority", d_prio), f"{rp}.priority", 0, 7),
+                        _bool(rr.get("drop_eligible", d_elig), f"{rp}.drop_eligible"),
+                        _int(rr.get("drop_threshold", d_thr), f"{rp}.drop_threshold", 0, 0xFFFFFFFF),
+                        phases)
+            for k, other in enumerate(rules):
+                if (layers[0] <= other.layers[1] and other.layers[0] <= layers[1]
+                        and mags[0] <= other.mag_classes[1] and other.mag_classes[0] <= mags[1]):
+                    raise _fail(rp, f"overlaps {jp}.layers[{k}] (layers {other.layers[0]}-"
+                                    f"{other.layers[1]}, mag_classes {other.mag_classes[0]}-"
+                                    f"{other.mag_classes[1]})")
+            rules.append(rule)
+        n_rules += len(rules)
+        if n_rules > N.NUM_SLOTS:
+            raise _fail(f"{jp}.layers", f"more than {N.NUM_SLOTS} rules in all (the switch's slots)")
+        jobs.append(Job(job_id, name, tuple(rules)))
+    return Policy(tuple(jobs), copy.deepcopy(doc))
+
+
+def load_policy(path: Union[str, Path]) -> Policy:
+    """Read and validate a YAML or JSON policy file; errors start with the file name."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise PolicyError("", f"cannot read policy: {exc.strerror}", str(path)) from None
+    try:
+        doc = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        first = " ".join(str(exc).split())
+        raise PolicyError("", f"not valid {'JSON' if str(path).endswith('.json') else 'YAML'}: "
+                              f"{first}", str(path)) from None
+    try:
+        return parse_policy(doc)
+    except PolicyError as exc:
+        raise exc.with_source(str(path)) from None
+
+
+def empty_policy() -> Policy:
+    """The policy with no jobs (every gradient packet gets the default class)."""
+    return parse_policy({"jobs": []})
+
+
+# -- edits from the CLI ----------------------------------------------------------------------
+def set_rule(policy: Policy, job_id: int, layers: tuple[int, int],
+             mag_classes: Optional[tuple[int, int]] = None, **changes: Any) -> Policy:
+    """A copy of ``policy`` with the rule of ``job_id`` over exactly ``layers`` (and
+    ``mag_classes``) changed, or added when there is none; ``changes`` are rule fields
+    (loss_bound, pull_bound, priority, drop_eligible, drop_threshold). Revalidated."""
+    doc = copy.deepcopy(dict(policy.document))
+    jobs = doc.setdefault("jobs", [])
+    if not isinstance(jobs, list):
+        raise _fail("jobs", "must be a list")
+    job = next((j for j in jobs if isinstance(j, dict) and j.get("job") == job_id), None)
+    if job is None:
+        job = {"job": job_id, "layers": []}
+        jobs.append(job)
+    rules = job.setdefault("layers", [])
+    changes = {k: v for k, v in changes.items() if v is not None}
+    rule = None
+    for r in rules:
+        if _pair_of(r.get("range")) == layers and (
+                mag_classes is None or _pair_of(r.get("mag_classes")) == mag_classes):
+            rule = r
+            break
+    if rule is None:
+        rule = {"range": [layers[0], layers[1]]}
+        if mag_classes is not None:
+            rule["mag_classes"] = [mag_classes[0], mag_classes[1]]
+        if "loss_bound" not in changes:
+            raise _fail("loss_bound", f"job {job_id} has no rule for layers {layers[0]}-{layers[1]}; "
+                                      "a new rule needs a loss bound")
+        rules.append(rule)
+    rule.update(changes)
+    if "loss_bound" in changes and "pull_bound" in rule and "pull_bound" not in changes \
+            and rule["pull_bound"] > changes["loss_bound"]:
+        rule["pull_bound"] = changes["loss_bound"]  # keep pull tighter than the new push bound
+    return parse_policy(doc)
+
+
+def _pair_of(v: Any) -> Optional[tuple[int, int]]:
+    if isinstance(v, int):
+        return (v, v)
+    if isinstance(v, list) and len(v) == 2:
+        return (v[0], v[1])
+    return None
+
+
+# -- translation -----------------------------------------------------------------------------
+RuleKey = tuple[int, int, int, int, int]   # job, layer lo, layer hi, mag lo, mag hi
+
+
+def rule_key(job: Job, rule: Rule) -> RuleKey:
+    return (job.job_id, *rule.layers, *rule.mag_classes)
+
+
+def assign_slots(policy: Policy, previous: Optional[Mapping[RuleKey, int]] = None) -> dict[RuleKey, int]:
+    """A budget slot per rule; a rule that existed before keeps its slot (its counters stay)."""
+    previous = previous or {}
+    keys = [rule_key(j, r) for j in policy.jobs for r in j.rules]
+    out = {k: previous[k] for k in keys if k in previous}
+    used = set(out.values())
+    free = (s for s in range(N.NUM_SLOTS) if s not in used)
+    for k in keys:
+        if k not in out:
+            out[k] = next(free)
+    return out
+
+
+def basis_points(bound: float) -> int:
+    """A loss fraction in basis points (1 = 0.01 %)."""
+    return int(round(bound * 10000))
+
+
+def translate(policy: Policy, slots: Mapping[RuleKey, int],
+              states: Optional[Mapping[int, JobState]] = None) -> list[TableEntry]:
+    """The ``gradient_class`` entries of ``policy`` (one per rule) with the given slots."""
+    states = states or {}
+    out: list[TableEntry] = []
+    for job in policy.jobs:
+        st = states.get(job.job_id, JobState())
+        for rule in job.rules:
+            push = rule.bound_at(st.round, st.critical)
+            out.append(TableEntry(
+                N.CLASS_TABLE,
+                ((N.CLASS_KEY_JOB, Ternary(job.job_id, (1 << N.JOB_ID_BITS) - 1)),
+                 (N.CLASS_KEY_LAYER, Range(*rule.layers)),
+                 (N.CLASS_KEY_MAG, Range(*rule.mag_classes))),
+                Action.of(N.SET_CLASS, **{
+                    N.SET_CLASS_PRIO: rule.priority,
+                    N.SET_CLASS_ELIGIBLE: int(rule.drop_eligible),
+                    N.SET_CLASS_SLOT: slots[rule_key(job, rule)],
+                    N.SET_CLASS_PUSH_BOUND: basis_points(push),
+                    N.SET_CLASS_PULL_BOUND: basis_points(min(rule.pull_bound, push)),
+                    N.SET_CLASS_DROP_THRESHOLD: rule.drop_threshold}),
+                priority=CLASS_ENTRY_PRIORITY))
+    return out
+
+
+def slot_table(policy: Policy, slots: Mapping[RuleKey, int],
+               states: Optional[Mapping[int, JobState]] = None) -> list[SlotInfo]:
+    """What each used slot stands for, in policy order."""
+    states = states or {}
+    out = []
+    for job in policy.jobs:
+        st = states.get(job.job_id, JobState())
+        for rule in job.rules:
+            push = rule.bound_at(st.round, st.critical)
+            out.append(SlotInfo(slots[rule_key(job, rule)], job.job_id, job.name, rule.layers,
+                                rule.mag_classes, push, min(rule.pull_bound, push),
+                                rule.priority, rule.drop_eligible))
+    return out
