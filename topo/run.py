@@ -1,0 +1,140 @@
+"""`python -m topo.run` (`make run`, `make demo`): start a topology with its controller, then the
+Mininet CLI, or (`--demo`) run a short training job, print its summary and tear down.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from types import FrameType
+
+from mininet.log import setLogLevel
+
+from p4target.switch.errors import OptionError
+from p4target.switch.impairments import parse_impairment
+from topo.errors import TopoError
+from topo.session import DEFAULT_POLICY, RunConfig, RunSession
+from topo.summary import render
+from topo.topologies import TOPOLOGIES, TopoParams
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m topo.run", description=__doc__.splitlines()[0])
+    p.add_argument("--topo", default="incast", choices=sorted(TOPOLOGIES), help="topology (default incast)")
+    p.add_argument("--build", default="build", help="folder with gradlane.json and gradlane.p4info.txtpb")
+    p.add_argument("--demo", action="store_true", help="run a short training job non-interactively, then stop")
+    p.add_argument("--workers", type=int, default=3, help="worker hosts (default 3)")
+    p.add_argument("--background", type=int, default=2, help="background hosts (incast/leaf-spine; default 2)")
+    p.add_argument("--rounds", type=int, default=20, help="training rounds of a job (default 20)")
+    p.add_argument("--pcap", action="store_true", help="write per-port pcaps to pcaps/")
+    p.add_argument("--policy", default=DEFAULT_POLICY, help=f"tolerance policy file (default {DEFAULT_POLICY})")
+    p.add_argument("--log-dir", default="logs", help="logs, description and run record (default logs)")
+    p.add_argument("--bottleneck-pps", type=float, default=1000.0,
+                   help="queue rate of the bottleneck port(s), packets/s (default 1000)")
+    p.add_argument("--queue-depth", type=int, default=64, help="queue depth, packets (default 64; pcn 60)")
+    p.add_argument("--delay-ms", type=float, default=0.0, help="bottleneck link delay")
+    p.add_argument("--loss-pct", type=float, default=0.0, help="bottleneck link random loss, percent")
+    p.add_argument("--burst", action="append", default=[], metavar="START+DURATION@LOSS",
+                   help="scheduled loss burst on the bottleneck, e.g. 10s+500ms@0.7 (repeatable)")
+    p.add_argument("--timeout", type=float, default=600.0, help="demo job time limit, s (default 600)")
+    return p
+
+
+def _config(args: argparse.Namespace) -> RunConfig:
+    if args.workers < 1 or args.background < 0 or args.rounds < 1 or args.queue_depth < 1 \
+            or args.bottleneck_pps <= 0 or args.delay_ms < 0 or not 0 <= args.loss_pct <= 100:
+        raise TopoError("need --workers >= 1, --background >= 0, --rounds >= 1, --queue-depth >= 1, "
+                        "--bottleneck-pps > 0, --delay-ms >= 0, --loss-pct 0..100")
+    for burst in args.burst:
+        try:
+            parse_impairment(f"1:burst={burst}")
+        except OptionError as exc:
+            raise TopoError(f"bad --burst '{burst}': {exc}") from None
+    params = TopoParams(workers=args.workers, background=args.background, bottleneck_pps=args.bottleneck_pps,
+                        queue_depth=args.queue_depth, delay_ms=args.delay_ms, loss_pct=args.loss_pct)
+    return RunConfig(topo_name=args.topo, build_dir=args.build, log_dir=args.log_dir, params=params,
+                     policy=args.policy, pcap=args.pcap, bursts=tuple(args.burst), rounds=args.rounds)
+
+
+def overview(session: RunSession) -> str:
+    """What runs where, and how to train from the CLI."""
+    topo, cfg = session.topo, session.config
+    net = session.network
+    assert net is not None
+    out = [f"gradlane: topology '{topo.name}': {len(topo.switches)} switches, {len(topo.hosts)} hosts; "
+           f"switch {net.tool.describe()}"]
+    if session.stale:
+        out.append(f"cleaned up a previous run: {', '.join(session.stale)}")
+    out.append("switches:")
+    for name, sw in topo.switches.items():
+        ports = ", ".join(f"{port}={peer}" for port, peer in sorted(topo.ports(name).items()))
+        rates = {link.port_of(name): (link.a_queue_rate_pps if link.a == name else link.b_queue_rate_pps)
+                 for link in topo.switch_links(name)}
+        limited = ", ".join(f"port {p} {r:g} pps" for p, r in sorted(rates.items()) if r)
+        out.append(f"  {name:<4} device {sw.device_id}  gRPC {sw.grpc_addr}  thrift {sw.thrift_port}  "
+                   f"pid {net.switch(name).pid_of_process}  log {sw.log}")
+        out.append(f"       ports {ports}; queues {sw.priority_queues} x depth {sw.queue_depth}"
+                   + (f"; rate {limited}" if limited else ""))
+    out.append("hosts:")
+    for name, host in topo.hosts.items():
+        out.append(f"  {name:<4} {host.ip}/{host.prefix_len:<3} {host.role:<10} on {host.switch} port {host.switch_port}")
+    imp = session.impairment_lines or ["none requested"]
+    out.append("link impairments: " + "; ".join(imp))
+    if session.controller is not None:
+        out.append(f"controller: pid {session.controller.pid}, log {session.controller.log}, policy {cfg.policy}")
+    out.append(f"description: {cfg.topology_path}; run record: {cfg.log_dir}/run.pids.json"
+               + ("; pcaps in pcaps/" if cfg.pcap else ""))
+    return "\n".join(out)
+
+
+CLI_HELP = """\
+In the Mininet CLI:
+  train [ROUNDS] [WORKERS]   run a training job (PS + workers on the hosts), print its summary
+  stats                      switch counters (gradctl stats)
+  gradctl ARGS               e.g. `gradctl policy show`, `gradctl policy set ...`
+  exit                       stop everything (or `make stop` from another shell)"""
+
+
+def _raise_exit(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code."""
+    args = _parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _raise_exit)
+    signal.signal(signal.SIGHUP, _raise_exit)
+    setLogLevel("warning")
+    session: RunSession | None = None
+    try:
+        session = RunSession(_config(args))
+        print(f"gradlane: starting topology '{args.topo}' ...", flush=True)
+        session.start()
+        print(overview(session), flush=True)
+        if args.demo:
+            print(f"demo: training {args.rounds} rounds with {args.workers} workers ...", flush=True)
+            result = session.train(rounds=args.rounds, workers=args.workers, timeout=args.timeout)
+            print(render(result, session.stats()), flush=True)
+            return 0 if result.ok else EXIT_FAILED
+        from topo.cli import GradCLI  # imports Mininet's CLI (readline) only when interactive
+        print(CLI_HELP, flush=True)
+        setLogLevel("info")
+        GradCLI(session)
+        return 0
+    except TopoError as exc:
+        print(f"topo.run: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("topo.run: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if session is not None:
+            session.stop()
+            print("gradlane: stopped", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

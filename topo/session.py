@@ -1,0 +1,205 @@
+"""One run of a topology: the network, the controller daemon, the run record, and teardown.
+
+`topo.run` and the topology tests both drive a `RunSession`: start() brings everything up in
+order (stale cleanup, switches, description file, controller, programmed switches), stop()
+ends everything it started by PID, in reverse order.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+from topo import agents
+from topo.description import Topology
+from topo.errors import RunError, TopoError, ToolchainError
+from topo.network import GradNetwork, NetworkOptions
+from topo.pidfile import RunRecord, delete_interface, is_same_process
+from topo.processes import ManagedProcess
+from topo.stop import stop_recorded
+from topo.topologies import TopoParams, build_topology
+from topo.toolchain import switch_tool
+from topo.training import TrainingJob, TrainingResult
+
+DEFAULT_POLICY = "controller/policies/default.yaml"
+PROGRAM = "gradlane"
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs to know."""
+
+    topo_name: str = "incast"
+    build_dir: str = "build"
+    log_dir: str = "logs"
+    params: TopoParams = field(default_factory=TopoParams)
+    policy: str | None = DEFAULT_POLICY
+    pcap: bool = False
+    bursts: tuple[str, ...] = ()
+    static_arp: bool = False
+    controller: bool = True
+    controller_timeout: float = 90.0
+    switch_timeout: float = 60.0
+    rounds: int = 20
+
+    @property
+    def bmv2_json(self) -> str:
+        """The compiled program."""
+        return str(Path(self.build_dir) / f"{PROGRAM}.json")
+
+    @property
+    def p4info(self) -> str:
+        """The P4Info text proto beside it."""
+        return str(Path(self.build_dir) / f"{PROGRAM}.p4info.txtpb")
+
+    @property
+    def topology_path(self) -> str:
+        """Where the description is written."""
+        return str(Path(self.log_dir) / f"{self.topo_name}.topology.json")
+
+
+class RunSession:
+    """A network plus its controller, started and stopped as one."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.topo: Topology = build_topology(config.topo_name, _with_log_dir(config.params, config.log_dir))
+        self.record: RunRecord | None = None
+        self.network: GradNetwork | None = None
+        self.controller: ManagedProcess | None = None
+        self._lock: IO[str] | None = None
+        self.impairment_lines: list[str] = []
+        self.stale: list[str] = []
+        self.jobs = 0
+
+    # -- bring-up --------------------------------------------------------------------------
+    def start(self) -> "RunSession":
+        """Clean stale state, start switches, write the description, start the controller and
+        wait until it programmed every switch. On failure, everything started is stopped."""
+        cfg = self.config
+        if os.geteuid() != 0:
+            raise ToolchainError("Mininet needs root: run as root (sudo make run)")
+        for path, what in ((cfg.bmv2_json, "program JSON"), (cfg.p4info, "P4Info")):
+            if not Path(path).is_file():
+                raise ToolchainError(f"{what} {path} not found: run `make build` first")
+        if cfg.controller:
+            agents.require(agents.CONTROLLER_MODULE, "the controller daemon")
+            if cfg.policy and not Path(cfg.policy).is_file():
+                raise RunError(f"policy file {cfg.policy} not found")
+        self._take_lock()
+        try:
+            self.stale = stop_recorded(cfg.log_dir).stopped
+            self.record = RunRecord.create(cfg.log_dir, self.topo.name)
+            pcap_dir = str(Path("pcaps").absolute()) if cfg.pcap else None
+            if pcap_dir:
+                Path(pcap_dir).mkdir(exist_ok=True)
+            self.network = GradNetwork(self.topo, self.record, NetworkOptions(
+                json_path=cfg.bmv2_json, pcap_dir=pcap_dir, bursts=cfg.bursts, static_arp=cfg.static_arp,
+                start_timeout=cfg.switch_timeout), switch_tool())
+            plan = self.network.plan_links()
+            self.impairment_lines = plan.summary(self.topo)
+            self.topo.save(cfg.topology_path)
+            self.network.start()
+            if cfg.controller:
+                self._start_controller()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _take_lock(self) -> None:
+        Path(self.config.log_dir).mkdir(parents=True, exist_ok=True)
+        lock = open(Path(self.config.log_dir) / "run.lock", "a+")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            old = RunRecord.load(self.config.log_dir)
+            who = next((f" (pid {p.pid})" for p in old.processes if p.kind == "run"
+                        and is_same_process(p.pid, p.start_time)), "") if old else ""
+            raise RunError(f"another topology run is active{who}: stop it first (`make stop`)") from None
+        self._lock = lock
+
+    def _start_controller(self) -> None:
+        cfg = self.config
+        assert self.record is not None
+        argv = agents.controller_argv(cfg.topology_path, cfg.p4info, cfg.bmv2_json, cfg.policy)
+        self.controller = ManagedProcess("controller", "controller", argv,
+                                         Path(cfg.log_dir) / "controller.log", self.record).start()
+        self.controller.wait_for_line(agents.CONTROLLER_READY, cfg.controller_timeout,
+                                      "'ready' line (switches programmed)")
+
+    # -- use -------------------------------------------------------------------------------
+    @property
+    def net(self) -> Any:
+        """The Mininet object."""
+        if self.network is None or self.network.net is None:
+            raise TopoError("network is not running")
+        return self.network.net
+
+    def gradctl(self, *args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+        """Run `gradctl ARGS` against the running controller."""
+        agents.require(agents.GRADCTL_MODULE, "gradctl")
+        return subprocess.run(agents.gradctl_argv(*args), capture_output=True, text=True, timeout=timeout)
+
+    def stats(self) -> dict[str, Any] | None:
+        """`gradctl stats --json`, parsed; None when unavailable."""
+        try:
+            done = self.gradctl("stats", "--json")
+        except (TopoError, subprocess.TimeoutExpired):
+            return None
+        if done.returncode != 0:
+            return None
+        try:
+            data = json.loads(done.stdout)
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else {"items": data}
+
+    def train(self, rounds: int | None = None, workers: int | None = None, timeout: float = 600.0,
+              extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = ()) -> TrainingResult:
+        """Run one training job (PS + workers on the hosts) to the end."""
+        assert self.record is not None
+        self.jobs += 1
+        n_workers = workers or len(self.topo.hosts_with_role("worker"))
+        job = agents.JobSpec(job_id=self.jobs, rounds=rounds or self.config.rounds, workers=n_workers,
+                             extra_ps=extra_ps, extra_worker=extra_worker)
+        return TrainingJob(self.net, self.topo, self.config.topology_path, self.record,
+                           self.config.log_dir, job).run(timeout)
+
+    # -- teardown --------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop the controller, the network, remove the record, release the lock. Idempotent."""
+        if self.controller is not None:
+            self.controller.stop()
+            self.controller = None
+        if self.network is not None:
+            self.network.stop()
+            self.network = None
+        if self.record is not None:
+            leftovers = [p for p in self.record.processes if p.kind != "run"]
+            if leftovers:
+                # Something we recorded is still listed (e.g. an agent the caller started): end it.
+                stop_recorded(self.config.log_dir, include_run=False)
+            else:
+                for name in self.record.interfaces:
+                    delete_interface(name)
+                self.record.remove()
+            self.record = None
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def __enter__(self) -> "RunSession":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _with_log_dir(params: TopoParams, log_dir: str) -> TopoParams:
+    return replace(params, log_dir=log_dir)

@@ -1,0 +1,101 @@
+"""The demo's summary: rounds, per-layer delivered fraction vs bound, accuracy, switch statistics.
+
+Reads the agents' JSON-lines records and `gradctl stats --json` as they are; fields an agent
+does not report are shown as "n/a" rather than guessed.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from topo.training import TrainingResult
+
+STAT_WORDS = ("drop", "qdepth", "queue", "mark", "loss", "packets", "seen")
+
+
+def _layer_map(value: Any) -> dict[int, float]:
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            try:
+                out[int(key)] = float(item)
+            except (TypeError, ValueError):
+                continue
+        return out
+    if isinstance(value, list):
+        return {i: float(v) for i, v in enumerate(value) if isinstance(v, (int, float))}
+    return {}
+
+
+def rounds_completed(result: TrainingResult) -> int:
+    """Distinct round numbers reported by any agent."""
+    return len({r["round"] for r in result.all_records() if isinstance(r.get("round"), int)})
+
+
+def per_layer(result: TrainingResult) -> dict[int, dict[str, float]]:
+    """layer -> {min, mean delivered fraction, bound} over every round record that has them."""
+    seen: dict[int, list[float]] = {}
+    bounds: dict[int, float] = {}
+    for rec in result.all_records():
+        for layer, frac in _layer_map(rec.get("delivered")).items():
+            seen.setdefault(layer, []).append(frac)
+        for key in ("bound", "bounds", "loss_bound"):
+            bounds.update(_layer_map(rec.get(key)))
+    return {layer: {"min": min(v), "mean": sum(v) / len(v), "bound": bounds.get(layer, float("nan"))}
+            for layer, v in sorted(seen.items())}
+
+
+def final_accuracy(result: TrainingResult) -> float | None:
+    """The last accuracy any agent reported (the PS's when it reports one)."""
+    best: float | None = None
+    for name in sorted(result.records, key=lambda n: not n.startswith("ps")):
+        for rec in result.records[name]:
+            if isinstance(rec.get("accuracy"), (int, float)):
+                best = float(rec["accuracy"])
+        if best is not None:
+            return best
+    return best
+
+
+def stat_lines(stats: Any, prefix: str = "") -> Iterable[str]:
+    """`path: value` for numeric leaves of gradctl's stats whose path names drops/queues/marks."""
+    if isinstance(stats, dict):
+        for key, value in stats.items():
+            yield from stat_lines(value, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(stats, list):
+        for index, value in enumerate(stats):
+            label = value.get("name") or value.get("switch") if isinstance(value, dict) else None
+            yield from stat_lines(value, f"{prefix}[{label or index}]")
+    elif isinstance(stats, (int, float)) and not isinstance(stats, bool):
+        if any(word in prefix.lower() for word in STAT_WORDS):
+            yield f"{prefix}: {stats:g}"
+
+
+def render(result: TrainingResult, stats: Any | None, limit: int = 40) -> str:
+    """The summary text."""
+    lines = [f"training: {'finished' if result.ok else 'FAILED'} in {result.elapsed_s:.1f} s, "
+             f"{rounds_completed(result)} round(s)"]
+    for name, code in result.exit_codes.items():
+        if code != 0:
+            lines.append(f"  {name}: exit code {code} (log {result.logs[name]})")
+    if result.timed_out:
+        lines.append("  timed out; agents were stopped")
+    layers = per_layer(result)
+    if layers:
+        lines.append("per-layer delivered fraction (min / mean) vs loss bound:")
+        for layer, row in layers.items():
+            bound = "n/a" if row["bound"] != row["bound"] else f"{row['bound']:.3f}"
+            ok = "" if bound == "n/a" else ("  ok" if row["min"] >= 1 - row["bound"] - 1e-9 else "  BELOW 1-bound")
+            lines.append(f"  layer {layer}: {row['min']:.3f} / {row['mean']:.3f}   bound {bound}{ok}")
+    else:
+        lines.append("per-layer delivered fraction: n/a (agents reported none)")
+    acc = final_accuracy(result)
+    lines.append(f"accuracy: {acc:.4f}" if acc is not None else "accuracy: n/a")
+    if stats is None:
+        lines.append("switch statistics: n/a (gradctl stats unavailable)")
+    else:
+        items = list(stat_lines(stats))
+        lines.append(f"switch statistics ({len(items)} counters, gradctl stats --json):")
+        lines += ["  " + item for item in items[:limit]]
+        if len(items) > limit:
+            lines.append(f"  ... {len(items) - limit} more (gradctl stats)")
+    return "\n".join(lines)

@@ -1,0 +1,157 @@
+"""The P4 switch node: a Mininet switch whose forwarding is a `$SWITCH` process.
+
+`$SWITCH` is simple_switch_grpc or the embedded `python -m p4target switch`; both take the same
+flags. The process runs in the root namespace on the switch's `<name>-eth<port>` interfaces,
+logs to `logs/<name>.log` (`--log-console` redirected, as the p4lang tutorials do), and is
+stopped by its PID. `start()` only launches it; `wait_ready()` is the health check.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from mininet.node import Switch
+
+from topo.description import SwitchDesc
+from topo.errors import SwitchStartError
+from topo.pidfile import RunRecord, process_start_time, terminate
+from topo.toolchain import Tool
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """preexec_fn: SIGTERM this child when the process that started it dies (crash safety)."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def log_tail(path: str | Path, lines: int = 15) -> str:
+    """The last `lines` lines of a log file (or a note that it is empty/missing)."""
+    try:
+        text = Path(path).read_text(errors="replace").rstrip("\n")
+    except OSError:
+        return f"    (no log at {path})"
+    if not text:
+        return f"    ({path} is empty)"
+    return "\n".join("    " + line for line in text.splitlines()[-lines:])
+
+
+def port_accepts(port: int, host: str = "127.0.0.1") -> bool:
+    """True if a TCP connection to host:port succeeds right now."""
+    try:
+        with socket.create_connection((host, port), timeout=0.3):
+            return True
+    except OSError:
+        return False
+
+
+class P4Switch(Switch):
+    """Mininet switch running one `$SWITCH` process (BMv2-compatible flags)."""
+
+    def __init__(self, name: str, desc: SwitchDesc | None = None, tool: Tool | None = None,
+                 json_path: str | None = None, record: RunRecord | None = None,
+                 impairments: tuple[str, ...] = (), pcap_dir: str | None = None,
+                 start_timeout: float = 60.0, **params: Any) -> None:
+        if desc is None or tool is None:
+            raise SwitchStartError(f"switch {name}: P4Switch needs desc= and tool=")
+        params.setdefault("inNamespace", False)
+        super().__init__(name, dpid=f"{desc.device_id:x}", **params)
+        self.desc = desc
+        self.tool = tool
+        self.json_path = json_path
+        self.record = record
+        self.impairments = impairments
+        self.pcap_dir = pcap_dir
+        self.start_timeout = start_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        self._started_at = 0.0
+        self._start_time: int | None = None
+
+    # -- command line ----------------------------------------------------------------------
+    def command(self) -> list[str]:
+        """The switch's full argv (simple_switch_grpc flags)."""
+        argv = list(self.tool.argv)
+        for port, intf in sorted(self.intfs.items()):
+            if intf.name != "lo" and port > 0:
+                argv += ["-i", f"{port}@{intf.name}"]
+        argv += ["--device-id", str(self.desc.device_id), "--thrift-port", str(self.desc.thrift_port),
+                 "--log-console"]
+        if self.pcap_dir:
+            argv += ["--pcap", self.pcap_dir]
+        for spec in self.impairments:
+            argv += ["--impair", spec]
+        argv += [self.json_path] if self.json_path else ["--no-p4"]
+        argv += ["--", "--grpc-server-addr", self.desc.grpc_addr, "--cpu-port", str(self.desc.cpu_port),
+                 "--priority-queues", str(self.desc.priority_queues)]
+        return argv
+
+    # -- Mininet hooks ---------------------------------------------------------------------
+    def start(self, controllers: list[Any]) -> None:
+        """Launch the switch process (non-blocking; see `wait_ready`)."""
+        for port in (self.desc.grpc_port, self.desc.thrift_port):
+            if port_accepts(port):
+                raise SwitchStartError(
+                    f"switch {self.name}: TCP port {port} is already in use (a stale switch? run `make stop`)")
+        log = Path(self.desc.log)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "wb") as out:
+            out.write(f"# {' '.join(self.command())}\n".encode())
+            out.flush()
+            try:
+                self.process = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=out,
+                                                stderr=subprocess.STDOUT, start_new_session=True,
+                                                preexec_fn=die_with_parent)
+            except OSError as exc:
+                raise SwitchStartError(f"switch {self.name}: cannot run {self.tool.argv[0]}: {exc.strerror}") from None
+        self._started_at = time.monotonic()
+        self._start_time = process_start_time(self.process.pid)
+        if self.record is not None:
+            self.record.add_process(self.process.pid, self.name, "switch")
+
+    def wait_ready(self) -> None:
+        """Block until the gRPC server accepts connections; raise SwitchStartError with the log tail
+        when the process exits or the timeout passes first."""
+        if self.process is None:
+            raise SwitchStartError(f"switch {self.name}: not started")
+        deadline = self._started_at + self.start_timeout
+        while True:
+            code = self.process.poll()
+            if code is not None:
+                raise SwitchStartError(
+                    f"switch {self.name} exited with code {code} during start-up; "
+                    f"last lines of {self.desc.log}:\n{log_tail(self.desc.log)}")
+            if port_accepts(self.desc.grpc_port):
+                return
+            if time.monotonic() > deadline:
+                raise SwitchStartError(
+                    f"switch {self.name}: gRPC {self.desc.grpc_addr} not accepting after "
+                    f"{self.start_timeout:g} s; last lines of {self.desc.log}:\n{log_tail(self.desc.log)}")
+            time.sleep(0.1)
+
+    def stop(self, deleteIntfs: bool = True) -> None:  # noqa: N803 (Mininet's name)
+        """Stop the process by PID, then delete the interfaces."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                terminate(self.process.pid, self._start_time)
+            self.process.wait()
+            if self.record is not None:
+                self.record.forget_process(self.process.pid)
+            self.process = None
+        super().stop(deleteIntfs)
+
+    @property
+    def pid_of_process(self) -> int | None:
+        """PID of the switch process while it runs."""
+        return self.process.pid if self.process else None
+
+
+def ensure_exists(path: str) -> None:
+    """Raise SwitchStartError if the program JSON is missing (before any process starts)."""
+    if not os.path.isfile(path):
+        raise SwitchStartError(f"program {path} not found: build it first (`make build`)")

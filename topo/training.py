@@ -1,0 +1,118 @@
+"""A training job over the network: the parameter server and workers as processes on the
+Mininet hosts, their JSON-lines output collected into a `TrainingResult`.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from topo import agents
+from topo.description import Topology
+from topo.errors import RunError
+from topo.pidfile import RunRecord
+from topo.processes import ManagedProcess
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """Every line of `text` that is a JSON object, in order (other lines ignored)."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(item, dict):
+                out.append(item)
+    return out
+
+
+@dataclass
+class TrainingResult:
+    """What a job's agents reported."""
+
+    exit_codes: dict[str, int | None]
+    records: dict[str, list[dict[str, Any]]]
+    logs: dict[str, str]
+    elapsed_s: float
+    timed_out: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Every agent exited 0 within the time limit."""
+        return not self.timed_out and all(code == 0 for code in self.exit_codes.values())
+
+    def all_records(self) -> list[dict[str, Any]]:
+        """All JSON records of all agents."""
+        return [r for recs in self.records.values() for r in recs]
+
+
+class TrainingJob:
+    """Start a PS and workers on a running network, wait for them, collect their output."""
+
+    def __init__(self, net: Any, topo: Topology, topology_path: str, record: RunRecord,
+                 log_dir: str | Path, job: agents.JobSpec) -> None:
+        self.net = net
+        self.topo = topo
+        self.topology_path = topology_path
+        self.record = record
+        self.log_dir = Path(log_dir)
+        self.job = job
+        self.processes: dict[str, ManagedProcess] = {}
+
+    def hosts(self) -> tuple[str, list[str]]:
+        """(PS host, worker hosts) used by the job; raises RunError if the topology lacks them."""
+        ps = self.topo.hosts_with_role("ps")
+        workers = self.topo.hosts_with_role("worker")
+        if not ps:
+            raise RunError(f"topology {self.topo.name} has no parameter-server host")
+        if self.job.workers > len(workers):
+            raise RunError(f"job wants {self.job.workers} workers, topology {self.topo.name} has {len(workers)}")
+        return ps[0], workers[: self.job.workers]
+
+    def start(self) -> None:
+        """Start the PS, then the workers (each on its host, logs in `log_dir`)."""
+        agents.require(agents.PS_MODULE, "the parameter-server agent")
+        agents.require(agents.WORKER_MODULE, "the worker agent")
+        ps, workers = self.hosts()
+        ps_ip = self.topo.hosts[ps].ip
+        proc = ManagedProcess(f"ps@{ps}", "agent", agents.ps_argv(self.job, self.topology_path),
+                              self.log_dir / f"job{self.job.job_id}.ps.log", self.record, self.net.get(ps))
+        self.processes[ps] = proc.start()
+        time.sleep(0.5)  # the PS binds its socket before workers send
+        for rank, name in enumerate(workers):
+            argv = agents.worker_argv(self.job, rank, ps_ip, self.topology_path)
+            proc = ManagedProcess(f"worker{rank}@{name}", "agent", argv,
+                                  self.log_dir / f"job{self.job.job_id}.worker{rank}.log", self.record,
+                                  self.net.get(name))
+            self.processes[name] = proc.start()
+
+    def wait(self, timeout: float) -> TrainingResult:
+        """Wait for every agent to exit (at most `timeout` s), stop stragglers, collect output."""
+        started = time.monotonic()
+        deadline = started + timeout
+        timed_out = False
+        for proc in self.processes.values():
+            if proc.wait_exit(max(deadline - time.monotonic(), 0.1)) is None:
+                timed_out = True
+        self.stop()
+        return TrainingResult(
+            exit_codes={p.name: p.returncode() for p in self.processes.values()},
+            records={p.name: json_lines(p.output()) for p in self.processes.values()},
+            logs={p.name: str(p.log) for p in self.processes.values()},
+            elapsed_s=time.monotonic() - started, timed_out=timed_out)
+
+    def run(self, timeout: float) -> TrainingResult:
+        """start() then wait()."""
+        self.start()
+        return self.wait(timeout)
+
+    def stop(self) -> None:
+        """Stop every agent still running, by PID."""
+        for proc in self.processes.values():
+            proc.stop()
