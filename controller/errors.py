@@ -135,6 +135,14 @@ class DaemonError(ControllerError):
     """The controller daemon is unreachable or answered with an error."""
 
 
+class RemoteError(ControllerError):
+    """An error the daemon reported; ``kind`` is the name of its error class there."""
+
+    def __init__(self, message: str, kind: str = "ControllerError") -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
 _BY_CODE = {
     "INVALID_ARGUMENT": InvalidArgumentError,
     "NOT_FOUND": NotFoundError,

@@ -1,0 +1,276 @@
+"""gradctl: loss-tolerance policies, statistics and PCN settings of a running gradlane network.
+
+gradctl talks to the controller daemon over its unix socket (``--socket``, default
+$GRADLANE_CONTROLLER_SOCKET or logs/controller.sock). Without a daemon, ``--direct`` with
+``--topology`` and ``--p4info`` acts on the switches itself, taking mastership with a higher
+election id; it refuses while a daemon answers, so two controllers never fight over a switch.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from controller import api, errors
+from controller.daemon import default_socket, load_p4info_file, read_bmv2_json
+from controller.manager import DIRECT_ELECTION_ID, NetworkController
+from controller.policy import load_policy
+from controller.topology import Topology
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"gradctl: error: {message}\n")
+
+
+def _range(text: str) -> tuple[int, int]:
+    try:
+        if "-" in text:
+            lo, hi = text.split("-", 1)
+            pair = (int(lo), int(hi))
+        else:
+            pair = (int(text), int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LO-HI (integers), got '{text}'") from None
+    if pair[0] > pair[1] or pair[0] < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 <= LO <= HI, got '{text}'")
+    return pair
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got '{text}'") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+    return value
+
+
+def _yes_no(text: str) -> bool:
+    if text.lower() in ("yes", "true", "1", "on"):
+        return True
+    if text.lower() in ("no", "false", "0", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected yes or no, got '{text}'")
+
+
+def _nonneg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'")
+    return value
+
+
+def _prio(text: str) -> int:
+    value = _nonneg(text)
+    if value > 7:
+        raise argparse.ArgumentTypeError(f"priority must be 0..7, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The gradctl command line."""
+    p = _Parser(prog="gradctl", description=__doc__.split("\n\n")[0])
+    p.add_argument("--socket", default=None, help="controller daemon socket (default logs/controller.sock)")
+    p.add_argument("--json", action="store_true", help="machine-readable JSON output")
+    direct = p.add_argument_group("without a daemon")
+    direct.add_argument("--direct", action="store_true",
+                        help="act on the switches directly (only when no daemon runs)")
+    direct.add_argument("--topology", help="topology description JSON (with --direct)")
+    direct.add_argument("--p4info", help="P4Info of the loaded pipeline (with --direct)")
+    direct.add_argument("--bmv2-json", help="BMv2 JSON to push if a switch has no pipeline (with --direct)")
+    direct.add_argument("--timeout", type=float, default=3.0, help="RPC timeout in seconds (with --direct)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    pol = sub.add_parser("policy", help="show or change the loss-tolerance policy")
+    pol_sub = pol.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    pol_sub.required = True
+    ap = pol_sub.add_parser("apply", help="validate a policy file and install it (diff, all or nothing)")
+    ap.add_argument("file", help="policy file (YAML or JSON)")
+    ap.add_argument("--check", action="store_true", help="only validate the file")
+    pol_sub.add_parser("show", help="the installed policy and its classes")
+    st = pol_sub.add_parser("set", help="change (or add) one job's rule for a layer range")
+    st.add_argument("--job", type=_nonneg, required=True, help="job id")
+    st.add_argument("--layers", type=_range, required=True, help="layer range LO-HI (or one layer)")
+    st.add_argument("--mag-classes", type=_range, help="magnitude class range LO-HI (default: the rule's)")
+    st.add_argument("--loss-bound", type=_fraction, help="push-stage loss bound, 0..1")
+    st.add_argument("--pull-bound", type=_fraction, help="pull-stage loss bound, 0..loss bound")
+    st.add_argument("--priority", type=_prio, help="priority queue 0..7")
+    st.add_argument("--drop-eligible", type=_yes_no, metavar="yes|no", help="may be selectively dropped")
+    st.add_argument("--drop-threshold", type=_nonneg, help="queue depth (packets) where drops may start")
+    ph = pol_sub.add_parser("phase", help="report a job's round and regime (phase-scheduled bounds)")
+    ph.add_argument("--job", type=_nonneg, required=True, help="job id")
+    ph.add_argument("--round", type=_nonneg, required=True, help="current training round")
+    ph.add_argument("--critical", type=_yes_no, default=False, metavar="yes|no",
+                    help="critical learning regime: use the phase's low bound")
+
+    s = sub.add_parser("stats", help="per job/layer and per queue counters of each switch")
+    s.add_argument("--switch", help="only this switch")
+
+    pcn = sub.add_parser("pcn", help="show or set PCN/ECN thresholds")
+    pcn_sub = pcn.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    pcn_sub.required = True
+    pcn_sub.add_parser("show", help="thresholds and PCN counters per switch port")
+    ps = pcn_sub.add_parser("set", help="set a port's PCN threshold (and optionally its normal one)")
+    ps.add_argument("--switch", required=True, help="switch name")
+    ps.add_argument("--port", type=_nonneg, required=True, help="egress port")
+    ps.add_argument("--threshold", type=_nonneg, required=True, help="PCN threshold (packets)")
+    ps.add_argument("--normal", type=_nonneg, help="normal ECN threshold (packets)")
+
+    sub.add_parser("switches", help="each switch: reachable, primary, pipeline loaded")
+    return p
+
+
+# -- requests ----------------------------------------------------------------------------------
+def request_of(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The API command and arguments for parsed command-line ``args``."""
+    if args.command == "policy":
+        if args.action == "apply":
+            policy = load_policy(args.file)   # validated here: errors name the file and field
+            return "policy.apply", {"document": dict(policy.document), "source": args.file}
+        if args.action == "show":
+            return "policy.show", {}
+        if args.action == "set":
+            return "policy.set", {
+                "job": args.job, "layers": list(args.layers),
+                "mag_classes": list(args.mag_classes) if args.mag_classes else None,
+                "loss_bound": args.loss_bound, "pull_bound": args.pull_bound,
+                "priority": args.priority, "drop_eligible": args.drop_eligible,
+                "drop_threshold": args.drop_threshold}
+        return "policy.phase", {"job": args.job, "round": args.round, "critical": args.critical}
+    if args.command == "stats":
+        return "stats", {"switch": args.switch}
+    if args.command == "pcn":
+        if args.action == "show":
+            return "pcn.show", {}
+        return "pcn.set", {"switch": args.switch, "port": args.port, "threshold": args.threshold,
+                           "normal": args.normal}
+    return "switches", {}
+
+
+def run_direct(args: argparse.Namespace, cmd: str, cargs: dict[str, Any], sock: Path) -> Any:
+    """Execute a command in process, as primary with a higher election id than the daemon's."""
+    if not args.topology or not args.p4info:
+        raise errors.ConfigError("--direct needs --topology and --p4info")
+    running = api.ping(sock)
+    if running is not None:
+        raise errors.DaemonError(f"a controller daemon (pid {running.get('pid')}) runs on {sock}; "
+                                 "drop --direct so the two do not fight over the switches")
+    topo = Topology.load(args.topology)
+    config = read_bmv2_json(args.bmv2_json) if args.bmv2_json else None
+    ctl = NetworkController(topo, load_p4info_file(args.p4info), config,
+                            election_id=DIRECT_ELECTION_ID, timeout=args.timeout,
+                            state_file=Path(f"logs/{topo.name}.controller.json"),
+                            set_queues=False, reconnect=False)
+    try:
+        ctl.start(push_pipeline=config is not None)
+        return api.handle(ctl, cmd, cargs)
+    finally:
+        ctl.stop()
+
+
+# -- output ------------------------------------------------------------------------------------
+def _table(rows: list[list[Any]], header: list[str]) -> str:
+    cells = [header] + [[("-" if c is None else str(c)) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f}%"
+
+
+def _fmt_switches(res: list[dict]) -> str:
+    return _table([[r["switch"], r["address"], "yes" if r["connected"] else "no",
+                    "yes" if r["primary"] else "no", "yes" if r["pipeline_loaded"] else "no",
+                    r["error"] or ""] for r in res],
+                  ["SWITCH", "ADDRESS", "REACHABLE", "PRIMARY", "PIPELINE", "ERROR"])
+
+
+def _fmt_policy_show(res: dict) -> str:
+    if not res["classes"]:
+        return "no policy classes installed (every gradient packet gets the default class)"
+    return _table([[c["job"], c["name"], f"{c['layers'][0]}-{c['layers'][1]}",
+                    f"{c['mag_classes'][0]}-{c['mag_classes'][1]}", _pct(c["loss_bound"]),
+                    _pct(c["pull_bound"]), c["priority"], "yes" if c["drop_eligible"] else "no",
+                    c["slot"]] for c in res["classes"]],
+                  ["JOB", "NAME", "LAYERS", "MAG", "LOSS", "PULL", "PRIO", "DROPPABLE", "SLOT"])
+
+
+def _fmt_apply(res: dict) -> str:
+    lines = [f"{sw}: {s['inserted']} inserted, {s['modified']} modified, {s['deleted']} deleted"
+             for sw, s in res["switches"].items()]
+    if res.get("pending"):
+        lines.append(f"not reachable (will get the policy when back): {', '.join(res['pending'])}")
+    return "\n".join(lines) or "no switch reachable"
+
+
+def _fmt_stats(res: dict) -> str:
+    out = []
+    for sw, st in res.items():
+        if not st["reachable"]:
+            out.append(f"{sw}: unreachable ({st.get('error') or 'no connection'})")
+            continue
+        out.append(f"{sw}: classes")
+        out.append(_table([[c["job"], f"{c['layers'][0]}-{c['layers'][1]}",
+                            f"{c['mag_classes'][0]}-{c['mag_classes'][1]}", c["seen"], c["dropped"],
+                            c["marked"], _pct(c["loss"]), _pct(c["bound"]),
+                            "ok" if c["within_bound"] else "OVER"] for c in st["classes"]],
+                          ["JOB", "LAYERS", "MAG", "SEEN", "DROPPED", "MARKED", "LOSS", "BOUND", ""]))
+        busy = [q for q in st["queues"] if q["tx"] or q["dropped"] or q["marked"]]
+        out.append(f"{sw}: queues" + ("" if busy else " (no traffic yet)"))
+        if busy:
+            out.append(_table([[q["port"], q["prio"], q["tx"], q["dropped"], q["marked"]] for q in busy],
+                              ["PORT", "PRIO", "TX", "DROPPED", "MARKED"]))
+    return "\n".join(out)
+
+
+def _fmt_pcn(res: list[dict]) -> str:
+    return _table([[r["switch"], r.get("port"), r.get("peer"), r.get("normal"), r.get("pcn"),
+                    r.get("starts"), r.get("arrivals")] if r["reachable"]
+                   else [r["switch"], "-", "-", "-", "-", "-", f"unreachable: {r.get('error')}"]
+                   for r in res],
+                  ["SWITCH", "PORT", "PEER", "NORMAL", "PCN", "STARTS", "ARRIVALS"])
+
+
+FORMATS: dict[str, Callable[[Any], str]] = {
+    "switches": _fmt_switches, "policy.show": _fmt_policy_show, "policy.apply": _fmt_apply,
+    "policy.set": _fmt_apply, "policy.phase": _fmt_apply, "stats": _fmt_stats,
+    "pcn.show": _fmt_pcn,
+    "pcn.set": lambda r: f"{r['switch']} port {r['port']}: normal {r['normal']}, pcn {r['pcn']}",
+}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of the ``gradctl`` console script."""
+    args = build_parser().parse_args(argv)
+    sock = Path(args.socket) if args.socket else default_socket()
+    try:
+        cmd, cargs = request_of(args)
+        if args.command == "policy" and args.action == "apply" and args.check:
+            print(f"{args.file}: valid")
+            return 0
+        result = run_direct(args, cmd, cargs, sock) if args.direct else api.call(sock, cmd, cargs)
+    except errors.ControllerError as exc:
+        print(f"gradctl: error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+        print(FORMATS[cmd](result))
+    if cmd == "switches" and not all(r["pipeline_loaded"] for r in result):
+        return 3   # scripts can wait on "every switch ready"
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,427 @@
+"""The network controller: every switch of a topology, its pipeline, its state, the policy.
+
+:class:`NetworkController` holds one :class:`ManagedSwitch` per switch (a P4Runtime
+connection, the codec of the pipeline, the switch's desired state) and keeps them in step with
+the network plan and the policy. Policy changes are applied as a diff on every reachable switch
+and are atomic from the user's view: a failure on any switch rolls back the switches already
+changed. A switch whose stream drops is reconnected with backoff in the background and gets its
+pipeline and state back.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from p4.config.v1 import p4info_pb2
+
+from controller import errors
+from controller import p4names as N
+from controller.client import ElectionId, SwitchConnection
+from controller.entries import Codec, Entity, TableEntry
+from controller.network import NetworkOptions, SwitchPlan, ecn_entry, plan_switch
+from controller.p4info import P4Info
+from controller.policy import (JobState, Policy, RuleKey, SlotInfo, assign_slots, empty_policy,
+                               parse_policy, slot_table, translate)
+from controller.sync import Changes, Op, apply_changes, diff, rollback
+from controller.thrift import run_commands
+from controller.topology import Topology
+
+DAEMON_ELECTION_ID: ElectionId = (0, 100)
+DIRECT_ELECTION_ID: ElectionId = (0, 200)   # gradctl --direct outranks a (dead) daemon
+
+Log = Callable[[str], None]
+
+NETWORK_TABLES = (N.ARP_TABLE, N.ROUTE_TABLE, N.DSCP_TABLE, N.ECN_TABLE)
+POLICY_TABLES = (N.CLASS_TABLE,)
+
+
+def pipeline_cookie(p4info: p4info_pb2.P4Info, device_config: bytes) -> int:
+    """A 64-bit fingerprint of a pipeline, sent as its cookie to recognise it later."""
+    h = hashlib.sha256(p4info.SerializeToString(deterministic=True) + device_config).digest()
+    return int.from_bytes(h[:8], "big") >> 1
+
+
+@dataclass
+class ManagedSwitch:
+    """One switch: its connection, its last error, its installed-by-us state."""
+
+    name: str
+    conn: SwitchConnection
+    plan: SwitchPlan
+    last_error: Optional[str] = None
+    pipeline_loaded: bool = False
+    reconnecting: bool = False
+    restarts: int = 0
+    queues_set: bool = False
+
+
+@dataclass
+class ControllerState:
+    """What must survive a controller restart: the policy, slot assignment, PCN overrides."""
+
+    policy: Policy = field(default_factory=empty_policy)
+    slots: dict[RuleKey, int] = field(default_factory=dict)
+    job_states: dict[int, JobState] = field(default_factory=dict)
+    ecn_overrides: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "policy": dict(self.policy.document),
+            "slots": [[list(k), v] for k, v in self.slots.items()],
+            "job_states": {str(j): {"round": s.round, "critical": s.critical}
+                           for j, s in self.job_states.items()},
+            "ecn_overrides": {sw: {str(p): list(v) for p, v in ports.items()}
+                              for sw, ports in self.ecn_overrides.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "ControllerState":
+        return cls(
+            policy=parse_policy(data.get("policy") or {"jobs": []}),
+            slots={tuple(k): int(v) for k, v in data.get("slots", [])},  # type: ignore[misc]
+            job_states={int(j): JobState(s.get("round"), bool(s.get("critical")))
+                        for j, s in data.get("job_states", {}).items()},
+            ecn_overrides={sw: {int(p): (int(v[0]), int(v[1])) for p, v in ports.items()}
+                           for sw, ports in data.get("ecn_overrides", {}).items()},
+        )
+
+
+class NetworkController:
+    """Programs every switch of ``topology``; see the module docstring."""
+
+    def __init__(self, topology: Topology, p4info: p4info_pb2.P4Info,
+                 device_config: Optional[bytes], *, election_id: ElectionId = DAEMON_ELECTION_ID,
+                 options: NetworkOptions = NetworkOptions(), timeout: float = 3.0,
+                 state_file: Optional[Path] = None, log: Optional[Log] = None,
+                 set_queues: bool = True, reconnect: bool = True) -> None:
+        self.topology = topology
+        self.p4info_msg = p4info
+        self.p4info = P4Info(p4info)
+        self.codec = Codec(self.p4info)
+        self.device_config = device_config
+        self.cookie = pipeline_cookie(p4info, device_config or b"")
+        self.options = options
+        self.timeout = timeout
+        self.state_file = state_file
+        self.log = log or (lambda msg: None)
+        self.set_queues = set_queues
+        self.reconnect_enabled = reconnect
+        self.lock = threading.RLock()
+        self._stopping = threading.Event()
+        self.state = self._load_state()
+        self.switches: dict[str, ManagedSwitch] = {}
+        for name, sw in topology.switches.items():
+            conn = SwitchConnection(name, sw.grpc_addr, sw.device_id, election_id, timeout,
+                                    on_stream_lost=self._on_stream_lost)
+            self.switches[name] = ManagedSwitch(name, conn, self._plan(name))
+
+    # -- state -----------------------------------------------------------------------------
+    def _load_state(self) -> ControllerState:
+        if self.state_file is not None and self.state_file.exists():
+            try:
+                return ControllerState.from_json(json.loads(self.state_file.read_text()))
+            except (ValueError, errors.ControllerError) as exc:
+                self.log(f"ignoring unreadable state file {self.state_file}: {exc}")
+        return ControllerState()
+
+    def _save_state(self) -> None:
+        if self.state_file is not None:
+            self.state_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.state_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.state.to_json(), indent=1))
+            tmp.replace(self.state_file)
+
+    def _plan(self, name: str) -> SwitchPlan:
+        return plan_switch(self.topology, name, self.options, self.state.ecn_overrides.get(name))
+
+    def policy_entries(self, policy: Optional[Policy] = None,
+                       slots: Optional[dict[RuleKey, int]] = None,
+                       job_states: Optional[dict[int, JobState]] = None) -> list[TableEntry]:
+        """The gradient_class entries of ``policy`` (default: the current one)."""
+        return translate(policy or self.state.policy, slots if slots is not None else self.state.slots,
+                         job_states if job_states is not None else self.state.job_states)
+
+    def desired(self, name: str) -> list[Entity]:
+        """Everything that should be installed on switch ``name``."""
+        ms = self.switches[name]
+        return [self.codec.normalize(e) for e in [*ms.plan.entities, *self.policy_entries()]]
+
+    # -- reading installed state -----------------------------------------------------------
+    def installed(self, name: str, tables: Sequence[str], profiles: Sequence[str] = ()) -> list[Entity]:
+        """Entities of ``tables`` (and members/groups of ``profiles``) read from the switch."""
+        conn = self.switches[name].conn
+        req = [self.codec.wildcard_table(t) for t in tables]
+        for p in profiles:
+            req.extend(self.codec.wildcard_profile(p))
+        return [self.codec.decode(e) for e in conn.read(req)]
+
+    # -- connecting ------------------------------------------------------------------------
+    def start(self, push_pipeline: bool = True) -> dict[str, Optional[str]]:
+        """Connect to every switch in parallel and bring each in step; returns name -> error."""
+        self.state.slots = assign_slots(self.state.policy, self.state.slots)
+        with ThreadPoolExecutor(max_workers=max(1, len(self.switches))) as pool:
+            results = dict(zip(self.switches, pool.map(
+                lambda n: self._bring_up(n, push_pipeline), self.switches)))
+        self._save_state()
+        return results
+
+    def _bring_up(self, name: str, push_pipeline: bool) -> Optional[str]:
+        ms = self.switches[name]
+        try:
+            primary = ms.conn.connect()
+            if not primary:
+                raise errors.NotPrimaryError(
+                    "another controller is primary; we stay backup and do not write", name)
+            with self.lock:
+                self._sync_switch(name, push_pipeline)
+            ms.last_error = None
+            self.log(f"{name}: up (pipeline loaded, state synced)")
+            return None
+        except errors.ControllerError as exc:
+            ms.last_error = str(exc)
+            self.log(f"{name}: {exc}")
+            if not isinstance(exc, errors.NotPrimaryError) and self.reconnect_enabled \
+                    and not isinstance(exc, (errors.P4NameError, errors.PolicyError)):
+                self._schedule_reconnect(ms)
+            return str(exc)
+
+    def _sync_switch(self, name: str, push_pipeline: bool) -> Changes:
+        """Make sure the pipeline is ours, then write the difference to the desired state."""
+        ms = self.switches[name]
+        ms.pipeline_loaded = False
+        loaded = ms.conn.get_pipeline()
+        ours = loaded is not None and loaded[1] == self.cookie
+        if not ours:
+            if self.device_config is None or not push_pipeline:
+                if loaded is None:
+                    raise errors.PipelineError("no pipeline loaded (give the BMv2 JSON to push one)", name)
+            else:
+                ms.conn.set_pipeline(self.p4info_msg, self.device_config, self.cookie)
+                ms.queues_set = False
+                self.log(f"{name}: pipeline pushed")
+        if self.set_queues and not ms.queues_set:
+            self._set_queues(ms)
+        have = self.installed(name, NETWORK_TABLES + POLICY_TABLES, (N.ECMP_PROFILE,))
+        changes = diff(self.desired(name), have)
+        apply_changes(ms.conn, self.codec, changes)
+        ms.pipeline_loaded = True
+        return changes
+
+    def _set_queues(self, ms: ManagedSwitch) -> None:
+        sw = self.topology.switches[ms.name]
+        host = sw.grpc_addr.rpartition(":")[0] or "127.0.0.1"
+        try:
+            run_commands(sw.thrift_port, [q.command() for q in ms.plan.queues], ms.name, host)
+            ms.queues_set = True
+        except errors.ThriftError as exc:
+            # queues keep their defaults; forwarding and policies still work
+            self.log(f"{ms.name}: queue settings not applied: {exc}")
+
+    def _on_stream_lost(self, conn: SwitchConnection) -> None:
+        ms = self.switches.get(conn.name)
+        if ms is None or self._stopping.is_set():
+            return
+        ms.last_error = "stream channel lost" + (f": {conn.stream_errors[-1]}" if conn.stream_errors else "")
+        ms.pipeline_loaded = False
+        self.log(f"{ms.name}: {ms.last_error}; reconnecting")
+        if self.reconnect_enabled:
+            self._schedule_reconnect(ms)
+
+    def _schedule_reconnect(self, ms: ManagedSwitch) -> None:
+        if ms.reconnecting or self._stopping.is_set():
+            return
+        ms.reconnecting = True
+        threading.Thread(target=self._reconnect_loop, args=(ms,), daemon=True,
+                         name=f"reconnect-{ms.name}").start()
+
+    def _reconnect_loop(self, ms: ManagedSwitch) -> None:
+        delay = 0.2
+        try:
+            while not self._stopping.is_set():
+                if self._stopping.wait(delay):
+                    return
+                delay = min(delay * 2, 5.0)
+                try:
+                    if not ms.conn.connect():
+                        ms.last_error = "another controller is primary; we stay backup"
+                        continue
+                    with self.lock:
+                        self._sync_switch(ms.name, True)
+                    ms.last_error = None
+                    ms.restarts += 1
+                    self.log(f"{ms.name}: reconnected, pipeline and state restored")
+                    return
+                except errors.ControllerError as exc:
+                    ms.last_error = str(exc)
+        finally:
+            ms.reconnecting = False
+
+    def stop(self) -> None:
+        """Close every connection; stop reconnecting."""
+        self._stopping.set()
+        for ms in self.switches.values():
+            ms.conn.close()
+
+    def reachable(self) -> list[str]:
+        return [n for n, ms in self.switches.items() if ms.conn.is_primary and ms.pipeline_loaded]
+
+    # -- policy ----------------------------------------------------------------------------
+    def apply_policy(self, policy: Policy, job_states: Optional[dict[int, JobState]] = None) -> dict[str, Any]:
+        """Install ``policy`` on every reachable switch as a diff, all or nothing."""
+        with self.lock:
+            states = dict(self.state.job_states if job_states is None else job_states)
+            slots = assign_slots(policy, self.state.slots)
+            want = [self.codec.normalize(e) for e in translate(policy, slots, states)]
+            done: list[tuple[str, list[Op]]] = []
+            summary: dict[str, Any] = {}
+            skipped = [n for n in self.switches if n not in self.reachable()]
+            for name in self.reachable():
+                ms = self.switches[name]
+                try:
+                    changes = diff(want, self.installed(name, POLICY_TABLES))
+                    ops = apply_changes(ms.conn, self.codec, changes)
+                except errors.ControllerError as exc:
+                    for prev, prev_ops in reversed(done):
+                        try:
+                            rollback(self.switches[prev].conn, self.codec, [prev_ops], exc)
+                        except errors.ControllerError as rb_exc:
+                            self.log(f"{prev}: {rb_exc}")
+                    raise
+                done.append((name, ops))
+                summary[name] = changes.summary()
+            self.state.policy, self.state.slots, self.state.job_states = policy, slots, states
+            self._save_state()
+            return {"switches": summary, "pending": skipped, "rules": len(want)}
+
+    def set_job_state(self, job_id: int, round_: Optional[int], critical: bool) -> dict[str, Any]:
+        """Tell the controller a job's round/regime; re-applies phase-dependent bounds."""
+        if self.state.policy.job(job_id) is None:
+            raise errors.PolicyError("job", f"no job {job_id} in the current policy")
+        states = dict(self.state.job_states)
+        states[job_id] = JobState(round_, critical)
+        return self.apply_policy(self.state.policy, states)
+
+    def slot_infos(self) -> list[SlotInfo]:
+        return slot_table(self.state.policy, self.state.slots, self.state.job_states)
+
+    # -- PCN -------------------------------------------------------------------------------
+    def set_pcn(self, switch: str, port: int, threshold: Optional[int] = None,
+                normal: Optional[int] = None) -> dict[str, Any]:
+        """Change one port's PCN (and optionally normal ECN) threshold."""
+        if switch not in self.switches:
+            raise errors.ConfigError(f"unknown switch '{switch}' (known: {', '.join(self.switches)})")
+        if port not in self.topology.ports(switch):
+            raise errors.ConfigError(f"switch {switch} has no port {port} "
+                                     f"(ports: {', '.join(map(str, sorted(self.topology.ports(switch))))})")
+        with self.lock:
+            ms = self.switches[switch]
+            if switch not in self.reachable():
+                raise errors.UnreachableError(ms.last_error or "not connected", switch)
+            cur = self.state.ecn_overrides.get(switch, {}).get(
+                port, (self.options.ecn_normal, self.options.ecn_pcn))
+            new = (cur[0] if normal is None else normal, cur[1] if threshold is None else threshold)
+            entry = self.codec.normalize(ecn_entry(port, *new))
+            have = {e.key: e for e in self.installed(switch, (N.ECN_TABLE,))}
+            changes = Changes()
+            if entry.key in have:
+                if have[entry.key] != entry:
+                    changes.modifies.append((have[entry.key], entry))
+            else:
+                changes.inserts.append(entry)
+            apply_changes(ms.conn, self.codec, changes)
+            self.state.ecn_overrides.setdefault(switch, {})[port] = new
+            ms.plan = self._plan(switch)
+            self._save_state()
+            return {"switch": switch, "port": port, "normal": new[0], "pcn": new[1]}
+
+    def pcn_table(self) -> list[dict[str, Any]]:
+        """ECN/PCN thresholds and PCN counters per reachable switch port."""
+        out = []
+        for name in self.switches:
+            ports = sorted(self.topology.ports(name))
+            row_base = {"switch": name}
+            if name not in self.reachable():
+                out.append({**row_base, "reachable": False, "error": self.switches[name].last_error})
+                continue
+            conn = self.switches[name].conn
+            entries = {e.match[0][1].value: e for e in self.installed(name, (N.ECN_TABLE,))
+                       if isinstance(e, TableEntry) and e.action is not None}
+            reqs = [self.codec.counter_request(c, p) for p in ports
+                    for c in (N.PCN_START_CTR, N.PCN_ARRIVAL_CTR)]
+            counts = {(c, i): pk for c, i, pk, _ in map(self.codec.decode_counter, conn.read(reqs))}
+            for p in ports:
+                e = entries.get(p)
+                out.append({**row_base, "reachable": True, "port": p,
+                            "peer": self.topology.ports(name)[p],
+                            "normal": e.action.param(N.SET_ECN_NORMAL) if e else None,
+                            "pcn": e.action.param(N.SET_ECN_PCN) if e else None,
+                            "starts": counts.get((N.PCN_START_CTR, p), 0),
+                            "arrivals": counts.get((N.PCN_ARRIVAL_CTR, p), 0)})
+        return out
+
+    # -- stats -----------------------------------------------------------------------------
+    def stats(self, switch: Optional[str] = None) -> dict[str, Any]:
+        """Per switch: per policy class seen/dropped/marked and loss vs bound; per queue counters."""
+        names = [switch] if switch else list(self.switches)
+        for n in names:
+            if n not in self.switches:
+                raise errors.ConfigError(f"unknown switch '{n}' (known: {', '.join(self.switches)})")
+        infos = self.slot_infos()
+        out: dict[str, Any] = {}
+        for name in names:
+            if name not in self.reachable():
+                out[name] = {"reachable": False, "error": self.switches[name].last_error}
+                continue
+            conn = self.switches[name].conn
+            sw = self.topology.switches[name]
+            reqs = [self.codec.counter_request(c, i.slot) for i in infos
+                    for c in (N.SLOT_SEEN_CTR, N.SLOT_DROPPED_CTR, N.SLOT_MARKED_CTR)]
+            queues = [(p, q) for p in sorted(self.topology.ports(name)) for q in range(sw.priority_queues)]
+            reqs += [self.codec.counter_request(c, N.queue_index(p, q)) for p, q in queues
+                     for c in (N.QUEUE_TX_CTR, N.QUEUE_DROPPED_CTR, N.QUEUE_MARKED_CTR)]
+            counts = {(c, i): pk for c, i, pk, _ in map(self.codec.decode_counter, conn.read(reqs))}
+            classes = []
+            for i in infos:
+                seen = counts.get((N.SLOT_SEEN_CTR, i.slot), 0)
+                dropped = counts.get((N.SLOT_DROPPED_CTR, i.slot), 0)
+                loss = dropped / seen if seen else 0.0
+                classes.append({"job": i.job_id, "name": i.job_name, "layers": list(i.layers),
+                                "mag_classes": list(i.mag_classes), "slot": i.slot,
+                                "priority": i.priority, "drop_eligible": i.drop_eligible,
+                                "seen": seen, "dropped": dropped,
+                                "marked": counts.get((N.SLOT_MARKED_CTR, i.slot), 0),
+                                "loss": loss, "bound": i.loss_bound, "pull_bound": i.pull_bound,
+                                "within_bound": loss <= i.loss_bound + 1e-12})
+            qrows = [{"port": p, "prio": q,
+                      "tx": counts.get((N.QUEUE_TX_CTR, N.queue_index(p, q)), 0),
+                      "dropped": counts.get((N.QUEUE_DROPPED_CTR, N.queue_index(p, q)), 0),
+                      "marked": counts.get((N.QUEUE_MARKED_CTR, N.queue_index(p, q)), 0)}
+                     for p, q in queues]
+            out[name] = {"reachable": True, "classes": classes, "queues": qrows}
+        return out
+
+    def switch_status(self) -> list[dict[str, Any]]:
+        """Per switch: address, reachable, primary, pipeline loaded, last error."""
+        out = []
+        for name, ms in self.switches.items():
+            out.append({"switch": name, "address": ms.conn.address,
+                        "device_id": ms.conn.device_id, "connected": ms.conn.connected,
+                        "primary": ms.conn.is_primary,
+                        "pipeline_loaded": ms.pipeline_loaded and ms.conn.connected,
+                        "reconnects": ms.restarts, "error": ms.last_error})
+        return out
+
+    def wait_reachable(self, names: Sequence[str], timeout: float) -> bool:
+        """Block until every switch in ``names`` is reachable again (for tests and scripts)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if all(n in self.reachable() for n in names):
+                return True
+            time.sleep(0.05)
+        return False
