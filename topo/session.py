@@ -39,6 +39,7 @@ class RunConfig:
     params: TopoParams = field(default_factory=TopoParams)
     policy: str | None = DEFAULT_POLICY
     pcap: bool = False
+    pcap_dir: str = "pcaps"
     bursts: tuple[str, ...] = ()
     static_arp: bool = False
     controller: bool = True
@@ -94,9 +95,9 @@ class RunSession:
         try:
             self.stale = stop_recorded(cfg.log_dir).stopped
             self.record = RunRecord.create(cfg.log_dir, self.topo.name)
-            pcap_dir = str(Path("pcaps").absolute()) if cfg.pcap else None
+            pcap_dir = str(Path(cfg.pcap_dir).absolute()) if cfg.pcap else None
             if pcap_dir:
-                Path(pcap_dir).mkdir(exist_ok=True)
+                Path(pcap_dir).mkdir(parents=True, exist_ok=True)
             self.network = GradNetwork(self.topo, self.record, NetworkOptions(
                 json_path=cfg.bmv2_json, pcap_dir=pcap_dir, bursts=cfg.bursts, static_arp=cfg.static_arp,
                 start_timeout=cfg.switch_timeout), switch_tool())

@@ -1,0 +1,168 @@
+"""Fixtures of the scripted topology tests: real Mininet networks of P4 switches, run as root.
+
+Every test builds its network through `topo.session.RunSession` (the code `make run` uses),
+in its own log folder, and stops everything it started by PID. A part that is genuinely not
+there yet (a module that does not import, a command that does not exist, a switch whose data
+path reports it is not built) makes the dependent tests skip with a reason naming it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from topo import agents
+from topo.processes import ManagedProcess
+from topo.switch_node import port_accepts
+from topo.toolchain import compiler_tool, switch_tool
+
+REPO = Path(__file__).resolve().parents[2]
+TRAFFIC = str(Path(__file__).with_name("traffic.py"))
+PROBE_GRPC_PORT = 50990
+PROBE_THRIFT_PORT = 9990
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/topology/" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.topology)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _needs_root_and_mininet():
+    if os.geteuid() != 0:
+        pytest.skip("topology tests need root (Mininet)")
+    if not agents.available("mininet.net"):
+        pytest.skip("topology tests need the mininet module")
+
+
+@pytest.fixture(scope="session")
+def build_dir(tmp_path_factory) -> str:
+    """p4src/gradlane.p4 compiled with $P4C (real or embedded) into a fresh folder."""
+    tool = compiler_tool()
+    if tool.kind == "embedded" and not agents.available("p4target.compiler.cli"):
+        pytest.skip("embedded compiler CLI (p4target.compiler.cli) not built yet")
+    out = tmp_path_factory.mktemp("build")
+    argv = [*tool.argv, "--arch", "v1model", "--p4v", "16", "-I", str(REPO / "p4src"),
+            "--p4runtime-files", str(out / "gradlane.p4info.txtpb"), "-o", str(out / "gradlane.json"),
+            str(REPO / "p4src" / "gradlane.p4")]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert done.returncode == 0, f"compiling p4src/gradlane.p4 failed:\n{done.stderr[-2000:]}"
+    return str(out)
+
+
+@pytest.fixture(scope="session")
+def switch_works(tmp_path_factory) -> None:
+    """Skip when $SWITCH cannot run at all yet (probe: --no-p4, no ports, gRPC must come up)."""
+    tool = switch_tool()
+    log = tmp_path_factory.mktemp("probe") / "probe.log"
+    argv = [*tool.argv, "--no-p4", "--thrift-port", str(PROBE_THRIFT_PORT), "--log-console",
+            "--", "--grpc-server-addr", f"127.0.0.1:{PROBE_GRPC_PORT}"]
+    proc = ManagedProcess("switch-probe", "switch", argv, log).start()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if not proc.alive():
+                out = proc.output().strip().splitlines()
+                pytest.skip(f"switch ({tool.describe()}) does not run yet: {out[-1] if out else 'no output'}")
+            if port_accepts(PROBE_GRPC_PORT):
+                return
+            time.sleep(0.2)
+        pytest.fail(f"switch probe: gRPC port never opened; log:\n{proc.output()[-1500:]}")
+    finally:
+        proc.stop()
+
+
+def need(module: str, what: str) -> None:
+    """Skip the test when another package's module is missing."""
+    if not agents.available(module):
+        pytest.skip(f"{what} not available yet (python -m {module} missing)")
+
+
+@pytest.fixture
+def network(build_dir, switch_works, tmp_path):
+    """Factory: start a RunSession for a topology (controller included) and stop it afterwards."""
+    from topo.session import RunConfig, RunSession
+    from topo.topologies import TopoParams
+
+    need(agents.CONTROLLER_MODULE, "controller daemon")
+    sessions: list[RunSession] = []
+
+    def start(topo_name: str, policy: str | None = None, pcap: bool = False, **params) -> RunSession:
+        cfg = RunConfig(topo_name=topo_name, build_dir=build_dir, log_dir=str(tmp_path / "logs"),
+                        params=TopoParams(**params), pcap=pcap, pcap_dir=str(tmp_path / "pcaps"),
+                        policy=policy or str(REPO / "controller/policies/default.yaml"))
+        session = RunSession(cfg)
+        sessions.append(session)
+        return session.start()
+
+    old = os.getcwd()
+    os.chdir(REPO)
+    try:
+        yield start
+    finally:
+        for session in sessions:
+            session.stop()
+        os.chdir(old)
+
+
+class HostTraffic:
+    """Runs tests/topology/traffic.py in hosts and collects its JSON reports."""
+
+    def __init__(self, session, log_dir: Path) -> None:
+        self.session = session
+        self.log_dir = log_dir
+        self.procs: list[ManagedProcess] = []
+
+    def start(self, host: str, *args: str) -> ManagedProcess:
+        argv = [sys.executable, "-u", TRAFFIC, *args]
+        name = f"traffic{len(self.procs)}@{host}"
+        proc = ManagedProcess(name, "agent", argv, self.log_dir / f"{name}.log", self.session.record,
+                              self.session.net.get(host), env={**os.environ, "PYTHONPATH": str(REPO)})
+        self.procs.append(proc.start())
+        return proc
+
+    def receiver(self, host: str, *args: str) -> ManagedProcess:
+        """Start a receiver and wait until it listens."""
+        proc = self.start(host, "recv", *args)
+        proc.wait_for_line(r'"listening"', 20, "receiver listening")
+        return proc
+
+    def result(self, proc: ManagedProcess, timeout: float = 120) -> dict:
+        """The last JSON line of a finished traffic process."""
+        code = proc.wait_exit(timeout)
+        assert code == 0, f"{proc.name} ended with {code}:\n{proc.output()[-1500:]}"
+        lines = [line for line in proc.output().splitlines() if line.startswith("{")]
+        return json.loads(lines[-1])
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.stop()
+
+
+@pytest.fixture
+def traffic(tmp_path):
+    """Factory: HostTraffic for a session; every process stopped afterwards."""
+    made: list[HostTraffic] = []
+
+    def make(session) -> HostTraffic:
+        ht = HostTraffic(session, tmp_path)
+        made.append(ht)
+        return ht
+
+    yield make
+    for ht in made:
+        ht.stop()
+
+
+def gradctl_json(session, *args: str) -> object:
+    """`gradctl ARGS --json` against the session's controller, parsed (skip if gradctl is missing)."""
+    need(agents.GRADCTL_MODULE, "gradctl")
+    done = session.gradctl(*args, "--json")
+    assert done.returncode == 0, f"gradctl {' '.join(args)} failed: {done.stderr}"
+    return json.loads(done.stdout)
