@@ -36,6 +36,9 @@ PREFIX_DIGEST = p4info_pb2.P4Ids.DIGEST
 
 DEFAULT_TABLE_SIZE = 1024
 
+# The comment header p4c puts at the top of text P4Info files (tools use it to pick the schema).
+TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
+
 FORMATS_BY_SUFFIX = {".txt": "text", ".txtpb": "text", ".json": "json", ".bin": "binary"}
 
 _MATCH_TYPES = {
@@ -537,10 +540,18 @@ def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHi
         ref.scope = scope
 
     default = t.get("default_entry") or {}
-    if (th.const_default_action or default.get("action_const")) and "action_id" in default:
-        default_name = action_by_id.get(default["action_id"])
-        if default_name is not None:
+    default_name = action_by_id.get(default.get("action_id", -1))
+    if default_name is not None:
+        if th.const_default_action or default.get("action_const"):
             pt.const_default_action_id = symbols.id(PREFIX_ACTION, default_name)
+        if default_name != "NoAction":
+            # Recent p4c also records the initial default action and its arguments.
+            call = pt.initial_default_action
+            call.action_id = symbols.id(PREFIX_ACTION, default_name)
+            for param_id, value in enumerate(default.get("action_data", []) or [], start=1):
+                arg = call.arguments.add()
+                arg.param_id = param_id
+                arg.value = _canonical_bytes(value)
 
     if impl:
         pt.implementation_id = symbols.id(PREFIX_ACTION_PROFILE, impl)
@@ -555,6 +566,14 @@ def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHi
         pt.is_const_table = True
     if th.is_const_table or t.get("entries"):
         pt.has_initial_entries = True
+
+
+def _canonical_bytes(value: object) -> bytes:
+    """P4Runtime's canonical byte string of a BMv2 action-data value (hex string or int)."""
+    number = int(value, 16) if isinstance(value, str) else int(value)  # type: ignore[arg-type]
+    if number < 0:
+        raise P4TargetError(f"negative action argument {value!r} in a default entry")
+    return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
 
 
 def _digest_specs(bmv2: dict, hints: P4InfoHints, widths: _FieldWidths) -> list[tuple[str, list[tuple[str, int]]]]:
@@ -598,7 +617,7 @@ def p4info_format(path: Union[str, os.PathLike]) -> str:
 def serialize_p4info(p4info: p4info_pb2.P4Info, fmt: str) -> bytes:
     """The bytes of ``p4info`` in format ``text``, ``json`` or ``binary``."""
     if fmt == "text":
-        return text_format.MessageToString(p4info).encode("utf-8")
+        return (TEXT_HEADER + text_format.MessageToString(p4info)).encode("utf-8")
     if fmt == "json":
         return (json_format.MessageToJson(p4info, indent=2) + "\n").encode("utf-8")
     if fmt == "binary":

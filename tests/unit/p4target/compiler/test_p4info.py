@@ -62,6 +62,7 @@ def test_l3_router_p4info_matches_p4c_basic_exercise():
     assert all(r.scope == p4info_pb2.ActionRef.TABLE_AND_DEFAULT for r in table.action_refs)
     assert table.size == 1024
     assert table.const_default_action_id == 0
+    assert table.initial_default_action.action_id == 25652968  # default_action = drop()
     fwd = idx.action("MyIngress.ipv4_forward")
     assert fwd.preamble.id == 28792405
     assert [(p.id, p.name, p.bitwidth) for p in fwd.params] == [(1, "dstAddr", 48), (2, "port", 9)]
@@ -400,3 +401,82 @@ def test_index_prefers_full_names_over_aliases():
     idx = P4InfoIndex(build_p4info(prog, P4InfoHints()))
     assert idx.action("drop").preamble.name == "drop"
     assert idx.action("MyIngress.drop").preamble.alias == "MyIngress.drop"
+
+
+def _p4c_digest_program() -> dict:
+    """The shape p4c-bm2-ss gives a v1model program with a digest: per-table NoAction copies,
+    a learn list named after the struct type whose elements are compiler temporaries, a
+    table with support_timeout and size 256."""
+    prog = copy.deepcopy(l3_router())
+    prog["header_types"][0]["fields"] = [["tmp", 7, False], ["tmp_0", 32, False], ["tmp_1", 1, False]]
+    prog["learn_lists"] = [{"id": 1, "name": "net_report_t", "elements": [
+        F("scalars", "tmp"), F("scalars", "tmp_0"), F("scalars", "tmp_1")]}]
+    prog["actions"] = [
+        {"name": "NoAction", "id": 0, "runtime_data": [], "primitives": []},
+        {"name": "NoAction", "id": 1, "runtime_data": [], "primitives": []},
+        {"name": "MyIngress.drop", "id": 2, "runtime_data": [], "primitives": []},
+        {"name": "MyIngress.ipv4_forward", "id": 3,
+         "runtime_data": [{"name": "dstAddr", "bitwidth": 48}, {"name": "port", "bitwidth": 9}], "primitives": []},
+        {"name": "MyIngress.ipv4_nat_forward", "id": 4,
+         "runtime_data": [{"name": "dstAddr", "bitwidth": 48}, {"name": "port", "bitwidth": 9},
+                          {"name": "new_dst_ip", "bitwidth": 32}], "primitives": []},
+        {"name": "MyIngress.mark_as_switch_traffic", "id": 5, "runtime_data": [], "primitives": []},
+    ]
+    key = [{"match_type": "lpm", "name": "hdr.ipv4.dstAddr", "target": ["ipv4", "dstAddr"], "mask": None}]
+    prog["pipelines"][0]["tables"] = [
+        {"name": "MyIngress.check_switch_source_ip", "id": 0, "key": key, "match_type": "lpm", "type": "simple",
+         "max_size": 256, "with_counters": False, "support_timeout": True, "direct_meters": None,
+         "action_ids": [5, 0], "actions": ["MyIngress.mark_as_switch_traffic", "NoAction"],
+         "default_entry": {"action_id": 5, "action_const": False, "action_data": [], "action_entry_const": False}},
+        {"name": "MyIngress.ipv4_lpm", "id": 1, "key": key, "match_type": "lpm", "type": "simple",
+         "max_size": 1024, "with_counters": False, "support_timeout": False, "direct_meters": None,
+         "action_ids": [3, 4, 2, 1],
+         "actions": ["MyIngress.ipv4_forward", "MyIngress.ipv4_nat_forward", "MyIngress.drop", "NoAction"],
+         "default_entry": {"action_id": 2, "action_const": False, "action_data": [], "action_entry_const": False}},
+    ]
+    prog["counter_arrays"] = []
+    return prog
+
+
+def test_p4c_shaped_json_gives_p4c_p4info():
+    # Ids and fields as p4c printed them for this program (a digest exercise compiled by p4c).
+    hints = P4InfoHints(
+        controller_headers=[ControllerHeaderHint("packet_out_header_t", "packet_out", [("egress_port", 8)])],
+        digests=[DigestHint("net_report_t", "net_report_t",
+                            [("disconnected_pmus", 7), ("ip_value", 32), ("rtype", 1)])])
+    info = build_p4info(_p4c_digest_program(), hints)
+    idx = P4InfoIndex(info)
+    check = idx.table("MyIngress.check_switch_source_ip")
+    assert check.preamble.id == 48759606
+    assert [r.id for r in check.action_refs] == [31660864, 21257015]
+    assert check.initial_default_action.action_id == 31660864
+    assert check.size == 256 and check.idle_timeout_behavior == p4info_pb2.Table.NOTIFY_CONTROL
+    lpm = idx.table("MyIngress.ipv4_lpm")
+    assert [r.id for r in lpm.action_refs] == [28792405, 33285504, 25652968, 21257015]
+    assert lpm.initial_default_action.action_id == 25652968
+    assert lpm.idle_timeout_behavior == p4info_pb2.Table.NO_TIMEOUT
+    assert [a.preamble.id for a in info.actions] == [21257015, 25652968, 28792405, 33285504, 31660864]
+    assert [(p.id, p.name, p.bitwidth) for p in idx.action(33285504).params] == [
+        (1, "dstAddr", 48), (2, "port", 9), (3, "new_dst_ip", 32)]
+    assert idx.get("controller_packet_metadata", "packet_out").preamble.id == 76689799
+    digest = idx.get("digests", "net_report_t")
+    assert digest.preamble.id == 391387169
+    members = info.type_info.structs["net_report_t"].members
+    assert [(m.name, m.type_spec.bitstring.bit.bitwidth) for m in members] == [
+        ("disconnected_pmus", 7), ("ip_value", 32), ("rtype", 1)]
+
+
+def test_initial_default_action_arguments_and_noaction():
+    prog = _full_program()
+    info = build_p4info(prog, _full_hints())
+    idx = P4InfoIndex(info)
+    ecmp = idx.table("MyIngress.ecmp")  # default set_port(0)
+    assert ecmp.initial_default_action.action_id == idx.action_id("MyIngress.set_port")
+    assert [(a.param_id, a.value) for a in ecmp.initial_default_action.arguments] == [(1, b"\x00")]
+    assert not idx.table("MyIngress.classify").HasField("initial_default_action")  # NoAction default
+
+
+def test_text_files_carry_p4cs_schema_header(tmp_path):
+    write_p4info(build_p4info(l3_router()), tmp_path / "p.txt")
+    assert (tmp_path / "p.txt").read_text().startswith(
+        "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n")
