@@ -1,0 +1,75 @@
+"""Plumbing every agent shares: PID file, clean SIGTERM exit, one-line errors, flag parsing."""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+from typing import Callable
+
+from hosts.errors import ConfigError, HostsError
+
+_PR_SET_PDEATHSIG = 1
+
+
+class Terminated(Exception):
+    """Raised in the main thread when SIGTERM/SIGINT arrives."""
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    raise Terminated(signal.Signals(signum).name)
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGTERM this process when its parent dies (Linux only)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def run_agent(body: Callable[[], None], pid_file: str | None = None,
+              prog: str | None = None) -> int:
+    """Run an agent's main body: writes/removes the PID file, turns SIGTERM into a clean exit
+    (status 0), and a HostsError into `prog: error: message` with status 2."""
+    prog = prog or os.path.basename(sys.argv[0])
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    try:
+        if pid_file:
+            try:
+                with open(pid_file, "w") as f:
+                    f.write(f"{os.getpid()}\n")
+            except OSError as exc:
+                raise ConfigError(f"cannot write --pid-file {pid_file}: {exc.strerror}") from None
+        body()
+        return 0
+    except Terminated:
+        return 0
+    except HostsError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    except BrokenPipeError:
+        return 0
+    finally:
+        if pid_file:
+            try:
+                os.unlink(pid_file)
+            except OSError:
+                pass
+
+
+def parse_hostport(text: str, what: str, default_port: int | None = None) -> tuple[str, int]:
+    """'10.0.0.1:19527' -> ('10.0.0.1', 19527); ConfigError naming `what` if malformed."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        if default_port is None:
+            raise ConfigError(f"{what} {text!r} is not HOST:PORT")
+        host, port = text, str(default_port)
+    try:
+        number = int(port)
+    except ValueError:
+        raise ConfigError(f"{what} {text!r} has a non-numeric port") from None
+    if not 0 <= number <= 65535 or not host:
+        raise ConfigError(f"{what} {text!r} is not HOST:PORT with a port in 0..65535")
+    return host, number

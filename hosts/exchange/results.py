@@ -1,0 +1,38 @@
+"""What one round's push (gather at the PS) and pull (at a worker) produced."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Gathered:
+    """Per worker rank: reassembled layers and which elements arrived."""
+
+    values: dict[int, list[np.ndarray]]
+    delivered: dict[int, list[np.ndarray]]
+    fractions: dict[int, list[float]]
+    closed_by: dict[int, str | None]
+    seconds: float
+
+    def mean_fractions(self) -> list[float]:
+        per_rank = list(self.fractions.values())
+        return [float(np.mean([f[i] for f in per_rank])) for i in range(len(per_rank[0]))]
+
+    def min_fractions(self) -> list[float]:
+        per_rank = list(self.fractions.values())
+        return [float(min(f[i] for f in per_rank)) for i in range(len(per_rank[0]))]
+
+
+@dataclass
+class Pulled:
+    """The parameters a worker received in one round (holes marked in `delivered`)."""
+
+    values: list[np.ndarray]
+    delivered: list[np.ndarray]
+    fractions: list[float]
+    closed_by: str | None
+    last: bool
+    seconds: float
+    extra: dict = field(default_factory=dict)

@@ -1,0 +1,238 @@
+"""The reliable baseline: the same PS/worker exchange over TCP (one connection per worker).
+
+Frames are the gradient header + payload, exactly as on UDP; a worker opens with a header-only
+PULL_REQ frame (round 0) naming its rank.
+"""
+from __future__ import annotations
+
+import select
+import socket
+import struct
+import time
+
+import numpy as np
+
+from hosts import wire
+from hosts.errors import ConfigError, PacketError, PeerTimeout
+from hosts.exchange.config import TransportConfig
+from hosts.exchange.results import Gathered, Pulled
+from hosts.transport.chunking import ChunkPlan
+from hosts.transport.counters import Counters
+from hosts.transport.reassembly import TensorBuffer
+
+_CONNECT_RETRY = 0.1
+
+
+def _tcp_retransmissions(sock: socket.socket) -> int:
+    """tcpi_total_retrans from TCP_INFO (Linux), 0 if unavailable."""
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+        return struct.unpack_from("I", info, 100)[0] if len(info) >= 104 else 0
+    except OSError:
+        return 0
+
+
+class FrameStream:
+    """Reads and writes gradient frames on one TCP connection with a silence timeout."""
+
+    def __init__(self, sock: socket.socket, peer_name: str, timeout: float,
+                 counters: Counters) -> None:
+        self.sock = sock
+        self.peer_name = peer_name
+        self.timeout = timeout
+        self.counters = counters
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(timeout)
+
+    def _read_exact(self, n: int) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            try:
+                part = self.sock.recv(n - len(out))
+            except socket.timeout:
+                raise PeerTimeout(f"{self.peer_name} sent nothing for {self.timeout:.1f} s "
+                                  f"(dead or unreachable)") from None
+            except OSError as exc:
+                raise PeerTimeout(f"{self.peer_name}: connection failed ({exc.strerror})") from None
+            if not part:
+                raise PeerTimeout(f"{self.peer_name} closed the connection")
+            out += part
+        self.counters["bytes_received"] += n
+        return bytes(out)
+
+    def read_frame(self) -> tuple[wire.Header, bytes]:
+        head = self._read_exact(wire.HEADER_LEN)
+        plen = int.from_bytes(head[14:16], "big")
+        body = self._read_exact(plen) if plen else b""
+        return wire.unpack_header(head + body), body
+
+    def write(self, data: bytes) -> None:
+        try:
+            self.sock.sendall(data)
+        except socket.timeout:
+            raise PeerTimeout(f"{self.peer_name} stopped reading for {self.timeout:.1f} s") from None
+        except OSError as exc:
+            raise PeerTimeout(f"{self.peer_name}: connection failed ({exc.strerror})") from None
+        self.counters["bytes_sent"] += len(data)
+
+    def retransmissions(self) -> int:
+        return _tcp_retransmissions(self.sock)
+
+
+def encode_layers(plan: ChunkPlan, layers: list[np.ndarray], job: int, rank: int, round_: int,
+                  flags: int) -> bytes:
+    """Every chunk of `layers` as consecutive frames."""
+    parts = []
+    for chunk in plan.split(layers):
+        payload = chunk.values.astype(">f4").tobytes()
+        parts.append(wire.pack_header(wire.KIND_DATA, flags, job, rank, chunk.layer, round_,
+                                      chunk.mag_class, len(payload), chunk.seq, chunk.offset))
+        parts.append(payload)
+    return b"".join(parts)
+
+
+def read_layers(stream: FrameStream, plan: ChunkPlan, job: int, rank: int,
+                round_: int) -> tuple[TensorBuffer, int]:
+    """Read frames until every chunk of `round_` from `rank` arrived; (buffer, flags seen)."""
+    buf = TensorBuffer(plan)
+    flags = 0
+    while not buf.complete():
+        try:
+            hdr, payload = stream.read_frame()
+            if hdr.job_id != job or hdr.worker_rank != rank or hdr.round != round_ \
+                    or hdr.kind != wire.KIND_DATA:
+                raise PacketError("corrupt", f"unexpected frame {hdr}")
+            buf.place(hdr.layer_id, hdr.chunk_seq, hdr.elem_offset, payload)
+        except PacketError as exc:
+            # A reliable byte stream out of sync cannot recover: the peer is broken.
+            raise PeerTimeout(f"{stream.peer_name} sent a bad frame ({exc})") from None
+        flags |= hdr.flags
+    return buf, flags
+
+
+class TcpServerExchange:
+    """PS side: accepts one connection per worker rank, then reliable gather/scatter."""
+
+    def __init__(self, config: TransportConfig, plan: ChunkPlan, workers: int,
+                 bind: tuple[str, int]) -> None:
+        self.config = config
+        self.plan = plan
+        self.workers = workers
+        self.counters = Counters()
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.listener.bind(bind)
+        except OSError as exc:
+            self.listener.close()
+            raise ConfigError(f"cannot bind TCP {bind[0]}:{bind[1]}: {exc.strerror}") from None
+        self.listener.listen(workers + 4)
+        self.streams: dict[int, FrameStream] = {}
+
+    def _accept_all(self) -> None:
+        give_up = time.monotonic() + self.config.join_timeout
+        while len(self.streams) < self.workers:
+            left = give_up - time.monotonic()
+            missing = sorted(set(range(self.workers)) - set(self.streams))
+            if left <= 0 or not select.select([self.listener], [], [], left)[0]:
+                raise PeerTimeout(f"workers {missing} did not connect within "
+                                  f"{self.config.join_timeout:.1f} s")
+            conn, addr = self.listener.accept()
+            stream = FrameStream(conn, f"worker at {addr[0]}:{addr[1]}", self.config.peer_timeout,
+                                 self.counters)
+            try:
+                hdr, _ = stream.read_frame()
+            except (PeerTimeout, PacketError):
+                conn.close()
+                self.counters["drop_bad_hello"] += 1
+                continue
+            if hdr.job_id != self.config.job_id or hdr.worker_rank >= self.workers \
+                    or hdr.worker_rank in self.streams:
+                conn.close()
+                self.counters["drop_bad_hello"] += 1
+                continue
+            stream.peer_name = f"worker rank {hdr.worker_rank}"
+            self.streams[hdr.worker_rank] = stream
+
+    def gather(self, round_: int, required: tuple[float, ...]) -> Gathered:
+        if not self.streams:
+            self._accept_all()
+        t0 = time.monotonic()
+        bufs = {r: read_layers(s, self.plan, self.config.job_id, r, round_)[0]
+                for r, s in sorted(self.streams.items())}
+        return Gathered(values={r: b.values for r, b in bufs.items()},
+                        delivered={r: b.delivered for r, b in bufs.items()},
+                        fractions={r: b.fractions() for r, b in bufs.items()},
+                        closed_by={r: "complete" for r in bufs}, seconds=time.monotonic() - t0)
+
+    def scatter(self, round_: int, layers: list[np.ndarray], last: bool,
+                next_required: tuple[float, ...] | None) -> float:
+        t0 = time.monotonic()
+        flags = wire.FLAG_PULL | (wire.FLAG_LAST if last else 0)
+        data = encode_layers(self.plan, layers, self.config.job_id, wire.PS_RANK, round_, flags)
+        for stream in self.streams.values():
+            stream.write(data)
+        self.counters["retransmissions"] = sum(s.retransmissions() for s in self.streams.values())
+        return time.monotonic() - t0
+
+    def close(self) -> None:
+        for stream in self.streams.values():
+            stream.sock.close()
+        self.listener.close()
+
+
+class TcpWorkerExchange:
+    """Worker side: one connection to the PS (retried until --join-timeout)."""
+
+    def __init__(self, config: TransportConfig, plan: ChunkPlan, rank: int,
+                 ps: tuple[str, int], bind: tuple[str, int]) -> None:
+        self.config = config
+        self.plan = plan
+        self.rank = rank
+        self.counters = Counters()
+        give_up = time.monotonic() + config.join_timeout
+        while True:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                sock.bind((bind[0], 0))
+                sock.settimeout(max(give_up - time.monotonic(), 0.1))
+                sock.connect(ps)
+                break
+            except OSError as exc:
+                sock.close()
+                if time.monotonic() >= give_up:
+                    raise PeerTimeout(f"parameter server {ps[0]}:{ps[1]} did not accept a TCP "
+                                      f"connection within {config.join_timeout:.1f} s "
+                                      f"({exc.strerror or exc})") from None
+                time.sleep(_CONNECT_RETRY)
+        self.stream = FrameStream(sock, f"parameter server {ps[0]}:{ps[1]}", config.peer_timeout,
+                                  self.counters)
+        self.stream.write(wire.pack_header(wire.KIND_PULL_REQ, 0, config.job_id, rank,
+                                           wire.ALL_LAYERS, 0))
+        self._round0 = True
+
+    def push(self, round_: int, layers: list[np.ndarray]) -> dict:
+        t0 = time.monotonic()
+        self.stream.write(encode_layers(self.plan, layers, self.config.job_id, self.rank,
+                                        round_, 0))
+        self.counters["retransmissions"] = self.stream.retransmissions()
+        return {"push_s": time.monotonic() - t0}
+
+    def pull(self, round_: int) -> Pulled:
+        t0 = time.monotonic()
+        if self._round0:
+            # the first pull waits for every worker to join: allow the join timeout
+            self.stream.sock.settimeout(self.config.join_timeout + self.config.peer_timeout)
+        buf, flags = read_layers(self.stream, self.plan, self.config.job_id, wire.PS_RANK, round_)
+        if self._round0:
+            self.stream.sock.settimeout(self.config.peer_timeout)
+            self._round0 = False
+        return Pulled(values=buf.values, delivered=buf.delivered, fractions=buf.fractions(),
+                      closed_by="complete", last=bool(flags & wire.FLAG_LAST),
+                      seconds=time.monotonic() - t0)
+
+    def linger(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.stream.sock.close()

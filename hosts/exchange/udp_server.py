@@ -1,0 +1,104 @@
+"""PS side of the UDP exchange (ltp, mlt): gather pushes from all workers, scatter the pull."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from hosts import wire
+from hosts.errors import PeerTimeout
+from hosts.exchange.config import TransportConfig
+from hosts.exchange.results import Gathered
+from hosts.pcn import answer_start
+from hosts.transport.chunking import ChunkPlan
+from hosts.transport.endpoint import Endpoint, Received
+from hosts.transport.mux import Mux
+from hosts.transport.receiver import ReceiveOptions, RecvSession
+from hosts.transport.sender import SendGroup, SendSession
+
+_LAST_PULL_GRACE = 2.0
+
+
+class UdpServerExchange:
+    """One UDP endpoint (port 19527 by default) shared by every worker and round."""
+
+    def __init__(self, config: TransportConfig, plan: ChunkPlan, workers: int,
+                 bind: tuple[str, int]) -> None:
+        self.config = config
+        self.plan = plan
+        self.workers = workers
+        self.endpoint = Endpoint(bind, config.job_id, wire.PS_RANK)
+        self.counters = self.endpoint.counters
+        self.mux = Mux(self.endpoint)
+        self.addrs: dict[int, tuple[str, int]] = {}
+        self.mux.handlers[wire.KIND_PULL_REQ] = self._on_pull_req
+        self.mux.handlers[wire.KIND_PCN_START] = self._on_pcn_start
+        self.names = {r: f"worker rank {r}" for r in range(workers)}
+
+    def _on_pcn_start(self, pkt: Received, now: float) -> bool:
+        answer_start(self.endpoint, pkt)
+        return True
+
+    def _on_pull_req(self, pkt: Received, now: float) -> bool:
+        # A pull request from a worker that got nothing yet: resend what it lacks (if pulling).
+        group = self.mux.get(pkt.header.round, True)
+        if group is None:
+            self.counters["early_pull_req"] += 1
+            return True
+        if pkt.header.worker_rank in self.addrs:
+            group.on_packet(pkt, now)
+        return True
+
+    def _open_push(self, round_: int, required: tuple[float, ...]) -> RecvSession:
+        session = self.mux.get(round_, False)
+        if session is None:
+            absent = self.config.join_timeout if round_ == 0 else self.config.peer_timeout
+            session = RecvSession(self.endpoint, self.plan, round_, pull=False,
+                                  senders=list(range(self.workers)), required=required,
+                                  options=ReceiveOptions(deadline=self.config.deadline,
+                                                         absent_timeout=absent),
+                                  sender_names=self.names)
+            self.mux.add(session)
+        return session
+
+    def gather(self, round_: int, required: tuple[float, ...]) -> Gathered:
+        """Run until every worker's push of `round_` closed (bound or deadline)."""
+        session = self._open_push(round_, required)
+        self.mux.run(lambda: session.done)
+        self.mux.drain()
+        self.mux.prune(round_ - 1)
+        for rank, state in session.senders.items():
+            if state.addr is not None:
+                self.addrs[rank] = state.addr
+        firsts = [s.first_data for s in session.senders.values() if s.first_data is not None]
+        seconds = (session.finished or time.monotonic()) - min(firsts) if firsts else 0.0
+        return Gathered(
+            values={r: s.buffer.values for r, s in session.senders.items()},
+            delivered={r: s.buffer.delivered for r, s in session.senders.items()},
+            fractions=session.fractions(), closed_by=session.closed_by(), seconds=seconds)
+
+    def scatter(self, round_: int, layers: list[np.ndarray], last: bool,
+                next_required: tuple[float, ...] | None) -> float:
+        """Pull stage: send `layers` to every worker until each says STOP; seconds taken.
+        The push session of the next round opens first, so early pushes are not lost."""
+        if not last and next_required is not None:
+            self._open_push(round_ + 1, next_required)
+        flags = wire.FLAG_LAST if last else 0
+        group = SendGroup([
+            SendSession(self.endpoint, self.addrs[rank], rank, self.plan, layers, round_,
+                        pull=True, options=self.config.send, extra_flags=flags,
+                        peer_name=self.names[rank])
+            for rank in range(self.workers)])
+        self.mux.add(group)
+        t0 = time.monotonic()
+        try:
+            self.mux.run(lambda: group.done, timeout=_LAST_PULL_GRACE if last else None,
+                         timeout_message="final pull not acknowledged by every worker")
+        except PeerTimeout:
+            if not last:
+                raise
+            self.counters["final_pull_unacknowledged"] += 1
+        return time.monotonic() - t0
+
+    def close(self) -> None:
+        self.endpoint.close()

@@ -1,0 +1,90 @@
+"""Worker side of the UDP exchange (ltp, mlt): push gradients, then receive the pull."""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from hosts import wire
+from hosts.errors import PeerTimeout
+from hosts.exchange.config import TransportConfig
+from hosts.exchange.results import Pulled
+from hosts.pcn import PcnClient
+from hosts.transport.chunking import ChunkPlan
+from hosts.transport.endpoint import Endpoint
+from hosts.transport.mux import Mux
+from hosts.transport.receiver import ReceiveOptions, RecvSession
+from hosts.transport.sender import SendSession
+
+_LINGER = 0.3
+_PULL_REQ_EVERY_PROBES = 5
+
+
+class UdpWorkerExchange:
+    """One UDP endpoint toward the parameter server at `ps`."""
+
+    def __init__(self, config: TransportConfig, plan: ChunkPlan, rank: int,
+                 ps: tuple[str, int], bind: tuple[str, int]) -> None:
+        self.config = config
+        self.plan = plan
+        self.rank = rank
+        self.ps = ps
+        self.endpoint = Endpoint(bind, config.job_id, rank)
+        self.counters = self.endpoint.counters
+        self.mux = Mux(self.endpoint)
+        self.pcn = (PcnClient(self.mux, ps, config.pcn_threshold, config.pcn_timeout)
+                    if config.pcn else None)
+        self._ps_name = f"parameter server {ps[0]}:{ps[1]}"
+
+    def push(self, round_: int, layers: list[np.ndarray]) -> dict:
+        """Send this round's gradients until the PS says STOP; stats of the push."""
+        cfg = self.config
+        absent = cfg.peer_timeout + (cfg.join_timeout if round_ == 0 else 0.0)
+        self.mux.add(RecvSession(
+            self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
+            required=cfg.bounds.required_fraction(pull=True),
+            options=ReceiveOptions(deadline=cfg.pull_deadline, absent_timeout=absent),
+            sender_names={wire.PS_RANK: self._ps_name}))
+        stats: dict = {}
+        if self.pcn is not None:
+            stats["pcn_rtt_ms"] = self.pcn.handshake(round_)
+        options = cfg.send
+        if round_ == 0:
+            options = dataclasses.replace(options, peer_timeout=cfg.join_timeout)
+        sender = SendSession(self.endpoint, self.ps, wire.PS_RANK, self.plan, layers, round_,
+                             pull=False, options=options, peer_name=self._ps_name)
+        self.mux.add(sender)
+        self.mux.run(lambda: sender.done)
+        stats.update(push_s=sender.stats.seconds, retransmissions=sender.stats.retransmissions,
+                     data_packets=sender.stats.data_packets)
+        return stats
+
+    def pull(self, round_: int) -> Pulled:
+        """Receive this round's parameters until the pull bound or deadline is met."""
+        session = self.mux.get(round_, True)
+        state = session.senders[wire.PS_RANK]
+        t0 = time.monotonic()
+        every = self.config.send.probe_interval * _PULL_REQ_EVERY_PROBES
+        while not session.done:
+            wait_until = time.monotonic() + every
+            self.mux.run(lambda: session.done or time.monotonic() >= wait_until)
+            if not session.done and state.first_data is None:
+                self.endpoint.send_control(wire.KIND_PULL_REQ, self.ps, round_, wire.FLAG_PULL)
+        self.mux.drain()
+        self.mux.prune(round_)
+        buf = state.buffer
+        return Pulled(values=buf.values, delivered=buf.delivered, fractions=buf.fractions(),
+                      closed_by=state.closed_by, last=bool(state.flags_seen & wire.FLAG_LAST),
+                      seconds=time.monotonic() - t0)
+
+    def linger(self) -> None:
+        """Answer late probes of the final round for a moment (a lost STOP) before exiting."""
+        end = time.monotonic() + _LINGER
+        try:
+            self.mux.run(lambda: time.monotonic() >= end)
+        except PeerTimeout:
+            pass
+
+    def close(self) -> None:
+        self.endpoint.close()

@@ -1,0 +1,130 @@
+"""Parameter server agent: synchronous data-parallel SGD over the gradient transport.
+
+Each round: gather every worker's gradient push (loss-tolerant on ltp/mlt), average per element
+over what arrived, fill holes, take an SGD step, pull the parameters back to the workers.
+Logs JSON lines: `round` (completion time, per-layer delivered fraction, bytes, retransmissions)
+and `epoch` (loss, accuracy on the held-out digits).
+Run: python -m hosts.ps --workers N [--port 19527] [--transport ltp|tcp|mlt] ...
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from hosts import wire
+from hosts.cli import die_with_parent, run_agent
+from hosts.errors import ConfigError
+from hosts.exchange.config import add_transport_arguments, config_from_args
+from hosts.exchange.factory import server_exchange
+from hosts.jsonlog import JsonLog
+from hosts.training import dataset
+from hosts.training.aggregate import mean_of_delivered
+from hosts.training.mlp import MLP, MomentumSGD
+from hosts.training.model_args import add_model_arguments, model_sizes
+from hosts.transport.chunking import ChunkPlan
+from hosts.transport.phase import PhaseSchedule
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m hosts.ps", description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, required=True, help="number of workers (ranks 0..N-1)")
+    ap.add_argument("--bind", default="0.0.0.0", help="address to listen on")
+    ap.add_argument("--port", type=int, default=wire.GRADLANE_UDP_PORT,
+                    help="UDP (or TCP for --transport tcp) port, default 19527")
+    ap.add_argument("--epochs", type=int, default=8)
+    ap.add_argument("--rounds", type=int, help="total rounds (default: epochs x rounds per epoch)")
+    ap.add_argument("--lr", type=float, default=0.1)
+    ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--log", help="JSON-lines log file (default stdout)")
+    ap.add_argument("--pid-file", help="write this process's PID here")
+    ap.add_argument("--die-with-parent", action="store_true", help="exit when the parent dies")
+    add_model_arguments(ap)
+    add_transport_arguments(ap)
+    return ap
+
+
+def serve(args: argparse.Namespace) -> None:
+    if args.workers < 1:
+        raise ConfigError(f"--workers {args.workers} must be at least 1")
+    if args.epochs < 1 or (args.rounds is not None and args.rounds < 1):
+        raise ConfigError("--epochs and --rounds must be at least 1")
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port {args.port} is outside 0..65535")
+    data = dataset.load(args.seed)
+    sizes = model_sizes(args, data.num_features, data.num_classes)
+    model = MLP(sizes, args.seed)
+    plan = ChunkPlan(model.layer_sizes(), args.chunk_elems)
+    config = config_from_args(args, model.num_layers, args.seed)
+    per_epoch = dataset.rounds_per_epoch(data, args.workers, args.batch)
+    total = args.rounds if args.rounds is not None else args.epochs * per_epoch
+    optimizer = MomentumSGD(args.lr, args.momentum)
+    phase = PhaseSchedule(config.phase_high_delta) if config.phase_aware else None
+    push_bounds = config.bounds.push
+    log = JsonLog(args.log, role="ps", transport=config.kind)
+    exchange = server_exchange(config, plan, args.workers, (args.bind, args.port))
+    log.write("start", workers=args.workers, port=args.port, model=sizes,
+              layer_sizes=plan.layer_sizes, chunks=plan.chunk_counts, rounds=total,
+              rounds_per_epoch=per_epoch, push_bounds=list(push_bounds),
+              pull_bounds=list(config.bounds.pull), hole_fill=config.hole_fill.value)
+    previous = None
+    started = time.monotonic()
+    try:
+        for rnd in range(total):
+            before = exchange.counters.snapshot()
+            bounds_now = push_bounds
+            gathered = exchange.gather(rnd, tuple(1.0 - b for b in bounds_now))
+            ranks = sorted(gathered.values)
+            grads = mean_of_delivered([gathered.values[r] for r in ranks],
+                                      [gathered.delivered[r] for r in ranks],
+                                      config.hole_fill, previous)
+            previous = grads
+            params = optimizer.step(model.get_flat(), grads)
+            model.set_flat(params)
+            norm = float(np.sqrt(sum(float(np.dot(g, g)) for g in grads)))
+            epoch_end = (rnd + 1) % per_epoch == 0
+            if phase is not None:
+                phase.observe(norm)
+                if epoch_end:
+                    phase.epoch_start()
+                    push_bounds = phase.bounds(config.bounds.push)
+            last = rnd == total - 1
+            pull_s = exchange.scatter(rnd, params, last,
+                                      None if last else tuple(1.0 - b for b in push_bounds))
+            delta = exchange.counters.since(before)
+            log.write("round", round=rnd, epoch=rnd // per_epoch,
+                      time_s=round(gathered.seconds + pull_s, 6),
+                      push_s=round(gathered.seconds, 6), pull_s=round(pull_s, 6),
+                      delivered=[round(f, 4) for f in gathered.mean_fractions()],
+                      delivered_min=[round(f, 4) for f in gathered.min_fractions()],
+                      closed_by=sorted(set(str(c) for c in gathered.closed_by.values())),
+                      bounds=list(bounds_now), grad_norm=round(norm, 6),
+                      bytes=delta.get("bytes_sent", 0) + delta.get("bytes_received", 0),
+                      retransmissions=delta.get("retransmissions", 0),
+                      retx_received=delta.get("retx_received", 0),
+                      drops={k: v for k, v in delta.items() if k.startswith("drop_")},
+                      phase=None if phase is None else ("high" if phase.high else "low"))
+            if epoch_end or last:
+                train_loss, _ = model.evaluate(data.x_train, data.y_train)
+                test_loss, accuracy = model.evaluate(data.x_test, data.y_test)
+                log.write("epoch", epoch=rnd // per_epoch, round=rnd, loss=round(train_loss, 6),
+                          test_loss=round(test_loss, 6), accuracy=round(accuracy, 6),
+                          elapsed_s=round(time.monotonic() - started, 3))
+        log.write("done", rounds=total, elapsed_s=round(time.monotonic() - started, 3),
+                  counters=exchange.counters.snapshot())
+    finally:
+        exchange.close()
+        log.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.die_with_parent:
+        die_with_parent()
+    return run_agent(lambda: serve(args), args.pid_file, "hosts.ps")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Split per-layer tensors into fixed-size chunks that carry their layer, offset and magnitude class."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hosts.errors import ConfigError
+from hosts.wire import MAX_DATA_PAYLOAD
+
+NUM_MAG_CLASSES = 8
+# Class of a chunk whose mean |value| equals its layer's mean |value|; each class step is x2.
+_MAG_CLASS_MID = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk of one layer: elements [offset, offset + len(values)) of that layer."""
+
+    layer: int
+    seq: int
+    offset: int
+    values: np.ndarray  # float32
+    mag_class: int
+
+
+class ChunkPlan:
+    """How every layer of a tensor set is cut into chunks; identical on sender and receiver."""
+
+    def __init__(self, layer_sizes: list[int], chunk_elems: int) -> None:
+        if not layer_sizes or any(n <= 0 for n in layer_sizes):
+            raise ConfigError(f"layer sizes must be positive, got {layer_sizes}")
+        if not 1 <= chunk_elems <= MAX_DATA_PAYLOAD // 4:
+            raise ConfigError(f"chunk size {chunk_elems} elements is outside 1..{MAX_DATA_PAYLOAD // 4}")
+        self.layer_sizes = list(layer_sizes)
+        self.chunk_elems = chunk_elems
+        self.chunk_counts = [-(-n // chunk_elems) for n in layer_sizes]
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layer_sizes)
+
+    @property
+    def total_chunks(self) -> int:
+        return sum(self.chunk_counts)
+
+    def offset(self, layer: int, seq: int) -> int:
+        return seq * self.chunk_elems
+
+    def length(self, layer: int, seq: int) -> int:
+        return min(self.chunk_elems, self.layer_sizes[layer] - seq * self.chunk_elems)
+
+    def check(self, layers: list[np.ndarray]) -> None:
+        """ConfigError unless `layers` matches this plan's layer sizes."""
+        sizes = [int(np.size(a)) for a in layers]
+        if sizes != self.layer_sizes:
+            raise ConfigError(f"tensor layer sizes {sizes} differ from the plan {self.layer_sizes}")
+
+    def split(self, layers: list[np.ndarray]) -> list[Chunk]:
+        """Every chunk of `layers` (layer order, then offset) with its magnitude class."""
+        self.check(layers)
+        chunks = []
+        for layer, arr in enumerate(layers):
+            flat = np.ascontiguousarray(arr, dtype=np.float32).ravel()
+            layer_mean = float(np.mean(np.abs(flat)))
+            for seq in range(self.chunk_counts[layer]):
+                off = seq * self.chunk_elems
+                vals = flat[off:off + self.chunk_elems]
+                chunks.append(Chunk(layer, seq, off, vals, magnitude_class(vals, layer_mean)))
+        return chunks
+
+
+def magnitude_class(values: np.ndarray, layer_mean_abs: float) -> int:
+    """0..7 from the chunk's mean |value| relative to its layer's: class 4 = the layer mean,
+    one class per factor of two (larger = more important)."""
+    mean = float(np.mean(np.abs(values))) if len(values) else 0.0
+    if mean <= 0.0 or not np.isfinite(mean):
+        return 0
+    if layer_mean_abs <= 0.0 or not np.isfinite(layer_mean_abs):
+        return _MAG_CLASS_MID
+    cls = int(np.floor(np.log2(mean / layer_mean_abs))) + _MAG_CLASS_MID
+    return min(max(cls, 0), NUM_MAG_CLASSES - 1)

@@ -1,0 +1,60 @@
+"""One sender's tensor set at a receiver: chunks placed at their offsets, per-layer delivery."""
+from __future__ import annotations
+
+import numpy as np
+
+from hosts.errors import PacketError
+from hosts.transport.chunking import ChunkPlan
+from hosts.transport.holes import HoleFill, fill_holes
+
+
+class TensorBuffer:
+    """Reassembles the layers of one sender for one round; never accepts a malformed chunk."""
+
+    def __init__(self, plan: ChunkPlan) -> None:
+        self.plan = plan
+        self.values = [np.zeros(n, dtype=np.float32) for n in plan.layer_sizes]
+        self.delivered = [np.zeros(n, dtype=bool) for n in plan.layer_sizes]
+        self.chunks = [np.zeros(c, dtype=bool) for c in plan.chunk_counts]
+        self.delivered_elems = [0] * plan.num_layers
+
+    def place(self, layer: int, seq: int, offset: int, payload: bytes | memoryview) -> bool:
+        """Store one DATA chunk. False if it is a duplicate; PacketError if it does not fit."""
+        plan = self.plan
+        if layer >= plan.num_layers:
+            raise PacketError("corrupt", f"layer {layer} >= {plan.num_layers} layers")
+        if seq >= plan.chunk_counts[layer]:
+            raise PacketError("corrupt", f"chunk {seq} >= {plan.chunk_counts[layer]} chunks")
+        count = plan.length(layer, seq)
+        if offset != plan.offset(layer, seq) or len(payload) != 4 * count:
+            raise PacketError("corrupt", f"chunk {layer}/{seq} at offset {offset} with "
+                                         f"{len(payload)} bytes does not match the plan")
+        if self.chunks[layer][seq]:
+            return False
+        vals = np.frombuffer(payload, dtype=">f4")
+        if not np.all(np.isfinite(vals)):
+            raise PacketError("nonfinite", f"chunk {layer}/{seq} carries NaN or infinity")
+        self.values[layer][offset:offset + count] = vals
+        self.delivered[layer][offset:offset + count] = True
+        self.chunks[layer][seq] = True
+        self.delivered_elems[layer] += count
+        return True
+
+    def fraction(self, layer: int) -> float:
+        return self.delivered_elems[layer] / self.plan.layer_sizes[layer]
+
+    def fractions(self) -> list[float]:
+        return [self.fraction(i) for i in range(self.plan.num_layers)]
+
+    def meets(self, required: tuple[float, ...]) -> bool:
+        """True when every layer's delivered fraction reached its required fraction."""
+        return all(self.delivered_elems[i] >= required[i] * n - 1e-9
+                   for i, n in enumerate(self.plan.layer_sizes))
+
+    def complete(self) -> bool:
+        return all(d == n for d, n in zip(self.delivered_elems, self.plan.layer_sizes))
+
+    def filled(self, policy: HoleFill, previous: list[np.ndarray] | None = None) -> list[np.ndarray]:
+        """Every layer with its holes filled per `policy` (previous: last round's layers)."""
+        return [fill_holes(v, d, policy, None if previous is None else previous[i])
+                for i, (v, d) in enumerate(zip(self.values, self.delivered))]

@@ -1,0 +1,180 @@
+"""Receiving side of one round: reassembly per sender, out-of-order ACKs, LTP-style early close."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from hosts import wire
+from hosts.errors import PacketError, PeerTimeout
+from hosts.transport.chunking import ChunkPlan
+from hosts.transport.endpoint import Endpoint, Received
+from hosts.transport.reassembly import TensorBuffer
+
+INFINITY = float("inf")
+
+
+@dataclass(frozen=True)
+class ReceiveOptions:
+    """deadline: seconds after a sender's first DATA at which its transfer closes regardless.
+    absent_timeout: seconds an expected sender may stay silent before PeerTimeout.
+    ack_every / ack_delay: an ACK goes out after this many chunks or this many seconds."""
+
+    deadline: float = 0.5
+    absent_timeout: float = 10.0
+    ack_every: int = 16
+    ack_delay: float = 0.002
+
+
+@dataclass
+class SenderState:
+    buffer: TensorBuffer
+    addr: tuple[str, int] | None = None
+    first_data: float | None = None
+    closed_by: str | None = None
+    closed_at: float | None = None
+    last_heard: float | None = None
+    flags_seen: int = 0
+    duplicates: int = 0
+    pending_acks: list[tuple[int, int]] = field(default_factory=list)
+    last_ack: float = 0.0
+    last_stop: float = -INFINITY
+
+
+class RecvSession:
+    """Collects one round (push or pull) from a set of expected senders.
+
+    Each chunk is placed at its offset and acknowledged out of order. A sender's transfer
+    closes (STOP) once every layer reached its required fraction or `deadline` s after its
+    first DATA; the session is done when every expected sender is closed. Later DATA or PROBE
+    from a closed sender is answered with STOP again, so a lost STOP costs one probe.
+    """
+
+    def __init__(self, endpoint: Endpoint, plan: ChunkPlan, round_: int, *, pull: bool,
+                 senders: list[int], required: tuple[float, ...], options: ReceiveOptions,
+                 sender_names: dict[int, str] | None = None) -> None:
+        if len(required) != plan.num_layers:
+            raise ValueError("one required fraction per layer")
+        self.endpoint = endpoint
+        self.plan = plan
+        self.round = round_
+        self.pull = pull
+        self.required = tuple(required)
+        self.options = options
+        self.flags = wire.FLAG_PULL if pull else 0
+        self.senders = {rank: SenderState(TensorBuffer(plan)) for rank in senders}
+        self.names = sender_names or {}
+        self.opened = time.monotonic()
+        self.finished: float | None = None
+
+    @property
+    def done(self) -> bool:
+        return all(s.closed_by is not None for s in self.senders.values())
+
+    @property
+    def active(self) -> bool:
+        return not self.done
+
+    def _name(self, rank: int) -> str:
+        return self.names.get(rank, f"sender rank {rank}")
+
+    def on_packet(self, pkt: Received, now: float) -> None:
+        hdr = pkt.header
+        counters = self.endpoint.counters
+        state = self.senders.get(hdr.worker_rank)
+        if state is None:
+            counters["drop_foreign_rank"] += 1
+            return
+        state.addr = pkt.addr
+        state.last_heard = now
+        if hdr.kind == wire.KIND_DATA:
+            self._on_data(state, hdr, pkt.payload, now)
+        elif hdr.kind == wire.KIND_PROBE:
+            if state.closed_by is not None:
+                self._send_stop(state, now, force=True)
+            else:
+                self._flush_acks(state, now)
+                for layer in range(self.plan.num_layers):
+                    self.endpoint.send_control(wire.KIND_BITMAP, state.addr, self.round,
+                                               self.flags, layer,
+                                               wire.pack_bitmap(state.buffer.chunks[layer]))
+        else:
+            counters["drop_unexpected_kind"] += 1
+
+    def _on_data(self, state: SenderState, hdr: wire.Header, payload: bytes, now: float) -> None:
+        counters = self.endpoint.counters
+        try:
+            placed = state.buffer.place(hdr.layer_id, hdr.chunk_seq, hdr.elem_offset, payload)
+        except PacketError as exc:
+            counters[f"drop_{exc.reason}"] += 1
+            return
+        if state.closed_by is not None:
+            # In flight when we closed: still useful until the owner consumes the buffer.
+            counters["late_data"] += 1
+            self._send_stop(state, now)
+            return
+        if state.first_data is None:
+            state.first_data = now
+        state.flags_seen |= hdr.flags
+        if hdr.flags & wire.FLAG_RETX:
+            counters["retx_received"] += 1
+        if not placed:
+            counters["drop_duplicate"] += 1
+            state.duplicates += 1
+        state.pending_acks.append((hdr.layer_id, hdr.chunk_seq))
+        if state.buffer.meets(self.required):
+            self._close(state, "bound", now)
+        elif len(state.pending_acks) >= self.options.ack_every:
+            self._flush_acks(state, now)
+
+    def _flush_acks(self, state: SenderState, now: float) -> None:
+        if state.pending_acks and state.addr is not None:
+            self.endpoint.send_control(wire.KIND_ACK, state.addr, self.round, self.flags,
+                                       payload=wire.pack_ack_entries(state.pending_acks))
+        state.pending_acks.clear()
+        state.last_ack = now
+
+    def _send_stop(self, state: SenderState, now: float, force: bool = False) -> None:
+        # Late DATA in flight would each trigger a STOP; one per millisecond is plenty.
+        if state.addr is None or (not force and now - state.last_stop < 0.001):
+            return
+        self.endpoint.send_control(wire.KIND_STOP, state.addr, self.round, self.flags)
+        state.last_stop = now
+
+    def _close(self, state: SenderState, why: str, now: float) -> None:
+        state.closed_by = why
+        state.closed_at = now
+        state.pending_acks.clear()
+        self._send_stop(state, now, force=True)
+        if self.done:
+            self.finished = now
+
+    def tick(self, now: float) -> float:
+        """Close senders whose deadline passed, flush ACKs; the next time to call."""
+        wake = INFINITY
+        for rank, state in self.senders.items():
+            if state.closed_by is not None:
+                continue
+            if state.first_data is None:
+                if now - max(self.opened, state.last_heard or 0.0) > self.options.absent_timeout:
+                    raise PeerTimeout(f"{self._name(rank)} sent nothing for "
+                                      f"{self.options.absent_timeout:.1f} s in round {self.round} "
+                                      f"(dead or unreachable)")
+                continue
+            closes_at = state.first_data + self.options.deadline
+            if now >= closes_at:
+                self._close(state, "deadline", now)
+                continue
+            wake = min(wake, closes_at)
+            if state.pending_acks:
+                if now - state.last_ack >= self.options.ack_delay:
+                    self._flush_acks(state, now)
+                else:
+                    wake = min(wake, state.last_ack + self.options.ack_delay)
+        return wake
+
+    def fractions(self) -> dict[int, list[float]]:
+        """Per sender, the delivered fraction of every layer."""
+        return {rank: s.buffer.fractions() for rank, s in self.senders.items()}
+
+    def closed_by(self) -> dict[int, str | None]:
+        return {rank: s.closed_by for rank, s in self.senders.items()}

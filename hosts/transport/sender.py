@@ -1,0 +1,235 @@
+"""Sending side of one tensor transfer: paced out-of-order DATA, probe, resend only the missing."""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from hosts import wire
+from hosts.errors import PacketError, PeerTimeout
+from hosts.transport.chunking import Chunk, ChunkPlan
+from hosts.transport.endpoint import Endpoint, Received
+
+INFINITY = float("inf")
+
+
+@dataclass(frozen=True)
+class SendOptions:
+    """Pacing, probing and marking of a sender.
+
+    pace_pps: DATA packets per second (0 = as fast as the socket takes them, `burst` at a time).
+    priority_hints: set DROPPABLE, magnitude-class DSCP and ECN per chunk (off = no switch help).
+    droppable_below: chunks of a magnitude class below this are drop-eligible (push stage only).
+    order: 'layer' (layer 0 first) or 'shuffle' (random order, seeded).
+    """
+
+    pace_pps: float = 0.0
+    burst: int = 32
+    probe_interval: float = 0.02
+    first_probe_delay: float = 0.002
+    peer_timeout: float = 10.0
+    priority_hints: bool = True
+    droppable_below: int = 4
+    order: str = "layer"
+    seed: int = 0
+
+
+@dataclass
+class SendStats:
+    data_packets: int = 0
+    retransmissions: int = 0
+    probes: int = 0
+    bytes_sent: int = 0
+    started: float = 0.0
+    finished: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        return max(self.finished - self.started, 0.0)
+
+
+class SendSession:
+    """Sends one round's tensor set to one peer until the peer says STOP.
+
+    DATA goes out in plan order (or shuffled), paced; ACK and BITMAP mark chunks as arrived;
+    once everything was sent once the sender PROBEs, and each BITMAP queues only the missing
+    chunks again (flag RETX). PeerTimeout if the peer says nothing for `peer_timeout` s.
+    """
+
+    def __init__(self, endpoint: Endpoint, peer: tuple[str, int], peer_rank: int,
+                 plan: ChunkPlan, layers: list[np.ndarray], round_: int, *, pull: bool,
+                 options: SendOptions, extra_flags: int = 0, peer_name: str = "peer") -> None:
+        self.endpoint = endpoint
+        self.peer = peer
+        self.peer_rank = peer_rank
+        self.peer_name = peer_name
+        self.plan = plan
+        self.round = round_
+        self.pull = pull
+        self.options = options
+        self.stage_flags = (wire.FLAG_PULL if pull else 0) | extra_flags
+        chunks = plan.split(layers)
+        self._base = np.cumsum([0] + plan.chunk_counts[:-1]).tolist()
+        self._chunks = chunks
+        self._payloads = [c.values.astype(">f4").tobytes() for c in chunks]
+        self._marks = [self._marking(c) for c in chunks]
+        self.arrived = np.zeros(len(chunks), dtype=bool)
+        self._queued = np.ones(len(chunks), dtype=bool)
+        self._queue = list(range(len(chunks)))
+        if options.order == "shuffle":
+            random.Random(options.seed * 1000003 + round_).shuffle(self._queue)
+        self._pos = 0
+        self._sent_once = np.zeros(len(chunks), dtype=bool)
+        now = time.monotonic()
+        self.stats = SendStats(started=now)
+        self._next_send = now
+        self._next_probe = INFINITY
+        self.last_heard = now
+        self.done = False
+
+    @property
+    def active(self) -> bool:
+        return not self.done
+
+    def _marking(self, chunk: Chunk) -> tuple[int, int]:
+        """(flags, TOS) of a chunk's DATA packets."""
+        if not self.options.priority_hints:
+            return self.stage_flags, 0
+        droppable = not self.pull and chunk.mag_class < self.options.droppable_below
+        flags = self.stage_flags | (wire.FLAG_DROPPABLE if droppable else 0)
+        return flags, wire.data_tos(chunk.mag_class, droppable)
+
+    def _send_chunk(self, idx: int) -> None:
+        chunk = self._chunks[idx]
+        flags, tos = self._marks[idx]
+        retx = self._sent_once[idx]
+        if retx:
+            flags |= wire.FLAG_RETX
+            self.stats.retransmissions += 1
+            self.endpoint.counters["retransmissions"] += 1
+        payload = self._payloads[idx]
+        hdr = wire.pack_header(wire.KIND_DATA, flags, self.endpoint.job_id, self.endpoint.rank,
+                               chunk.layer, self.round, chunk.mag_class, len(payload),
+                               chunk.seq, chunk.offset)
+        self.endpoint.send(hdr + payload, self.peer, tos)
+        self._sent_once[idx] = True
+        self.stats.data_packets += 1
+        self.endpoint.counters["data_packets_sent"] += 1
+        self.stats.bytes_sent += len(hdr) + len(payload)
+
+    def tick(self, now: float) -> float:
+        """Send what pacing allows, probe when everything went out; the next time to call."""
+        if self.done:
+            return INFINITY
+        if now - self.last_heard > self.options.peer_timeout:
+            raise PeerTimeout(f"{self.peer_name} at {self.peer[0]}:{self.peer[1]} did not answer "
+                              f"for {self.options.peer_timeout:.1f} s in round {self.round} "
+                              f"(dead or unreachable)")
+        pps = self.options.pace_pps
+        sent = 0
+        while self._pos < len(self._queue):
+            if pps > 0 and self._next_send > now:
+                return self._next_send
+            if sent >= self.options.burst:
+                return now
+            idx = self._queue[self._pos]
+            self._pos += 1
+            self._queued[idx] = False
+            if self.arrived[idx]:
+                continue
+            self._send_chunk(idx)
+            sent += 1
+            if pps > 0:
+                self._next_send = max(self._next_send, now - 1.0 / pps) + 1.0 / pps
+            if self._pos == len(self._queue):
+                self._next_probe = now + self.options.first_probe_delay
+        if self._next_probe == INFINITY:
+            self._next_probe = now + self.options.first_probe_delay
+        if now >= self._next_probe:
+            self.endpoint.send_control(wire.KIND_PROBE, self.peer, self.round, self.stage_flags)
+            self.stats.probes += 1
+            self._next_probe = now + self.options.probe_interval
+        return self._next_probe
+
+    def _requeue_missing(self, now: float, layer: int | None = None) -> None:
+        """Queue again every chunk (of `layer`, or of all layers) not known to have arrived."""
+        lo, hi = 0, len(self.arrived)
+        if layer is not None:
+            lo = self._base[layer]
+            hi = lo + self.plan.chunk_counts[layer]
+        missing = lo + np.flatnonzero(~self.arrived[lo:hi] & ~self._queued[lo:hi])
+        if len(missing):
+            self._queued[missing] = True
+            self._queue = self._queue[self._pos:] + missing.tolist()
+            self._pos = 0
+            self._next_probe = INFINITY
+
+    def on_packet(self, pkt: Received, now: float) -> None:
+        hdr = pkt.header
+        counters = self.endpoint.counters
+        if hdr.worker_rank != self.peer_rank:
+            counters["drop_foreign_rank"] += 1
+            return
+        if self.done:
+            counters["late_control"] += 1
+            return
+        self.last_heard = now
+        try:
+            if hdr.kind == wire.KIND_ACK:
+                for layer, seq in wire.unpack_ack_entries(pkt.payload):
+                    self.arrived[self._index(layer, seq)] = True
+            elif hdr.kind == wire.KIND_BITMAP:
+                count = self.plan.chunk_counts[self._layer(hdr.layer_id)]
+                bits = wire.unpack_bitmap(pkt.payload, count)
+                base = self._base[hdr.layer_id]
+                self.arrived[base:base + count] |= bits
+                self._requeue_missing(now, hdr.layer_id)
+            elif hdr.kind == wire.KIND_STOP:
+                self.done = True
+                self.stats.finished = now
+            elif hdr.kind == wire.KIND_PULL_REQ:
+                self._requeue_missing(now)
+            else:
+                counters["drop_unexpected_kind"] += 1
+        except PacketError as exc:
+            counters[f"drop_{exc.reason}"] += 1
+
+    def _layer(self, layer: int) -> int:
+        if layer >= self.plan.num_layers:
+            raise PacketError("corrupt", f"layer {layer} out of range")
+        return layer
+
+    def _index(self, layer: int, seq: int) -> int:
+        if seq >= self.plan.chunk_counts[self._layer(layer)]:
+            raise PacketError("corrupt", f"chunk {seq} of layer {layer} out of range")
+        return self._base[layer] + seq
+
+
+class SendGroup:
+    """The senders of one round and stage to several peers (the PS's pull), routed by rank."""
+
+    def __init__(self, sessions: list[SendSession]) -> None:
+        if not sessions:
+            raise ValueError("a send group needs at least one session")
+        self.round = sessions[0].round
+        self.pull = sessions[0].pull
+        self.by_rank = {s.peer_rank: s for s in sessions}
+
+    @property
+    def done(self) -> bool:
+        return all(s.done for s in self.by_rank.values())
+
+    @property
+    def active(self) -> bool:
+        return not self.done
+
+    def tick(self, now: float) -> float:
+        return min((s.tick(now) for s in self.by_rank.values() if s.active), default=INFINITY)
+
+    def on_packet(self, pkt: Received, now: float) -> None:
+        session = self.by_rank.get(pkt.header.worker_rank)
+        if session is None:
+            session = next(iter(self.by_rank.values()))
+        session.on_packet(pkt, now)

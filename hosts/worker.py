@@ -1,0 +1,98 @@
+"""Worker agent: computes gradients of the shared MLP on its shard of the digits and exchanges
+them with the parameter server every round (push gradients, pull parameters).
+
+Logs JSON lines `round` (push/pull time, pull delivered fraction, bytes, retransmissions).
+Run: python -m hosts.worker --rank R --workers N --ps IP [--ps-port 19527] [--transport ...]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from hosts import wire
+from hosts.cli import die_with_parent, run_agent
+from hosts.errors import ConfigError
+from hosts.exchange.config import add_transport_arguments, config_from_args
+from hosts.exchange.factory import worker_exchange
+from hosts.jsonlog import JsonLog
+from hosts.training import dataset
+from hosts.training.mlp import MLP
+from hosts.training.model_args import add_model_arguments, model_sizes
+from hosts.transport.chunking import ChunkPlan
+from hosts.transport.holes import HoleFill, fill_holes
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m hosts.worker", description=__doc__.splitlines()[0])
+    ap.add_argument("--rank", type=int, required=True, help="this worker's rank (0..N-1)")
+    ap.add_argument("--workers", type=int, required=True, help="number of workers N (for sharding)")
+    ap.add_argument("--ps", required=True, help="parameter server IPv4 address")
+    ap.add_argument("--ps-port", type=int, default=wire.GRADLANE_UDP_PORT)
+    ap.add_argument("--bind", default="0.0.0.0", help="local address")
+    ap.add_argument("--port", type=int, default=wire.GRADLANE_UDP_PORT,
+                    help="local UDP port (default 19527; 0 = any, e.g. several workers on one host)")
+    ap.add_argument("--rounds", type=int, help="stop after this many rounds even without LAST")
+    ap.add_argument("--log", help="JSON-lines log file (default stdout)")
+    ap.add_argument("--pid-file", help="write this process's PID here")
+    ap.add_argument("--die-with-parent", action="store_true", help="exit when the parent dies")
+    add_model_arguments(ap)
+    add_transport_arguments(ap)
+    return ap
+
+
+def work(args: argparse.Namespace) -> None:
+    if not 0 <= args.rank < args.workers:
+        raise ConfigError(f"--rank {args.rank} is outside 0..{args.workers - 1}")
+    if args.rank >= wire.PS_RANK:
+        raise ConfigError(f"--rank {args.rank} is reserved")
+    data = dataset.load(args.seed)
+    x, y = dataset.shard(data, args.rank, args.workers)
+    sizes = model_sizes(args, data.num_features, data.num_classes)
+    model = MLP(sizes, args.seed)
+    plan = ChunkPlan(model.layer_sizes(), args.chunk_elems)
+    config = config_from_args(args, model.num_layers, args.seed + args.rank)
+    per_epoch = dataset.rounds_per_epoch(data, args.workers, args.batch)
+    log = JsonLog(args.log, role="worker", rank=args.rank, transport=config.kind)
+    exchange = worker_exchange(config, plan, args.rank, (args.ps, args.ps_port),
+                               (args.bind, args.port if config.udp else 0))
+    rnd = 0
+    try:
+        while args.rounds is None or rnd < args.rounds:
+            t0 = time.monotonic()
+            before = exchange.counters.snapshot()
+            idx = dataset.batch_indices(len(y), args.batch, rnd, per_epoch, args.seed, args.rank)
+            loss, grads = model.loss_and_gradients(x[idx], y[idx])
+            push = exchange.push(rnd, grads)
+            pulled = exchange.pull(rnd)
+            # Pull-stage holes keep this worker's previous parameters (MLT); zero-filling
+            # weights would wreck the model, so --hole-fill applies to the push stage only.
+            model.set_flat([fill_holes(v, d, HoleFill.PREVIOUS, p) for v, d, p in
+                            zip(pulled.values, pulled.delivered, model.get_flat())])
+            delta = exchange.counters.since(before)
+            log.write("round", round=rnd, time_s=round(time.monotonic() - t0, 6),
+                      batch_loss=round(loss, 6), pull_s=round(pulled.seconds, 6),
+                      pull_delivered=[round(f, 4) for f in pulled.fractions],
+                      pull_closed_by=pulled.closed_by,
+                      bytes=delta.get("bytes_sent", 0) + delta.get("bytes_received", 0),
+                      drops={k: v for k, v in delta.items() if k.startswith("drop_")},
+                      **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in push.items()})
+            rnd += 1
+            if pulled.last:
+                break
+        exchange.linger()
+        log.write("done", rounds=rnd, counters=exchange.counters.snapshot())
+    finally:
+        exchange.close()
+        log.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.die_with_parent:
+        die_with_parent()
+    return run_agent(lambda: work(args), args.pid_file, "hosts.worker")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
