@@ -69,14 +69,18 @@ class SwitchTarget:
         """The BMv2 JSON of the current pipeline, or None."""
         return self._bmv2_json
 
-    def set_pipeline(self, bmv2_json: dict, p4info: Any = None) -> None:
+    def set_pipeline(self, bmv2_json: dict, p4info: Any = None,
+                     prepare: Callable[[Engine], None] | None = None) -> None:
         """Load a new program: build a live engine, apply the remembered TM settings, swap it in
         and stop the old engine. A program that fails to load leaves the old one running
-        (the engine's ProgramLoadError propagates)."""
+        (the engine's ProgramLoadError propagates). `prepare(engine)` runs on the loaded,
+        not yet live engine (e.g. to replay runtime state); if it raises, nothing changes."""
         engine = Engine(None, priority_queues=self.priority_queues, queue_depth=self.queue_depth,
                         log=self._log)
         engine.lock = self.lock  # one lock for the data path and every control server
         engine.load(bmv2_json)
+        if prepare is not None:
+            prepare(engine)
         with self.lock:
             for (kind, port, priority), value in self._tm.items():
                 self._apply_tm(engine, kind, value, port, priority)

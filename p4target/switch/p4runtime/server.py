@@ -1,0 +1,223 @@
+"""The P4Runtime gRPC service of one switch and its server lifecycle."""
+from __future__ import annotations
+
+import threading
+from concurrent import futures
+from importlib import metadata
+from typing import Callable, Iterator
+
+import grpc
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+from p4target.switch.target import SwitchTarget
+
+from .arbitration import Arbitration, election_id_of
+from .digests import DigestDispatcher
+from .entities import Entities
+from .errors import (Code, ListenError, P4RuntimeError, as_p4runtime_error, batch_status, unimplemented)
+from .packet_io import frame_from_packet_out, packet_in_from_frame
+from .pipeline import PipelineConfigs
+from .state import PipelineState
+from .stream import Stream, StreamHandler, _End
+from .translate import Translator
+
+Atomicity = p4runtime_pb2.WriteRequest
+READ_CHUNK = 1000  # entities per ReadResponse
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+
+
+def _api_version() -> str:
+    try:
+        return metadata.version("p4runtime")
+    except metadata.PackageNotFoundError:  # pragma: no cover
+        return "1.4.0"
+
+
+class _Status(grpc.Status):
+    def __init__(self, code: grpc.StatusCode, details: str, trailing_metadata: tuple) -> None:
+        self.code, self.details, self.trailing_metadata = code, details, trailing_metadata
+
+
+class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
+    """P4Runtime RPCs on one SwitchTarget (device id = target.device_id)."""
+
+    def __init__(self, target: SwitchTarget) -> None:
+        self.target = target
+        self.device_id = target.device_id
+        self._control = threading.RLock()  # serializes Write/Read/SetForwardingPipelineConfig
+        self._streams: set[Stream] = set()
+        self._streams_lock = threading.Lock()
+        self.arbitration = Arbitration(target.device_id, lambda s, msg: s.send(msg))
+        self.digests = DigestDispatcher(self._to_primaries)
+        self.configs = PipelineConfigs(target)
+        self._entities: Entities | None = None
+        self._handler = StreamHandler(self.arbitration, self._packet_out, self.digests.ack)
+        target.set_packet_in_listener(self._on_packet_in)
+        target.set_digest_listener(self.digests.on_digest)
+
+    # -- helpers -------------------------------------------------------------------------
+    def _check_device(self, device_id: int) -> None:
+        if device_id != self.device_id:
+            raise P4RuntimeError(Code.NOT_FOUND, f"unknown device id {device_id} (this is {self.device_id})")
+
+    def _check_primary(self, req) -> None:
+        if not self.arbitration.is_primary(req.role, election_id_of(req)):
+            raise P4RuntimeError(Code.PERMISSION_DENIED,
+                                 "not the primary client of this role (election id does not match)")
+
+    def _current(self) -> Entities:
+        """Entity handlers of the running pipeline (rebuilt if another front door swapped it)."""
+        engine = self.target.engine
+        ent = self._entities
+        if ent is not None and ent.state.engine is engine:
+            return ent
+        if engine is None or self.target.p4info is None:
+            raise P4RuntimeError(Code.FAILED_PRECONDITION, "no forwarding pipeline config is set")
+        self._on_commit(PipelineState(Translator(self.target.p4info, engine), engine))
+        return self._entities  # type: ignore[return-value]
+
+    def _on_commit(self, state: PipelineState) -> None:
+        self._entities = Entities(state, self.digests)
+        self.digests.reset(state.translator)
+
+    @staticmethod
+    def _run(context, fn: Callable):
+        try:
+            return fn()
+        except Exception as exc:
+            err = as_p4runtime_error(exc)
+        context.abort(err.code, err.message)
+
+    def _to_primaries(self, msg: p4runtime_pb2.StreamMessageResponse) -> None:
+        for stream in self.arbitration.primaries():
+            stream.send(msg)
+
+    def _packet_out(self, msg: p4runtime_pb2.PacketOut) -> None:
+        ent = self._entities
+        header = ent.state.translator.controller_headers.get("packet_out") if ent is not None else None
+        self.target.packet_out(frame_from_packet_out(header, msg))
+
+    def _on_packet_in(self, frame: bytes) -> None:
+        ent = self._entities
+        header = ent.state.translator.controller_headers.get("packet_in") if ent is not None else None
+        try:
+            pkt = packet_in_from_frame(header, frame)
+        except ValueError:
+            return  # too short for the packet_in header: BMv2 would not deliver it either
+        self._to_primaries(p4runtime_pb2.StreamMessageResponse(packet=pkt))
+
+    # -- RPCs ----------------------------------------------------------------------------
+    def Capabilities(self, request, context):
+        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=_api_version())
+
+    def SetForwardingPipelineConfig(self, request, context):
+        def run():
+            self._check_device(request.device_id)
+            self._check_primary(request)
+            with self._control:
+                self.configs.set(request, self._entities, self._on_commit)
+            return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+        return self._run(context, run)
+
+    def GetForwardingPipelineConfig(self, request, context):
+        def run():
+            self._check_device(request.device_id)
+            with self._control:
+                return p4runtime_pb2.GetForwardingPipelineConfigResponse(config=self.configs.get(request))
+        return self._run(context, run)
+
+    def Write(self, request, context):
+        def run():
+            self._check_device(request.device_id)
+            self._check_primary(request)
+            if request.atomicity != Atomicity.CONTINUE_ON_ERROR:
+                raise unimplemented("only CONTINUE_ON_ERROR atomicity is supported")
+            with self._control:
+                ent = self._current()
+                errors: list[P4RuntimeError | None] = []
+                with self.target.lock:
+                    for update in request.updates:
+                        try:
+                            ent.write(update)
+                            errors.append(None)
+                        except Exception as exc:
+                            errors.append(as_p4runtime_error(exc))
+            return errors
+        errors = self._run(context, run)
+        if any(e is not None for e in errors):
+            status = batch_status(errors)
+            context.abort_with_status(_Status(Code.UNKNOWN, status.message,
+                                              (("grpc-status-details-bin", status.SerializeToString()),)))
+        return p4runtime_pb2.WriteResponse()
+
+    def Read(self, request, context) -> Iterator[p4runtime_pb2.ReadResponse]:
+        def run():
+            self._check_device(request.device_id)
+            with self._control:
+                ent = self._current()
+                with self.target.lock:
+                    return [x for e in request.entities for x in ent.read(e)]
+        found = self._run(context, run)
+        for i in range(0, max(len(found), 1), READ_CHUNK):
+            yield p4runtime_pb2.ReadResponse(entities=found[i:i + READ_CHUNK])
+
+    def StreamChannel(self, request_iterator, context):
+        stream = Stream(context.peer())
+        with self._streams_lock:
+            self._streams.add(stream)
+        context.add_callback(stream.finish)
+        reader = threading.Thread(target=self._handler.serve, args=(stream, request_iterator),
+                                  name="p4rt-stream", daemon=True)
+        reader.start()
+        try:
+            for item in stream.responses():
+                if isinstance(item, _End):
+                    if item.error is not None:
+                        context.abort(item.error.code, item.error.message)
+                    return
+                yield item
+        finally:
+            self.arbitration.remove(stream)
+            with self._streams_lock:
+                self._streams.discard(stream)
+
+    def close(self) -> None:
+        """End every stream, stop digest delivery, detach from the target."""
+        self.target.set_packet_in_listener(None)
+        self.target.set_digest_listener(None)
+        with self._streams_lock:
+            streams = list(self._streams)
+        for s in streams:
+            s.finish()
+        self.digests.stop()
+
+
+class P4RuntimeServer:
+    """A running P4Runtime gRPC server; `port` is the bound TCP port."""
+
+    def __init__(self, target: SwitchTarget, addr: str, max_workers: int = 32) -> None:
+        self.service = P4RuntimeService(target)
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="p4rt"),
+                                   options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                                            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                                            ("grpc.so_reuseport", 0)])
+        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self.service, self._server)
+        try:
+            self.port = self._server.add_insecure_port(addr)
+        except RuntimeError as exc:
+            self.service.close()
+            raise ListenError(f"P4Runtime server cannot listen on {addr}: {exc}") from None
+        if not self.port:
+            self.service.close()
+            raise ListenError(f"P4Runtime server cannot listen on {addr}")
+        self._server.start()
+
+    def stop(self, grace: float = 0.5) -> None:
+        """Close all streams and stop serving (idempotent)."""
+        self.service.close()
+        self._server.stop(grace).wait()
+
+
+def start_p4runtime_server(target: SwitchTarget, addr: str) -> P4RuntimeServer:
+    """Serve P4Runtime for `target` on `addr` (host:port; port 0 picks a free one)."""
+    return P4RuntimeServer(target, addr)
