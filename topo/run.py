@@ -39,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--loss-pct", type=float, default=0.0, help="bottleneck link random loss, percent")
     p.add_argument("--burst", action="append", default=[], metavar="START+DURATION@LOSS",
                    help="scheduled loss burst on the bottleneck, e.g. 10s+500ms@0.7 (repeatable)")
+    p.add_argument("--no-controller", action="store_true",
+                   help="start the network only (switches unprogrammed; for debugging the target)")
     p.add_argument("--timeout", type=float, default=600.0, help="demo job time limit, s (default 600)")
     return p
 
@@ -48,6 +50,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
             or args.bottleneck_pps <= 0 or args.delay_ms < 0 or not 0 <= args.loss_pct <= 100:
         raise TopoError("need --workers >= 1, --background >= 0, --rounds >= 1, --queue-depth >= 1, "
                         "--bottleneck-pps > 0, --delay-ms >= 0, --loss-pct 0..100")
+    if args.demo and args.no_controller:
+        raise TopoError("--demo needs the controller (drop --no-controller)")
     for burst in args.burst:
         try:
             parse_impairment(f"1:burst={burst}")
@@ -56,7 +60,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
     params = TopoParams(workers=args.workers, background=args.background, bottleneck_pps=args.bottleneck_pps,
                         queue_depth=args.queue_depth, delay_ms=args.delay_ms, loss_pct=args.loss_pct)
     return RunConfig(topo_name=args.topo, build_dir=args.build, log_dir=args.log_dir, params=params,
-                     policy=args.policy, pcap=args.pcap, bursts=tuple(args.burst), rounds=args.rounds)
+                     policy=args.policy, pcap=args.pcap, bursts=tuple(args.burst), rounds=args.rounds,
+                     controller=not args.no_controller)
 
 
 def overview(session: RunSession) -> str:
@@ -85,6 +90,8 @@ def overview(session: RunSession) -> str:
     out.append("link impairments: " + "; ".join(imp))
     if session.controller is not None:
         out.append(f"controller: pid {session.controller.pid}, log {session.controller.log}, policy {cfg.policy}")
+    else:
+        out.append("controller: not started (--no-controller): switches have no table entries")
     out.append(f"description: {cfg.topology_path}; run record: {cfg.log_dir}/run.pids.json"
                + ("; pcaps in pcaps/" if cfg.pcap else ""))
     return "\n".join(out)

@@ -7,7 +7,6 @@ path reports it is not built) makes the dependent tests skip with a reason namin
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -21,8 +20,9 @@ from topo.processes import ManagedProcess
 from topo.switch_node import port_accepts
 from topo.toolchain import compiler_tool, switch_tool
 
-REPO = Path(__file__).resolve().parents[2]
-TRAFFIC = str(Path(__file__).with_name("traffic.py"))
+sys.path.insert(0, str(Path(__file__).parent))
+from topology_support import REPO, HostTraffic, need  # noqa: E402
+
 PROBE_GRPC_PORT = 50990
 PROBE_THRIFT_PORT = 9990
 
@@ -78,12 +78,6 @@ def switch_works(tmp_path_factory) -> None:
         proc.stop()
 
 
-def need(module: str, what: str) -> None:
-    """Skip the test when another package's module is missing."""
-    if not agents.available(module):
-        pytest.skip(f"{what} not available yet (python -m {module} missing)")
-
-
 @pytest.fixture
 def network(build_dir, switch_works, tmp_path):
     """Factory: start a RunSession for a topology (controller included) and stop it afterwards."""
@@ -111,40 +105,6 @@ def network(build_dir, switch_works, tmp_path):
         os.chdir(old)
 
 
-class HostTraffic:
-    """Runs tests/topology/traffic.py in hosts and collects its JSON reports."""
-
-    def __init__(self, session, log_dir: Path) -> None:
-        self.session = session
-        self.log_dir = log_dir
-        self.procs: list[ManagedProcess] = []
-
-    def start(self, host: str, *args: str) -> ManagedProcess:
-        argv = [sys.executable, "-u", TRAFFIC, *args]
-        name = f"traffic{len(self.procs)}@{host}"
-        proc = ManagedProcess(name, "agent", argv, self.log_dir / f"{name}.log", self.session.record,
-                              self.session.net.get(host), env={**os.environ, "PYTHONPATH": str(REPO)})
-        self.procs.append(proc.start())
-        return proc
-
-    def receiver(self, host: str, *args: str) -> ManagedProcess:
-        """Start a receiver and wait until it listens."""
-        proc = self.start(host, "recv", *args)
-        proc.wait_for_line(r'"listening"', 20, "receiver listening")
-        return proc
-
-    def result(self, proc: ManagedProcess, timeout: float = 120) -> dict:
-        """The last JSON line of a finished traffic process."""
-        code = proc.wait_exit(timeout)
-        assert code == 0, f"{proc.name} ended with {code}:\n{proc.output()[-1500:]}"
-        lines = [line for line in proc.output().splitlines() if line.startswith("{")]
-        return json.loads(lines[-1])
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            proc.stop()
-
-
 @pytest.fixture
 def traffic(tmp_path):
     """Factory: HostTraffic for a session; every process stopped afterwards."""
@@ -158,11 +118,3 @@ def traffic(tmp_path):
     yield make
     for ht in made:
         ht.stop()
-
-
-def gradctl_json(session, *args: str) -> object:
-    """`gradctl ARGS --json` against the session's controller, parsed (skip if gradctl is missing)."""
-    need(agents.GRADCTL_MODULE, "gradctl")
-    done = session.gradctl(*args, "--json")
-    assert done.returncode == 0, f"gradctl {' '.join(args)} failed: {done.stderr}"
-    return json.loads(done.stdout)

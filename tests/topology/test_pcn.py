@@ -1,0 +1,49 @@
+"""PCN: the queue a burst meets when it starts is shorter when the worker announced it with
+PCN-START (background ECN flows backed off under the lowered threshold) than without.
+
+PCN tree, three ECN-capable TCP flows from leaf l1's background hosts to the root's sink share
+l1's uplink queue with worker w1's bursts (one queue: the test policy puts the job in queue 0,
+where background TCP goes). Each burst's first packet carries the queue depth it met
+(tele_max_qdepth). Same lead time between the (PCN-)decision and the burst in both arms.
+"""
+import statistics
+import time
+
+from topology_support import pcn_policy
+
+TRIALS = 3
+LEAD_S = 1.0
+
+
+def _burst(t, ps_ip, round_, pcn):
+    rx = t.receiver("ps", "--idle", "1", "--pcn-ack", "--first", "1")
+    args = ["send", "--dst", ps_ip, "--layers", "0", "--count", "30", "--rate", "3000",
+            "--round", str(round_), "--lead", str(LEAD_S)]
+    report = t.result(t.start("w1", *args, *(["--pcn"] if pcn else [])))
+    if pcn:
+        assert report.get("pcn_ack"), "no PCN-ACK came back"
+    first = t.result(rx)["first"]
+    return first[0][2]  # tele_max_qdepth of the first burst packet
+
+
+def test_pcn_lowers_queue_at_burst_start(network, traffic, tmp_path):
+    session = network("pcn", policy=pcn_policy(tmp_path / "pcn.yaml"), workers=2, bottleneck_pps=300)
+    net, topo = session.net, session.topo
+    background = [h for h in topo.hosts_with_role("background") if topo.hosts[h].switch == "l1"]
+    assert len(background) == 3
+    for name in background + ["bs"]:
+        net.get(name).cmd("sysctl -qw net.ipv4.tcp_ecn=1")
+    t = traffic(session)
+    sink_ip = topo.hosts["bs"].ip
+    for i, name in enumerate(background):
+        server = t.command("bs", "iperf3", "-s", "-1", "-p", str(5201 + i))
+        server.wait_for(lambda s=server: "listening" in s.output().lower(), 10, "iperf3 listening")
+        t.command(name, "iperf3", "-c", sink_ip, "-p", str(5201 + i), "-t", "60")
+    time.sleep(5)  # background reaches its steady queue
+    ps_ip = topo.hosts["ps"].ip
+    plain, pcn = [], []
+    for trial in range(TRIALS):
+        plain.append(_burst(t, ps_ip, 10 + 2 * trial, pcn=False))
+        pcn.append(_burst(t, ps_ip, 11 + 2 * trial, pcn=True))
+    assert statistics.median(plain) > 15, f"background built no queue: {plain}"
+    assert statistics.median(pcn) < statistics.median(plain), f"with PCN {pcn}, without {plain}"

@@ -1,0 +1,20 @@
+"""A short training job over the network converges (PS + workers on Mininet hosts)."""
+from topology_support import need
+
+from topo.summary import final_accuracy, per_layer, rounds_completed
+
+ROUNDS = 30
+
+
+def test_short_training_converges(network):
+    need("hosts.ps", "parameter-server agent")
+    need("hosts.worker", "worker agent")
+    session = network("incast", workers=2, background=0, bottleneck_pps=2000)
+    result = session.train(rounds=ROUNDS, workers=2, timeout=400)
+    assert result.ok, {name: open(path).read()[-1500:] for name, path in result.logs.items()}
+    assert rounds_completed(result) >= ROUNDS
+    accuracy = final_accuracy(result)
+    assert accuracy is not None and accuracy >= 0.8, f"accuracy {accuracy}"
+    for layer, row in per_layer(result).items():
+        if row["bound"] == row["bound"]:  # bound reported
+            assert row["min"] >= 1 - row["bound"] - 1e-9, f"layer {layer}: {row}"

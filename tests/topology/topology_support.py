@@ -1,0 +1,147 @@
+"""Helpers of the topology tests: host traffic, policies, gradctl output."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from topo import agents
+from topo.processes import ManagedProcess
+
+REPO = Path(__file__).resolve().parents[2]
+TRAFFIC = str(Path(__file__).with_name("traffic.py"))
+
+
+def need(module: str, what: str) -> None:
+    """Skip the test when another package's module is missing."""
+    if not agents.available(module):
+        pytest.skip(f"{what} not available yet (python -m {module} missing)")
+
+
+class HostTraffic:
+    """Runs tests/topology/traffic.py in hosts and collects its JSON reports."""
+
+    def __init__(self, session, log_dir: Path) -> None:
+        self.session = session
+        self.log_dir = log_dir
+        self.procs: list[ManagedProcess] = []
+
+    def start(self, host: str, *args: str) -> ManagedProcess:
+        argv = [sys.executable, "-u", TRAFFIC, *args]
+        name = f"traffic{len(self.procs)}@{host}"
+        proc = ManagedProcess(name, "agent", argv, self.log_dir / f"{name}.log", self.session.record,
+                              self.session.net.get(host), env={**os.environ, "PYTHONPATH": str(REPO)})
+        self.procs.append(proc.start())
+        return proc
+
+    def receiver(self, host: str, *args: str) -> ManagedProcess:
+        """Start a receiver and wait until it listens."""
+        proc = self.start(host, "recv", *args)
+        proc.wait_for_line(r'"listening"', 20, "receiver listening")
+        return proc
+
+    def result(self, proc: ManagedProcess, timeout: float = 120) -> dict:
+        """The last JSON line of a finished traffic process."""
+        code = proc.wait_exit(timeout)
+        assert code == 0, f"{proc.name} ended with {code}:\n{proc.output()[-1500:]}"
+        lines = [line for line in proc.output().splitlines() if line.startswith("{")]
+        return json.loads(lines[-1])
+
+    def command(self, host: str, *argv: str) -> ManagedProcess:
+        """Start any command in a host (iperf3, ...)."""
+        name = f"{Path(argv[0]).name}{len(self.procs)}@{host}"
+        proc = ManagedProcess(name, "agent", list(argv), self.log_dir / f"{name}.log", self.session.record,
+                              self.session.net.get(host))
+        self.procs.append(proc.start())
+        return proc
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            proc.stop()
+
+
+def gradctl_json(session, *args: str) -> object:
+    """`gradctl ARGS --json` against the session's controller, parsed (skip if gradctl is missing)."""
+    need(agents.GRADCTL_MODULE, "gradctl")
+    done = session.gradctl(*args, "--json")
+    assert done.returncode == 0, f"gradctl {' '.join(args)} failed: {done.stderr}"
+    return json.loads(done.stdout)
+
+
+def budget_policy(path: Path, bound: float, threshold: int = 4) -> str:
+    """Job 1: layers 0-3 drop-eligible with push bound `bound` above queue depth `threshold`,
+    layers >= 4 never eligible; all in queue 4 so both see the same queue."""
+    path.write_text(f"""version: 1
+defaults:
+  drop_threshold: {threshold}
+  mag_classes: [0, 7]
+jobs:
+  - job: 1
+    name: budget-test
+    layers:
+      - range: [0, 3]
+        loss_bound: {bound}
+        pull_bound: {bound}
+        priority: 4
+        drop_eligible: true
+      - range: [4, 65535]
+        loss_bound: 0.0
+        priority: 4
+        drop_eligible: false
+""")
+    return str(path)
+
+
+def _leaves(data: Any, path: str = ""):
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _leaves(value, f"{path}.{key}")
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _leaves(value, f"{path}[{i}]")
+    elif isinstance(data, (int, float)) and not isinstance(data, bool):
+        yield path, data
+
+
+def selective_drops(stats: Any) -> int:
+    """Total selective drops over every switch and class (per-class 'dropped' packet counters)."""
+    return int(sum(v for path, v in _leaves(stats) if path.endswith(".dropped")))
+
+
+def pcn_policy(path: Path) -> str:
+    """Job 1: every layer in queue 0 (the queue background TCP uses), never dropped selectively,
+    so the burst's telemetry shows the depth of the queue the background flows build."""
+    path.write_text("""version: 1
+defaults:
+  mag_classes: [0, 7]
+jobs:
+  - job: 1
+    name: pcn-test
+    layers:
+      - range: [0, 65535]
+        loss_bound: 0.0
+        priority: 0
+        drop_eligible: false
+""")
+    return str(path)
+
+
+def pcap_counts(pcap_dir: Path, interface: str, direction: str = "out") -> dict[str, int]:
+    """{'gradient': n, 'tcp': n} frames in the pcap of `interface` (BMv2 names `IFACE_out.pcap`)."""
+    from scapy.layers.inet import TCP, UDP
+    from scapy.utils import rdpcap
+
+    files = sorted(pcap_dir.glob(f"{interface}_{direction}.pcap")) or \
+        sorted(pcap_dir.glob(f"*{interface}*{direction}*.pcap"))
+    assert files, f"no {direction} pcap for {interface} in {pcap_dir}: {sorted(p.name for p in pcap_dir.iterdir())}"
+    counts = {"gradient": 0, "tcp": 0}
+    for pkt in rdpcap(str(files[0])):
+        if UDP in pkt and pkt[UDP].dport == 19527:
+            counts["gradient"] += 1
+        elif TCP in pkt:
+            counts["tcp"] += 1
+    return counts
