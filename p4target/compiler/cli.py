@@ -154,10 +154,14 @@ def run(args: argparse.Namespace) -> int:
         raise _UsageError("no input file given")
     source = args.source
     output = args.output or (Path(source).stem + ".json")
-    paths = [output] + [p for p, _ in p4info_files]
-    dupes = sorted({p for p in paths if paths.count(p) > 1})
-    if dupes:
-        raise _UsageError(f"output file '{dupes[0]}' is named more than once")
+    if os.path.isdir(output):  # as the p4c driver does with an output directory
+        output = os.path.join(output, Path(source).stem + ".json")
+    seen: dict[str, str] = {}
+    for path in [output] + [p for p, _ in p4info_files]:
+        key = os.path.realpath(path)
+        if key in seen:
+            raise _UsageError(f"output file '{path}' is named more than once")
+        seen[key] = path
     if not os.path.exists(source):
         raise P4TargetError(f"{source}: No such file or directory")
     if not os.path.isfile(source):
@@ -169,6 +173,9 @@ def run(args: argparse.Namespace) -> int:
         raise P4TargetError("the compiler back end (p4target.compiler.compile_file) is not available") from None
     try:
         program = compile_file(source, include_dirs=list(args.include), defines=defines)
+        files = [(output, (json.dumps(program.bmv2_json, indent=2) + "\n").encode("utf-8"))]
+        for path, fmt in p4info_files:
+            files.append((path, serialize_p4info(program.p4info, fmt)))
     except P4TargetError:
         raise
     except Exception as exc:  # a compiler bug: report it on one line like p4c's "Compiler Bug"
@@ -176,10 +183,6 @@ def run(args: argparse.Namespace) -> int:
             raise
         raise P4TargetError(f"internal compiler error: {type(exc).__name__}: {exc} "
                             "(set P4TARGET_TRACEBACK=1 for the traceback)") from None
-
-    files = [(output, (json.dumps(program.bmv2_json, indent=2) + "\n").encode("utf-8"))]
-    for path, fmt in p4info_files:
-        files.append((path, serialize_p4info(program.p4info, fmt)))
     _write_all(files)
     return EXIT_OK
 

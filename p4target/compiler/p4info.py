@@ -504,7 +504,9 @@ def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHi
     _preamble(pt.preamble, symbols, PREFIX_TABLE, name, th.annotations)
 
     keys = t.get("key", []) or []
-    for label, override in (("key_names", th.key_names), ("key_bitwidths", th.key_bitwidths)):
+    key_names = th.key_names or None  # an empty list means "not given"
+    key_bitwidths = th.key_bitwidths or None
+    for label, override in (("key_names", key_names), ("key_bitwidths", key_bitwidths)):
         if override is not None and len(override) != len(keys):
             raise P4TargetError(f"table '{name}': {label} has {len(override)} entries "
                                 f"but the table has {len(keys)} keys")
@@ -512,13 +514,13 @@ def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHi
         mf = pt.match_fields.add()
         mf.id = i + 1
         target = key.get("target")
-        if th.key_names is not None:
-            mf.name = th.key_names[i]
+        if key_names is not None:
+            mf.name = key_names[i]
         elif key.get("name"):
             mf.name = key["name"]
         else:
             mf.name = target if isinstance(target, str) else ".".join(str(p) for p in target)
-        width = th.key_bitwidths[i] if th.key_bitwidths is not None else widths.width(target)
+        width = key_bitwidths[i] if key_bitwidths is not None else widths.width(target)
         if width is None:
             raise P4TargetError(f"table '{name}': cannot find the width of key '{mf.name}'")
         mf.bitwidth = int(width)

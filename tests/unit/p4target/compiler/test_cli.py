@@ -65,6 +65,7 @@ def test_help_and_version(capsys):
     (["x.p4", "--p4runtime-format", "text"], "--p4runtime-format needs --p4runtime-file"),
     (["x.p4", "--p4runtime-files", "a.txt,,b.txt"], "empty file name"),
     (["x.p4", "-o", "same.json", "--p4runtime-files", "same.json"], "'same.json' is named more than once"),
+    (["x.p4", "-o", "a.json", "--p4info", "./a.json"], "'./a.json' is named more than once"),
     (["x.p4", "--std", "p4-18"], "argument --std: invalid choice"),
 ])
 def test_usage_errors_exit_2_with_one_line(argv, fragment, capsys):
@@ -171,6 +172,14 @@ def test_outputs_written_in_every_format(fake_backend, source, tmp_path, capsys,
     assert infos[0] == infos[1] == infos[2]
     assert P4InfoIndex(infos[0]).table_id("MyIngress.ipv4_lpm") == 37375156
     assert json.loads((tmp_path / "legacy.out").read_text())["pkgInfo"]["arch"] == "v1model"
+
+
+def test_output_directory_gets_basename_json(fake_backend, source, tmp_path, capsys):
+    out_dir = tmp_path / "build"
+    out_dir.mkdir()
+    code, _, err = run_cli([source, "-o", out_dir], capsys)
+    assert code == 0, err
+    assert json.loads((out_dir / "prog.json").read_text())["program"] == "l3_router.p4"
 
 
 def test_compile_error_prints_location_and_writes_nothing(fake_backend, tmp_path, capsys, monkeypatch):

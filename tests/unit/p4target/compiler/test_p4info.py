@@ -480,3 +480,12 @@ def test_text_files_carry_p4cs_schema_header(tmp_path):
     write_p4info(build_p4info(l3_router()), tmp_path / "p.txt")
     assert (tmp_path / "p.txt").read_text().startswith(
         "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n")
+
+
+def test_empty_key_overrides_mean_not_given():
+    hints = P4InfoHints(tables={"MyIngress.ipv4_lpm": TableHints(key_names=[], key_bitwidths=[])})
+    table = P4InfoIndex(build_p4info(l3_router(), hints)).table("MyIngress.ipv4_lpm")
+    assert [(m.name, m.bitwidth) for m in table.match_fields] == [("hdr.ipv4.dstAddr", 32)]
+    hints = P4InfoHints(tables={"MyIngress.ipv4_lpm": TableHints(key_names=["dst"], key_bitwidths=[24])})
+    table = P4InfoIndex(build_p4info(l3_router(), hints)).table("MyIngress.ipv4_lpm")
+    assert [(m.name, m.bitwidth) for m in table.match_fields] == [("dst", 24)]
