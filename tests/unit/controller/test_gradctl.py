@@ -1,0 +1,186 @@
+"""gradctl: argument parsing and one-line errors; the daemon and gradctl end to end over gRPC."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import diamond
+from ctl_p4rt_server import TestP4RuntimeServer
+from google.protobuf import text_format
+
+from controller import api
+from controller import p4names as N
+from controller.gradctl import main
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("argv", [[], ["policy"], ["policy", "apply"], ["policy", "set"], ["stats"],
+                                  ["pcn"], ["pcn", "set"], ["switches"], ["policy", "phase"]])
+def test_help_everywhere(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv + ["--help"])
+    assert info.value.code == 0
+    assert "usage: gradctl" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["policy", "set", "--job", "1", "--layers", "5-2", "--loss-bound", "0.1"], "expected 0 <= LO <= HI"),
+    (["policy", "set", "--job", "1", "--layers", "0-3", "--loss-bound", "1.5"], "must be in [0, 1], got 1.5"),
+    (["policy", "set", "--job", "1", "--layers", "0-3", "--priority", "9"], "priority must be 0..7"),
+    (["policy", "set", "--job", "1", "--layers", "0-3", "--drop-eligible", "maybe"], "expected yes or no"),
+    (["policy", "set", "--layers", "0-3"], "the following arguments are required: --job"),
+    (["pcn", "set", "--switch", "s1", "--port", "x", "--threshold", "3"], "expected a non-negative integer"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_bad_arguments_exit_2_with_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert message in err and err.startswith("gradctl: error:") and err.count("\n") == 1
+
+
+def test_bad_policy_file_is_named_before_anything_is_sent(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("jobs:\n  - job: 1\n    layers:\n      - {range: [0, 3], loss_bound: 1.5}\n")
+    code, out, err = run(capsys, "--socket", str(tmp_path / "none.sock"), "policy", "apply", str(bad))
+    assert code == 1
+    assert err == f"gradctl: error: {bad}: jobs[0].layers[0].loss_bound: must be in [0, 1], got 1.5\n"
+    code, out, err = run(capsys, "policy", "apply", "--check", "controller/policies/default.yaml")
+    assert code == 0 and out == "controller/policies/default.yaml: valid\n"
+
+
+def test_no_daemon_is_a_one_line_error(tmp_path, capsys):
+    code, out, err = run(capsys, "--socket", str(tmp_path / "c.sock"), "switches")
+    assert code == 1
+    assert err.startswith(f"gradctl: error: no controller daemon at {tmp_path / 'c.sock'}")
+    code, out, err = run(capsys, "--socket", str(tmp_path / "c.sock"), "--direct", "switches")
+    assert (code, err) == (1, "gradctl: error: --direct needs --topology and --p4info\n")
+
+
+@pytest.fixture
+def network(tmp_path, p4info_msg):
+    """Four test switches, their topology file, P4Info and BMv2 JSON files."""
+    servers = {f"s{i}": TestP4RuntimeServer().start() for i in range(1, 5)}
+    topo = tmp_path / "diamond.topology.json"
+    topo.write_text(json.dumps(diamond({n: s.address for n, s in servers.items()})))
+    p4info = tmp_path / "gradlane.p4info.txtpb"
+    p4info.write_text(text_format.MessageToString(p4info_msg))
+    bmv2 = tmp_path / "gradlane.json"
+    bmv2.write_text('{"program": "test"}')
+    yield {"servers": servers, "topology": topo, "p4info": p4info, "bmv2": bmv2, "dir": tmp_path}
+    for s in servers.values():
+        s.stop()
+
+
+def start_daemon(net, *extra):
+    sock = net["dir"] / "ctl.sock"
+    pid_file = net["dir"] / "ctl.pid"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller.daemon", "--topology", str(net["topology"]),
+         "--p4info", str(net["p4info"]), "--bmv2-json", str(net["bmv2"]), "--listen", str(sock),
+         "--pid-file", str(pid_file), "--state-file", str(net["dir"] / "state.json"),
+         "--no-queues", *extra],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while api.ping(sock) is None:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"daemon did not come up: {proc.communicate()}")
+        time.sleep(0.1)
+    return proc, sock, pid_file
+
+
+def stop_daemon(proc):
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    proc.communicate()
+
+
+def test_daemon_and_gradctl_end_to_end(network, capsys):
+    proc, sock, pid_file = start_daemon(network, "--policy", "controller/policies/default.yaml")
+    try:
+        assert pid_file.read_text().strip() == str(proc.pid)
+        s = ["--socket", str(sock)]
+        code, out, _ = run(capsys, *s, "--json", "switches")
+        assert code == 0 and [r["pipeline_loaded"] for r in json.loads(out)] == [True] * 4
+        code, out, _ = run(capsys, *s, "switches")
+        assert out.splitlines()[0].split() == ["SWITCH", "ADDRESS", "REACHABLE", "PRIMARY", "PIPELINE", "ERROR"]
+
+        code, out, _ = run(capsys, *s, "--json", "policy", "show")
+        classes = json.loads(out)["classes"]
+        assert [(c["layers"], c["loss_bound"]) for c in classes] == [
+            ([0, 3], 0.011), ([4, 65535], 0.004), ([4, 65535], 0.0)]
+
+        code, out, _ = run(capsys, *s, "policy", "set", "--job", "1", "--layers", "0-3",
+                           "--loss-bound", "0.05", "--priority", "7")
+        assert code == 0 and out.splitlines()[0] == "s1: 0 inserted, 1 modified, 0 deleted"
+        class_entries = network["servers"]["s2"].entities("table_entry")
+        bounds = sorted(int.from_bytes(p.value, "big") for e in class_entries if e.table_entry.table_id == 0x02000003
+                        for p in e.table_entry.action.action.params if p.param_id == 4)
+        assert bounds == [0, 40, 500]   # the new 500 bp, the others unchanged
+
+        code, _, err = run(capsys, *s, "policy", "set", "--job", "1", "--layers", "2-5", "--loss-bound", "0.1")
+        assert code == 1 and err.startswith("gradctl: error: jobs[0].layers[3]: overlaps jobs[0].layers[0]")
+
+        # counters: 1000 seen, 30 dropped in slot 0 on s1 -> 3 % against a 5 % bound
+        s1 = network["servers"]["s1"]
+        s1.set_counter_sizes_from_p4info()
+        ids = {c.preamble.name: c.preamble.id for c in s1.p4info.counters}
+        s1.counters[(ids[N.SLOT_SEEN_CTR], 0)] = (1000, 64000)
+        s1.counters[(ids[N.SLOT_DROPPED_CTR], 0)] = (30, 1920)
+        s1.counters[(ids[N.QUEUE_TX_CTR], N.queue_index(2, 7))] = (970, 0)
+        code, out, _ = run(capsys, *s, "--json", "stats", "--switch", "s1")
+        st = json.loads(out)["s1"]
+        row = st["classes"][0]
+        assert (row["seen"], row["dropped"], row["loss"], row["bound"], row["within_bound"]) == \
+            (1000, 30, 0.03, 0.05, True)
+        assert {"port": 2, "prio": 7, "tx": 970, "dropped": 0, "marked": 0} in st["queues"]
+        code, out, _ = run(capsys, *s, "stats", "--switch", "s1")
+        assert "3.00%" in out and "5.00%" in out
+
+        code, out, _ = run(capsys, *s, "pcn", "set", "--switch", "s1", "--port", "2", "--threshold", "5")
+        assert (code, out) == (0, "s1 port 2: normal 40, pcn 5\n")
+        code, out, _ = run(capsys, *s, "--json", "pcn", "show")
+        rows = {(r["switch"], r["port"]): r for r in json.loads(out)}
+        assert (rows[("s1", 2)]["normal"], rows[("s1", 2)]["pcn"]) == (40, 5)
+        code, _, err = run(capsys, *s, "pcn", "set", "--switch", "s1", "--port", "9", "--threshold", "5")
+        assert code == 1 and err == "gradctl: error: switch s1 has no port 9 (ports: 1, 2, 3, 4)\n"
+
+        # a second controller must not take over while the daemon runs
+        code, _, err = run(capsys, *s, "--direct", "--topology", str(network["topology"]),
+                           "--p4info", str(network["p4info"]), "switches")
+        assert code == 1 and "drop --direct so the two do not fight" in err
+    finally:
+        stop_daemon(proc)
+    assert not pid_file.exists() and not sock.exists()
+
+
+def test_direct_mode_without_daemon(network, capsys, monkeypatch):
+    monkeypatch.chdir(network["dir"])
+    args = ["--socket", str(network["dir"] / "none.sock"), "--direct", "--topology", str(network["topology"]),
+            "--p4info", str(network["p4info"]), "--bmv2-json", str(network["bmv2"])]
+    code, out, err = run(capsys, *args, "policy", "apply", str(REPO / "controller/policies/default.yaml"))
+    assert code == 0, err
+    assert out.splitlines()[0] == "s1: 3 inserted, 0 modified, 0 deleted"
+    code, out, _ = run(capsys, *args, "--json", "policy", "show")
+    assert len(json.loads(out)["classes"]) == 3      # state persisted under logs/
+    assert (network["dir"] / "logs" / "diamond.controller.json").exists()
