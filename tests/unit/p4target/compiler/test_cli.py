@@ -258,11 +258,28 @@ def test_compile_gradlane(tmp_path, capsys):
     assert len(info.tables) > 0 and len(info.actions) > 0
 
 
+BAD_PROGRAM = """#include <core.p4>
+#include <v1model.p4>
+struct H {}
+struct M {}
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t s) { state start { transition accept; } }
+control VC(inout H h, inout M m) { apply {} }
+control I(inout H h, inout M m, inout standard_metadata_t s) {
+    apply { s.egress_spec = undefined_thing; }
+}
+control E(inout H h, inout M m, inout standard_metadata_t s) { apply {} }
+control CC(inout H h, inout M m) { apply {} }
+control D(packet_out p, in H h) { apply {} }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
 @needs_backend
 def test_real_compile_error_location(tmp_path, capsys):
     bad = tmp_path / "bad.p4"
-    bad.write_text("#include <core.p4>\n#include <v1model.p4>\ncontrol C() { apply { undefined_thing = 1; } }\n")
+    bad.write_text(BAD_PROGRAM)
     code, out, err = run_cli([bad, "-o", tmp_path / "bad.json", "--p4runtime-files", f"{tmp_path}/p.txt"], capsys)
     assert code == 1 and out == ""
-    assert re.match(rf"^{re.escape(str(bad))}:\d+:\d+: error: ", err), err
+    assert re.match(rf"^{re.escape(str(bad))}:8:\d+: error: .*undefined_thing", err), err
+    assert err.count("\n") == 1
     assert sorted(os.listdir(tmp_path)) == ["bad.p4"]
