@@ -129,7 +129,13 @@ class StfRunner:
         priority = a["priority"]
         if table.match_type == "ternary" and priority is None:
             priority = 1
-        self.engine.table_add(tname, key, action, data, priority if table.match_type == "ternary" else None)
+        priority = priority if table.match_type == "ternary" else None
+        if table.profile is not None:
+            # STF names an action directly; like p4c's BMv2 STF backend, give it a member
+            member = self.engine.act_prof_add_member(table.profile.name, action, data)
+            self.engine.table_add(tname, key, priority=priority, member=member)
+        else:
+            self.engine.table_add(tname, key, action, data, priority)
 
     def _do_setdefault(self, cmd: Command) -> None:
         a = cmd.args

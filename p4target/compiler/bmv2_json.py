@@ -1,0 +1,156 @@
+"""Accumulates a program in BMv2's JSON format (the shape p4c-bm2-ss writes)."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from p4target.compiler.types import P4Type, bit_width, is_signed
+
+
+def hexstr(value: int, bitwidth: Optional[int] = None) -> dict:
+    out: dict = {"type": "hexstr", "value": hex(value) if value >= 0 else "-" + hex(-value)}
+    if bitwidth is not None:
+        out["bitwidth"] = bitwidth
+    return out
+
+
+def expr(op: str, left: Optional[dict], right: Optional[dict], **extra: Any) -> dict:
+    value = {"op": op, "left": left, "right": right}
+    value.update(extra)
+    return {"type": "expression", "value": value}
+
+
+def data_hex(value: int, width: int) -> str:
+    """Action data / match key as p4c writes it: hex, two's complement within width."""
+    value &= (1 << width) - 1 if width else 0
+    return "0x" + format(value, "0" + str(max(1, (width + 3) // 4)) + "x")
+
+
+class Bmv2Program:
+    """Lists of the BMv2 JSON document, with ids assigned in insertion order."""
+
+    def __init__(self, program_name: str) -> None:
+        self.program_name = program_name
+        self.header_types: list[dict] = []
+        self.headers: list[dict] = []
+        self.header_stacks: list[dict] = []
+        self.header_union_types: list[dict] = []
+        self.header_unions: list[dict] = []
+        self.field_lists: list[dict] = []
+        self.learn_lists: list[dict] = []
+        self.errors: list[list] = []
+        self.enums: list[dict] = []
+        self.parsers: list[dict] = []
+        self.deparsers: list[dict] = []
+        self.meter_arrays: list[dict] = []
+        self.counter_arrays: list[dict] = []
+        self.register_arrays: list[dict] = []
+        self.calculations: list[dict] = []
+        self.actions: list[dict] = []
+        self.pipelines: list[dict] = []
+        self.checksums: list[dict] = []
+        self.extern_instances: list[dict] = []
+        self.scalar_fields: list[list] = []
+        self._scalar_names: set[str] = set()
+        self._header_type_ids: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ storage
+    def add_header_type(self, name: str, fields: list[tuple[str, P4Type]]) -> str:
+        """Add a header type once (by name); returns its BMv2 name."""
+        if name in self._header_type_ids:
+            return self._header_type_ids[name]
+        out_fields = []
+        for fname, ftype in fields:
+            out_fields.append([fname, bit_width(ftype), is_signed(ftype)])
+        self.header_types.append({"name": name, "id": len(self.header_types), "fields": out_fields})
+        self._header_type_ids[name] = name
+        return name
+
+    def add_header(self, name: str, header_type: str, metadata: bool) -> int:
+        hid = len(self.headers)
+        self.headers.append({"name": name, "id": hid, "header_type": header_type,
+                             "metadata": metadata, "pi_omit": True})
+        return hid
+
+    def header_id(self, name: str) -> int:
+        for h in self.headers:
+            if h["name"] == name:
+                return h["id"]
+        raise KeyError(name)
+
+    def add_scalar(self, base: str, t: P4Type) -> str:
+        """A fresh field of the ``scalars`` metadata header; returns its (unique) name."""
+        name = base
+        n = 0
+        while name in self._scalar_names:
+            name = f"{base}_{n}"
+            n += 1
+        self._scalar_names.add(name)
+        self.scalar_fields.append([name, bit_width(t), is_signed(t)])
+        return name
+
+    # ------------------------------------------------------------------ code
+    def add_action(self, name: str, runtime_data: list[tuple[str, int]], primitives: list[dict]) -> int:
+        aid = len(self.actions)
+        self.actions.append({"name": name, "id": aid,
+                             "runtime_data": [{"name": n, "bitwidth": w} for n, w in runtime_data],
+                             "primitives": primitives})
+        return aid
+
+    def add_calculation(self, algo: str, inputs: list[dict]) -> str:
+        for c in self.calculations:
+            if c["algo"] == algo and c["input"] == inputs:
+                return c["name"]
+        name = f"calc_{len(self.calculations)}" if self.calculations else "calc"
+        self.calculations.append({"name": name, "id": len(self.calculations), "algo": algo,
+                                  "input": inputs})
+        return name
+
+    def document(self) -> dict:
+        """The whole BMv2 JSON document."""
+        scalars_type = {"name": "scalars_0", "id": len(self.header_types),
+                        "fields": self._padded(self.scalar_fields)}
+        header_types = self.header_types + [scalars_type]
+        headers = [{"name": "scalars", "id": len(self.headers), "header_type": "scalars_0",
+                    "metadata": True, "pi_omit": True}]
+        # BMv2 looks headers up by id: scalars goes last so existing ids stay valid
+        headers = self.headers + headers
+        for t in header_types:
+            if t["name"] != "scalars_0" and any(h["metadata"] and h["header_type"] == t["name"]
+                                                 for h in self.headers):
+                t["fields"] = self._padded(t["fields"])
+        return {
+            "header_types": header_types,
+            "headers": headers,
+            "header_stacks": self.header_stacks,
+            "header_union_types": self.header_union_types,
+            "header_unions": self.header_unions,
+            "header_union_stacks": [],
+            "field_lists": self.field_lists,
+            "errors": self.errors,
+            "enums": self.enums,
+            "parsers": self.parsers,
+            "parse_vsets": [],
+            "deparsers": self.deparsers,
+            "meter_arrays": self.meter_arrays,
+            "counter_arrays": self.counter_arrays,
+            "register_arrays": self.register_arrays,
+            "calculations": self.calculations,
+            "learn_lists": self.learn_lists,
+            "actions": self.actions,
+            "pipelines": self.pipelines,
+            "checksums": self.checksums,
+            "force_arith": [],
+            "extern_instances": self.extern_instances,
+            "field_aliases": [],
+            "program": self.program_name,
+            "__meta__": {"version": [2, 23], "compiler": "gradlane p4target"},
+        }
+
+    @staticmethod
+    def _padded(fields: list[list]) -> list[list]:
+        """BMv2 wants metadata headers a whole number of bytes long: pad with ``_padding``."""
+        fields = [f for f in fields if not f[0].startswith("_padding")]
+        total = sum(f[1] for f in fields)
+        if total % 8:
+            fields = fields + [["_padding", 8 - total % 8, False]]
+        return fields

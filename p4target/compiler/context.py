@@ -1,0 +1,89 @@
+"""State shared by every lowering step of one compilation."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from p4target.compiler.bmv2_json import Bmv2Program
+from p4target.compiler.expressions import Env
+from p4target.compiler.semantics import ProgramScope
+from p4target.compiler.storage import Storage
+from p4target.compiler.values import ActionSymbol, ExternInstance, StructValue
+
+
+@dataclass
+class TableInfo:
+    """What P4Info needs about one table beyond its BMv2 JSON."""
+    annotations: list[str] = field(default_factory=list)
+    action_scopes: dict[str, str] = field(default_factory=dict)
+    const_default_action: bool = False
+    is_const_table: bool = False
+    key_names: list[str] = field(default_factory=list)
+    key_bitwidths: list[int] = field(default_factory=list)
+    implementation: Optional[str] = None
+    direct_counter: Optional[str] = None
+    direct_meter: Optional[str] = None
+    size: Optional[int] = None
+
+
+class Context:
+    """One compilation: program scope, output document, storage, names, P4Info facts."""
+
+    def __init__(self, scope: ProgramScope, program_name: str) -> None:
+        self.scope = scope
+        self.out = Bmv2Program(program_name)
+        self.storage = Storage(self.out)
+        self.global_env = Env()
+        for name, decl in scope.actions.items():
+            self.global_env.define(name, ActionSymbol(decl, name, None))
+        self.metadata: Optional[StructValue] = None
+        self.externs: dict[str, ExternInstance] = {}
+        self.tables: dict[str, TableInfo] = {}
+        self.applied_tables: set[str] = set()
+        self.table_envs: dict[str, Env] = {}
+        self.action_annotations: dict[str, list[str]] = {}
+        self.extern_annotations: dict[str, list[str]] = {}
+        self.hidden: set[str] = set()
+        self.direct_meter_targets: dict[str, list] = {}
+        self.digests: dict[str, tuple[str, list[tuple[str, int]]]] = {}
+        self._names: dict[str, int] = {}
+        self._used_action_names: set[str] = set()
+        self.pipeline: Optional[dict] = None
+        self.profile_kinds: dict[str, tuple[str, int]] = {}
+        self._table_ids = 0
+        self._profile_ids = 0
+        self._node_ids = 0
+
+    def fresh_table_id(self) -> int:
+        self._table_ids += 1
+        return self._table_ids - 1
+
+    def fresh_profile_id(self) -> int:
+        self._profile_ids += 1
+        return self._profile_ids - 1
+
+    def fresh_node_id(self) -> int:
+        self._node_ids += 1
+        return self._node_ids - 1
+
+    def fresh(self, base: str) -> str:
+        """``base``, ``base_0``, ``base_1``... (p4c's style for synthesized names)."""
+        n = self._names.get(base)
+        self._names[base] = 0 if n is None else n + 1
+        return base if n is None else f"{base}_{n}"
+
+    def action_name(self, base: str) -> str:
+        name, n = base, 0
+        while name in self._used_action_names:
+            name = f"{base}_{n}"
+            n += 1
+        self._used_action_names.add(name)
+        return name
+
+    def annotations_text(self, annotations: Any) -> list[str]:
+        out = []
+        for a in annotations or ():
+            if a.name in ("name", "id", "defaultonly", "tableonly", "hidden", "noWarn", "priority"):
+                continue
+            out.append(f"@{a.name}" + (f"({a.raw})" if a.raw else ""))
+        return out

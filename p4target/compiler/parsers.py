@@ -1,0 +1,202 @@
+"""Parsers lowered to BMv2 parse states (extract, set, verify, advance, select transitions)."""
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any, Optional
+
+from p4target.compiler import ast, externs
+from p4target.compiler.bmv2_json import expr, hexstr
+from p4target.compiler.expressions import to_data
+from p4target.compiler.semantics import fail
+from p4target.compiler.statements import Prims, StatementLowering, predicate
+from p4target.compiler.types import Bits, Bool, ExternT, bit_width
+from p4target.compiler.values import ConstValue, ControlContext, Value
+from p4target.errors import UnsupportedError
+
+if TYPE_CHECKING:
+    from p4target.compiler.context import Context
+
+PARSER_OPS = {"__extract": "extract", "__advance": "advance", "assign": "set", "verify": "verify"}
+
+
+def range_masks(lo: int, hi: int, width: int) -> list[tuple[int, int]]:
+    """Cover ``lo..hi`` exactly with (value, mask) prefix pairs."""
+    full = (1 << width) - 1
+    out = []
+    while lo <= hi:
+        size = 1
+        while lo % (size * 2) == 0 and lo + size * 2 - 1 <= hi and size * 2 <= (1 << width):
+            size *= 2
+        out.append((lo, full & ~(size - 1)))
+        lo += size
+    return out
+
+
+class ParserLowering:
+    """One parser instance lowered to BMv2's ``parsers[0]``."""
+
+    def __init__(self, ctx: "Context", decl: ast.ParserDecl, prefix: str, bindings: dict[str, Value]) -> None:
+        self.ctx = ctx
+        self.decl = decl
+        self.control = ControlContext(prefix, decl)
+        self.env = ctx.global_env.child(bindings)
+        self.init_ops: list[dict] = []
+        self.extra_states: dict[str, dict] = {}
+        sl = StatementLowering(ctx, self.env, self.control, in_parser=True, block_kind="parser")
+        for d in decl.locals:
+            if isinstance(d, (ast.VariableDecl, ast.ConstDecl)):
+                for item in sl.statement(d):
+                    self.init_ops += self._ops(item.primitives if isinstance(item, Prims) else [])
+            elif isinstance(d, ast.InstantiationDecl):
+                t = ctx.scope.resolve(d.type)
+                if not isinstance(t, ExternT):
+                    raise UnsupportedError.at(d.loc, "sub-parser instances")
+                self.env.define(d.name, externs.instantiate(ctx, d, self.control.qualify(d.name, d.annotations),
+                                                            t, sl.ex._const_lookup))
+            elif isinstance(d, ast.ValueSetDecl):
+                raise UnsupportedError.at(d.loc, "parser value sets")
+            else:
+                raise UnsupportedError.at(d.loc, f"parser local {type(d).__name__}")
+
+    def build(self) -> dict:
+        names = {s.name for s in self.decl.states}
+        if "start" not in names:
+            raise fail(self.decl, f"parser '{self.decl.name}' has no start state")
+        states = []
+        for st in self.decl.states:
+            states.append(self._state(st, names))
+            if st.name == "start" and self.init_ops:
+                states[-1]["parser_ops"] = self.init_ops + states[-1]["parser_ops"]
+        states += list(self.extra_states.values())
+        for i, s in enumerate(states):
+            s["id"] = i
+        return {"name": "parser", "id": 0, "init_state": "start", "parse_states": states}
+
+    def _ops(self, prims: list[dict]) -> list[dict]:
+        out = []
+        for p in prims:
+            op = PARSER_OPS.get(p["op"])
+            if op is not None:
+                out.append({"op": op, "parameters": p["parameters"]})
+            elif p["op"] == "__emit":
+                raise fail(self.decl, "emit() in a parser")
+            else:
+                out.append({"op": "primitive", "parameters": [p]})
+        return out
+
+    def _state(self, st: ast.ParserState, names: set[str]) -> dict:
+        sl = StatementLowering(self.ctx, self.env.child(), self.control, in_parser=True, block_kind="parser")
+        items = sl.block(st.statements)
+        ops = self._ops(predicate(self.ctx, items, st))
+        out = {"name": st.name, "id": 0, "parser_ops": ops, "transition_key": [], "transitions": []}
+        tr = st.transition
+        if tr is None:
+            raise fail(st, f"state '{st.name}' has no transition")
+        if isinstance(tr, ast.PathExpression):
+            out["transitions"] = [self._default(self._target(tr.name, names, tr))]
+            return out
+        if not isinstance(tr, ast.SelectExpression):
+            raise fail(tr, "transition must name a state or be a select")
+        widths = []
+        for k in tr.keys:
+            j, t = sl.ex.lower(k)
+            if isinstance(t, Bool):
+                j, t = to_data(j, t), Bits(1)
+                if j.get("type") == "expression" and j["value"].get("op") == "b2d" and \
+                        j["value"]["right"].get("type") == "expression" and \
+                        j["value"]["right"]["value"].get("op") == "d2b":
+                    j = j["value"]["right"]["value"]["right"]
+            if j.get("type") not in ("field", "lookahead", "stack_field"):
+                tmp = self.ctx.out.add_scalar("select_key", t)
+                dst = {"type": "field", "value": ["scalars", tmp]}
+                ops.append({"op": "set", "parameters": [dst, j]})
+                j = dst
+            out["transition_key"].append(j)
+            widths.append(bit_width(t))
+        transitions = []
+        for case in tr.cases:
+            target = self._target(case.state, names, case)
+            comps = self._components(case.keyset, len(widths), case)
+            alternatives = [self._alternatives(sl, c, w, case) for c, w in zip(comps, widths)]
+            if all(a == [(0, 0)] for a in alternatives):
+                transitions.append(self._default(target))
+                break
+            for combo in itertools.product(*alternatives):
+                value = mask = 0
+                exact = True
+                total = 0
+                for (v, m), w in zip(combo, widths):
+                    pw = (w + 7) // 8 * 8
+                    value = (value << pw) | v
+                    mask = (mask << pw) | m
+                    exact = exact and m == (1 << w) - 1
+                    total += pw
+                digits = total // 4
+                transitions.append({"type": "hexstr", "value": "0x" + format(value, f"0{digits}x"),
+                                    "mask": None if exact else "0x" + format(mask, f"0{digits}x"),
+                                    "next_state": target})
+        else:
+            transitions.append(self._default(self._no_match()))
+        out["transitions"] = transitions
+        return out
+
+    @staticmethod
+    def _default(target: Optional[str]) -> dict:
+        return {"type": "default", "value": None, "mask": None, "next_state": target}
+
+    def _target(self, name: str, names: set[str], node: Any) -> Optional[str]:
+        if name == "accept":
+            return None
+        if name == "reject":
+            return self._error_state("reject", "NoError")
+        if name not in names:
+            raise fail(node, f"unknown parser state '{name}'")
+        return name
+
+    def _no_match(self) -> str:
+        return self._error_state("noMatch", "NoMatch")
+
+    def _error_state(self, name: str, error: str) -> str:
+        if name not in self.extra_states:
+            code = self.ctx.scope.errors.get(error, 0)
+            self.extra_states[name] = {
+                "name": name, "id": 0,
+                "parser_ops": [{"op": "verify", "parameters": [{"type": "bool", "value": False}, hexstr(code)]}],
+                "transition_key": [], "transitions": [self._default(None)]}
+        return name
+
+    @staticmethod
+    def _components(keyset: ast.Expression, n: int, node: Any) -> list[ast.Expression]:
+        if isinstance(keyset, (ast.DefaultExpression, ast.DontCareExpression)):
+            return [keyset] * n
+        if isinstance(keyset, ast.ListExpression):
+            if len(keyset.elements) != n:
+                raise fail(node, f"keyset has {len(keyset.elements)} values for {n} select keys")
+            return list(keyset.elements)
+        if n != 1:
+            raise fail(node, f"keyset needs {n} values")
+        return [keyset]
+
+    def _alternatives(self, sl: StatementLowering, e: ast.Expression, width: int, node: Any) -> list[tuple[int, int]]:
+        full = (1 << width) - 1
+        lookup = sl.ex._const_lookup
+        if isinstance(e, (ast.DefaultExpression, ast.DontCareExpression)):
+            return [(0, 0)]
+        if isinstance(e, ast.MaskExpression):
+            v = int(self._const(sl, e.value)) & full
+            m = int(self._const(sl, e.mask)) & full
+            return [(v & m, m)]
+        if isinstance(e, ast.RangeExpression):
+            lo = int(self._const(sl, e.low)) & full
+            hi = int(self._const(sl, e.high)) & full
+            return range_masks(lo, hi, width)
+        del lookup
+        return [(int(self._const(sl, e)) & full, full)]
+
+    def _const(self, sl: StatementLowering, e: ast.Expression) -> int:
+        if isinstance(e, (ast.PathExpression, ast.MemberExpression)):
+            v = sl.ex.value_of(e)
+            if isinstance(v, ConstValue):
+                return int(v.value)
+        v = self.ctx.scope.const_eval(e, sl.ex._const_lookup)
+        return int(v)

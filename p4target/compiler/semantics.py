@@ -1,0 +1,258 @@
+"""Program-wide declarations: named types resolved to `types.P4Type`, constants evaluated,
+errors and match kinds numbered, blocks and actions indexed by name."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from p4target.compiler import ast
+from p4target.compiler.types import (Bits, Bool, EnumT, ErrorT, ExternT, HeaderT, InfInt, MatchKindT,
+                                     P4Type, StackT, StringT, StructLike, StructT, TupleT, UnionT,
+                                     VarbitT, VoidT, BlockT)
+from p4target.errors import CompileError, UnsupportedError
+
+
+def fail(node: Any, message: str) -> CompileError:
+    return CompileError.at(getattr(node, "loc", None), message)
+
+
+class ProgramScope:
+    """Every top-level declaration of a program, by kind and name."""
+
+    def __init__(self, program: ast.Program) -> None:
+        self.program = program
+        self.type_decls: dict[str, ast.Declaration] = {}
+        self.resolved: dict[str, P4Type] = {}
+        self.consts: dict[str, tuple[Any, P4Type]] = {}
+        self.errors: dict[str, int] = {}
+        self.match_kinds: list[str] = []
+        self.actions: dict[str, ast.ActionDecl] = {}
+        self.controls: dict[str, ast.ControlDecl] = {}
+        self.parsers: dict[str, ast.ParserDecl] = {}
+        self.externs: dict[str, ast.ExternDecl] = {}
+        self.extern_functions: dict[str, list[ast.ExternFunctionDecl]] = {}
+        self.functions: dict[str, ast.FunctionDecl] = {}
+        self.instances: dict[str, ast.InstantiationDecl] = {}
+        self._resolving: set[str] = set()
+        for decl in program.declarations:
+            self._declare(decl)
+
+    # ------------------------------------------------------------------ declarations
+    def _declare(self, d: ast.Declaration) -> None:
+        if isinstance(d, ast.ErrorDecl):
+            for m in d.members:
+                self.errors.setdefault(m.name, len(self.errors))
+        elif isinstance(d, ast.MatchKindDecl):
+            self.match_kinds += [m.name for m in d.members]
+        elif isinstance(d, (ast.HeaderDecl, ast.StructDecl, ast.HeaderUnionDecl, ast.EnumDecl,
+                            ast.TypedefDecl, ast.NewTypeDecl, ast.ParserTypeDecl,
+                            ast.ControlTypeDecl, ast.PackageTypeDecl)):
+            self.type_decls[d.name] = d
+        elif isinstance(d, ast.ExternDecl):
+            self.externs[d.name] = d
+            self.type_decls[d.name] = d
+        elif isinstance(d, ast.ExternFunctionDecl):
+            self.extern_functions.setdefault(d.name, []).append(d)
+        elif isinstance(d, ast.FunctionDecl):
+            self.functions[d.name] = d
+        elif isinstance(d, ast.ActionDecl):
+            self.actions[d.name] = d
+        elif isinstance(d, ast.ControlDecl):
+            self.controls[d.name] = d
+            self.type_decls.setdefault(d.name, d)
+        elif isinstance(d, ast.ParserDecl):
+            self.parsers[d.name] = d
+            self.type_decls.setdefault(d.name, d)
+        elif isinstance(d, ast.ConstDecl):
+            t = self.resolve(d.type)
+            value = self.const_eval(d.value, lambda name: None, t)
+            self.consts[d.name] = (value, t)
+        elif isinstance(d, ast.InstantiationDecl):
+            self.instances[d.name] = d
+        elif isinstance(d, (ast.ValueSetDecl, ast.VariableDecl)):
+            raise UnsupportedError.at(d.loc, "top-level " + type(d).__name__)
+
+    # ------------------------------------------------------------------ types
+    def resolve(self, t: ast.Type, params: Optional[dict[str, P4Type]] = None) -> P4Type:
+        """The resolved type of a type node (``params`` binds type parameters)."""
+        if isinstance(t, ast.BitType):
+            width = self.const_eval(t.width, lambda n: None)
+            return Bits(int(width), t.signed)
+        if isinstance(t, ast.VarbitType):
+            return VarbitT(int(self.const_eval(t.width, lambda n: None)))
+        if isinstance(t, ast.BoolType):
+            return Bool()
+        if isinstance(t, ast.IntType):
+            return InfInt()
+        if isinstance(t, ast.ErrorType):
+            return ErrorT()
+        if isinstance(t, ast.StringType):
+            return StringT()
+        if isinstance(t, ast.VoidType):
+            return VoidT()
+        if isinstance(t, ast.MatchKindType):
+            return MatchKindT()
+        if isinstance(t, ast.HeaderStackType):
+            elem = self.resolve(t.element, params)
+            if not isinstance(elem, HeaderT):
+                raise UnsupportedError.at(t.loc, "stack of non-header elements")
+            return StackT(elem, int(self.const_eval(t.size, lambda n: None)))
+        if isinstance(t, ast.TupleType):
+            return TupleT([self.resolve(e, params) for e in t.elements])
+        if isinstance(t, ast.SpecializedType):
+            base = self.resolve_name(t.base.name, t.base, params)
+            if isinstance(base, ExternT):
+                return ExternT(base.name, base.decl, [self.resolve(a, params) for a in t.args])
+            return base
+        if isinstance(t, ast.TypeName):
+            return self.resolve_name(t.name, t, params)
+        if isinstance(t, ast.DontCareType):
+            return InfInt()
+        raise UnsupportedError.at(t.loc, f"type {type(t).__name__}")
+
+    def resolve_name(self, name: str, node: Any, params: Optional[dict[str, P4Type]] = None) -> P4Type:
+        if params and name in params:
+            return params[name]
+        if name in self.resolved:
+            return self.resolved[name]
+        d = self.type_decls.get(name)
+        if d is None:
+            raise fail(node, f"unknown type '{name}'")
+        if name in self._resolving:
+            raise fail(node, f"recursive type '{name}'")
+        self._resolving.add(name)
+        try:
+            if isinstance(d, (ast.TypedefDecl, ast.NewTypeDecl)):
+                out = self.resolve(d.type)
+            elif isinstance(d, ast.HeaderDecl):
+                out = HeaderT(name, [], {}, d.annotations)
+                self.resolved[name] = out
+                out.fields.extend((f.name, self.resolve(f.type)) for f in d.fields)
+                out.field_annotations.update({f.name: f.annotations for f in d.fields})
+                for fname, ft in out.fields:
+                    if not isinstance(ft, (Bits, Bool, VarbitT, EnumT)):
+                        raise fail(d, f"header field '{name}.{fname}' must be bit<>, int<>, bool, "
+                                      f"varbit<> or a serializable enum, not {ft}")
+            elif isinstance(d, ast.StructDecl):
+                out = StructT(name, [], {}, d.annotations)
+                self.resolved[name] = out
+                out.fields.extend((f.name, self.resolve(f.type)) for f in d.fields)
+                out.field_annotations.update({f.name: f.annotations for f in d.fields})
+            elif isinstance(d, ast.HeaderUnionDecl):
+                out = UnionT(name, [], {}, d.annotations)
+                self.resolved[name] = out
+                out.fields.extend((f.name, self.resolve(f.type)) for f in d.fields)
+            elif isinstance(d, ast.EnumDecl):
+                if d.underlying is not None:
+                    under = self.resolve(d.underlying)
+                    if not isinstance(under, Bits):
+                        raise fail(d, f"enum '{name}' must be over bit<> or int<>")
+                    members = {m.name: int(self.const_eval(m.value, lambda n: None, under))
+                               for m in d.members}
+                    out = EnumT(name, members, under)
+                else:
+                    out = EnumT(name, {m.name: i for i, m in enumerate(d.members)})
+            elif isinstance(d, ast.ExternDecl):
+                out = ExternT(name, d)
+            else:
+                out = BlockT(name, d)
+        finally:
+            self._resolving.discard(name)
+        self.resolved[name] = out
+        return out
+
+    # ------------------------------------------------------------------ constants
+    def const_eval(self, e: ast.Expression, lookup: Callable[[str], Any],
+                   expected: Optional[P4Type] = None) -> Any:
+        """Evaluate a compile-time expression to an int or bool (enum/error members to ints).
+
+        ``lookup(name)`` gives local constants first (None when unknown)."""
+        v = self._eval(e, lookup)
+        if isinstance(expected, Bits) and isinstance(v, int) and not isinstance(v, bool):
+            v = _wrap(v, expected)
+        return v
+
+    def _eval(self, e: ast.Expression, lookup: Callable[[str], Any]) -> Any:
+        if isinstance(e, ast.IntLiteral):
+            if e.width is not None:
+                return _wrap(e.value, Bits(e.width, e.signed))
+            return e.value
+        if isinstance(e, ast.BoolLiteral):
+            return e.value
+        if isinstance(e, ast.StringLiteral):
+            return e.value
+        if isinstance(e, ast.PathExpression):
+            local = lookup(e.name)
+            if local is not None:
+                return local
+            if e.name in self.consts:
+                return self.consts[e.name][0]
+            raise fail(e, f"'{e.name}' is not a compile-time constant")
+        if isinstance(e, ast.MemberExpression):
+            if isinstance(e.expr, ast.PathExpression):
+                if e.expr.name == "error" and e.member in self.errors:
+                    return self.errors[e.member]
+                t = self.type_decls.get(e.expr.name)
+                if isinstance(t, ast.EnumDecl):
+                    enum = self.resolve_name(e.expr.name, e)
+                    if e.member in enum.members:
+                        return enum.members[e.member]
+            raise fail(e, "expression is not a compile-time constant")
+        if isinstance(e, ast.CastExpression):
+            v = self._eval(e.expr, lookup)
+            t = self.resolve(e.type)
+            if isinstance(t, Bits):
+                return _wrap(int(v), t)
+            if isinstance(t, Bool):
+                return bool(v)
+            return v
+        if isinstance(e, ast.UnaryExpression):
+            v = self._eval(e.operand, lookup)
+            return {"-": lambda: -v, "+": lambda: v, "!": lambda: not v, "~": lambda: ~v}[e.op]()
+        if isinstance(e, ast.BinaryExpression):
+            a = self._eval(e.left, lookup)
+            b = self._eval(e.right, lookup)
+            width = _literal_width(e.left) or _literal_width(e.right)
+            r = _binop(e.op, a, b, e)
+            if width and isinstance(r, int) and not isinstance(r, bool) and e.op not in (
+                    "==", "!=", "<", ">", "<=", ">="):
+                r &= (1 << width) - 1
+            return r
+        if isinstance(e, ast.TernaryExpression):
+            return self._eval(e.then if self._eval(e.condition, lookup) else e.otherwise, lookup)
+        raise fail(e, "expression is not a compile-time constant")
+
+
+def _literal_width(e: ast.Expression) -> Optional[int]:
+    if isinstance(e, ast.IntLiteral) and e.width is not None and not e.signed:
+        return e.width
+    if isinstance(e, ast.CastExpression) and isinstance(e.type, ast.BitType) and not e.type.signed:
+        if isinstance(e.type.width, ast.IntLiteral):
+            return e.type.width.value
+    return None
+
+
+def _wrap(v: int, t: Bits) -> int:
+    v &= (1 << t.width) - 1
+    if t.signed and v >> (t.width - 1):
+        v -= 1 << t.width
+    return v
+
+
+def _binop(op: str, a: Any, b: Any, node: Any) -> Any:
+    try:
+        return {
+            "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+            "/": lambda: a // b, "%": lambda: a % b, "<<": lambda: a << b, ">>": lambda: a >> b,
+            "&": lambda: a & b, "|": lambda: a | b, "^": lambda: a ^ b,
+            "==": lambda: a == b, "!=": lambda: a != b, "<": lambda: a < b, ">": lambda: a > b,
+            "<=": lambda: a <= b, ">=": lambda: a >= b, "&&": lambda: a and b, "||": lambda: a or b,
+            "|+|": lambda: a + b, "|-|": lambda: max(a - b, 0),
+        }[op]()
+    except KeyError:
+        raise fail(node, f"operator '{op}' is not allowed in a constant") from None
+    except ZeroDivisionError:
+        raise fail(node, "division by zero in a constant") from None
+
+
+def is_struct_like(t: P4Type) -> bool:
+    return isinstance(t, StructLike)

@@ -1,0 +1,447 @@
+"""Lowering of P4 statements to a small control-flow form (`Item`s).
+
+Straight-line code becomes BMv2 primitives (`Prims`); table applications, `if`, `switch`,
+`exit` and `return` stay structured so that controls can turn them into a BMv2 pipeline graph
+and actions can turn them into predicated primitives.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from p4target.compiler import ast
+from p4target.compiler.bmv2_json import expr
+from p4target.compiler.context import Context
+from p4target.compiler.expressions import Env, ExpressionLowering, to_data
+from p4target.compiler.semantics import fail
+from p4target.compiler.types import Bits, Bool, HeaderT, StructLike
+from p4target.compiler.values import (ActionSymbol, BlockInstance, ConstValue, ControlContext,
+                                      ExprValue, ExternInstance, FieldValue, HeaderValue,
+                                      PacketValue, RuntimeDataValue, StackValue, StructValue,
+                                      TableSymbol, UnionValue, Value)
+from p4target.errors import UnsupportedError
+
+
+# --------------------------------------------------------------------------- items
+class Item:
+    """One step of lowered control flow."""
+
+
+@dataclass
+class Prims(Item):
+    primitives: list[dict]
+
+
+@dataclass
+class ApplyTable(Item):
+    table: TableSymbol
+    node: Any
+
+
+@dataclass
+class IfItem(Item):
+    cond: dict
+    then: list[Item]
+    otherwise: list[Item]
+
+
+@dataclass
+class HitItem(Item):
+    """``if (t.apply().hit)``: ``then`` on hit, ``otherwise`` on miss."""
+    table: TableSymbol
+    node: Any
+    then: list[Item]
+    otherwise: list[Item]
+
+
+@dataclass
+class SwitchItem(Item):
+    table: TableSymbol
+    node: Any
+    cases: list[tuple[list[str], list[Item]]] = field(default_factory=list)
+    default: Optional[list[Item]] = None
+
+
+@dataclass
+class ExitItem(Item):
+    pass
+
+
+@dataclass
+class ReturnItem(Item):
+    pass
+
+
+@dataclass
+class SubBlock(Item):
+    """An inlined sub-control: ``return`` inside it continues after it."""
+    items: list[Item]
+
+
+def assign(dst: dict, src: dict) -> dict:
+    return {"op": "assign", "parameters": [dst, src]}
+
+
+def prim(op: str, *params: dict) -> dict:
+    return {"op": op, "parameters": list(params)}
+
+
+# --------------------------------------------------------------------------- lowering
+class StatementLowering:
+    """Lowers statements of one block (control apply, action body, parser state)."""
+
+    def __init__(self, ctx: Context, env: Env, control: Optional[ControlContext],
+                 in_parser: bool = False, block_kind: str = "control") -> None:
+        self.ctx = ctx
+        self.env = env
+        self.control = control
+        self.in_parser = in_parser
+        self.block_kind = block_kind
+        self.ex = ExpressionLowering(ctx.scope, env, in_parser)
+
+    def with_env(self, env: Env) -> "StatementLowering":
+        return StatementLowering(self.ctx, env, self.control, self.in_parser, self.block_kind)
+
+    # ------------------------------------------------------------------ blocks
+    def block(self, statements: tuple) -> list[Item]:
+        items: list[Item] = []
+        for s in statements:
+            items.extend(self.statement(s))
+        return _merge(items)
+
+    def statement(self, s: ast.Statement) -> list[Item]:
+        if isinstance(s, ast.BlockStatement):
+            return self.with_env(self.env.child()).block(s.statements)
+        if isinstance(s, ast.EmptyStatement):
+            return []
+        if isinstance(s, ast.AssignmentStatement):
+            return [Prims(self.assignment(s.target, s.value))]
+        if isinstance(s, ast.MethodCallStatement):
+            return self.call(s.call)
+        if isinstance(s, ast.VariableDecl):
+            t = self.ctx.scope.resolve(s.type)
+            base = f"{self.control.prefix}.{s.name}" if self.control and self.control.prefix else s.name
+            v = self.ctx.storage.variable(base, t, s)
+            self.env.define(s.name, v)
+            if s.initializer is None:
+                return []
+            return [Prims(self.assign_value(v, s.initializer, s))]
+        if isinstance(s, ast.ConstDecl):
+            t = self.ctx.scope.resolve(s.type)
+            self.env.define(s.name, ConstValue(self.ctx.scope.const_eval(s.value, self.ex._const_lookup, t), t))
+            return []
+        if isinstance(s, ast.IfStatement):
+            return [self.if_statement(s)]
+        if isinstance(s, ast.SwitchStatement):
+            return [self.switch_statement(s)]
+        if isinstance(s, ast.ExitStatement):
+            return [ExitItem()]
+        if isinstance(s, ast.ReturnStatement):
+            if s.value is not None:
+                raise UnsupportedError.at(s.loc, "return with a value")
+            return [ReturnItem()]
+        raise UnsupportedError.at(s.loc, f"statement {type(s).__name__} here")
+
+    def if_statement(self, s: ast.IfStatement) -> Item:
+        apply_call = _table_apply_in(s.condition)
+        then = self.with_env(self.env.child()).statement(s.then)
+        otherwise = self.with_env(self.env.child()).statement(s.otherwise) if s.otherwise else []
+        if apply_call is not None:
+            call, member, negate = apply_call
+            table = self._table_of(call)
+            hit = member == "hit"
+            if negate:
+                hit = not hit
+            return HitItem(table, call, then, otherwise) if hit else HitItem(table, call, otherwise, then)
+        return IfItem(self.ex.lower_bool(s.condition), then, otherwise)
+
+    def switch_statement(self, s: ast.SwitchStatement) -> Item:
+        e = s.expression
+        if isinstance(e, ast.MemberExpression) and e.member == "action_run" and \
+                isinstance(e.expr, ast.MethodCallExpression):
+            table = self._table_of(e.expr)
+            item = SwitchItem(table, e.expr)
+            pending: list[str] = []
+            for case in s.cases:
+                if isinstance(case.label, ast.DefaultExpression):
+                    body = self.with_env(self.env.child()).statement(case.body) if case.body else []
+                    item.default = body
+                    pending = []
+                    continue
+                if not isinstance(case.label, ast.PathExpression):
+                    raise fail(case.label, "switch labels must be action names")
+                pending.append(case.label.name)
+                if case.body is not None:
+                    body = self.with_env(self.env.child()).statement(case.body)
+                    item.cases.append((pending, body))
+                    pending = []
+            return item
+        # switch on a value: a chain of conditionals
+        subject, st = self.ex.lower(e)
+        chain: list[Item] = []
+        default: list[Item] = []
+        pending_labels: list[dict] = []
+        cases: list[tuple[list[dict], list[Item]]] = []
+        for case in s.cases:
+            if isinstance(case.label, ast.DefaultExpression):
+                default = self.with_env(self.env.child()).statement(case.body) if case.body else []
+                continue
+            j, _ = self.ex.lower(case.label, st)
+            pending_labels.append(j)
+            if case.body is not None:
+                cases.append((pending_labels, self.with_env(self.env.child()).statement(case.body)))
+                pending_labels = []
+        chain = default
+        for labels, body in reversed(cases):
+            cond = None
+            for j in labels:
+                c = expr("==", subject, j)
+                cond = c if cond is None else expr("or", cond, c)
+            chain = [IfItem(cond, body, chain)]
+        return chain[0] if chain else Prims([])
+
+    def _table_of(self, call: ast.MethodCallExpression) -> TableSymbol:
+        m = call.method
+        if isinstance(m, ast.MemberExpression) and m.member == "apply":
+            v = self.ex.value_of(m.expr)
+            if isinstance(v, TableSymbol):
+                return v
+        raise fail(call, "expected a table's apply()")
+
+    # ------------------------------------------------------------------ assignments
+    def assignment(self, target: ast.Expression, value: ast.Expression) -> list[dict]:
+        if isinstance(target, ast.SliceExpression):
+            base = self.ex.lvalue(target.expr)
+            if not isinstance(base, FieldValue) or not isinstance(base.type, Bits):
+                raise fail(target, "slices can only be assigned in bit<> fields")
+            hi = int(self.ctx.scope.const_eval(target.high, self.ex._const_lookup))
+            lo = int(self.ctx.scope.const_eval(target.low, self.ex._const_lookup))
+            width = hi - lo + 1
+            v, _ = self.ex.lower(value, Bits(width))
+            mask = ((1 << width) - 1) << lo
+            full = (1 << base.type.width) - 1
+            from p4target.compiler.bmv2_json import hexstr
+            kept = expr("&", base.json(), hexstr(full & ~mask))
+            new = expr("&", expr("<<", v, hexstr(lo)), hexstr(mask))
+            return [assign(base.json(), expr("|", kept, new))]
+        dst = self.ex.lvalue(target)
+        return self.assign_value(dst, value, target)
+
+    def assign_value(self, dst: Value, value: ast.Expression, node: Any) -> list[dict]:
+        if isinstance(dst, FieldValue):
+            j, t = self.ex.lower(value, dst.type)
+            return [assign(dst.json(), to_data(j, t))]
+        if isinstance(dst, ExprValue):  # dynamic stack field
+            j, t = self.ex.lower(value, dst.type)
+            return [assign(dst.json, to_data(j, t))]
+        if isinstance(value, (ast.ListExpression, ast.StructExpression)):
+            return self._assign_initializer(dst, value, node)
+        src = self.ex.value_of(value)
+        return self.copy(dst, src, node)
+
+    def copy(self, dst: Value, src: Value, node: Any) -> list[dict]:
+        if isinstance(dst, HeaderValue) and isinstance(src, HeaderValue):
+            if dst.metadata or src.metadata:
+                return [assign(dst.field(f).json(), src.field(f).json()) for f, _ in dst.type.fields]
+            return [prim("assign_header", {"type": "header", "value": dst.name},
+                         {"type": "header", "value": src.name})]
+        if isinstance(dst, StructValue) and isinstance(src, StructValue):
+            out: list[dict] = []
+            for name, member in dst.members.items():
+                out += self.copy(member, src.members[name], node)
+            return out
+        if isinstance(dst, FieldValue):
+            j, t = self.ex.rvalue(src, node, dst.type)
+            return [assign(dst.json(), to_data(j, t))]
+        if isinstance(dst, StackValue) and isinstance(src, StackValue):
+            return [prim("assign_header_stack", {"type": "header_stack", "value": dst.name},
+                         {"type": "header_stack", "value": src.name})]
+        if isinstance(dst, UnionValue) and isinstance(src, UnionValue):
+            return [prim("assign_union", {"type": "header_union", "value": dst.name},
+                         {"type": "header_union", "value": src.name})]
+        raise fail(node, "incompatible assignment")
+
+    def _assign_initializer(self, dst: Value, value: Any, node: Any) -> list[dict]:
+        if isinstance(dst, HeaderValue):
+            names = [f for f, _ in dst.type.fields]
+            out = [] if dst.metadata else [prim("add_header", {"type": "header", "value": dst.name})]
+            for fname, e in _initializer_pairs(value, names, node):
+                out += self.assign_value(dst.field(fname), e, node)
+            return out
+        if isinstance(dst, StructValue):
+            out = []
+            for fname, e in _initializer_pairs(value, list(dst.members), node):
+                out += self.assign_value(dst.members[fname], e, node)
+            return out
+        raise fail(node, "initializer list assigned to a non-struct value")
+
+    # ------------------------------------------------------------------ calls
+    def call(self, c: ast.MethodCallExpression) -> list[Item]:
+        from p4target.compiler import externs
+        m = c.method
+        if isinstance(m, ast.MemberExpression):
+            base_expr = m.expr
+            if isinstance(base_expr, ast.MemberExpression) and base_expr.member == "next" and m.member in ("extract",):
+                pass
+            base = self.ex.value_of(base_expr) if not (
+                isinstance(base_expr, ast.MemberExpression) and base_expr.member == "next") else None
+            if isinstance(base, TableSymbol) and m.member == "apply":
+                return [ApplyTable(base, c)]
+            if isinstance(base, BlockInstance) and m.member == "apply":
+                return [self.inline_block(base, c)]
+            if isinstance(base, HeaderValue) and m.member in ("setValid", "setInvalid"):
+                op = "add_header" if m.member == "setValid" else "remove_header"
+                return [Prims([prim(op, {"type": "header", "value": base.name})])]
+            if isinstance(base, StackValue) and m.member in ("push_front", "pop_front"):
+                n = int(self.ctx.scope.const_eval(c.args[0], self.ex._const_lookup))
+                from p4target.compiler.bmv2_json import hexstr
+                return [Prims([prim("push" if m.member == "push_front" else "pop",
+                                    {"type": "header_stack", "value": base.name}, hexstr(n))])]
+            if isinstance(base, ExternInstance):
+                return [Prims(externs.method_call(self, base, m.member, c))]
+            if isinstance(base, PacketValue) or base is None:
+                return externs.packet_call(self, c)
+            raise fail(c, f"cannot call '{m.member}' here")
+        if isinstance(m, ast.PathExpression):
+            v = self.env.lookup(m.name)
+            if isinstance(v, ActionSymbol):
+                return self.inline_action(v, c)
+            if m.name in self.ctx.scope.extern_functions:
+                return [Prims(externs.function_call(self, m.name, c))]
+            if m.name in self.ctx.scope.functions:
+                raise UnsupportedError.at(c.loc, "calls of P4 functions")
+        raise fail(c, "unknown method or function")
+
+    def bind_args(self, params: tuple, args: tuple, node: Any) -> list[tuple[ast.Parameter, Optional[ast.Expression]]]:
+        """Pair parameters with positional or named arguments."""
+        named = {a.name: a.value for a in args if isinstance(a, ast.NamedArgument)}
+        positional = [a for a in args if not isinstance(a, ast.NamedArgument)]
+        if len(positional) > len(params):
+            raise fail(node, f"too many arguments ({len(positional)} for {len(params)})")
+        out = []
+        for i, p in enumerate(params):
+            if i < len(positional):
+                out.append((p, positional[i]))
+            elif p.name in named:
+                out.append((p, named.pop(p.name)))
+            elif p.default is not None:
+                out.append((p, p.default))
+            else:
+                out.append((p, None))
+        if named:
+            raise fail(node, f"no parameter named '{next(iter(named))}'")
+        return out
+
+    def inline_action(self, sym: ActionSymbol, c: ast.MethodCallExpression) -> list[Item]:
+        env = (self.env if sym.control is None else self.env).child()
+        pairs = self.bind_args(sym.decl.params, c.args, c)
+        for p, a in pairs:
+            if a is None:
+                raise fail(c, f"missing argument for parameter '{p.name}' of action '{sym.decl.name}'")
+            t = self.ctx.scope.resolve(p.type)
+            if p.direction in ("out", "inout"):
+                env.define(p.name, self.ex.lvalue(a))
+            else:
+                v = self.ex.value_of(a) if isinstance(a, (ast.PathExpression, ast.MemberExpression)) else None
+                if isinstance(v, (HeaderValue, StructValue, StackValue, UnionValue)):
+                    env.define(p.name, v)
+                else:
+                    j, jt = self.ex.lower(a, t)
+                    env.define(p.name, ExprValue(j, t if not isinstance(jt, Bool) else jt))
+        lowering = StatementLowering(self.ctx, env, self.control, self.in_parser, "action")
+        return [SubBlock(lowering.block(sym.decl.body.statements))]
+
+    def inline_block(self, inst: BlockInstance, c: ast.MethodCallExpression) -> Item:
+        from p4target.compiler.controls import ControlLowering
+        if not isinstance(inst.decl, ast.ControlDecl):
+            raise UnsupportedError.at(c.loc, "sub-parser calls")
+        bindings: dict[str, Value] = {}
+        for p, a in self.bind_args(inst.decl.params, c.args, c):
+            if a is None:
+                raise fail(c, f"missing argument for parameter '{p.name}'")
+            bindings[p.name] = self.ex.lvalue(a) if p.direction in ("out", "inout") else self.ex.value_of(a)
+        sub = ControlLowering(self.ctx, inst.decl, inst.name, bindings)
+        return SubBlock(sub.apply_items())
+
+
+# --------------------------------------------------------------------------- helpers
+def _table_apply_in(cond: ast.Expression) -> Optional[tuple[ast.MethodCallExpression, str, bool]]:
+    negate = False
+    e = cond
+    while isinstance(e, ast.UnaryExpression) and e.op == "!":
+        negate = not negate
+        e = e.operand
+    if isinstance(e, ast.MemberExpression) and e.member in ("hit", "miss") and \
+            isinstance(e.expr, ast.MethodCallExpression) and isinstance(e.expr.method, ast.MemberExpression) \
+            and e.expr.method.member == "apply":
+        return e.expr, e.member, negate
+    for node in ast.walk(cond):
+        if isinstance(node, ast.MemberExpression) and node.member in ("hit", "miss") and \
+                isinstance(node.expr, ast.MethodCallExpression):
+            raise UnsupportedError.at(cond.loc, "table apply().hit combined with other conditions")
+    return None
+
+
+def _initializer_pairs(value: Any, names: list[str], node: Any) -> list[tuple[str, ast.Expression]]:
+    if isinstance(value, ast.ListExpression):
+        if len(value.elements) != len(names):
+            raise fail(node, f"initializer has {len(value.elements)} values for {len(names)} fields")
+        return list(zip(names, value.elements))
+    pairs = [(f.name, f.value) for f in value.fields]
+    for n, _ in pairs:
+        if n not in names:
+            raise fail(node, f"no field named '{n}'")
+    return pairs
+
+
+def _merge(items: list[Item]) -> list[Item]:
+    """Join neighbouring primitive runs."""
+    out: list[Item] = []
+    for it in items:
+        if isinstance(it, Prims) and out and isinstance(out[-1], Prims):
+            out[-1] = Prims(out[-1].primitives + it.primitives)
+        elif isinstance(it, Prims) and not it.primitives:
+            continue
+        else:
+            out.append(it)
+    return out
+
+
+def predicate(ctx: Context, items: list[Item], node: Any, pred: Optional[dict] = None) -> list[dict]:
+    """Flatten structured items into straight-line primitives (BMv2 actions have no branches):
+    each branch's assignments become ``dst = cond ? value : dst``; conditions are saved first."""
+    out: list[dict] = []
+    for it in items:
+        if isinstance(it, SubBlock):
+            if any(isinstance(x, ReturnItem) for x in it.items):
+                raise UnsupportedError.at(getattr(node, "loc", None), "return inside an action")
+            out += predicate(ctx, it.items, node, pred)
+        elif isinstance(it, Prims):
+            for p in it.primitives:
+                if pred is None:
+                    out.append(p)
+                elif p["op"] == "assign":
+                    dst, src = p["parameters"]
+                    out.append(assign(dst, expr("?", src, dst, cond=pred)))
+                else:
+                    raise UnsupportedError.at(getattr(node, "loc", None),
+                                              f"'{p['op']}' under a condition inside an action",
+                                              "move the condition into the control's apply block")
+        elif isinstance(it, IfItem):
+            cond = it.cond if pred is None else expr("and", pred, it.cond)
+            els = expr("not", None, it.cond) if pred is None else expr("and", pred, expr("not", None, it.cond))
+            t_then = ctx.out.add_scalar("cond", Bool())
+            t_else = ctx.out.add_scalar("cond", Bool())
+            f_then = {"type": "field", "value": ["scalars", t_then]}
+            f_else = {"type": "field", "value": ["scalars", t_else]}
+            out.append(assign(f_then, expr("b2d", None, cond)))
+            out.append(assign(f_else, expr("b2d", None, els)))
+            out += predicate(ctx, it.then, node, expr("d2b", None, f_then))
+            out += predicate(ctx, it.otherwise, node, expr("d2b", None, f_else))
+        elif isinstance(it, ExitItem):
+            if pred is not None:
+                raise UnsupportedError.at(getattr(node, "loc", None), "exit under a condition inside an action")
+            out.append(prim("exit"))
+        else:
+            raise fail(node, "tables cannot be applied inside an action")
+    return out

@@ -1,0 +1,376 @@
+"""Tables and the actions they run, lowered to BMv2 JSON (keys, const entries, defaults,
+action profiles and selectors, direct counters and meters)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+from p4target.compiler import ast
+from p4target.compiler.bmv2_json import data_hex
+from p4target.compiler.expressions import ExpressionLowering, to_data
+from p4target.compiler.semantics import fail
+from p4target.compiler.types import Bits, Bool, EnumT, ErrorT, bit_width
+from p4target.compiler.values import (ActionSymbol, ExprValue, ExternInstance, FieldValue,
+                                      HeaderValue, RuntimeDataValue, StructValue, TableSymbol)
+from p4target.errors import UnsupportedError
+
+if TYPE_CHECKING:
+    from p4target.compiler.context import Context
+    from p4target.compiler.expressions import Env
+
+DEFAULT_TABLE_SIZE = 1024
+
+
+def source_text(e: ast.Expression) -> str:
+    """The P4 text of a key expression, as P4Info names match fields."""
+    if isinstance(e, ast.PathExpression):
+        return e.name
+    if isinstance(e, ast.MemberExpression):
+        return f"{source_text(e.expr)}.{e.member}"
+    if isinstance(e, ast.IndexExpression):
+        return f"{source_text(e.expr)}[{source_text(e.index)}]"
+    if isinstance(e, ast.IntLiteral):
+        return e.text or str(e.value)
+    if isinstance(e, ast.SliceExpression):
+        return f"{source_text(e.expr)}[{source_text(e.high)}:{source_text(e.low)}]"
+    if isinstance(e, ast.MethodCallExpression):
+        return f"{source_text(e.method)}()"
+    if isinstance(e, ast.CastExpression):
+        return f"({_type_text(e.type)}){source_text(e.expr)}"
+    if isinstance(e, ast.BinaryExpression):
+        return f"{source_text(e.left)} {e.op} {source_text(e.right)}"
+    return type(e).__name__
+
+
+def _type_text(t: ast.Type) -> str:
+    if isinstance(t, ast.BitType):
+        return f"{'int' if t.signed else 'bit'}<{source_text(t.width)}>"
+    if isinstance(t, ast.TypeName):
+        return t.name
+    return "bool" if isinstance(t, ast.BoolType) else "type"
+
+
+class ActionLowering:
+    """Lowers actions referenced by tables into BMv2 actions (once per binding)."""
+
+    def __init__(self, ctx: "Context") -> None:
+        self.ctx = ctx
+        self.cache: dict[tuple, tuple[int, str, list]] = {}
+
+    def lower(self, sym: ActionSymbol, env: "Env", bound_args: tuple, node: Any) -> tuple[int, str, list]:
+        """(BMv2 action id, name, [(param, type)] of action data)."""
+        from p4target.compiler.statements import StatementLowering, predicate
+        key = (id(sym.decl), sym.name, tuple(source_text(a) for a in bound_args))
+        if key in self.cache:
+            return self.cache[key]
+        aenv = env.child()
+        ex = ExpressionLowering(self.ctx.scope, env)
+        data_params = []
+        params = list(sym.decl.params)
+        directional = [p for p in params if p.direction is not None]
+        if len(bound_args) > len(params):
+            raise fail(node, f"too many arguments for action '{sym.decl.name}'")
+        for i, p in enumerate(params):
+            t = self.ctx.scope.resolve(p.type)
+            if i < len(bound_args):
+                a = bound_args[i]
+                if p.direction in ("out", "inout"):
+                    aenv.define(p.name, ex.lvalue(a))
+                else:
+                    j, jt = ex.lower(a, t)
+                    aenv.define(p.name, ExprValue(j, jt))
+            elif p.direction is not None and p in directional:
+                raise fail(node, f"action '{sym.decl.name}': parameter '{p.name}' needs an argument")
+            else:
+                aenv.define(p.name, RuntimeDataValue(len(data_params), t))
+                data_params.append((p.name, t))
+        sl = StatementLowering(self.ctx, aenv, sym.control, block_kind="action")
+        items = sl.block(sym.decl.body.statements)
+        primitives = predicate(self.ctx, items, sym.decl)
+        name = self.ctx.action_name(sym.name)
+        aid = self.ctx.out.add_action(name, [(n, bit_width(t)) for n, t in data_params], primitives)
+        self.ctx.action_annotations[name] = self.ctx.annotations_text(sym.decl.annotations)
+        self.cache[key] = (aid, name, data_params)
+        return self.cache[key]
+
+
+def _match_type(kinds: list[str]) -> str:
+    if "range" in kinds:
+        return "range"
+    if "ternary" in kinds or "optional" in kinds:
+        return "ternary"
+    if "lpm" in kinds:
+        return "lpm"
+    return "exact"
+
+
+class TableBuilder:
+    """Builds one table's BMv2 JSON (everything but its next nodes) and its P4Info facts."""
+
+    def __init__(self, ctx: "Context", actions: ActionLowering) -> None:
+        self.ctx = ctx
+        self.actions = actions
+
+    def build(self, sym: TableSymbol, env: "Env", pipeline: dict) -> tuple[dict, list[dict], dict[str, str]]:
+        """(table JSON without next nodes, primitives computing key temporaries, P4 action name ->
+        BMv2 action name)."""
+        from p4target.compiler.context import TableInfo
+        ctx = self.ctx
+        d = sym.decl
+        ex = ExpressionLowering(ctx.scope, env)
+        info = TableInfo(annotations=ctx.annotations_text(d.annotations))
+        pre: list[dict] = []
+        keys: list[dict] = []
+        key_types: list[Any] = []
+        selector_inputs: list[dict] = []
+        key_prop = d.property("key")
+        for el in (key_prop.elements if isinstance(key_prop, ast.KeyProperty) else ()):
+            mk = el.match_kind
+            if mk not in ctx.scope.match_kinds:
+                raise fail(el, f"unknown match kind '{mk}'")
+            name = _annotated_name(el.annotations) or source_text(el.expression)
+            if mk == "selector":
+                j, t = ex.lower(el.expression)
+                selector_inputs.append(j if j.get("type") == "field" else
+                                       {"type": "expression", "value": j, "bitwidth": bit_width(t)})
+                continue
+            target, width, t = self._key_target(ex, el.expression, pre, sym)
+            keys.append({"match_type": mk, "name": name, "target": target, "mask": None})
+            key_types.append(t)
+            info.key_names.append(name)
+            info.key_bitwidths.append(width)
+        # actions
+        acts_prop = d.property("actions")
+        if not isinstance(acts_prop, ast.ActionsProperty):
+            raise fail(d, f"table '{d.name}' has no actions")
+        action_ids: list[int] = []
+        action_names: list[str] = []
+        by_p4_name: dict[str, tuple[int, str, list]] = {}
+        for ref in acts_prop.actions:
+            a = env.lookup(ref.name)
+            if not isinstance(a, ActionSymbol):
+                raise fail(ref, f"'{ref.name}' is not an action")
+            lowered = self.actions.lower(a, env, ref.args, ref)
+            aid, aname, _ = lowered
+            if aid not in action_ids:
+                action_ids.append(aid)
+                action_names.append(aname)
+            by_p4_name[ref.name] = lowered
+            scope = "TABLE_AND_DEFAULT"
+            if ast.find_annotation(ref.annotations, "defaultonly"):
+                scope = "DEFAULT_ONLY"
+            elif ast.find_annotation(ref.annotations, "tableonly"):
+                scope = "TABLE_ONLY"
+            info.action_scopes[aname] = scope
+        # default action
+        dprop = d.property("default_action")
+        if isinstance(dprop, ast.DefaultActionProperty):
+            ref = dprop.action
+            if ref.name not in by_p4_name:
+                raise fail(ref, f"default action '{ref.name}' is not in the actions of table '{d.name}'")
+            aid, aname, params = by_p4_name[ref.name]
+            const_default = dprop.is_const
+            data = self._action_data(ex, ref, params, skip=len(ref.args) - len(params))
+        else:
+            noact = ctx.global_env.lookup("NoAction")
+            if not isinstance(noact, ActionSymbol):
+                raise fail(d, "NoAction is not declared (include core.p4)")
+            aid, aname, _ = self.actions.lower(noact, ctx.global_env, (), d)
+            if aid not in action_ids:
+                action_ids.append(aid)
+                action_names.append(aname)
+                info.action_scopes[aname] = "DEFAULT_ONLY"
+            const_default, data = False, []
+            by_p4_name.setdefault("NoAction", (aid, aname, []))
+        info.const_default_action = const_default
+        size_prop = d.property("size")
+        size = DEFAULT_TABLE_SIZE
+        if isinstance(size_prop, ast.ExpressionProperty):
+            size = int(ctx.scope.const_eval(size_prop.value, ex._const_lookup))
+            info.size = size
+        table: dict = {
+            "name": sym.name, "id": ctx.fresh_table_id(), "key": keys,
+            "match_type": _match_type([k["match_type"] for k in keys]),
+            "type": "simple", "max_size": size, "with_counters": False, "support_timeout": False,
+            "direct_meters": None, "action_ids": action_ids, "actions": action_names,
+            "base_default_next": None, "next_tables": {},
+            "default_entry": {"action_id": aid, "action_const": const_default,
+                              "action_data": data, "action_entry_const": const_default},
+        }
+        self._implementation(d, table, info, ex, selector_inputs, pipeline, sym)
+        self._direct_resources(d, table, info, sym)
+        entries = d.property("entries")
+        if isinstance(entries, ast.EntriesProperty):
+            info.is_const_table = entries.is_const
+            table["entries"] = self._entries(ex, entries, keys, key_types, by_p4_name, sym)
+        ctx.tables[sym.name] = info
+        return table, pre, {p4: lowered[1] for p4, lowered in by_p4_name.items()}
+
+    def _key_target(self, ex: ExpressionLowering, e: ast.Expression, pre: list[dict],
+                    sym: TableSymbol) -> tuple[list, int, Any]:
+        if isinstance(e, ast.MethodCallExpression) and isinstance(e.method, ast.MemberExpression) \
+                and e.method.member == "isValid":
+            v = ex.value_of(e.method.expr)
+            if isinstance(v, HeaderValue):
+                return [v.name, "$valid$"], 1, Bool()
+        if isinstance(e, (ast.PathExpression, ast.MemberExpression, ast.IndexExpression)):
+            v = ex.value_of(e)
+            if isinstance(v, FieldValue):
+                return [v.header, v.name], bit_width(v.type), v.type
+        j, t = ex.lower(e)
+        width = bit_width(t)
+        tmp = self.ctx.out.add_scalar(f"key_{sym.name.split('.')[-1]}", t if not isinstance(t, Bool) else Bits(1))
+        pre.append({"op": "assign", "parameters": [{"type": "field", "value": ["scalars", tmp]}, to_data(j, t)]})
+        return ["scalars", tmp], width, t
+
+    def _action_data(self, ex: ExpressionLowering, ref: ast.ActionRef, params: list, skip: int) -> list[str]:
+        args = list(ref.args)[max(skip, 0):]
+        if len(args) != len(params):
+            raise fail(ref, f"action '{ref.name}' needs {len(params)} action data argument(s), got {len(args)}")
+        out = []
+        for a, (pname, t) in zip(args, params):
+            v = self.ctx.scope.const_eval(a, ex._const_lookup, t)
+            if isinstance(v, bool):
+                v = int(v)
+            out.append(data_hex(int(v), bit_width(t)))
+        return out
+
+    def _implementation(self, d: ast.TableDecl, table: dict, info: Any, ex: ExpressionLowering,
+                        selector_inputs: list[dict], pipeline: dict, sym: TableSymbol) -> None:
+        prop = d.property("implementation")
+        if not isinstance(prop, ast.ExpressionProperty):
+            if selector_inputs:
+                raise fail(d, f"table '{d.name}' has selector keys but no action_selector")
+            return
+        v = prop.value
+        if isinstance(v, ast.MethodCallExpression):
+            kind = source_text(v.method).rstrip("()")
+            args = [self.ctx.scope.const_eval(a, ex._const_lookup) if not isinstance(a, ast.MemberExpression)
+                    else a.member for a in v.args]
+            name = f"{sym.name}_{'selector' if kind == 'action_selector' else 'profile'}"
+        else:
+            inst = ex.value_of(v)
+            if not isinstance(inst, ExternInstance) or inst.kind not in ("action_profile", "action_selector"):
+                raise fail(v, "implementation must be an action_profile or action_selector")
+            kind, args, name = inst.kind, inst.args, inst.name
+        profile = next((p for p in pipeline["action_profiles"] if p["name"] == name), None)
+        if profile is None:
+            profile = {"name": name, "id": self.ctx.fresh_profile_id(), "max_size": int(args[1] if kind == "action_selector" else args[0])}
+            if kind == "action_selector":
+                if not selector_inputs:
+                    raise fail(d, f"table '{d.name}' uses an action_selector but has no selector keys")
+                profile["selector"] = {"algo": str(args[0]), "input": selector_inputs}
+            pipeline["action_profiles"].append(profile)
+        table["type"] = "indirect_ws" if kind == "action_selector" else "indirect"
+        table["action_profile"] = name
+        info.implementation = name
+        self.ctx.profile_kinds[name] = (kind, int(args[1] if kind == "action_selector" else args[0]))
+
+    def _direct_resources(self, d: ast.TableDecl, table: dict, info: Any, sym: TableSymbol) -> None:
+        for prop_name in ("counters", "meters"):
+            prop = d.property(prop_name)
+            if not isinstance(prop, ast.ExpressionProperty):
+                continue
+            if not isinstance(prop.value, ast.PathExpression):
+                raise UnsupportedError.at(prop.loc, f"inline {prop_name} instance")
+            inst = self.ctx.externs.get(sym.control.qualify(prop.value.name)) or \
+                self.ctx.externs.get(prop.value.name)
+            if inst is None:
+                raise fail(prop, f"unknown {prop_name[:-1]} '{prop.value.name}'")
+            if prop_name == "counters":
+                if inst.kind != "direct_counter":
+                    raise fail(prop, "counters = needs a direct_counter")
+                for c in self.ctx.out.counter_arrays:
+                    if c["name"] == inst.name:
+                        c["binding"] = sym.name
+                table["with_counters"] = True
+                info.direct_counter = inst.name
+            else:
+                if inst.kind != "direct_meter":
+                    raise fail(prop, "meters = needs a direct_meter")
+                for m in self.ctx.out.meter_arrays:
+                    if m["name"] == inst.name:
+                        m["binding"] = sym.name
+                table["direct_meters"] = inst.name
+                info.direct_meter = inst.name
+
+    def _entries(self, ex: ExpressionLowering, prop: ast.EntriesProperty, keys: list[dict],
+                 key_types: list, by_p4_name: dict, sym: TableSymbol) -> list[dict]:
+        explicit = [e for e in prop.entries if e.priority is not None]
+        prios = [int(self.ctx.scope.const_eval(e.priority, ex._const_lookup)) for e in explicit]
+        top = max(prios) if prios else 0
+        out = []
+        for i, ent in enumerate(prop.entries):
+            exprs = list(ent.keys)
+            if len(exprs) == 1 and isinstance(exprs[0], (ast.DefaultExpression, ast.DontCareExpression)) \
+                    and len(keys) != 1:
+                exprs = exprs * len(keys)
+            if len(exprs) != len(keys):
+                raise fail(ent, f"entry has {len(exprs)} key values for {len(keys)} keys")
+            match_key = [self._match(ex, e, k, t) for e, k, t in zip(exprs, keys, key_types)]
+            ref = ent.action
+            if ref.name not in by_p4_name:
+                raise fail(ref, f"action '{ref.name}' is not in the actions of table '{sym.decl.name}'")
+            aid, _, params = by_p4_name[ref.name]
+            data = self._action_data(ex, ref, params, skip=len(ref.args) - len(params))
+            if ent.priority is not None:
+                prio = top - int(self.ctx.scope.const_eval(ent.priority, ex._const_lookup)) + 1
+            else:
+                prio = i + 1 + (top if prios else 0)
+            out.append({"source_info": {}, "match_key": match_key,
+                        "action_entry": {"action_id": aid, "action_data": data}, "priority": prio})
+        return out
+
+    def _match(self, ex: ExpressionLowering, e: ast.Expression, key: dict, t: Any) -> dict:
+        mk = key["match_type"]
+        width = 1 if key["target"][1] == "$valid$" else bit_width(t)
+        full = (1 << width) - 1
+        lookup = ex._const_lookup
+        wild = isinstance(e, (ast.DefaultExpression, ast.DontCareExpression))
+
+        def const(x: ast.Expression) -> int:
+            v = ex.value_of(x) if isinstance(x, (ast.PathExpression, ast.MemberExpression)) else None
+            if v is not None and hasattr(v, "value") and not isinstance(v, (FieldValue,)):
+                val = v.value
+            else:
+                val = self.ctx.scope.const_eval(x, lookup)
+            return int(val) & full
+
+        if mk == "exact":
+            if wild:
+                raise fail(e, "exact keys cannot be wildcards")
+            return {"match_type": "exact", "key": data_hex(const(e), width)}
+        if mk == "lpm":
+            if wild:
+                return {"match_type": "lpm", "key": data_hex(0, width), "prefix_length": 0}
+            if isinstance(e, ast.MaskExpression):
+                value, mask = const(e.value), const(e.mask)
+                plen = bin(mask).count("1")
+                if mask != (full >> (width - plen)) << (width - plen):
+                    raise fail(e, "lpm mask must be a prefix")
+                return {"match_type": "lpm", "key": data_hex(value & mask, width), "prefix_length": plen}
+            return {"match_type": "lpm", "key": data_hex(const(e), width), "prefix_length": width}
+        if mk in ("ternary", "optional"):
+            if wild:
+                return {"match_type": mk, "key": data_hex(0, width), "mask": data_hex(0, width)}
+            if isinstance(e, ast.MaskExpression):
+                if mk == "optional":
+                    raise fail(e, "optional keys take a value or _")
+                value, mask = const(e.value), const(e.mask)
+                return {"match_type": mk, "key": data_hex(value & mask, width), "mask": data_hex(mask, width)}
+            return {"match_type": mk, "key": data_hex(const(e), width), "mask": data_hex(full, width)}
+        if mk == "range":
+            if wild:
+                return {"match_type": "range", "start": data_hex(0, width), "end": data_hex(full, width)}
+            if isinstance(e, ast.RangeExpression):
+                return {"match_type": "range", "start": data_hex(const(e.low), width),
+                        "end": data_hex(const(e.high), width)}
+            v = const(e)
+            return {"match_type": "range", "start": data_hex(v, width), "end": data_hex(v, width)}
+        raise fail(e, f"match kind '{mk}' in const entries")
+
+
+def _annotated_name(annotations: tuple) -> Optional[str]:
+    ann = ast.find_annotation(annotations, "name")
+    if ann is not None and ann.args and isinstance(ann.args[0], ast.StringLiteral):
+        return ann.args[0].value
+    return None

@@ -1,0 +1,150 @@
+"""The v1model package: `V1Switch(parser, verify, ingress, egress, compute, deparser) main;`
+lowered to one BMv2 JSON document (parser, two pipelines, checksums, deparser)."""
+from __future__ import annotations
+
+from typing import Any
+
+from p4target.compiler import ast, externs
+from p4target.compiler.context import Context
+from p4target.compiler.controls import ControlLowering, PipelineLinker
+from p4target.compiler.parsers import ParserLowering
+from p4target.compiler.semantics import ProgramScope, fail
+from p4target.compiler.statements import IfItem, Item, Prims, SubBlock
+from p4target.compiler.types import EnumT, ExternT, StructLike
+from p4target.compiler.values import HeaderValue, PacketValue, Value
+from p4target.errors import UnsupportedError
+
+BLOCKS = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+
+
+def lower_program(program: ast.Program, program_name: str) -> Context:
+    """Lower a whole v1model program; the returned context holds the BMv2 document and the
+    facts P4Info needs."""
+    scope = ProgramScope(program)
+    ctx = Context(scope, program_name)
+    main = scope.instances.get("main")
+    if main is None:
+        raise fail(program, "the program has no 'main' package instance (V1Switch(...) main;)")
+    pkg = main.type.base.name if isinstance(main.type, ast.SpecializedType) else getattr(main.type, "name", "")
+    if pkg != "V1Switch":
+        raise UnsupportedError.at(main.loc, f"package '{pkg}'", "only v1model's V1Switch is supported")
+    if len(main.args) != 6:
+        raise fail(main, f"V1Switch takes 6 blocks, got {len(main.args)}")
+    blocks = [_block(scope, a) for a in main.args]
+    parser_decl = blocks[0][0]
+    if not isinstance(parser_decl, ast.ParserDecl):
+        raise fail(main.args[0], "the first V1Switch argument must be a parser")
+    params = parser_decl.params
+    if len(params) != 4:
+        raise fail(parser_decl, "the V1Switch parser takes (packet_in, out H, inout M, inout standard_metadata_t)")
+    h_type = scope.resolve(params[1].type)
+    m_type = scope.resolve(params[2].type)
+    sm_type = scope.resolve(params[3].type)
+    ctx.out.errors = [[name, code] for name, code in scope.errors.items()]
+    for name, d in scope.type_decls.items():
+        if isinstance(d, ast.EnumDecl) and d.underlying is None:
+            t = scope.resolve_name(name, d)
+            assert isinstance(t, EnumT)
+            ctx.out.enums.append({"name": name, "entries": [[m, v] for m, v in t.members.items()]})
+    hdr = ctx.storage.headers_param(h_type, main)
+    meta = ctx.storage.metadata_param(m_type, main)
+    assert isinstance(sm_type, StructLike)
+    ctx.out.add_header_type("standard_metadata", sm_type.fields)
+    ctx.out.add_header("standard_metadata", "standard_metadata", True)
+    sm = HeaderValue("standard_metadata", sm_type, True)
+    ctx.metadata = meta if not isinstance(meta, HeaderValue) else None
+    for name, inst in scope.instances.items():
+        if name == "main":
+            continue
+        t = scope.resolve(inst.type)
+        if isinstance(t, ExternT):
+            ctx.global_env.define(name, externs.instantiate(ctx, inst, name, t, lambda n: None))
+
+    def bind(decl: Any) -> dict[str, Value]:
+        out: dict[str, Value] = {}
+        for p in decl.params:
+            if isinstance(p.type, ast.TypeName) and p.type.name in ("packet_in", "packet_out"):
+                out[p.name] = PacketValue(p.type.name)
+                continue
+            t = scope.resolve(p.type)
+            if t is h_type:
+                out[p.name] = hdr
+            elif t is m_type:
+                out[p.name] = meta
+            elif t is sm_type:
+                out[p.name] = sm
+            else:
+                raise fail(p, f"parameter '{p.name}' of '{decl.name}' has unexpected type {t}")
+        return out
+
+    (pdecl, pname), (vdecl, vname), (idecl, iname), (edecl, ename), (cdecl, cname), (ddecl, dname) = blocks
+    for (decl, _), role in zip(blocks[1:], BLOCKS[1:]):
+        if not isinstance(decl, ast.ControlDecl):
+            raise fail(decl, f"V1Switch's {role} block must be a control")
+    ctx.out.parsers.append(ParserLowering(ctx, pdecl, pname, bind(pdecl)).build())
+    _checksum_block(ControlLowering(ctx, vdecl, vname, bind(vdecl), "verify_checksum").apply_items(), vdecl)
+    ingress = ControlLowering(ctx, idecl, iname, bind(idecl)).apply_items()
+    ctx.out.pipelines.append(PipelineLinker(ctx, "ingress", 0).build(ingress))
+    egress = ControlLowering(ctx, edecl, ename, bind(edecl)).apply_items()
+    ctx.out.pipelines.append(PipelineLinker(ctx, "egress", 1).build(egress))
+    _checksum_block(ControlLowering(ctx, cdecl, cname, bind(cdecl), "compute_checksum").apply_items(), cdecl)
+    order = _deparser_order(ControlLowering(ctx, ddecl, dname, bind(ddecl), "deparser").apply_items(), ddecl)
+    ctx.out.deparsers.append({"name": "deparser", "id": 0, "source_info": {}, "order": order,
+                              "primitives": []})
+    for m in ctx.out.meter_arrays:
+        if m.get("is_direct"):
+            m["result_target"] = ctx.direct_meter_targets.get(m["name"])
+    return ctx
+
+
+def _block(scope: ProgramScope, arg: ast.Expression) -> tuple[Any, str]:
+    """(declaration, instance name) of a V1Switch argument: ``MyIngress()`` or an instance."""
+    if isinstance(arg, ast.MethodCallExpression) and isinstance(arg.method, (ast.PathExpression, ast.TypeExpression)):
+        name = arg.method.name if isinstance(arg.method, ast.PathExpression) else getattr(arg.method.type, "name", "")
+        decl = scope.controls.get(name) or scope.parsers.get(name)
+        if decl is None:
+            raise fail(arg, f"unknown parser or control '{name}'")
+        if arg.args:
+            raise UnsupportedError.at(arg.loc, "constructor arguments of parsers and controls")
+        return decl, name
+    if isinstance(arg, ast.PathExpression) and arg.name in scope.instances:
+        inst = scope.instances[arg.name]
+        tname = getattr(inst.type, "name", "")
+        decl = scope.controls.get(tname) or scope.parsers.get(tname)
+        if decl is None:
+            raise fail(arg, f"'{arg.name}' is not a parser or control instance")
+        return decl, arg.name
+    raise fail(arg, "V1Switch arguments must be parser/control instances")
+
+
+def _flatten(items: list[Item]) -> list[Item]:
+    out: list[Item] = []
+    for it in items:
+        if isinstance(it, SubBlock):
+            out += _flatten(it.items)
+        else:
+            out.append(it)
+    return out
+
+
+def _checksum_block(items: list[Item], decl: Any) -> None:
+    for it in _flatten(items):
+        if isinstance(it, Prims) and not it.primitives:
+            continue
+        if isinstance(it, IfItem):
+            raise UnsupportedError.at(decl.loc, "conditions in checksum controls",
+                                      "use the condition argument of verify_checksum/update_checksum")
+        raise UnsupportedError.at(decl.loc, "statements other than verify_checksum/update_checksum "
+                                            "in checksum controls")
+
+
+def _deparser_order(items: list[Item], decl: Any) -> list[str]:
+    order: list[str] = []
+    for it in _flatten(items):
+        if not isinstance(it, Prims):
+            raise UnsupportedError.at(decl.loc, "control flow in the deparser")
+        for p in it.primitives:
+            if p["op"] != "__emit":
+                raise UnsupportedError.at(decl.loc, f"'{p['op']}' in the deparser")
+            order += [h for h in p["parameters"] if h not in order]
+    return order
