@@ -1,0 +1,73 @@
+"""What the back end knows about a program's control-plane API, handed to the P4Info builder."""
+from __future__ import annotations
+
+from typing import Any
+
+from p4target.compiler import ast
+from p4target.compiler.context import Context
+from p4target.compiler.p4info import (ControllerHeaderHint, DigestHint, P4InfoHints, TableHints,
+                                      build_p4info)
+from p4target.compiler.types import HeaderT, bit_width, is_signed
+
+
+def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
+    hints = P4InfoHints(hidden=set(ctx.hidden))
+    for name, info in ctx.tables.items():
+        hints.tables[name] = TableHints(
+            annotations=list(info.annotations), action_scopes=dict(info.action_scopes),
+            const_default_action=info.const_default_action, is_const_table=info.is_const_table,
+            key_names=list(info.key_names), key_bitwidths=list(info.key_bitwidths),
+            implementation=info.implementation, direct_counter=info.direct_counter,
+            direct_meter=info.direct_meter, size=info.size)
+    hints.action_annotations = {k: v for k, v in ctx.action_annotations.items() if v}
+    hints.extern_annotations = dict(ctx.extern_annotations)
+    for name, inst in ctx.externs.items():
+        if inst.kind in ("counter", "direct_counter"):
+            unit = inst.args[1] if inst.kind == "counter" and len(inst.args) > 1 else (
+                inst.args[0] if inst.args else "packets_and_bytes")
+            hints.counter_units[name] = str(unit)
+        elif inst.kind == "register" and inst.type_args:
+            t = inst.type_args[0]
+            hints.register_types[name] = (bit_width(t), is_signed(t))
+        explicit = _id_annotation(inst.decl.annotations)
+        if explicit is not None:
+            hints.explicit_ids[name] = explicit
+    for t in ctx.scope.resolved.values():
+        if isinstance(t, HeaderT):
+            ann = ast.find_annotation(t.annotations, "controller_header")
+            if ann is not None and ann.args and isinstance(ann.args[0], ast.StringLiteral):
+                hints.controller_headers.append(ControllerHeaderHint(
+                    name=t.name, controller_header=ann.args[0].value,
+                    fields=[(f, bit_width(ft)) for f, ft in t.fields]))
+    widths = _field_widths(bmv2_json)
+    for ll in bmv2_json.get("learn_lists", []):
+        t = ctx.scope.resolved.get(ll["name"])
+        names = [f for f, _ in t.fields] if t is not None and hasattr(t, "fields") else []
+        fields = []
+        for i, e in enumerate(ll["elements"]):
+            ref = tuple(e["value"])
+            fname = names[i] if i < len(names) else ref[1].split(".")[-1]
+            fields.append((fname, widths.get(ref, 32)))
+        hints.digests.append(DigestHint(name=ll["name"], type_name=ll["name"], fields=fields))
+    return hints
+
+
+def _id_annotation(annotations: Any) -> Any:
+    ann = ast.find_annotation(annotations, "id")
+    if ann is not None and ann.args and isinstance(ann.args[0], ast.IntLiteral):
+        return ann.args[0].value
+    return None
+
+
+def _field_widths(bmv2_json: dict) -> dict[tuple[str, str], int]:
+    types = {t["name"]: t for t in bmv2_json.get("header_types", [])}
+    out = {}
+    for h in bmv2_json.get("headers", []):
+        for f in types[h["header_type"]]["fields"]:
+            out[(h["name"], f[0])] = f[1]
+    return out
+
+
+def build_program_p4info(ctx: Context, bmv2_json: dict) -> Any:
+    """The P4Info of a lowered program."""
+    return build_p4info(bmv2_json, program_hints(ctx, bmv2_json))
