@@ -102,19 +102,24 @@ def run(args: argparse.Namespace) -> int:
             pid_file.write_text(f"{os.getpid()}\n")
             signal.signal(signal.SIGTERM, lambda *_: stop.set())
             signal.signal(signal.SIGINT, lambda *_: stop.set())
+        if server is not None:
+            server.start()
+            _log(f"serving gradctl on {server.path} (pid {os.getpid()})")
         results = ctl.start()
         for name, err in results.items():
-            _log(f"{name}: {'ready' if err is None else 'NOT ready: ' + err}")
+            _log(f"{name}: {'programmed' if err is None else 'NOT programmed: ' + err}")
         if policy is not None:
             summary = ctl.apply_policy(policy)
             _log(f"policy {args.policy}: {summary['rules']} rules; {json.dumps(summary['switches'])}"
                  + (f"; pending on {', '.join(summary['pending'])}" if summary["pending"] else ""))
+        failed = sorted(n for n, e in results.items() if e is not None)
+        if failed:
+            _log(f"switches not programmed: {', '.join(failed)}"
+                 + ("" if args.once else " (retrying in the background)"))
+        else:
+            _log("all switches programmed")
         if args.once:
-            failed = {n: e for n, e in results.items() if e is not None}
             return 1 if failed else 0
-        assert server is not None
-        server.start()
-        _log(f"serving gradctl on {server.path} (pid {os.getpid()})")
         while not stop.wait(0.5):
             pass
         return 0

@@ -79,7 +79,8 @@ def _prio(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The gradctl command line."""
     p = _Parser(prog="gradctl", description=__doc__.split("\n\n")[0])
-    p.add_argument("--socket", default=None, help="controller daemon socket (default logs/controller.sock)")
+    p.add_argument("--socket", "--controller", dest="socket", default=None,
+                   help="controller daemon socket (default logs/controller.sock)")
     p.add_argument("--json", action="store_true", help="machine-readable JSON output")
     direct = p.add_argument_group("without a daemon")
     direct.add_argument("--direct", action="store_true",
