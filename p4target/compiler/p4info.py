@@ -579,16 +579,23 @@ def _canonical_bytes(value: object) -> bytes:
 
 
 def _digest_specs(bmv2: dict, hints: P4InfoHints, widths: _FieldWidths) -> list[tuple[str, list[tuple[str, int]]]]:
-    """(P4Info digest name, struct members) per digest, from hints or else the learn lists."""
+    """(P4Info digest name, struct members) per digest, in BMv2 learn-list order (which the
+    switch may use to pair them); hints supply names, learn lists alone give field widths."""
+    by_list = {d.name: d for d in hints.digests}
     specs: list[tuple[str, list[tuple[str, int]]]] = []
     seen: set[str] = set()
-    hinted = {d.name for d in hints.digests}
-    for d in hints.digests:
-        if d.type_name not in seen:
-            seen.add(d.type_name)
-            specs.append((d.type_name, [(n, int(w)) for n, w in d.fields]))
+
+    def add(name: str, fields: list[tuple[str, int]]) -> None:
+        if name not in seen:
+            seen.add(name)
+            specs.append((name, fields))
+
+    used: set[str] = set()
     for ll in bmv2.get("learn_lists", []) or []:
-        if ll["name"] in hinted or ll["name"] in seen:
+        hint = by_list.get(ll["name"])
+        if hint is not None:
+            used.add(hint.name)
+            add(hint.type_name, [(n, int(w)) for n, w in hint.fields])
             continue
         fields = []
         for element in ll.get("elements", []):
@@ -597,8 +604,10 @@ def _digest_specs(bmv2: dict, hints: P4InfoHints, widths: _FieldWidths) -> list[
             if width is None:
                 raise P4TargetError(f"learn list '{ll['name']}': cannot find the width of {target}")
             fields.append((str(target[-1]).split(".")[-1], width))
-        seen.add(ll["name"])
-        specs.append((ll["name"], fields))
+        add(ll["name"], fields)
+    for hint in hints.digests:
+        if hint.name not in used:
+            add(hint.type_name, [(n, int(w)) for n, w in hint.fields])
     return specs
 
 

@@ -489,3 +489,15 @@ def test_empty_key_overrides_mean_not_given():
     hints = P4InfoHints(tables={"MyIngress.ipv4_lpm": TableHints(key_names=["dst"], key_bitwidths=[24])})
     table = P4InfoIndex(build_p4info(l3_router(), hints)).table("MyIngress.ipv4_lpm")
     assert [(m.name, m.bitwidth) for m in table.match_fields] == [("dst", 24)]
+
+
+def test_digests_follow_learn_list_order():
+    prog = _full_program()
+    prog["learn_lists"] = [{"id": 1, "name": "first_t", "elements": [F("meta", "flow")]},
+                           {"id": 2, "name": "second_t", "elements": [F("meta", "port")]}]
+    hints = P4InfoHints(digests=[DigestHint("second_t", "second_t", [("port", 9)]),
+                                 DigestHint("elsewhere", "third_t", [("x", 1)])])
+    info = build_p4info(prog, hints)
+    assert [d.preamble.name for d in info.digests] == ["first_t", "second_t", "third_t"]
+    assert [m.name for m in info.type_info.structs["first_t"].members] == ["flow"]
+    assert [m.name for m in info.type_info.structs["second_t"].members] == ["port"]
