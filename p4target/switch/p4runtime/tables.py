@@ -6,6 +6,7 @@ from typing import Iterator
 from p4.v1 import p4runtime_pb2
 
 from p4target.engine import TableEntry as EngineEntry
+from p4target.engine import Valid
 
 from .errors import Code, P4RuntimeError, invalid, not_found, unimplemented
 from .meters import config_from_engine, config_to_engine
@@ -36,9 +37,11 @@ class TableEntries:
         key = self.tr.key_to_engine(table, te.match)
         priority = self.tr.priority_to_engine(table, te.priority)
         if op == Update.INSERT:
+            if self._find(table, key, priority) is not None:
+                raise P4RuntimeError(Code.ALREADY_EXISTS, f"table '{table.name}' already has an entry with this key")
             self._insert(table, te, key, priority)
             return
-        entry = self.engine.table_find(table.name, key, priority)
+        entry = self._find(table, key, priority)
         if entry is None:
             raise not_found(f"table '{table.name}' has no entry with this key")
         if op == Update.MODIFY:
@@ -49,6 +52,13 @@ class TableEntries:
             self.s.extras.pop((table.name, entry.handle), None)
         else:
             raise invalid("update type must be INSERT, MODIFY or DELETE")
+
+    def _find(self, table: TableInfo, key: list, priority: int | None) -> EngineEntry | None:
+        """The entry with exactly this key (and priority); exact-only tables by hash."""
+        et = self.engine.table(table.name)
+        if et.match_type == "exact":
+            return et.lookup(tuple(int(v.valid) if isinstance(v, Valid) else v.value for v in key))
+        return self.engine.table_find(table.name, key, priority)
 
     def _insert(self, table: TableInfo, te, key, priority) -> None:
         target = self._target(table, te)
@@ -162,7 +172,7 @@ class TableEntries:
         if te.match:
             key = self.tr.key_to_engine(table, te.match)
             priority = self.tr.priority_to_engine(table, te.priority) if te.priority or not table.needs_priority else None
-            e = self.engine.table_find(table.name, key, priority)
+            e = self._find(table, key, priority)
             return [e] if e is not None else []
         entries = self.engine.table_entries(table.name)
         if te.priority:
@@ -221,7 +231,7 @@ class TableEntries:
         if te.is_default_action:
             raise unimplemented(f"direct {kind}s of default entries are not supported")
         key = self.tr.key_to_engine(table, te.match)
-        entry = self.engine.table_find(table.name, key, self.tr.priority_to_engine(table, te.priority))
+        entry = self._find(table, key, self.tr.priority_to_engine(table, te.priority))
         if entry is None:
             raise not_found(f"table '{table.name}' has no entry with this key")
         return table, entry

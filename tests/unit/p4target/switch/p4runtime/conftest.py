@@ -395,3 +395,92 @@ def loaded(switch, program):
 @pytest.fixture
 def p4info_builder():
     return p4info_for
+
+
+class Ids:
+    """Name -> id look-ups and entity builders over one P4Info."""
+
+    def __init__(self, p4info) -> None:
+        self.p4info = p4info
+
+    def _find(self, items, name):
+        for x in items:
+            if x.preamble.name == name:
+                return x
+        raise KeyError(name)
+
+    def table(self, name):
+        return self._find(self.p4info.tables, name).preamble.id
+
+    def action(self, name):
+        return self._find(self.p4info.actions, name).preamble.id
+
+    def of(self, kind, name):
+        return self._find(getattr(self.p4info, kind), name).preamble.id
+
+    def field(self, table, fname):
+        t = self._find(self.p4info.tables, table)
+        return next(f.id for f in t.match_fields if f.name == fname)
+
+    def act(self, name, *values):
+        a = p4runtime_pb2.Action(action_id=self.action(name))
+        for pid, v in enumerate(values, 1):
+            a.params.add(param_id=pid, value=v if isinstance(v, bytes) else _b(v))
+        return a
+
+    def entry(self, table, match=(), action=None, params=(), priority=0, **kw):
+        """match: [(field name, kind, value...)] with kind exact/lpm/ternary/range/optional."""
+        te = p4runtime_pb2.TableEntry(table_id=self.table(table), priority=priority, **kw)
+        for fname, kind, *vals in match:
+            fm = te.match.add(field_id=self.field(table, fname))
+            vals = [v if isinstance(v, bytes) else _b(v) if kind != "lpm" or i == 0 else v for i, v in enumerate(vals)]
+            if kind == "exact":
+                fm.exact.value = vals[0]
+            elif kind == "lpm":
+                fm.lpm.value, fm.lpm.prefix_len = vals
+            elif kind == "ternary":
+                fm.ternary.value, fm.ternary.mask = vals
+            elif kind == "range":
+                fm.range.low, fm.range.high = vals
+            else:
+                fm.optional.value = vals[0]
+        if action is not None:
+            te.action.action.CopyFrom(self.act(action, *params))
+        return te
+
+
+def _b(v: int) -> bytes:
+    return v.to_bytes(max(1, (v.bit_length() + 7) // 8), "big")
+
+
+def update(kind: str, entity_field: str, msg):
+    """An Update of type INSERT/MODIFY/DELETE for one entity message."""
+    u = p4runtime_pb2.Update(type=getattr(p4runtime_pb2.Update, kind))
+    getattr(u.entity, entity_field).CopyFrom(msg)
+    return u
+
+
+def write_errors(exc: grpc.RpcError) -> list:
+    """(canonical code, message) per update from a Write's UNKNOWN status details."""
+    from google.rpc import status_pb2
+    assert exc.code() == grpc.StatusCode.UNKNOWN
+    raw = dict(exc.trailing_metadata())["grpc-status-details-bin"]
+    status = status_pb2.Status.FromString(raw)
+    out = []
+    for d in status.details:
+        err = p4runtime_pb2.Error()
+        assert d.Unpack(err)
+        out.append((err.canonical_code, err.message))
+    return out
+
+
+@pytest.fixture
+def ids(program):
+    return Ids(program[1])
+
+
+@pytest.fixture
+def helpers():
+    """Module-level helpers for tests: update(), write_errors(), encoding of ints."""
+    return type("H", (), {"update": staticmethod(update), "write_errors": staticmethod(write_errors),
+                          "b": staticmethod(_b), "Ids": Ids, "p4info_for": staticmethod(p4info_for)})
