@@ -376,8 +376,23 @@ def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info
     profile_names = {p["name"] for p in profiles}
     implementation_of: dict[str, str] = {}
 
+    action_names = {a["name"] for a in actions}
+    visible_action_names = {a["name"] for a in visible_actions}
+    direct_counters = {c["name"] for c in counters if c.get("is_direct")}
+    direct_meters = {m["name"] for m in meters if m.get("is_direct")}
     for t in visible_tables:
         th = hints.tables.get(t["name"], TableHints())
+        for aname in t.get("actions", []):
+            if aname not in action_names:
+                raise P4TargetError(f"table '{t['name']}' refers to action '{aname}' "
+                                    "which the BMv2 JSON does not declare")
+            if aname not in visible_action_names:
+                raise P4TargetError(f"table '{t['name']}' refers to hidden action '{aname}'")
+        for kind, name, known in (("direct counter", th.direct_counter, direct_counters),
+                                  ("direct meter", th.direct_meter, direct_meters)):
+            if name and name not in known:
+                raise P4TargetError(f"table '{t['name']}' uses {kind} '{name}' "
+                                    "which the BMv2 JSON does not declare")
         impl = th.implementation or t.get("action_profile")
         if impl:
             if impl not in profile_names:

@@ -76,9 +76,10 @@ def test_l3_router_p4info_matches_p4c_basic_exercise():
 
 def test_hidden_hint_and_unreferenced_top_level_actions():
     prog = l3_router()
-    hints = P4InfoHints(hidden={"MyIngress.drop"})
-    idx = P4InfoIndex(build_p4info(prog, hints))
-    assert not idx.has("actions", "MyIngress.drop")
+    prog["actions"].append({"name": "MyIngress.synth", "id": 9, "runtime_data": [], "primitives": []})
+    assert P4InfoIndex(build_p4info(prog)).has("actions", "MyIngress.synth")
+    idx = P4InfoIndex(build_p4info(prog, P4InfoHints(hidden={"MyIngress.synth"})))
+    assert not idx.has("actions", "MyIngress.synth")
     # A top-level (dot-less) action that no visible table uses is compiler-made: left out,
     # unless the hints describe it.
     assert not idx.has("actions", "act_count")
@@ -306,10 +307,21 @@ def test_aliases_are_shortest_unique_suffixes():
     (P4InfoHints(tables={"MyIngress.ipv4_lpm": TableHints(implementation="nope")}), "action profile 'nope'"),
     (P4InfoHints(tables={"MyIngress.ipv4_lpm": TableHints(action_scopes={"NoAction": "SOMETIMES"})}), "SOMETIMES"),
     (P4InfoHints(counter_units={"MyIngress.rx": "furlongs"}), "furlongs"),
+    (P4InfoHints(tables={"MyIngress.ipv4_lpm": TableHints(direct_counter="MyIngress.rx")}),
+     "direct counter 'MyIngress.rx' which the BMv2 JSON does not declare"),
+    (P4InfoHints(tables={"MyIngress.ipv4_lpm": TableHints(direct_meter="m")}), "direct meter 'm'"),
+    (P4InfoHints(hidden={"NoAction"}), "refers to hidden action 'NoAction'"),
 ])
 def test_inconsistent_hints_are_errors(hints, message):
     with pytest.raises(P4TargetError, match=message):
         build_p4info(l3_router(), hints)
+
+
+def test_table_action_missing_from_json_is_an_error():
+    prog = l3_router()
+    prog["pipelines"][0]["tables"][1]["actions"].append("MyIngress.ghost")
+    with pytest.raises(P4TargetError, match="refers to action 'MyIngress.ghost' which the BMv2 JSON"):
+        build_p4info(prog, P4InfoHints())
 
 
 def test_key_width_unknown_is_an_error():
