@@ -62,7 +62,8 @@ def _policy_phase(ctl: NetworkController, args: dict) -> Any:
 
 
 COMMANDS: dict[str, Callable[[NetworkController, dict], Any]] = {
-    "ping": lambda ctl, a: {"pid": os.getpid(), "topology": ctl.topology.name},
+    "ping": lambda ctl, a: {"pid": os.getpid(), "topology": ctl.topology.name,
+                            "ready": ctl.ready.is_set()},
     "switches": lambda ctl, a: ctl.switch_status(),
     "policy.show": _policy_show,
     "policy.apply": _policy_apply,

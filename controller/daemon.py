@@ -118,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
                  + ("" if args.once else " (retrying in the background)"))
         else:
             _log("all switches programmed")
+        ctl.ready.set()
         if args.once:
             return 1 if failed else 0
         while not stop.wait(0.5):

@@ -114,6 +114,7 @@ class NetworkController:
         self.reconnect_enabled = reconnect
         self.lock = threading.RLock()
         self._stopping = threading.Event()
+        self.ready = threading.Event()   # set by the owner once start-up programming is done
         self.state = self._load_state()
         self.switches: dict[str, ManagedSwitch] = {}
         for name, sw in topology.switches.items():

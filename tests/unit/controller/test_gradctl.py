@@ -96,7 +96,7 @@ def start_daemon(net, *extra):
          "--no-queues", *extra],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
-    while api.ping(sock) is None:
+    while not (api.ping(sock) or {}).get("ready"):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             raise AssertionError(f"daemon did not come up: {proc.communicate()}")
