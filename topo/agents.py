@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from pathlib import Path
 from dataclasses import dataclass
 
 from topo.errors import ToolchainError
@@ -16,8 +17,9 @@ GRADCTL_MODULE = "controller.gradctl"
 PS_MODULE = "hosts.ps"
 WORKER_MODULE = "hosts.worker"
 BACKGROUND_MODULE = "hosts.background"
-# A controller log line that says every switch is programmed.
-CONTROLLER_READY = r"\b(ready|all switches programmed)\b"
+# Controller log lines: every switch programmed / some could not be programmed.
+CONTROLLER_READY = r"\ball switches programmed\b"
+CONTROLLER_FAILED = r"switches not programmed: .*"
 
 
 def available(module: str) -> bool:
@@ -35,22 +37,27 @@ def require(module: str, what: str) -> None:
 
 
 def controller_argv(topology: str, p4info: str, bmv2_json: str, policy: str | None,
-                    listen: str | None = None) -> list[str]:
-    """The controller daemon's command line."""
-    argv = [sys.executable, "-m", CONTROLLER_MODULE, "--topology", topology, "--p4info", p4info,
-            "--bmv2-json", bmv2_json]
+                    log_dir: str) -> list[str]:
+    """The controller daemon's command line; its socket, PID file and state live in `log_dir`."""
+    argv = [sys.executable, "-u", "-m", CONTROLLER_MODULE, "--topology", topology, "--p4info", p4info,
+            "--bmv2-json", bmv2_json, "--listen", controller_socket(log_dir),
+            "--pid-file", f"{log_dir}/controller.pid",
+            "--state-file", f"{log_dir}/{Path(topology).name.split('.')[0]}.controller.json"]
     if policy:
         argv += ["--policy", policy]
-    if listen:
-        argv += ["--listen", listen]
     return argv
 
 
-def gradctl_argv(*args: str, listen: str | None = None) -> list[str]:
-    """A `gradctl` command line (talking to the daemon at `listen`, else its default)."""
+def controller_socket(log_dir: str) -> str:
+    """The unix socket gradctl talks to for a run logging to `log_dir`."""
+    return f"{log_dir}/controller.sock"
+
+
+def gradctl_argv(*args: str, socket: str | None = None) -> list[str]:
+    """A `gradctl` command line (talking to the daemon's unix socket `socket`, else its default)."""
     argv = [sys.executable, "-m", GRADCTL_MODULE]
-    if listen:
-        argv += ["--controller", listen]
+    if socket:
+        argv += ["--socket", socket]
     return argv + list(args)
 
 
@@ -65,14 +72,14 @@ class JobSpec:
     extra_worker: tuple[str, ...] = ()
 
 
-def ps_argv(job: JobSpec, topology: str) -> list[str]:
-    """The parameter server's command line."""
+def ps_argv(job: JobSpec) -> list[str]:
+    """The parameter server's command line (JSON lines on stdout)."""
     return [sys.executable, "-u", "-m", PS_MODULE, "--workers", str(job.workers), "--rounds", str(job.rounds),
-            "--job", str(job.job_id), "--topology", topology, *job.extra_ps]
+            "--job", str(job.job_id), "--die-with-parent", *job.extra_ps]
 
 
-def worker_argv(job: JobSpec, rank: int, ps_ip: str, topology: str) -> list[str]:
+def worker_argv(job: JobSpec, rank: int, ps_ip: str) -> list[str]:
     """Worker `rank`'s command line (JSON lines on stdout)."""
     return [sys.executable, "-u", "-m", WORKER_MODULE, "--rank", str(rank), "--ps", ps_ip,
             "--workers", str(job.workers), "--rounds", str(job.rounds), "--job", str(job.job_id),
-            "--topology", topology, *job.extra_worker]
+            "--die-with-parent", *job.extra_worker]

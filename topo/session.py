@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import subprocess
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,10 +17,11 @@ from typing import IO, Any
 
 from topo import agents
 from topo.description import Topology
-from topo.errors import RunError, TopoError, ToolchainError
+from topo.errors import ProcessStartError, RunError, TopoError, ToolchainError
 from topo.network import GradNetwork, NetworkOptions
 from topo.pidfile import RunRecord, delete_interface, is_same_process
 from topo.processes import ManagedProcess
+from topo.switch_node import log_tail
 from topo.stop import stop_recorded
 from topo.topologies import TopoParams, build_topology
 from topo.toolchain import switch_tool
@@ -128,11 +130,21 @@ class RunSession:
     def _start_controller(self) -> None:
         cfg = self.config
         assert self.record is not None
-        argv = agents.controller_argv(cfg.topology_path, cfg.p4info, cfg.bmv2_json, cfg.policy)
-        self.controller = ManagedProcess("controller", "controller", argv,
-                                         Path(cfg.log_dir) / "controller.log", self.record).start()
-        self.controller.wait_for_line(agents.CONTROLLER_READY, cfg.controller_timeout,
-                                      "'ready' line (switches programmed)")
+        argv = agents.controller_argv(cfg.topology_path, cfg.p4info, cfg.bmv2_json, cfg.policy, cfg.log_dir)
+        proc = ManagedProcess("controller", "controller", argv, Path(cfg.log_dir) / "controller.log", self.record)
+        self.controller = proc.start()
+        ready = re.compile(agents.CONTROLLER_READY, re.MULTILINE)
+        failed = re.compile(agents.CONTROLLER_FAILED, re.MULTILINE)
+
+        def settled() -> bool:
+            text = proc.output()
+            bad = failed.search(text)
+            if bad:
+                raise ProcessStartError(f"controller: {bad.group(0)}; last lines of {proc.log}:\n"
+                                        f"{log_tail(proc.log)}")
+            return bool(ready.search(text))
+
+        proc.wait_for(settled, cfg.controller_timeout, "'all switches programmed'")
 
     # -- use -------------------------------------------------------------------------------
     @property
@@ -145,7 +157,8 @@ class RunSession:
     def gradctl(self, *args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
         """Run `gradctl ARGS` against the running controller."""
         agents.require(agents.GRADCTL_MODULE, "gradctl")
-        return subprocess.run(agents.gradctl_argv(*args), capture_output=True, text=True, timeout=timeout)
+        argv = agents.gradctl_argv(*args, socket=agents.controller_socket(self.config.log_dir))
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
 
     def stats(self) -> dict[str, Any] | None:
         """`gradctl stats --json`, parsed; None when unavailable."""

@@ -26,26 +26,36 @@ def _layer_map(value: Any) -> dict[int, float]:
     return {}
 
 
+def _round_records(result: TrainingResult) -> list[dict[str, Any]]:
+    """The parameter server's per-round records (they carry the per-layer push figures)."""
+    ps = [r for name, recs in result.records.items() if name.startswith("ps") for r in recs]
+    return [r for r in ps if r.get("event", "round") == "round" and isinstance(r.get("round"), int)]
+
+
 def rounds_completed(result: TrainingResult) -> int:
-    """Distinct round numbers reported by any agent."""
-    return len({r["round"] for r in result.all_records() if isinstance(r.get("round"), int)})
+    """Rounds the parameter server closed (distinct round numbers it reported)."""
+    return len({r["round"] for r in _round_records(result)})
 
 
 def per_layer(result: TrainingResult) -> dict[int, dict[str, float]]:
-    """layer -> {min, mean delivered fraction, bound} over every round record that has them."""
-    seen: dict[int, list[float]] = {}
+    """layer -> {min, mean delivered push fraction, bound} over the PS's round records."""
+    mins: dict[int, list[float]] = {}
+    means: dict[int, list[float]] = {}
     bounds: dict[int, float] = {}
-    for rec in result.all_records():
-        for layer, frac in _layer_map(rec.get("delivered")).items():
-            seen.setdefault(layer, []).append(frac)
-        for key in ("bound", "bounds", "loss_bound"):
+    for rec in _round_records(result):
+        mean = _layer_map(rec.get("delivered"))
+        for layer, frac in mean.items():
+            means.setdefault(layer, []).append(frac)
+        for layer, frac in (_layer_map(rec.get("delivered_min")) or mean).items():
+            mins.setdefault(layer, []).append(frac)
+        for key in ("bounds", "bound"):
             bounds.update(_layer_map(rec.get(key)))
-    return {layer: {"min": min(v), "mean": sum(v) / len(v), "bound": bounds.get(layer, float("nan"))}
-            for layer, v in sorted(seen.items())}
+    return {layer: {"min": min(mins[layer]), "mean": sum(v) / len(v), "bound": bounds.get(layer, float("nan"))}
+            for layer, v in sorted(means.items())}
 
 
 def final_accuracy(result: TrainingResult) -> float | None:
-    """The last accuracy any agent reported (the PS's when it reports one)."""
+    """The last test accuracy reported (the PS's `epoch` records; else any agent's)."""
     best: float | None = None
     for name in sorted(result.records, key=lambda n: not n.startswith("ps")):
         for rec in result.records[name]:

@@ -81,12 +81,12 @@ class TrainingJob:
         agents.require(agents.WORKER_MODULE, "the worker agent")
         ps, workers = self.hosts()
         ps_ip = self.topo.hosts[ps].ip
-        proc = ManagedProcess(f"ps@{ps}", "agent", agents.ps_argv(self.job, self.topology_path),
+        proc = ManagedProcess(f"ps@{ps}", "agent", agents.ps_argv(self.job),
                               self.log_dir / f"job{self.job.job_id}.ps.log", self.record, self.net.get(ps))
         self.processes[ps] = proc.start()
         time.sleep(0.5)  # the PS binds its socket before workers send
         for rank, name in enumerate(workers):
-            argv = agents.worker_argv(self.job, rank, ps_ip, self.topology_path)
+            argv = agents.worker_argv(self.job, rank, ps_ip)
             proc = ManagedProcess(f"worker{rank}@{name}", "agent", argv,
                                   self.log_dir / f"job{self.job.job_id}.worker{rank}.log", self.record,
                                   self.net.get(name))

@@ -4,9 +4,14 @@ from topo.training import TrainingResult, json_lines
 
 
 def _result():
-    worker = json_lines('noise\n{"round": 0, "delivered": {"0": 1.0, "1": 0.99}, "bound": {"0": 0.011, "1": 0.004}}\n'
-                        '{"round": 1, "delivered": [0.995, 0.997]}\n{bad json\n')
-    ps = [{"epoch": 0, "accuracy": 0.91}, {"epoch": 1, "accuracy": 0.94}]
+    # Records as hosts.ps writes them (event round/epoch); worker records carry no push figures.
+    ps = json_lines('noise\n'
+                    '{"event": "round", "round": 0, "delivered": [1.0, 0.995], "delivered_min": [1.0, 0.99],'
+                    ' "bounds": [0.011, 0.004]}\n'
+                    '{"event": "round", "round": 1, "delivered": [0.995, 0.999]}\n{bad json\n'
+                    '{"event": "epoch", "epoch": 0, "round": 1, "accuracy": 0.91}\n'
+                    '{"event": "epoch", "epoch": 1, "round": 1, "accuracy": 0.94}\n')
+    worker = [{"event": "round", "round": 0, "pull_delivered": [1.0, 1.0]}]
     return TrainingResult({"ps@ps": 0, "worker0@w1": 0}, {"ps@ps": ps, "worker0@w1": worker},
                           {"ps@ps": "logs/p", "worker0@w1": "logs/w"}, 3.2)
 
@@ -16,7 +21,7 @@ def test_parsing():
     assert rounds_completed(result) == 2
     layers = per_layer(result)
     assert layers[0] == {"min": 0.995, "mean": 0.9975, "bound": 0.011}
-    assert layers[1]["min"] == 0.99
+    assert layers[1]["min"] == 0.99 and layers[1]["mean"] == 0.997
     assert final_accuracy(result) == 0.94
 
 
@@ -25,7 +30,7 @@ def test_render_marks_layers_below_bound_and_failures():
     result.exit_codes["worker0@w1"] = 3
     text = render(result, {"switches": [{"name": "s1", "dropped": 4, "uptime": 9}]})
     assert "FAILED" in text and "exit code 3" in text
-    assert "layer 1: 0.990" in text and "BELOW 1-bound" in text
+    assert "layer 1: 0.990 / 0.997" in text and "BELOW 1-bound" in text
     assert "switches[s1].dropped: 4" in text and "uptime" not in text
 
 
