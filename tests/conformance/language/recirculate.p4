@@ -28,7 +28,9 @@ control RecircIngress(inout headers_t hdr, inout meta_t meta, inout standard_met
 
 control RecircEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     apply {
-        if (sm.instance_type == 32w0) {
+        // egress sees instance_type 0 on both passes (ingress marks unicast NORMAL); the
+        // preserved field tells the passes apart
+        if (meta.saved != 32w0x33) {
             meta.saved = 32w0x33;
             hdr.h.a = 8w0x99;
             recirculate_preserving_field_list(8w1);
