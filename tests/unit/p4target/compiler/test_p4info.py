@@ -513,3 +513,18 @@ def test_digests_follow_learn_list_order():
     assert [d.preamble.name for d in info.digests] == ["first_t", "second_t", "third_t"]
     assert [m.name for m in info.type_info.structs["first_t"].members] == ["flow"]
     assert [m.name for m in info.type_info.structs["second_t"].members] == ["port"]
+
+
+def test_p4runtime_shell_reads_our_p4info(tmp_path):
+    # p4runtime-shell (the client library the controller uses) resolves our names and aliases.
+    from p4runtime_sh.context import Context, P4Type
+    write_p4info(build_p4info(_full_program(), _full_hints()), tmp_path / "p.txt")
+    info = read_p4info(tmp_path / "p.txt")
+    ctx = Context()
+    ctx.set_p4info(info)
+    tid = hashed_id(PREFIX_TABLE, "MyIngress.classify")
+    assert ctx.get_obj_id(P4Type.table, "MyIngress.classify") == tid
+    assert ctx.get_obj_id(P4Type.table, "classify") == tid
+    assert ctx.get_name_from_id(21257015) == "NoAction"
+    assert ctx.get_mf_id("MyIngress.classify", "meta.flow") == 2
+    assert ctx.get_param_id("MyIngress.ipv4_forward", "port") == 2
