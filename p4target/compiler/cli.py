@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from p4target.compiler.p4info import FORMATS_BY_SUFFIX, p4info_format, serialize_p4info
+from p4target.compiler.p4info import FORMATS_BY_SUFFIX, new_file_mode, p4info_format, serialize_p4info
 from p4target.errors import CompileError, P4TargetError
 
 PROG = "p4target compile"
@@ -114,6 +114,7 @@ def _check_language(args: argparse.Namespace) -> None:
 def _write_all(files: list[tuple[str, bytes]]) -> None:
     """Write every file or none: stage all as temporaries, then rename them into place."""
     staged: list[tuple[str, str]] = []
+    mode = new_file_mode()
     try:
         for path, data in files:
             target = Path(path)
@@ -128,6 +129,7 @@ def _write_all(files: list[tuple[str, bytes]]) -> None:
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
+                os.chmod(tmp, mode)
             except OSError as exc:
                 raise P4TargetError(f"cannot write {path}: {exc.strerror}") from None
         while staged:

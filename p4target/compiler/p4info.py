@@ -651,6 +651,13 @@ def serialize_p4info(p4info: p4info_pb2.P4Info, fmt: str) -> bytes:
     raise P4TargetError(f"unknown P4Info format '{fmt}' (use text, json or binary)")
 
 
+def new_file_mode() -> int:
+    """Permissions a newly created file gets under the current umask (mkstemp uses 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write(path: Union[str, os.PathLike], data: bytes) -> None:
     """Write ``data`` to a temporary file beside ``path`` and rename it into place."""
     target = Path(path)
@@ -661,6 +668,7 @@ def atomic_write(path: Union[str, os.PathLike], data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, new_file_mode())
         os.replace(tmp, target)
     except OSError as exc:
         try:

@@ -131,6 +131,12 @@ def test_write_all_is_all_or_nothing(tmp_path):
     assert good.read_text() == "old"
     cli._write_all([(str(good), b"new"), (str(tmp_path / "adir" / "p.bin"), b"\x00")])
     assert good.read_text() == "new" and (tmp_path / "adir" / "p.bin").read_bytes() == b"\x00"
+    mask = os.umask(0o022)
+    try:
+        cli._write_all([(str(good), b"x")])
+    finally:
+        os.umask(mask)
+    assert good.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
     assert sorted(os.listdir(tmp_path)) == ["adir", "good.json"]
 
 

@@ -338,6 +338,13 @@ def test_file_round_trip(tmp_path, suffix):
     write_p4info(info, path)
     assert read_p4info(path) == info
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temp file left behind
+    assert path.stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def test_file_formats_are_the_standard_encodings(tmp_path):
