@@ -1,4 +1,29 @@
 """gradlane end hosts: gradient header layers, the loss-tolerant transport and the agents.
 
-`hosts` knows nothing of P4Runtime; it speaks UDP/TCP sockets only (see hosts/README.md).
+`hosts` knows nothing of P4Runtime; it speaks UDP/TCP sockets only. Every agent takes --help,
+prints one-line errors (exit 2), exits cleanly (0) on SIGTERM, writes --pid-file PATH, logs
+JSON lines to --log FILE (default stdout) and can --die-with-parent.
+
+Agents
+  python -m hosts.ps --workers N [--bind 0.0.0.0] [--port 19527] [--epochs 8] [--rounds R]
+        [--lr 0.1] [--momentum 0.9]
+  python -m hosts.worker --rank R --workers N --ps IP [--ps-port 19527] [--bind ADDR]
+        [--port 19527 | 0] [--rounds R]
+    shared model flags:     --hidden 64 (64-64-10 MLP on sklearn digits) --batch 32 --seed 1
+    shared transport flags: --transport ltp|tcp|mlt --job 1 --bound 0.1 --layer-bounds B0,B1,..
+        --pull-bound B --phase-aware [--phase-delta 0.4] --hole-fill zeros|previous
+        --deadline-ms 500 [--pull-deadline-ms] --chunk-elems 64 --pace-pps 0 --probe-ms 20
+        --order layer|shuffle --peer-timeout 10 --join-timeout 60
+        --pcn [--pcn-threshold 10 --pcn-timeout-ms 50]
+    JSON events: start, round (time_s, push_s, pull_s, delivered, delivered_min, bytes,
+        retransmissions, drops, bounds, phase), epoch (loss, test_loss, accuracy), done.
+  python -m hosts.pcn serve [--port 19527] | start --ps IP [--threshold 10 --count N]
+  python -m hosts.background sink|flows|microburst|incast ...   (DCTCP if available, else cubic)
+  python -m hosts.lossy_relay --listen H:P --target H:P --loss F [--data-only] [--seed S]
+
+Modules
+  wire (struct fast path, GRADLANE_UDP_PORT, KIND_*, FLAG_*, TOS helpers), headers (Scapy
+  GradientHeader + control payload layers), transport/ (chunking, bounds, phase, holes,
+  reassembly, endpoint, mux, sender, receiver), exchange/ (ltp/mlt over UDP, tcp baseline),
+  training/ (dataset, mlp, aggregate), errors (HostsError, ConfigError, PacketError, PeerTimeout).
 """

@@ -1,0 +1,267 @@
+"""Background traffic for experiments: ECN-capable TCP flows (DCTCP when the kernel has it),
+a TCP sink, a UDP microburst injector and an incast generator. Logs JSON lines.
+
+Run: python -m hosts.background sink --port 5001
+     python -m hosts.background flows --dst IP --port 5001 --flows 3 --duration 10 [--cc dctcp]
+     python -m hosts.background microburst --dst IP --port 5002 --burst 200 --interval-ms 500
+     python -m hosts.background incast --dst IP --port 5001 --flows 8 --bytes 262144 --repeat 5
+"""
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import threading
+import time
+
+from hosts.cli import die_with_parent, run_agent
+from hosts.errors import ConfigError, PeerTimeout
+from hosts.jsonlog import JsonLog
+
+_CHUNK = 64 * 1024
+_TCP_ECN_SYSCTL = "/proc/sys/net/ipv4/tcp_ecn"
+
+
+def available_congestion_controls() -> list[str]:
+    try:
+        with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
+def choose_congestion_control(wanted: str, log: JsonLog) -> str:
+    """`wanted` if the kernel offers it, else cubic (logged), else the system default."""
+    have = available_congestion_controls()
+    if wanted in have:
+        return wanted
+    fallback = "cubic" if "cubic" in have else (have[0] if have else "")
+    log.write("congestion_control_fallback", wanted=wanted, using=fallback, available=have)
+    return fallback
+
+
+def enable_ecn(log: JsonLog) -> None:
+    """Ask for ECN on TCP in this network namespace (needs root; logged if not possible)."""
+    try:
+        with open(_TCP_ECN_SYSCTL, "w") as f:
+            f.write("1\n")
+        log.write("tcp_ecn", enabled=True)
+    except OSError as exc:
+        log.write("tcp_ecn", enabled=False, reason=exc.strerror)
+
+
+def connect(dst: tuple[str, int], cc: str, timeout: float) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if cc:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        except OSError:
+            pass
+    sock.settimeout(timeout)
+    try:
+        sock.connect(dst)
+    except OSError as exc:
+        sock.close()
+        raise PeerTimeout(f"cannot connect to {dst[0]}:{dst[1]}: {exc.strerror or exc}") from None
+    return sock
+
+
+def sink(bind: tuple[str, int], log: JsonLog, stop: threading.Event) -> None:
+    """Accept TCP connections and discard what they send; log bytes per connection."""
+    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        lsock.bind(bind)
+    except OSError as exc:
+        raise ConfigError(f"cannot bind {bind[0]}:{bind[1]}: {exc.strerror}") from None
+    lsock.listen(128)
+    lsock.settimeout(0.2)
+    log.write("listening", port=lsock.getsockname()[1])
+
+    def drain(conn: socket.socket, peer: tuple[str, int]) -> None:
+        total, t0 = 0, time.monotonic()
+        with conn:
+            while True:
+                try:
+                    data = conn.recv(_CHUNK)
+                except OSError:
+                    break
+                if not data:
+                    break
+                total += len(data)
+        log.write("flow_end", peer=f"{peer[0]}:{peer[1]}", bytes=total,
+                  seconds=round(time.monotonic() - t0, 6))
+
+    while not stop.is_set():
+        try:
+            conn, peer = lsock.accept()
+        except socket.timeout:
+            continue
+        threading.Thread(target=drain, args=(conn, peer), daemon=True).start()
+    lsock.close()
+
+
+def flows(dst: tuple[str, int], count: int, duration: float, cc: str, log: JsonLog) -> None:
+    """`count` long-lived TCP flows sending as fast as the network allows for `duration` s."""
+    results: list[dict] = []
+
+    def one(i: int) -> None:
+        sock = connect(dst, cc, 5.0)
+        buf = b"\0" * _CHUNK
+        sent, end = 0, time.monotonic() + duration
+        t0 = time.monotonic()
+        with sock:
+            while time.monotonic() < end:
+                try:
+                    sent += sock.send(buf)
+                except OSError:
+                    break
+        secs = time.monotonic() - t0
+        results.append({"flow": i, "bytes": sent, "mbps": round(sent * 8 / secs / 1e6, 3)})
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in results:
+        log.write("flow", cc=cc, **r)
+
+
+def microburst(dst: tuple[str, int], burst: int, size: int, interval: float, count: int,
+               log: JsonLog) -> None:
+    """`count` bursts (0 = until SIGTERM) of `burst` back-to-back UDP datagrams."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    payload = b"\xb5" * size
+    i = 0
+    while count == 0 or i < count:
+        t0 = time.monotonic()
+        sent = 0
+        for _ in range(burst):
+            try:
+                sock.sendto(payload, dst)
+                sent += 1
+            except OSError:
+                pass
+        log.write("burst", index=i, packets=sent, bytes=sent * size,
+                  seconds=round(time.monotonic() - t0, 6))
+        i += 1
+        time.sleep(interval)
+    sock.close()
+
+
+def incast(dst: tuple[str, int], count: int, size: int, repeat: int, gap: float, cc: str,
+           start_at: float | None, log: JsonLog) -> None:
+    """`repeat` times: `count` TCP flows each send `size` bytes to one sink at the same moment;
+    logs the completion time of the slowest (the incast burst)."""
+    if start_at is not None:
+        time.sleep(max(0.0, start_at - time.time()))
+    for rep in range(repeat):
+        socks = [connect(dst, cc, 10.0) for _ in range(count)]
+        done: list[float] = []
+        go = threading.Barrier(count + 1)
+
+        def send(sock: socket.socket) -> None:
+            go.wait()
+            t0 = time.monotonic()
+            with sock:
+                try:
+                    sock.sendall(b"\0" * size)
+                    # complete when the sink has read everything and closed its side
+                    sock.shutdown(socket.SHUT_WR)
+                    sock.recv(1)
+                except OSError:
+                    pass
+            done.append(time.monotonic() - t0)
+
+        threads = [threading.Thread(target=send, args=(s,), daemon=True) for s in socks]
+        for t in threads:
+            t.start()
+        go.wait()
+        for t in threads:
+            t.join()
+        log.write("incast", index=rep, flows=count, bytes_per_flow=size,
+                  completion_s=round(max(done), 6), mean_s=round(sum(done) / len(done), 6))
+        time.sleep(gap)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m hosts.background",
+                                 description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p_sink = sub.add_parser("sink", help="TCP sink that discards data")
+    p_sink.add_argument("--bind", default="0.0.0.0")
+    p_sink.add_argument("--port", type=int, default=5001)
+    p_flows = sub.add_parser("flows", help="long-lived ECN-capable TCP flows")
+    p_flows.add_argument("--flows", type=int, default=3)
+    p_flows.add_argument("--duration", type=float, default=10.0, help="seconds")
+    p_burst = sub.add_parser("microburst", help="bursts of UDP datagrams")
+    p_burst.add_argument("--burst", type=int, default=200, help="datagrams per burst")
+    p_burst.add_argument("--size", type=int, default=1000, help="UDP payload bytes")
+    p_burst.add_argument("--interval-ms", type=float, default=500.0, help="gap between bursts")
+    p_burst.add_argument("--count", type=int, default=0, help="bursts (0 = until SIGTERM)")
+    p_incast = sub.add_parser("incast", help="synchronized many-to-one TCP transfers")
+    p_incast.add_argument("--flows", type=int, default=8)
+    p_incast.add_argument("--bytes", type=int, default=256 * 1024, help="bytes per flow")
+    p_incast.add_argument("--repeat", type=int, default=1)
+    p_incast.add_argument("--gap-ms", type=float, default=1000.0)
+    p_incast.add_argument("--start-at", type=float, help="unix time to start (sync several hosts)")
+    for p in (p_flows, p_burst, p_incast):
+        p.add_argument("--dst", required=True, help="destination IPv4 address")
+        p.add_argument("--port", type=int, default=5001 if p is not p_burst else 5002)
+    for p in (p_flows, p_incast):
+        p.add_argument("--cc", default="dctcp", help="TCP congestion control (fallback cubic)")
+        p.add_argument("--ecn", action="store_true", help="also set net.ipv4.tcp_ecn=1 (root)")
+    for p in (p_sink, p_flows, p_burst, p_incast):
+        p.add_argument("--log", help="JSON-lines log file (default stdout)")
+        p.add_argument("--pid-file", help="write this process's PID here")
+        p.add_argument("--die-with-parent", action="store_true")
+    return ap
+
+
+def _positive(args: argparse.Namespace, *names: str) -> None:
+    for name in names:
+        if getattr(args, name) <= 0:
+            raise ConfigError(f"--{name.replace('_', '-')} must be positive")
+
+
+def run(args: argparse.Namespace) -> None:
+    log = JsonLog(args.log, role=f"background-{args.cmd}")
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port {args.port} is outside 0..65535")
+    stop = threading.Event()
+    try:
+        if args.cmd == "sink":
+            try:
+                sink((args.bind, args.port), log, stop)
+            finally:
+                stop.set()
+            return
+        dst = (args.dst, args.port)
+        if args.cmd == "microburst":
+            _positive(args, "burst", "size")
+            microburst(dst, args.burst, args.size, args.interval_ms / 1000.0, args.count, log)
+            return
+        if args.ecn:
+            enable_ecn(log)
+        cc = choose_congestion_control(args.cc, log)
+        if args.cmd == "flows":
+            _positive(args, "flows", "duration")
+            flows(dst, args.flows, args.duration, cc, log)
+        else:
+            _positive(args, "flows", "bytes", "repeat")
+            incast(dst, args.flows, args.bytes, args.repeat, args.gap_ms / 1000.0, cc,
+                   args.start_at, log)
+    finally:
+        log.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.die_with_parent:
+        die_with_parent()
+    return run_agent(lambda: run(args), args.pid_file, "hosts.background")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
