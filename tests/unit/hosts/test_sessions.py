@@ -1,0 +1,212 @@
+"""Receiver early close, ACK/BITMAP/STOP, and a sender that resends only the missing chunks.
+
+Real UDP sockets on 127.0.0.1; the peer side is a plain socket the test scripts by hand."""
+import socket
+import time
+
+import numpy as np
+import pytest
+
+from hosts import wire
+from hosts.errors import PeerTimeout
+from hosts.transport.chunking import ChunkPlan
+from hosts.transport.endpoint import Endpoint
+from hosts.transport.mux import Mux
+from hosts.transport.receiver import ReceiveOptions, RecvSession
+from hosts.transport.sender import SendOptions, SendSession
+
+JOB = 9
+
+
+@pytest.fixture
+def peer():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    s.settimeout(2.0)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def endpoint():
+    ep = Endpoint(("127.0.0.1", 0), JOB, wire.PS_RANK)
+    yield ep
+    ep.close()
+
+
+def _data(plan, layers, layer, seq, rank=0, round_=0, flags=0, job=JOB):
+    vals = layers[layer][plan.offset(layer, seq):plan.offset(layer, seq) + plan.length(layer, seq)]
+    payload = vals.astype(">f4").tobytes()
+    return wire.pack_header(wire.KIND_DATA, flags, job, rank, layer, round_, 0, len(payload), seq,
+                            plan.offset(layer, seq)) + payload
+
+
+def _recv_kinds(sock, until_kind, limit=200):
+    """Headers received on `sock` up to and including the first of kind `until_kind`."""
+    out = []
+    for _ in range(limit):
+        data, _ = sock.recvfrom(65535)
+        hdr = wire.unpack_header(data)
+        out.append((hdr, data[wire.HEADER_LEN:]))
+        if hdr.kind == until_kind:
+            return out
+    raise AssertionError("kind never arrived")
+
+
+def _pump(mux, cond, timeout=2.0):
+    mux.run(cond, timeout=timeout)
+
+
+def test_receiver_closes_early_at_the_bound_without_the_missing_chunks(endpoint, peer):
+    plan = ChunkPlan([100, 20], 10)          # 10 + 2 chunks
+    layers = [np.arange(100, dtype=np.float32), np.arange(20, dtype=np.float32) + 0.5]
+    session = RecvSession(endpoint, plan, 0, pull=False, senders=[0], required=(0.8, 1.0),
+                          options=ReceiveOptions(deadline=30.0))
+    mux = Mux(endpoint)
+    mux.add(session)
+    # send layer 1 fully and 8 of 10 chunks of layer 0 (chunks 3 and 7 "lost")
+    for seq in (0, 1):
+        peer.sendto(_data(plan, layers, 1, seq), endpoint.address)
+    for seq in (0, 1, 2, 4, 5, 6, 8, 9):
+        peer.sendto(_data(plan, layers, 0, seq), endpoint.address)
+    _pump(mux, lambda: session.done)
+    state = session.senders[0]
+    assert state.closed_by == "bound"
+    assert session.fractions()[0] == [0.8, 1.0]
+    got = _recv_kinds(peer, wire.KIND_STOP)
+    acked = {tuple(e) for h, p in got if h.kind == wire.KIND_ACK for e in wire.unpack_ack_entries(p)}
+    assert (0, 3) not in acked and (0, 7) not in acked
+    # a PROBE after the close is answered with STOP again (lost STOP costs one probe)
+    peer.sendto(wire.pack_header(wire.KIND_PROBE, 0, JOB, 0, wire.ALL_LAYERS, 0), endpoint.address)
+    for pkt in endpoint.receive(1.0):
+        mux.dispatch(pkt, time.monotonic())
+    assert _recv_kinds(peer, wire.KIND_STOP)[-1][0].kind == wire.KIND_STOP
+    # delivered values are exact, holes untouched
+    buf = state.buffer
+    assert np.array_equal(buf.values[0][buf.delivered[0]], layers[0][buf.delivered[0]])
+    assert not buf.delivered[0][30:40].any()
+
+
+def test_receiver_answers_probe_with_per_layer_bitmap(endpoint, peer):
+    plan = ChunkPlan([40, 10], 10)
+    layers = [np.ones(40, np.float32), np.ones(10, np.float32)]
+    session = RecvSession(endpoint, plan, 4, pull=True, senders=[wire.PS_RANK],
+                          required=(1.0, 1.0), options=ReceiveOptions(deadline=30.0))
+    mux = Mux(endpoint)
+    mux.add(session)
+    for seq in (0, 2):
+        peer.sendto(_data(plan, layers, 0, seq, rank=wire.PS_RANK, round_=4, flags=wire.FLAG_PULL),
+                    endpoint.address)
+    peer.sendto(wire.pack_header(wire.KIND_PROBE, wire.FLAG_PULL, JOB, wire.PS_RANK,
+                                 wire.ALL_LAYERS, 4), endpoint.address)
+    deadline = time.monotonic() + 2
+    bitmaps = {}
+    while len(bitmaps) < 2 and time.monotonic() < deadline:
+        for pkt in endpoint.receive(0.1):
+            mux.dispatch(pkt, time.monotonic())
+        peer.settimeout(0.1)
+        try:
+            while True:
+                data, _ = peer.recvfrom(65535)
+                hdr = wire.unpack_header(data)
+                if hdr.kind == wire.KIND_BITMAP:
+                    assert hdr.flags & wire.FLAG_PULL
+                    bitmaps[hdr.layer_id] = wire.unpack_bitmap(data[wire.HEADER_LEN:],
+                                                               plan.chunk_counts[hdr.layer_id])
+        except socket.timeout:
+            pass
+    assert bitmaps[0].tolist() == [True, False, True, False]
+    assert bitmaps[1].tolist() == [False]
+    assert not session.done
+
+
+def test_receiver_deadline_closes_a_transfer_that_cannot_reach_its_bound(endpoint, peer):
+    plan = ChunkPlan([100], 10)
+    layers = [np.ones(100, np.float32)]
+    session = RecvSession(endpoint, plan, 0, pull=False, senders=[0], required=(0.9,),
+                          options=ReceiveOptions(deadline=0.1))
+    mux = Mux(endpoint)
+    mux.add(session)
+    for seq in range(5):
+        peer.sendto(_data(plan, layers, 0, seq), endpoint.address)
+    _pump(mux, lambda: session.done)
+    state = session.senders[0]
+    assert state.closed_by == "deadline"
+    assert state.closed_at - state.first_data >= 0.1
+    assert session.fractions()[0] == [0.5]
+    assert _recv_kinds(peer, wire.KIND_STOP)[-1][0].kind == wire.KIND_STOP
+
+
+def test_absent_sender_times_out_with_a_clear_message(endpoint):
+    plan = ChunkPlan([10], 10)
+    session = RecvSession(endpoint, plan, 0, pull=False, senders=[0, 1], required=(1.0,),
+                          options=ReceiveOptions(absent_timeout=0.1),
+                          sender_names={1: "worker rank 1"})
+    mux = Mux(endpoint)
+    mux.add(session)
+    with pytest.raises(PeerTimeout, match="worker rank 0|worker rank 1|sender rank 0"):
+        _pump(mux, lambda: session.done)
+
+
+def test_sender_resends_only_missing_chunks_until_stop(peer):
+    ep = Endpoint(("127.0.0.1", 0), JOB, 2)
+    try:
+        plan = ChunkPlan([50, 10], 10)
+        layers = [np.arange(50, dtype=np.float32), np.arange(10, dtype=np.float32)]
+        sender = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, layers, 6, pull=False,
+                             options=SendOptions(probe_interval=0.05, first_probe_delay=0.0))
+        mux = Mux(ep)
+        mux.add(sender)
+        mux.run(lambda: sender.stats.probes >= 1, timeout=2)
+        first = _recv_kinds(peer, wire.KIND_PROBE)
+        data = [(h.layer_id, h.chunk_seq) for h, _ in first if h.kind == wire.KIND_DATA]
+        assert sorted(data) == sorted([(0, s) for s in range(5)] + [(1, 0)])
+        assert all(h.worker_rank == 2 and h.round == 6 and h.job_id == JOB for h, _ in first)
+        # receiver has layer 0 chunks 0, 2, 4 and all of layer 1
+        for layer, bits in ((0, [1, 0, 1, 0, 1]), (1, [1])):
+            peer.sendto(wire.pack_header(wire.KIND_BITMAP, 0, JOB, wire.PS_RANK, layer, 6,
+                                         payload_len=1) + wire.pack_bitmap(bits), ep.address)
+        mux.run(lambda: sender.stats.retransmissions >= 2, timeout=2)
+        again = _recv_kinds(peer, wire.KIND_PROBE)
+        resent = [(h.layer_id, h.chunk_seq) for h, _ in again if h.kind == wire.KIND_DATA]
+        assert sorted(resent) == [(0, 1), (0, 3)]
+        assert all(h.flags & wire.FLAG_RETX for h, _ in again if h.kind == wire.KIND_DATA)
+        peer.sendto(wire.pack_header(wire.KIND_STOP, 0, JOB, wire.PS_RANK, wire.ALL_LAYERS, 6),
+                    ep.address)
+        mux.run(lambda: sender.done, timeout=2)
+        assert sender.stats.retransmissions == 2
+    finally:
+        ep.close()
+
+
+def test_sender_gives_up_on_a_silent_peer(peer):
+    ep = Endpoint(("127.0.0.1", 0), JOB, 0)
+    try:
+        plan = ChunkPlan([10], 10)
+        sender = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, [np.ones(10)], 0,
+                             pull=False, options=SendOptions(peer_timeout=0.1),
+                             peer_name="parameter server")
+        mux = Mux(ep)
+        mux.add(sender)
+        with pytest.raises(PeerTimeout, match="parameter server .* did not answer"):
+            mux.run(lambda: sender.done, timeout=5)
+    finally:
+        ep.close()
+
+
+def test_priority_hints_mark_small_chunks_droppable():
+    ep = Endpoint(("127.0.0.1", 0), JOB, 0)
+    try:
+        plan = ChunkPlan([8], 4)
+        layers = [np.array([0.01] * 4 + [1.0] * 4, dtype=np.float32)]
+        s = SendSession(ep, ("127.0.0.1", 9), 0, plan, layers, 0, pull=False, options=SendOptions())
+        (f_small, tos_small), (f_large, tos_large) = s._marks
+        assert f_small & wire.FLAG_DROPPABLE and tos_small & 3 == wire.ECN_NOT_ECT
+        assert not f_large & wire.FLAG_DROPPABLE and tos_large & 3 == wire.ECN_ECT0
+        plain = SendSession(ep, ("127.0.0.1", 9), 0, plan, layers, 0, pull=False,
+                            options=SendOptions(priority_hints=False))
+        assert all(m == (0, 0) for m in plain._marks)
+        pull = SendSession(ep, ("127.0.0.1", 9), 0, plan, layers, 0, pull=True, options=SendOptions())
+        assert all(not f & wire.FLAG_DROPPABLE and f & wire.FLAG_PULL for f, _ in pull._marks)
+    finally:
+        ep.close()
