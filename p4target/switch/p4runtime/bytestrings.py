@@ -7,9 +7,12 @@ from .errors import invalid
 def decode(data: bytes, bitwidth: int, what: str) -> int:
     """The unsigned value of `data`, checked to fit in `bitwidth` bits (INVALID_ARGUMENT if not).
 
-    Leading zero bytes are accepted (non-canonical input); an empty string is not."""
+    Leading zero bytes are accepted (non-canonical input) up to the field's byte width; an
+    empty or longer string is not."""
     if not data:
         raise invalid(f"{what}: empty bytestring")
+    if len(data) > (bitwidth + 7) // 8:
+        raise invalid(f"{what}: {len(data)}-byte string is longer than a {bitwidth}-bit field")
     value = int.from_bytes(data, "big")
     if value >> bitwidth:
         raise invalid(f"{what}: value 0x{data.hex()} does not fit in {bitwidth} bits")

@@ -115,7 +115,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id)
             self._check_primary(request)
             with self._control:
-                self.configs.set(request, self._entities, self._on_commit)
+                current = self._current().state if self.target.engine is not None and \
+                    self.target.p4info is not None else None
+                self.configs.set(request, current, self._on_commit)
             return p4runtime_pb2.SetForwardingPipelineConfigResponse()
         return self._run(context, run)
 
