@@ -1,0 +1,200 @@
+"""Compiler back end: BMv2 JSON shape, names as P4Info/p4c use them, semantic errors, and
+robustness (a broken program is a CompileError, never another exception)."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from p4target.compiler import compile_file, compile_text
+from p4target.engine import Engine, Exact, Lpm
+from p4target.errors import CompileError, UnsupportedError
+
+ROOT = Path(__file__).resolve().parents[4]
+LANG = ROOT / "tests" / "conformance" / "language"
+
+PRELUDE = """
+#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
+header ip_t { bit<8> ttl; bit<8> proto; bit<32> dst; }
+struct headers_t { eth_t eth; ip_t ip; }
+struct meta_t { bit<8> m; bool flag; }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(hdr.eth);
+        transition select(hdr.eth.type) { 0x0800: parse_ip; default: accept; }
+    }
+    state parse_ip { pkt.extract(hdr.ip); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.eth); pkt.emit(hdr.ip); } }
+"""
+
+ROUTER = PRELUDE + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    counter(32w16, CounterType.packets) rx;
+    action fwd(bit<9> port, bit<48> mac) { sm.egress_spec = port; hdr.eth.dst = mac; hdr.ip.ttl = hdr.ip.ttl - 1; }
+    action drop() { mark_to_drop(sm); }
+    table route {
+        key = { hdr.ip.dst: lpm @name("dst_addr"); }
+        actions = { fwd; drop; @defaultonly NoAction; }
+        default_action = drop();
+        size = 256;
+    }
+    apply {
+        rx.count((bit<32>)sm.ingress_port);
+        if (hdr.ip.isValid()) { route.apply(); } else { drop(); }
+    }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def _frame(dst_ip: int, ttl: int = 64) -> bytes:
+    return bytes(6) + bytes(6) + b"\x08\x00" + bytes([ttl, 17]) + dst_ip.to_bytes(4, "big")
+
+
+def test_router_json_names_and_forwarding() -> None:
+    c = compile_text(ROUTER, "router.p4")
+    j = c.bmv2_json
+    ingress = j["pipelines"][0]
+    table = next(t for t in ingress["tables"] if t["name"] == "I.route")
+    assert table["key"] == [{"match_type": "lpm", "name": "dst_addr", "target": ["ip", "dst"], "mask": None}]
+    assert table["max_size"] == 256 and table["match_type"] == "lpm"
+    assert {a["name"] for a in j["actions"]} >= {"I.fwd", "I.drop", "NoAction"}
+    fwd = next(a for a in j["actions"] if a["name"] == "I.fwd")
+    assert fwd["runtime_data"] == [{"name": "port", "bitwidth": 9}, {"name": "mac", "bitwidth": 48}]
+    assert [c_["name"] for c_ in j["counter_arrays"]] == ["I.rx"]
+
+    engine = Engine(j)
+    engine.table_add("I.route", [Lpm(0x0A000000, 8)], "I.fwd", [3, 0xAABBCCDDEEFF])
+    (port, out), = engine.process(1, _frame(0x0A010203))
+    assert port == 3 and out[:6] == bytes.fromhex("aabbccddeeff") and out[14] == 63
+    assert engine.process(1, _frame(0x0B000001)) == []  # default drop()
+    assert engine.counter_read("I.rx", 1)[0] == 2
+
+
+def test_p4info_names_scopes_and_hidden_tables() -> None:
+    c = compile_text(ROUTER, "router.p4")
+    names = [t.preamble.name for t in c.p4info.tables]
+    assert names == ["I.route"]  # synthesized tbl_act* stay out
+    route = c.p4info.tables[0]
+    assert route.match_fields[0].name == "dst_addr" and route.match_fields[0].bitwidth == 32
+    scopes = {ref.id: ref.scope for ref in route.action_refs}
+    noaction = next(a.preamble.id for a in c.p4info.actions if a.preamble.name == "NoAction")
+    assert scopes[noaction] == 2  # DEFAULT_ONLY
+    assert route.size == 256
+
+
+def test_bool_metadata_and_ternary_and_slices() -> None:
+    src = PRELUDE + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        meta.flag = hdr.ip.ttl > 8w10;
+        meta.m = meta.flag ? hdr.ip.proto[3:0] ++ 4w0xF : 8w0;
+        hdr.ip.proto = meta.m;
+        hdr.ip.ttl[7:4] = 4w0xA;
+        sm.egress_spec = 2;
+    }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    engine = Engine(compile_text(src, "t.p4").bmv2_json)
+    (_, out), = engine.process(0, _frame(1, ttl=0x21))
+    assert out[15] == 0x1F          # proto 17 = 0x11 -> low nibble 1, then F
+    assert out[14] == 0xA1          # ttl high nibble replaced
+    (_, out), = engine.process(0, _frame(1, ttl=5))
+    assert out[15] == 0
+
+
+def test_actions_with_conditions_are_predicated() -> None:
+    src = PRELUDE + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action pick() {
+        if (hdr.ip.ttl == 1) { hdr.ip.ttl = 100; hdr.ip.proto = 1; } else { hdr.ip.proto = 2; }
+    }
+    table t { key = { hdr.eth.type: exact; } actions = { pick; } default_action = pick(); }
+    apply { t.apply(); sm.egress_spec = 1; }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    engine = Engine(compile_text(src, "t.p4").bmv2_json)
+    (_, out), = engine.process(0, _frame(1, ttl=1))
+    assert (out[14], out[15]) == (100, 1)   # the condition is evaluated once, before the branch
+    (_, out), = engine.process(0, _frame(1, ttl=7))
+    assert (out[14], out[15]) == (7, 2)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("apply { nosuch = 1; }", "unknown name 'nosuch'"),
+    ("table t { key = { hdr.ip.dst: exact; } actions = { NoAction; } }\n apply { t.apply(); t.apply(); }",
+     "applied more than once"),
+    ("action a() {} table t { key = { hdr.ip.dst: exact; } actions = { NoAction; } default_action = a(); }\n"
+     " apply { t.apply(); }", "not in the actions"),
+    ("apply { hdr.ip.ttl = hdr.ip.dst[40:0]; }", "bad slice"),
+    ("table t { key = { hdr.ip.dst: fuzzy; } actions = { NoAction; } }\n apply { t.apply(); }",
+     "unknown match kind 'fuzzy'"),
+    ("apply { if (hdr.ip.ttl) { } }", "condition must be bool"),
+])
+def test_semantic_errors_name_the_problem(body: str, message: str) -> None:
+    src = PRELUDE + "control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {\n" + \
+        body + "\n}\nV1Switch(P(), VC(), I(), E(), CC(), D()) main;\n"
+    with pytest.raises(CompileError) as info:
+        compile_text(src, "bad.p4")
+    assert message in str(info.value)
+    assert str(info.value).startswith("bad.p4:")
+
+
+def test_missing_main_and_unknown_state() -> None:
+    with pytest.raises(CompileError, match="no 'main'"):
+        compile_text(PRELUDE, "nomain.p4")
+    src = PRELUDE.replace("transition accept; }\n}", "transition nowhere; }\n}", 1) + \
+        "control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }\n" \
+        "V1Switch(P(), VC(), I(), E(), CC(), D()) main;\n"
+    with pytest.raises(CompileError, match="unknown parser state 'nowhere'"):
+        compile_text(src, "state.p4")
+
+
+def test_unsupported_constructs_say_so() -> None:
+    src = PRELUDE + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    counter(32w4, CounterType.packets) c;
+    action a() { if (hdr.ip.ttl == 0) { c.count(0); } }
+    table t { key = { hdr.ip.dst: exact; } actions = { a; } }
+    apply { t.apply(); }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    with pytest.raises(UnsupportedError, match="under a condition inside an action"):
+        compile_text(src, "u.p4")
+
+
+def test_mutated_programs_fail_only_with_compile_errors() -> None:
+    rng = random.Random(7)
+    sources = [p for p in sorted(LANG.glob("*.p4"))
+               if p.name not in ("lang_common.p4", "lang_blocks.p4", "preprocessor_defs.p4")]
+    for _ in range(150):
+        path = rng.choice(sources)
+        lines = path.read_text().split("\n")
+        i = rng.randrange(len(lines))
+        if rng.random() < 0.5:
+            del lines[i]
+        else:
+            words = lines[i].split()
+            rng.shuffle(words)
+            lines[i] = " ".join(words)
+        try:
+            compile_text("\n".join(lines), str(path), include_dirs=[str(LANG)])
+        except CompileError:
+            pass
+
+
+def test_gradlane_program_compiles_and_loads() -> None:
+    c = compile_file(str(ROOT / "p4src" / "gradlane.p4"), include_dirs=[str(ROOT / "p4src")])
+    Engine(c.bmv2_json, priority_queues=8)
+    tables = {t.preamble.name for t in c.p4info.tables}
+    assert {"GradIngress.ipv4_lpm", "GradIngress.gradient_class", "GradEgress.ecn_config"} <= tables
