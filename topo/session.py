@@ -163,7 +163,7 @@ class RunSession:
     def stats(self) -> dict[str, Any] | None:
         """`gradctl stats --json`, parsed; None when unavailable."""
         try:
-            done = self.gradctl("stats", "--json")
+            done = self.gradctl("--json", "stats")
         except (TopoError, subprocess.TimeoutExpired):
             return None
         if done.returncode != 0:

@@ -1,6 +1,6 @@
 """Bounded selective drop: only eligible packets are dropped, never past the bound, and the
 switch's counters agree with what the parameter server received."""
-from topology_support import budget_policy, gradctl_json, selective_drops
+from topology_support import budget_policy, classes, gradctl_json, selective_drops
 
 BOUND = 0.2
 PER_LAYER = 200
@@ -22,5 +22,11 @@ def test_only_eligible_dropped_within_bound(network, traffic, tmp_path):
     assert got_protected == sent, "a non-eligible packet was lost"
     lost = sent - got_eligible
     assert 0 < lost <= BOUND * sent, f"eligible layer lost {lost} of {sent} (bound {BOUND})"
-    drops = selective_drops(gradctl_json(session, "stats"))
+    stats = gradctl_json(session, "stats")
+    drops = selective_drops(stats)
     assert drops == lost, f"switch counters say {drops} selective drops, hosts miss {lost}"
+    rows = classes(stats)
+    protected = [c for c in rows if c["layers"][0] >= 4]
+    assert protected and all(c["dropped"] == 0 for c in protected), rows
+    s1 = [c for c in rows if c["switch"] == "s1" and c["layers"] == [0, 3]][0]
+    assert s1["seen"] == sent and s1["dropped"] == lost and s1["within_bound"], s1

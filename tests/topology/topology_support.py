@@ -67,7 +67,7 @@ class HostTraffic:
 def gradctl_json(session, *args: str) -> object:
     """`gradctl ARGS --json` against the session's controller, parsed (skip if gradctl is missing)."""
     need(agents.GRADCTL_MODULE, "gradctl")
-    done = session.gradctl(*args, "--json")
+    done = session.gradctl("--json", *args)
     assert done.returncode == 0, f"gradctl {' '.join(args)} failed: {done.stderr}"
     return json.loads(done.stdout)
 
@@ -96,20 +96,18 @@ jobs:
     return str(path)
 
 
-def _leaves(data: Any, path: str = ""):
-    if isinstance(data, dict):
-        for key, value in data.items():
-            yield from _leaves(value, f"{path}.{key}")
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            yield from _leaves(value, f"{path}[{i}]")
-    elif isinstance(data, (int, float)) and not isinstance(data, bool):
-        yield path, data
+def classes(stats: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every (switch, class) row of `gradctl --json stats`, each with its switch name added."""
+    return [{**c, "switch": sw} for sw, st in stats.items() if st.get("reachable") for c in st["classes"]]
 
 
-def selective_drops(stats: Any) -> int:
-    """Total selective drops over every switch and class (per-class 'dropped' packet counters)."""
-    return int(sum(v for path, v in _leaves(stats) if path.endswith(".dropped")))
+def selective_drops(stats: dict[str, Any]) -> int:
+    """Selective drops over every switch and class (`classes[].dropped` of `gradctl --json stats`);
+    checked against the per-queue counters, which count the same drops by egress queue."""
+    by_class = sum(c["dropped"] for c in classes(stats))
+    by_queue = sum(q["dropped"] for st in stats.values() if st.get("reachable") for q in st["queues"])
+    assert by_class == by_queue, f"class drops {by_class} != queue drops {by_queue}"
+    return by_class
 
 
 def pcn_policy(path: Path) -> str:
