@@ -13,6 +13,7 @@ import select
 import socket
 import sys
 import threading
+from typing import Callable
 
 from hosts import wire
 from hosts.cli import parse_hostport, run_agent
@@ -24,16 +25,18 @@ _BUF = 65535
 
 class LossyRelay:
     """Forwards UDP both ways between clients and `target`, dropping each datagram with
-    probability `loss` (only DATA datagrams when `data_only`). Deterministic for a seed and
+    probability `loss` (only DATA datagrams when `data_only`) and always when `blackhole(data)`. Deterministic for a seed and
     a given packet order. Use as a context manager or start()/stop()."""
 
     def __init__(self, listen: tuple[str, int], target: tuple[str, int], loss: float,
-                 seed: int = 0, data_only: bool = False) -> None:
+                 seed: int = 0, data_only: bool = False,
+                 blackhole: "Callable[[bytes], bool] | None" = None) -> None:
         if not 0.0 <= loss <= 1.0:
             raise ConfigError(f"loss {loss} is outside [0, 1]")
         self.target = target
         self.loss = loss
         self.data_only = data_only
+        self.blackhole = blackhole
         self.counters = Counters()
         self._rng = random.Random(seed)
         self._front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -53,6 +56,8 @@ class LossyRelay:
         return self._front.getsockname()
 
     def _drop(self, data: bytes) -> bool:
+        if self.blackhole is not None and self.blackhole(data):
+            return True
         if self.data_only and (len(data) < wire.HEADER_LEN or data[0] & 0xF != wire.KIND_DATA):
             return False
         return self._rng.random() < self.loss

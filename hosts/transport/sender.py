@@ -144,14 +144,19 @@ class SendSession:
             if pps > 0:
                 self._next_send = max(self._next_send, now - 1.0 / pps) + 1.0 / pps
             if self._pos == len(self._queue):
-                self._next_probe = now + self.options.first_probe_delay
+                self._next_probe = now + self._probe_delay()
         if self._next_probe == INFINITY:
-            self._next_probe = now + self.options.first_probe_delay
+            self._next_probe = now + self._probe_delay()
         if now >= self._next_probe:
             self.endpoint.send_control(wire.KIND_PROBE, self.peer, self.round, self.stage_flags)
             self.stats.probes += 1
             self._next_probe = now + self.options.probe_interval
         return self._next_probe
+
+    def _probe_delay(self) -> float:
+        # First probe right after the first pass; after a resend, wait a full interval so a
+        # persistently lossy path is not hammered.
+        return self.options.first_probe_delay if self.stats.probes == 0 else self.options.probe_interval
 
     def _requeue_missing(self, now: float, layer: int | None = None) -> None:
         """Queue again every chunk (of `layer`, or of all layers) not known to have arrived."""

@@ -166,7 +166,7 @@ def test_sender_resends_only_missing_chunks_until_stop(peer):
         for layer, bits in ((0, [1, 0, 1, 0, 1]), (1, [1])):
             peer.sendto(wire.pack_header(wire.KIND_BITMAP, 0, JOB, wire.PS_RANK, layer, 6,
                                          payload_len=1) + wire.pack_bitmap(bits), ep.address)
-        mux.run(lambda: sender.stats.retransmissions >= 2, timeout=2)
+        mux.run(lambda: sender.stats.probes >= 2, timeout=2)
         again = _recv_kinds(peer, wire.KIND_PROBE)
         resent = [(h.layer_id, h.chunk_seq) for h, _ in again if h.kind == wire.KIND_DATA]
         assert sorted(resent) == [(0, 1), (0, 3)]

@@ -1,0 +1,82 @@
+"""A tensor exchange between real processes through a user-space lossy relay on loopback."""
+
+import pytest
+
+from hosts import wire
+from hosts.lossy_relay import LossyRelay
+
+LAYERS = "4160,650"
+
+
+def _exchange(agents, tmp_path, loss, rounds, recv_flags, send_flags, blackhole=None):
+    port = agents.free_port()
+    rlog, slog = tmp_path / "recv.jsonl", tmp_path / "send.jsonl"
+    recv = agents.start("hosts.tensor_exchange", "recv", "--bind", "127.0.0.1", "--port", str(port),
+                        "--layers", LAYERS, "--rounds", str(rounds), "--log", str(rlog), *recv_flags)
+    with LossyRelay(("127.0.0.1", 0), ("127.0.0.1", port), loss, seed=5,
+                    blackhole=blackhole) as relay:
+        send = agents.start("hosts.tensor_exchange", "send", "--to",
+                            f"127.0.0.1:{relay.address[1]}", "--bind", "127.0.0.1",
+                            "--layers", LAYERS, "--rounds", str(rounds), "--log", str(slog),
+                            *send_flags)
+        s_rc, _, s_err = agents.wait(send, 60)
+        r_rc, _, r_err = agents.wait(recv, 60)
+        dropped = relay.counters["dropped_up"]
+    assert (s_rc, r_rc) == (0, 0), s_err + r_err
+    recv_rounds = [e for e in agents.read_jsonl(rlog) if e["event"] == "round"]
+    send_rounds = [e for e in agents.read_jsonl(slog) if e["event"] == "round"]
+    assert len(recv_rounds) == len(send_rounds) == rounds
+    return recv_rounds, send_rounds, dropped
+
+
+def test_lossy_exchange_meets_bound_per_layer_and_closes_before_every_packet_arrived(agents, tmp_path):
+    bounds = (0.1, 0.05)
+    recv_rounds, send_rounds, dropped = _exchange(
+        agents, tmp_path, 0.1, 20,
+        ["--layer-bounds", ",".join(map(str, bounds)), "--deadline-ms", "5000"], [])
+    assert dropped > 0
+    for r in recv_rounds:
+        assert r["closed_by"] == ["bound"]          # early close, never the 5 s deadline
+        for frac, bound in zip(r["delivered"], bounds):
+            assert frac >= 1 - bound
+    # the round ends at the bound: most rounds close with holes left behind
+    with_holes = [r for r in recv_rounds if min(r["delivered"]) < 1.0]
+    assert len(with_holes) >= len(recv_rounds) // 2
+    # the sender resent only part of what it had to: a fraction of its packets, not everything
+    total_retx = sum(s["retransmissions"] for s in send_rounds)
+    assert 0 < total_retx < sum(s["data_packets"] - s["retransmissions"] for s in send_rounds)
+
+
+def test_deadline_closes_rounds_that_cannot_reach_their_bound(agents, tmp_path):
+    # The path swallows every DATA packet of layer 1 from chunk 5 on (resends too): layer 1
+    # can never reach its bound, so only the acceptance deadline ends each round.
+    def layer1_tail(data: bytes) -> bool:
+        hdr = wire.unpack_header(data)
+        return hdr.kind == wire.KIND_DATA and hdr.layer_id == 1 and hdr.chunk_seq >= 5
+
+    recv_rounds, send_rounds, _ = _exchange(
+        agents, tmp_path, 0.0, 3, ["--bound", "0.1", "--deadline-ms", "200"], [],
+        blackhole=layer1_tail)
+    for r in recv_rounds:
+        assert r["closed_by"] == ["deadline"]
+        assert r["delivered"][0] == 1.0
+        assert r["delivered"][1] == pytest.approx(320 / 650, abs=1e-4)
+        assert r["seconds"] >= 0.2
+    # the sender kept resending the 6 missing layer-1 chunks, paced by its probes, until STOP
+    for s in send_rounds:
+        assert 6 <= s["retransmissions"] <= 6 * (s["probes"] + 1)
+
+
+def test_tcp_and_mlt_baselines_deliver(agents, tmp_path):
+    port = agents.free_port()
+    rlog = tmp_path / "tcp.jsonl"
+    recv = agents.start("hosts.tensor_exchange", "recv", "--bind", "127.0.0.1", "--port",
+                        str(port), "--rounds", "3", "--transport", "tcp", "--log", str(rlog))
+    send = agents.start("hosts.tensor_exchange", "send", "--to", f"127.0.0.1:{port}",
+                        "--rounds", "3", "--transport", "tcp")
+    assert agents.wait(send)[0] == 0 and agents.wait(recv)[0] == 0
+    rounds = [e for e in agents.read_jsonl(rlog) if e["event"] == "round"]
+    assert [r["delivered"] for r in rounds] == [[1.0, 1.0]] * 3
+    mlt_rounds, _, _ = _exchange(agents, tmp_path, 0.05, 5,
+                                 ["--transport", "mlt", "--bound", "0.05"], ["--transport", "mlt"])
+    assert all(min(r["delivered"]) >= 0.95 for r in mlt_rounds)
