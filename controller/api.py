@@ -7,19 +7,39 @@ process. Only the daemon holds mastership, so CLI users never fight it over a sw
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import socketserver
 import threading
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from controller import errors
 from controller.manager import NetworkController
 from controller.policy import parse_policy, set_rule
 
 MAX_MESSAGE = 16 << 20
+_SUN_PATH_MAX = 100   # AF_UNIX paths are limited to 107 bytes
+
+
+@contextlib.contextmanager
+def _short_path(path: Path) -> Iterator[str]:
+    """A name for ``path`` that fits in a unix socket address (relative to its folder if needed).
+
+    Long paths (deep test or log folders) are reached by changing into their folder for the
+    duration of the bind/connect; callers do this before starting other threads.
+    """
+    if len(os.fsencode(str(path))) <= _SUN_PATH_MAX:
+        yield str(path)
+        return
+    cwd = os.getcwd()
+    os.chdir(path.parent)
+    try:
+        yield path.name
+    finally:
+        os.chdir(cwd)
 
 
 def _pair(v: Any, what: str) -> tuple[int, int]:
@@ -126,7 +146,11 @@ class ApiServer:
                 raise errors.DaemonError(f"another controller daemon answers on {self.path}")
             self.path.unlink()  # stale socket of a daemon that died
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._server = _Server(str(self.path), _Handler)
+        try:
+            with _short_path(self.path) as name:
+                self._server = _Server(name, _Handler)
+        except OSError as exc:
+            raise errors.DaemonError(f"cannot listen on {self.path}: {exc.strerror or exc}") from None
         self._server.controller = ctl  # type: ignore[attr-defined]
         os.chmod(self.path, 0o600)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
@@ -151,7 +175,8 @@ def call(path: Path, cmd: str, args: Optional[dict] = None, timeout: float = 60.
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
-            sock.connect(str(path))
+            with _short_path(Path(path)) as name:
+                sock.connect(name)
             sock.sendall(json.dumps({"cmd": cmd, "args": args or {}}).encode() + b"\n")
             data = b""
             while not data.endswith(b"\n"):
@@ -167,7 +192,7 @@ def call(path: Path, cmd: str, args: Optional[dict] = None, timeout: float = 60.
     except socket.timeout:
         raise errors.DaemonError(f"controller daemon at {path} did not answer within {timeout:g}s") from None
     except OSError as exc:
-        raise errors.DaemonError(f"cannot reach controller daemon at {path}: {exc.strerror}") from None
+        raise errors.DaemonError(f"cannot reach controller daemon at {path}: {exc.strerror or exc}") from None
     try:
         response = json.loads(data)
     except ValueError:

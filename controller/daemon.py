@@ -57,8 +57,16 @@ def load_p4info_file(path: str):
     return load_p4info(path)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"controller: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m controller.daemon",
+    """The daemon's command line."""
+    p = _Parser(prog="python -m controller.daemon",
                                 description="gradlane controller daemon (primary for every switch)")
     p.add_argument("--topology", required=True, help="topology description JSON (logs/<topo>.topology.json)")
     p.add_argument("--p4info", required=True, help="P4Info file (text or binary)")

@@ -257,6 +257,12 @@ class Codec:
             out.counter_entry.index.index = index
         return out
 
+    def direct_counter_request(self, table: str) -> p4runtime_pb2.Entity:
+        """A read request entity for the direct counter cells of every entry of ``table``."""
+        out = p4runtime_pb2.Entity()
+        out.direct_counter_entry.table_entry.table_id = self.p4info.table_id(table)
+        return out
+
     def decode_counter(self, entity: p4runtime_pb2.Entity) -> tuple[str, int, int, int]:
         """(counter name, index, packets, bytes) of a counter read result."""
         ce = entity.counter_entry

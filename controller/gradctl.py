@@ -76,6 +76,14 @@ def _prio(text: str) -> int:
     return value
 
 
+def _leaf(sub: argparse._SubParsersAction, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A command parser that also takes --json after the command (``gradctl stats --json``)."""
+    leaf = sub.add_parser(name, **kwargs)
+    leaf.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                      help="machine-readable JSON output")
+    return leaf
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The gradctl command line."""
     p = _Parser(prog="gradctl", description=__doc__.split("\n\n")[0])
@@ -95,11 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
     pol = sub.add_parser("policy", help="show or change the loss-tolerance policy")
     pol_sub = pol.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     pol_sub.required = True
-    ap = pol_sub.add_parser("apply", help="validate a policy file and install it (diff, all or nothing)")
+    ap = _leaf(pol_sub, "apply", help="validate a policy file and install it (diff, all or nothing)")
     ap.add_argument("file", help="policy file (YAML or JSON)")
     ap.add_argument("--check", action="store_true", help="only validate the file")
-    pol_sub.add_parser("show", help="the installed policy and its classes")
-    st = pol_sub.add_parser("set", help="change (or add) one job's rule for a layer range")
+    _leaf(pol_sub, "show", help="the installed policy and its classes")
+    st = _leaf(pol_sub, "set", help="change (or add) one job's rule for a layer range")
     st.add_argument("--job", type=_nonneg, required=True, help="job id")
     st.add_argument("--layers", type=_range, required=True, help="layer range LO-HI (or one layer)")
     st.add_argument("--mag-classes", type=_range, help="magnitude class range LO-HI (default: the rule's)")
@@ -108,26 +116,26 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--priority", type=_prio, help="priority queue 0..7")
     st.add_argument("--drop-eligible", type=_yes_no, metavar="yes|no", help="may be selectively dropped")
     st.add_argument("--drop-threshold", type=_nonneg, help="queue depth (packets) where drops may start")
-    ph = pol_sub.add_parser("phase", help="report a job's round and regime (phase-scheduled bounds)")
+    ph = _leaf(pol_sub, "phase", help="report a job's round and regime (phase-scheduled bounds)")
     ph.add_argument("--job", type=_nonneg, required=True, help="job id")
     ph.add_argument("--round", type=_nonneg, required=True, help="current training round")
     ph.add_argument("--critical", type=_yes_no, default=False, metavar="yes|no",
                     help="critical learning regime: use the phase's low bound")
 
-    s = sub.add_parser("stats", help="per job/layer and per queue counters of each switch")
+    s = _leaf(sub, "stats", help="per job/layer and per queue counters of each switch")
     s.add_argument("--switch", help="only this switch")
 
     pcn = sub.add_parser("pcn", help="show or set PCN/ECN thresholds")
     pcn_sub = pcn.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     pcn_sub.required = True
-    pcn_sub.add_parser("show", help="thresholds and PCN counters per switch port")
-    ps = pcn_sub.add_parser("set", help="set a port's PCN threshold (and optionally its normal one)")
+    _leaf(pcn_sub, "show", help="thresholds and PCN counters per switch port")
+    ps = _leaf(pcn_sub, "set", help="set a port's PCN threshold (and optionally its normal one)")
     ps.add_argument("--switch", required=True, help="switch name")
     ps.add_argument("--port", type=_nonneg, required=True, help="egress port")
     ps.add_argument("--threshold", type=_nonneg, required=True, help="PCN threshold (packets)")
     ps.add_argument("--normal", type=_nonneg, help="normal ECN threshold (packets)")
 
-    sub.add_parser("switches", help="each switch: reachable, primary, pipeline loaded")
+    _leaf(sub, "switches", help="each switch: reachable, primary, pipeline loaded")
     return p
 
 

@@ -130,7 +130,8 @@ def route_entities(topo: Topology, switch: str) -> list[Entity]:
 
 def dscp_entries(options: NetworkOptions) -> list[TableEntry]:
     """Fallback classes for traffic without the gradient header: IP precedence p -> queue p."""
-    return [TableEntry(N.DSCP_TABLE, ((N.DSCP_KEY, Ternary(prec << 5, 0xE0)),),
+    return [TableEntry(N.DSCP_TABLE, ((N.DSCP_KEY, Ternary(prec << N.DSCP_PRECEDENCE_SHIFT,
+                                                           N.DSCP_PRECEDENCE_MASK)),),
                        Action.of(N.SET_DSCP_CLASS, **{N.SET_DSCP_PRIO: prec,
                                                       N.SET_DSCP_DROP_THRESHOLD: options.dscp_drop_threshold}),
                        priority=1)

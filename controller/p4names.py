@@ -43,12 +43,12 @@ MAG_CLASS_MAX = 7
 
 # Traffic without the gradient header
 DSCP_TABLE = "GradIngress.dscp_class"
-DSCP_KEY = "hdr.ipv4.diffserv"
+DSCP_KEY = "hdr.ipv4.diffserv"   # the 6 DSCP bits (headers.p4 splits diffserv and ecn)
 SET_DSCP_CLASS = "GradIngress.set_dscp_class"
 SET_DSCP_PRIO = "prio"
 SET_DSCP_DROP_THRESHOLD = "drop_threshold"
-DSCP_SHIFT = 2          # diffserv holds DSCP in its upper 6 bits
-DSCP_MASK = 0xFC
+DSCP_PRECEDENCE_SHIFT = 3   # IP precedence = the top 3 of the 6 DSCP bits
+DSCP_PRECEDENCE_MASK = 0x38
 
 # ECN / PCN thresholds per egress port
 ECN_TABLE = "GradEgress.ecn_config"

@@ -33,7 +33,7 @@ TABLES = {
                                     ("hdr.gradient.layer_id", 16, RANGE),
                                     ("hdr.gradient.mag_class", 8, RANGE)],
                                    ["GradIngress.set_class", "GradIngress.set_default_class"], None),
-    "GradIngress.dscp_class": ([("hdr.ipv4.diffserv", 8, TERNARY)],
+    "GradIngress.dscp_class": ([("hdr.ipv4.diffserv", 6, TERNARY)],
                                ["GradIngress.set_dscp_class", "GradIngress.set_default_class"], None),
     "GradEgress.ecn_config": ([("standard_metadata.egress_port", 9, EXACT)],
                               ["GradEgress.set_ecn_thresholds", "NoAction"], None),

@@ -184,3 +184,40 @@ def test_direct_mode_without_daemon(network, capsys, monkeypatch):
     code, out, _ = run(capsys, *args, "--json", "policy", "show")
     assert len(json.loads(out)["classes"]) == 3      # state persisted under logs/
     assert (network["dir"] / "logs" / "diamond.controller.json").exists()
+
+
+def test_json_after_the_command_and_long_socket_paths(network, capsys):
+    deep = network["dir"] / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    net = dict(network, dir=deep)
+    proc, sock, _ = start_daemon(net)
+    try:
+        assert len(str(sock)) > 108
+        code, out, err = run(capsys, "--socket", str(sock), "switches", "--json")
+        assert code == 0, err
+        assert [r["switch"] for r in json.loads(out)] == ["s1", "s2", "s3", "s4"]
+    finally:
+        stop_daemon(proc)
+
+
+def test_daemon_once_and_bad_inputs(network, tmp_path):
+    base = [sys.executable, "-m", "controller.daemon", "--topology", str(network["topology"]),
+            "--p4info", str(network["p4info"]), "--bmv2-json", str(network["bmv2"]), "--no-queues",
+            "--state-file", str(tmp_path / "state.json")]
+    done = subprocess.run(base + ["--once"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "all switches programmed" in done.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("jobs:\n  - job: 1\n    layers:\n      - {range: [0, 3], loss_bound: 0.1, priority: 11}\n")
+    done = subprocess.run(base + ["--once", "--policy", str(bad)], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == f"controller: error: {bad}: jobs[0].layers[0].priority: must be in [0, 7], got 11\n"
+    network["servers"]["s3"].stop()
+    done = subprocess.run(base + ["--once", "--timeout", "0.5"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1 and "switches not programmed: s3" in done.stderr
+    done = subprocess.run(base[:5] + ["--p4info", str(tmp_path / "nope.txt"), "--bmv2-json", "x", "--once"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (2, f"controller: error: cannot read P4Info {tmp_path / 'nope.txt'}: no such file\n")
+    done = subprocess.run(base[:5] + ["--once"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "--p4info" in done.stderr

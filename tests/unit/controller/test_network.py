@@ -56,7 +56,7 @@ def test_classification_defaults_and_ecn(diamond_doc):
                        ecn_overrides={2: (30, 5)})
     dscp = [e for e in plan.entities if getattr(e, "table", None) == N.DSCP_TABLE]
     assert len(dscp) == 7
-    assert dscp[5] == TableEntry(N.DSCP_TABLE, ((N.DSCP_KEY, Ternary(6 << 5, 0xE0)),),
+    assert dscp[5] == TableEntry(N.DSCP_TABLE, ((N.DSCP_KEY, Ternary(6 << 3, 0x38)),),
                                  Action.of(N.SET_DSCP_CLASS, prio=6, drop_threshold=0xFFFFFFFF), priority=1)
     ecn = {e.match[0][1].value: e.action for e in plan.entities if getattr(e, "table", None) == N.ECN_TABLE}
     assert ecn == {1: Action.of(N.SET_ECN, normal=40, pcn=10), 2: Action.of(N.SET_ECN, normal=30, pcn=5),

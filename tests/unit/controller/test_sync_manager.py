@@ -171,3 +171,29 @@ def test_unreachable_switch_is_reported_and_restarted_switch_restored(p4info_msg
         ctl.stop()
         for s in servers.values():
             s.stop()
+
+
+def test_phase_reports_switch_bounds(p4info_msg):
+    servers = {f"s{i}": TestP4RuntimeServer().start() for i in range(1, 5)}
+    try:
+        topo = Topology.from_dict(diamond({n: s.address for n, s in servers.items()}))
+        ctl = NetworkController(topo, p4info_msg, b"{}", set_queues=False, reconnect=False)
+        ctl.start()
+        ctl.apply_policy(parse_policy({"jobs": [{"job": 1, "phases": [
+            {"rounds": [0, 99], "low": 0.008, "high": 0.048}],
+            "layers": [{"range": [0, 3], "loss_bound": 0.01, "pull_bound": 0.004}]}]}))
+
+        def push_bp():
+            entry = ctl.installed("s2", [N.CLASS_TABLE])[0]
+            return entry.action.param(N.SET_CLASS_PUSH_BOUND)
+        assert push_bp() == 100
+        assert ctl.set_job_state(1, 5, critical=False)["switches"]["s2"]["modified"] == 1
+        assert push_bp() == 480
+        ctl.set_job_state(1, 6, critical=True)
+        assert push_bp() == 80
+        with pytest.raises(errors.PolicyError, match="no job 7"):
+            ctl.set_job_state(7, 1, False)
+        ctl.stop()
+    finally:
+        for s in servers.values():
+            s.stop()
