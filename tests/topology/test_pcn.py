@@ -36,8 +36,7 @@ def test_pcn_lowers_queue_at_burst_start(network, traffic, tmp_path):
     t = traffic(session)
     sink_ip = topo.hosts["bs"].ip
     for i, name in enumerate(background):
-        server = t.command("bs", "iperf3", "-s", "-1", "-p", str(5201 + i))
-        server.wait_for(lambda s=server: "listening" in s.output().lower(), 10, "iperf3 listening")
+        t.tcp_server("bs", 5201 + i)
         t.command(name, "iperf3", "-c", sink_ip, "-p", str(5201 + i), "-t", "60")
     time.sleep(5)  # background reaches its steady queue
     ps_ip = topo.hosts["ps"].ip

@@ -18,8 +18,7 @@ def test_gradients_sprayed_tcp_pinned(network, traffic):
     rx = t.receiver("ps", "--idle", "2")
     t.result(t.start("w1", "send", "--dst", ps_ip, "--layers", "0", "--count", str(COUNT), "--rate", "500"))
     assert t.result(rx)["layers"]["0"]["count"] == COUNT
-    server = t.command("ps", "iperf3", "-s", "-1", "-p", "5201")
-    server.wait_for(lambda: "listening" in server.output().lower(), 10, "iperf3 server listening")
+    t.tcp_server("ps", 5201)
     client = t.command("w1", "iperf3", "-c", ps_ip, "-p", "5201", "-t", "2", "-b", "800K")
     assert client.wait_exit(30) == 0, client.output()[-800:]
     time.sleep(0.5)  # last frames reach the pcap files

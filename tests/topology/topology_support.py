@@ -59,6 +59,13 @@ class HostTraffic:
         self.procs.append(proc.start())
         return proc
 
+    def tcp_server(self, host: str, port: int) -> ManagedProcess:
+        """A one-off iperf3 server in `host`, started and listening."""
+        proc = self.command(host, "iperf3", "-s", "-1", "-p", str(port))
+        node = self.session.net.get(host)
+        proc.wait_for(lambda: f":{port} " in node.cmd("ss -ltnH"), 10, f"iperf3 listening on {port}")
+        return proc
+
     def stop(self) -> None:
         for proc in self.procs:
             proc.stop()
