@@ -42,10 +42,11 @@ def _load_json(args: argparse.Namespace) -> dict:
         raise
 
 
-def run_stf(bmv2_json: dict, stf_text: str, stf_file: str = "<stf>") -> StfResult:
-    """Load the program into a fresh engine and run the STF text; returns the result."""
+def run_stf(bmv2_json: dict, stf_text: str, stf_file: str = "<stf>", priority_queues: int = 1) -> StfResult:
+    """Load the program into a fresh engine (``priority_queues`` per port, as simple_switch's
+    ``--priority-queues``) and run the STF text; returns the result."""
     commands = parse_stf(stf_text, stf_file)
-    engine = Engine(bmv2_json)
+    engine = Engine(bmv2_json, priority_queues=priority_queues)
     return StfRunner(engine, stf_file).run(commands)
 
 

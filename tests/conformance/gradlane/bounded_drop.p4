@@ -1,0 +1,2 @@
+// gradlane's data plane under test (bounded_drop.stf)
+#include "../../../p4src/gradlane.p4"

@@ -1,0 +1,2 @@
+// gradlane's data plane under test (forwarding.stf)
+#include "../../../p4src/gradlane.p4"
