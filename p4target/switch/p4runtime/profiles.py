@@ -78,7 +78,7 @@ class ActionProfiles:
                     continue
                 name, data = self.engine.action_profile(prof.name).members[handle]
                 out = p4runtime_pb2.ActionProfileMember(action_profile_id=prof.id, member_id=mid)
-                out.action.CopyFrom(self.tr.action_from_engine(name, data))
+                self.tr.action_from_engine(name, data, out.action)
                 yield p4runtime_pb2.Entity(action_profile_member=out)
 
     # -- groups --------------------------------------------------------------------------

@@ -37,7 +37,8 @@ class TableEntries:
         key = self.tr.key_to_engine(table, te.match)
         priority = self.tr.priority_to_engine(table, te.priority)
         if op == Update.INSERT:
-            if self._find(table, key, priority) is not None:
+            # the engine finds duplicates itself, except in exact tables (checked here by hash)
+            if self.engine.table(table.name).match_type == "exact" and self._find(table, key, priority) is not None:
                 raise P4RuntimeError(Code.ALREADY_EXISTS, f"table '{table.name}' already has an entry with this key")
             self._insert(table, te, key, priority)
             return
@@ -164,9 +165,11 @@ class TableEntries:
             if te.is_default_action:
                 yield self._default_entity(table)
                 continue
+            counters, meters = te.HasField("counter_data"), te.HasField("meter_config")
             for entry in self._matching(table, te):
-                out = self._entry_proto(table, entry, te.HasField("counter_data"), te.HasField("meter_config"))
-                yield p4runtime_pb2.Entity(table_entry=out)
+                ent = p4runtime_pb2.Entity()
+                self._fill_entry(table, entry, counters, meters, ent.table_entry)
+                yield ent
 
     def _matching(self, table: TableInfo, te) -> list[EngineEntry]:
         if te.match:
@@ -179,9 +182,13 @@ class TableEntries:
             entries = [e for e in entries if self.tr.priority_from_engine(table, e.priority) == te.priority]
         return entries
 
-    def _entry_proto(self, table: TableInfo, entry: EngineEntry, counters: bool, meters: bool) -> p4runtime_pb2.TableEntry:
-        out = p4runtime_pb2.TableEntry(table_id=table.id, priority=self.tr.priority_from_engine(table, entry.priority))
-        out.match.extend(self.tr.key_from_engine(table, entry.key))
+    def _fill_entry(self, table: TableInfo, entry: EngineEntry, counters: bool, meters: bool,
+                    out: p4runtime_pb2.TableEntry) -> None:
+        """Fill `out` (in place: pure-Python protobuf copies are slow) from an engine entry."""
+        out.table_id = table.id
+        if table.needs_priority:
+            out.priority = self.tr.priority_from_engine(table, entry.priority)
+        self.tr.key_from_engine(table, entry.key, out.match)
         if entry.member is not None or entry.group is not None:
             ids = self.s.profiles.get(table.profile_id)
             if entry.member is not None:
@@ -189,23 +196,25 @@ class TableEntries:
             else:
                 out.action.action_profile_group_id = ids.group_ids.get(entry.group, entry.group) if ids else entry.group
         elif entry.action is not None:
-            out.action.action.CopyFrom(self.tr.action_from_engine(entry.action, entry.action_data))
+            self.tr.action_from_engine(entry.action, entry.action_data, out.action.action)
         extras = self.s.extras.get((table.name, entry.handle))
         if extras is not None:
-            out.controller_metadata = extras.controller_metadata
-            out.metadata = extras.metadata
-            out.idle_timeout_ns = extras.idle_timeout_ns
+            if extras.controller_metadata:
+                out.controller_metadata = extras.controller_metadata
+            if extras.metadata:
+                out.metadata = extras.metadata
+            if extras.idle_timeout_ns:
+                out.idle_timeout_ns = extras.idle_timeout_ns
         if counters and table.direct_counter_id:
             out.counter_data.packet_count, out.counter_data.byte_count = entry.packets, entry.bytes
         if meters and table.direct_meter_id and entry.meter is not None and entry.meter.rates is not None:
             out.meter_config.CopyFrom(config_from_engine(entry.meter.rates))
-        return out
 
     def _default_entity(self, table: TableInfo) -> p4runtime_pb2.Entity:
         out = p4runtime_pb2.TableEntry(table_id=table.id, is_default_action=True)
         name, data = self.engine.table_get_default(table.name)
         if name is not None:
-            out.action.action.CopyFrom(self.tr.action_from_engine(name, data))
+            self.tr.action_from_engine(name, data, out.action.action)
         return p4runtime_pb2.Entity(table_entry=out)
 
     # -- direct counters and meters ------------------------------------------------------
@@ -248,13 +257,14 @@ class TableEntries:
             tables = [t for t in self.tr.tables.values() if getattr(t, attr)]
         for table in tables:
             for entry in self._matching(table, te):
-                ref = self._entry_proto(table, entry, False, False)
+                ent = p4runtime_pb2.Entity()
                 if kind == "counter":
-                    dce = p4runtime_pb2.DirectCounterEntry(table_entry=ref)
+                    dce = ent.direct_counter_entry
+                    self._fill_entry(table, entry, False, False, dce.table_entry)
                     dce.data.packet_count, dce.data.byte_count = entry.packets, entry.bytes
-                    yield p4runtime_pb2.Entity(direct_counter_entry=dce)
                 else:
-                    dme = p4runtime_pb2.DirectMeterEntry(table_entry=ref)
+                    dme = ent.direct_meter_entry
+                    self._fill_entry(table, entry, False, False, dme.table_entry)
                     if entry.meter is not None and entry.meter.rates is not None:
                         dme.config.CopyFrom(config_from_engine(entry.meter.rates))
-                    yield p4runtime_pb2.Entity(direct_meter_entry=dme)
+                yield ent

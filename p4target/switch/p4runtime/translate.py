@@ -334,42 +334,30 @@ class Translator:
         v = bytestrings.decode(fm.optional.value, w, what)
         return Ternary(v, full) if f.engine_kind == "ternary" else Optional(v)
 
-    def key_from_engine(self, table: TableInfo, key: tuple) -> list[p4runtime_pb2.FieldMatch]:
-        """P4Runtime FieldMatch list of an engine entry key (don't-care fields omitted)."""
-        out = []
+    def key_from_engine(self, table: TableInfo, key: tuple, out) -> None:
+        """Append the P4Runtime FieldMatch list of an engine entry key to the repeated field
+        `out` (don't-care fields omitted); filled in place, which matters with pure-Python
+        protobuf."""
         for f, v in zip(table.fields, key):
-            full = (1 << f.bitwidth) - 1
-            fm = p4runtime_pb2.FieldMatch(field_id=f.id)
             if isinstance(v, int):
                 v = Exact(v)
-            if f.match_type == MF.EXACT:
-                fm.exact.value = bytestrings.encode(int(v.valid) if isinstance(v, Valid) else v.value)
-            elif f.match_type == MF.LPM:
-                if v.prefix_len == 0:
-                    continue
-                fm.lpm.value, fm.lpm.prefix_len = bytestrings.encode(v.value), v.prefix_len
-            elif f.match_type == MF.TERNARY:
-                if v.mask == 0:
-                    continue
-                fm.ternary.value, fm.ternary.mask = bytestrings.encode(v.value), bytestrings.encode(v.mask)
-            elif f.match_type == MF.RANGE:
-                if v.low == 0 and v.high == full:
-                    continue
-                fm.range.low, fm.range.high = bytestrings.encode(v.low), bytestrings.encode(v.high)
-            else:
-                if isinstance(v, Ternary):
-                    if v.mask == 0:
-                        continue
-                    value = v.value
-                elif isinstance(v, Optional):
-                    if v.wildcard:
-                        continue
-                    value = v.value
-                else:
-                    value = v.value
-                fm.optional.value = bytestrings.encode(value)
-            out.append(fm)
-        return out
+            mt = f.match_type
+            if mt == MF.EXACT:
+                out.add(field_id=f.id).exact.value = bytestrings.encode(int(v.valid) if isinstance(v, Valid) else v.value)
+            elif mt == MF.LPM:
+                if v.prefix_len:
+                    lpm = out.add(field_id=f.id).lpm
+                    lpm.value, lpm.prefix_len = bytestrings.encode(v.value), v.prefix_len
+            elif mt == MF.TERNARY:
+                if v.mask:
+                    tern = out.add(field_id=f.id).ternary
+                    tern.value, tern.mask = bytestrings.encode(v.value), bytestrings.encode(v.mask)
+            elif mt == MF.RANGE:
+                if v.low != 0 or v.high != (1 << f.bitwidth) - 1:
+                    rng = out.add(field_id=f.id).range
+                    rng.low, rng.high = bytestrings.encode(v.low), bytestrings.encode(v.high)
+            elif not ((isinstance(v, Ternary) and v.mask == 0) or (isinstance(v, Optional) and v.wildcard)):
+                out.add(field_id=f.id).optional.value = bytestrings.encode(v.value)
 
     # -- priorities ----------------------------------------------------------------------
     @staticmethod
@@ -404,12 +392,12 @@ class Translator:
             raise invalid(f"action '{info.name}': missing parameter(s) {', '.join(missing)}")
         return info.name, [int(v) for v in values]  # type: ignore[arg-type]
 
-    def action_from_engine(self, name: str, data: tuple) -> p4runtime_pb2.Action:
+    def action_from_engine(self, name: str, data: tuple, out: p4runtime_pb2.Action) -> None:
+        """Fill the P4Runtime Action `out` from an engine action name and data."""
         info = self.actions[self.action_id_of(name)]
-        act = p4runtime_pb2.Action(action_id=info.id)
+        out.action_id = info.id
         for spec, value in zip(info.params, data):
-            act.params.add(param_id=spec.id, value=bytestrings.encode(value))
-        return act
+            out.params.add(param_id=spec.id, value=bytestrings.encode(value))
 
     def check_table_action(self, table: TableInfo, action_id: int, default: bool) -> None:
         scope = table.action_scopes.get(action_id)
