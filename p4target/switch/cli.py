@@ -1,17 +1,22 @@
-"""`p4target switch`: parse simple_switch_grpc flags and run the switch.
+"""`p4target switch`: a simple_switch_grpc look-alike on Linux interfaces (or pcap files).
 
-Only flag validation is built so far; a valid command line reports that the data path is not
-available yet and exits non-zero, so callers never mistake it for a running switch.
+Parses simple_switch_grpc flags, runs the switch (`process.SwitchProcess`) until SIGTERM or
+SIGINT, then shuts down cleanly and exits 0. User errors (bad flags, missing interface,
+port in use, bad JSON) print one line on stderr and exit non-zero.
 """
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
+from p4target.errors import P4TargetError
 from p4target.switch.errors import SwitchError
 from p4target.switch.options import parse_options
+from p4target.switch.process import SwitchProcess
 
 EXIT_USAGE = 2
-EXIT_NOT_BUILT = 3
+EXIT_START_FAILED = 1
 
 
 def main(argv: list[str]) -> int:
@@ -21,8 +26,19 @@ def main(argv: list[str]) -> int:
     except SwitchError as exc:
         sys.stderr.write(f"p4target switch: error: {exc}\n")
         return EXIT_USAGE
-    sys.stderr.write(
-        "p4target switch: error: the switch data path is not built yet "
-        f"(flags are valid: {len(options.interfaces)} port(s))\n"
-    )
-    return EXIT_NOT_BUILT
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    switch = SwitchProcess(options)
+    try:
+        try:
+            switch.start()
+        except (SwitchError, P4TargetError) as exc:
+            sys.stderr.write(f"p4target switch: error: {exc}\n")
+            return EXIT_START_FAILED
+        while not stop.wait(3600):
+            pass
+        return 0
+    finally:
+        switch.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,349 @@
+"""The switch's ports: Linux interfaces (raw AF_PACKET sockets) or pcap files (`--use-files`).
+
+`SwitchPorts` receives frames on every port in one thread and hands them to `on_frame(port,
+frame)` (the target's ingress). `transmit(port, frame)` is the target's egress: it applies the
+port's link impairment in user space (loss, loss bursts, delay and jitter through a
+`DelayLine`) and sends the frame. With `pcap_dir` every port records `IFACE_in.pcap` (frames
+received) and `IFACE_out.pcap` (frames put on the wire), as BMv2's `--pcap` does.
+
+The switch never re-receives what it sent: sockets set PACKET_IGNORE_OUTGOING and, where the
+kernel lacks it, outgoing frames are recognised by their packet type and skipped.
+"""
+from __future__ import annotations
+
+import errno
+import heapq
+import os
+import random
+import selectors
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from p4target.switch.delay_line import DelayLine
+from p4target.switch.errors import PcapError, SwitchError
+from p4target.switch.impairments import Impairment
+from p4target.switch.pcap import PcapWriter, read_pcap
+from p4target.switch.switch_log import SwitchLog
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_ADD_MEMBERSHIP = 1
+PACKET_MR_PROMISC = 1
+PACKET_IGNORE_OUTGOING = 23
+PACKET_OUTGOING = 4
+RECV_BUFFER = 65536 + 64  # GRO may hand us frames larger than the MTU
+RECV_BATCH = 64  # frames read per readiness event before the selector is asked again
+
+FrameHandler = Callable[[int, bytes], None]
+
+
+class PortError(SwitchError):
+    """A port cannot be opened (missing interface, missing input file, no permission)."""
+
+
+@dataclass
+class PortStats:
+    """Frame counters of one port."""
+
+    received: int = 0
+    transmitted: int = 0
+    impairment_drops: int = 0
+    send_errors: int = 0
+
+
+class InterfacePort:
+    """One switch port on a Linux interface: a promiscuous AF_PACKET socket bound to it."""
+
+    def __init__(self, port: int, iface: str) -> None:
+        self.port = port
+        self.iface = iface
+        self.filter_outgoing = False
+        try:
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        except PermissionError:
+            raise PortError(f"cannot open interface '{iface}': raw sockets need root (CAP_NET_RAW)") from None
+        try:
+            sock.bind((iface, ETH_P_ALL))
+            ifindex = socket.if_nametoindex(iface)
+        except OSError as exc:
+            sock.close()
+            if exc.errno in (errno.ENODEV, errno.ENXIO, None):
+                raise PortError(f"interface '{iface}' (port {port}) does not exist") from None
+            raise PortError(f"cannot bind to interface '{iface}' (port {port}): {exc.strerror or exc}") from None
+        mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
+        sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+        try:
+            sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        except OSError:
+            self.filter_outgoing = True  # kernels before 4.20: skip by packet type
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        sock.setblocking(False)
+        self.sock = sock
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def read_batch(self) -> list[bytes]:
+        """Frames waiting on the socket (up to RECV_BATCH), without blocking."""
+        frames = []
+        recvfrom = self.sock.recvfrom
+        for _ in range(RECV_BATCH):
+            try:
+                data, addr = recvfrom(RECV_BUFFER)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                break  # interface went down or away; the selector will tell us again
+            if self.filter_outgoing and addr[2] == PACKET_OUTGOING:
+                continue
+            frames.append(data)
+        return frames
+
+    def send(self, frame: bytes) -> None:
+        """Put one frame on the wire; OSError if the kernel refuses it (too long, link down)."""
+        try:
+            self.sock.send(frame)
+        except BlockingIOError:
+            # a full socket buffer: wait briefly for room rather than drop (as a NIC ring would)
+            self._wait_writable()
+            self.sock.send(frame)
+
+    def _wait_writable(self) -> None:
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.sock, selectors.EVENT_WRITE)
+            sel.select(0.05)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class FilePort:
+    """One switch port backed by pcap files: reads `IFACE_in.pcap`, writes `IFACE_out.pcap`."""
+
+    def __init__(self, port: int, iface: str) -> None:
+        self.port = port
+        self.iface = iface
+        self.in_path = f"{iface}_in.pcap"
+        self.out_path = f"{iface}_out.pcap"
+        if not os.path.isfile(self.in_path):
+            raise PortError(f"--use-files: input file '{self.in_path}' for port {port} does not exist")
+        try:
+            self.records = list(read_pcap(self.in_path))
+        except PcapError as exc:
+            raise PortError(f"--use-files: {exc}") from None
+        try:
+            self.writer = PcapWriter(self.out_path)
+        except OSError as exc:
+            raise PortError(f"--use-files: cannot write '{self.out_path}': {exc.strerror}") from None
+        self._lock = threading.Lock()
+
+    def send(self, frame: bytes) -> None:
+        with self._lock:
+            self.writer.write(frame)
+
+    def close(self) -> None:
+        with self._lock:
+            self.writer.close()
+
+
+@dataclass
+class _PortState:
+    io: InterfacePort | FilePort
+    impairment: Impairment | None
+    rng: random.Random
+    pcap_in: PcapWriter | None = None
+    pcap_out: PcapWriter | None = None
+    pcap_lock: threading.Lock = field(default_factory=threading.Lock)
+    stats: PortStats = field(default_factory=PortStats)
+
+
+class SwitchPorts:
+    """Every port of one switch: a receive thread, impaired transmit, optional pcap capture."""
+
+    def __init__(self, interfaces: dict[int, str], on_frame: FrameHandler, *,
+                 log: SwitchLog | None = None, pcap_dir: str | None = None,
+                 impairments: dict[int, Impairment] | None = None,
+                 use_files_wait: int | None = None, seed: int | None = None) -> None:
+        self._on_frame = on_frame
+        self._log = log or SwitchLog()
+        self._use_files_wait = use_files_wait
+        self._ports: dict[int, _PortState] = {}
+        self._start = time.monotonic()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._delay = DelayLine(self._send_now)
+        impairments = impairments or {}
+        for port in impairments:
+            if port not in interfaces:
+                raise PortError(f"--impair names port {port}, which has no interface (-i {port}@IFACE)")
+        try:
+            for port, iface in sorted(interfaces.items()):
+                io = FilePort(port, iface) if use_files_wait is not None else InterfacePort(port, iface)
+                rng = random.Random(None if seed is None else seed * 1000003 + port)
+                self._ports[port] = _PortState(io, impairments.get(port), rng)
+            if pcap_dir is not None and use_files_wait is None:
+                self._open_pcaps(pcap_dir)
+        except BaseException:
+            self._close_all()
+            raise
+        self._wake_r, self._wake_w = os.pipe()
+
+    def _open_pcaps(self, pcap_dir: str) -> None:
+        try:
+            os.makedirs(pcap_dir, exist_ok=True)
+            for state in self._ports.values():
+                base = os.path.join(pcap_dir, state.io.iface)
+                state.pcap_in = PcapWriter(base + "_in.pcap")
+                state.pcap_out = PcapWriter(base + "_out.pcap")
+        except OSError as exc:
+            raise PortError(f"--pcap: cannot write capture files in '{pcap_dir}': {exc.strerror}") from None
+
+    # -- public ----------------------------------------------------------------------------
+    @property
+    def ports(self) -> dict[int, str]:
+        """Port number -> interface name."""
+        return {p: s.io.iface for p, s in self._ports.items()}
+
+    def stats(self, port: int) -> PortStats:
+        """Counters of one port."""
+        return self._ports[port].stats
+
+    def start(self) -> None:
+        """Start receiving (or replaying input files) and the delay line."""
+        self._start = time.monotonic()
+        self._delay.start()
+        for port, state in self._ports.items():
+            if state.impairment is not None:
+                self._log.info(f"impairment port {port}: {state.impairment.describe()}")
+        target = self._replay_files if self._use_files_wait is not None else self._receive_loop
+        thread = threading.Thread(target=target, name="p4target-rx", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def transmit(self, port: int, frame: bytes) -> None:
+        """Egress: apply the port's impairment, then send now or when the delay has passed."""
+        state = self._ports.get(port)
+        if state is None:
+            if self._log.enabled("debug"):
+                self._log.debug(f"Dropping packet of size {len(frame)} for port {port}: no such port")
+            return
+        imp = state.impairment
+        if imp is None:
+            self._send_now(port, frame)
+            return
+        hold = imp.decide(time.monotonic() - self._start, state.rng)
+        if hold is None:
+            state.stats.impairment_drops += 1
+            if self._log.enabled("debug"):
+                self._log.debug(f"Impairment dropped packet of size {len(frame)} out of port {port}")
+            return
+        if hold <= 0.0:
+            self._send_now(port, frame)
+        else:
+            self._delay.schedule(port, frame, hold)
+
+    def stop(self) -> None:
+        """Stop the threads, discard frames still delayed, close sockets and pcap files. Idempotent."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
+        for thread in self._threads:
+            thread.join(timeout=5)
+        discarded = self._delay.stop()
+        if discarded:
+            self._log.info(f"{discarded} delayed packet(s) discarded at shutdown")
+        self._close_all()
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    # -- data path -------------------------------------------------------------------------
+    def _send_now(self, port: int, frame: bytes) -> None:
+        if self._stop.is_set():
+            return
+        state = self._ports[port]
+        try:
+            state.io.send(frame)
+        except (OSError, ValueError) as exc:
+            state.stats.send_errors += 1
+            self._log.warn(f"cannot send packet of size {len(frame)} out of port {port} "
+                           f"({state.io.iface}): {getattr(exc, 'strerror', None) or exc}")
+            return
+        state.stats.transmitted += 1
+        if state.pcap_out is not None:
+            with state.pcap_lock:
+                if not self._stop.is_set():
+                    state.pcap_out.write(frame)
+        if self._log.enabled("debug"):
+            self._log.debug(f"Transmitting packet of size {len(frame)} out of port {port}")
+
+    def _ingress(self, port: int, state: _PortState, frame: bytes) -> None:
+        state.stats.received += 1
+        if state.pcap_in is not None:
+            with state.pcap_lock:
+                state.pcap_in.write(frame)
+        if self._log.enabled("debug"):
+            self._log.debug(f"Processing packet received on port {port} (size {len(frame)})")
+        try:
+            self._on_frame(port, frame)
+        except Exception as exc:  # one bad frame must not stop the receive thread
+            self._log.error(f"packet from port {port} dropped: {type(exc).__name__}: {exc}")
+
+    def _receive_loop(self) -> None:
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._wake_r, selectors.EVENT_READ, None)
+            for port, state in self._ports.items():
+                sel.register(state.io.fileno(), selectors.EVENT_READ, (port, state))
+            while not self._stop.is_set():
+                for key, _ in sel.select():
+                    if key.data is None:
+                        return
+                    port, state = key.data
+                    for frame in state.io.read_batch():
+                        self._ingress(port, state, frame)
+
+    def _replay_files(self) -> None:
+        """--use-files: wait WAIT s, then feed every input record in timestamp order,
+        keeping the gaps between records."""
+        if self._stop.wait(self._use_files_wait or 0):
+            return
+        merged = heapq.merge(*[[(r.timestamp, port, r.data) for r in s.io.records]  # type: ignore[union-attr]
+                               for port, s in self._ports.items()])
+        first: float | None = None
+        began = time.monotonic()
+        count = 0
+        for stamp, port, data in merged:
+            if first is None:
+                first = stamp
+            wait = (stamp - first) - (time.monotonic() - began)
+            if wait > 0 and self._stop.wait(wait):
+                return
+            if self._stop.is_set():
+                return
+            self._ingress(port, self._ports[port], data)
+            count += 1
+        self._log.info(f"--use-files: all {count} input packet(s) processed")
+
+    def _close_all(self) -> None:
+        for state in self._ports.values():
+            with state.pcap_lock:
+                for writer in (state.pcap_in, state.pcap_out):
+                    if writer is not None:
+                        try:
+                            writer.close()
+                        except OSError:
+                            pass
+            try:
+                state.io.close()
+            except OSError:
+                pass
