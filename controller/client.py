@@ -92,13 +92,15 @@ class SwitchConnection:
 
     def __init__(self, name: str, address: str, device_id: int,
                  election_id: ElectionId = (0, 1), timeout: float = 5.0,
-                 on_stream_lost: Optional[StreamLostCallback] = None) -> None:
+                 on_stream_lost: Optional[StreamLostCallback] = None,
+                 on_primary_regained: Optional[StreamLostCallback] = None) -> None:
         self.name = name
         self.address = address
         self.device_id = device_id
         self.election_id = election_id
         self.timeout = timeout
         self.on_stream_lost = on_stream_lost
+        self.on_primary_regained = on_primary_regained
         self.primary_election_id: Optional[ElectionId] = None
         self._channel: Optional[grpc.Channel] = None
         self._stub: Optional[p4runtime_pb2_grpc.P4RuntimeStub] = None
@@ -176,8 +178,13 @@ class SwitchConnection:
                 if kind == "arbitration":
                     arb = msg.arbitration
                     self.primary_election_id = (arb.election_id.high, arb.election_id.low)
+                    was_primary, first = self._is_primary, not self._arbitrated.is_set()
                     self._is_primary = arb.status.code == code_pb2.OK
                     self._arbitrated.set()
+                    if self._is_primary and not was_primary and not first \
+                            and self.on_primary_regained is not None:
+                        # another controller wrote while we were backup: our owner re-syncs
+                        self.on_primary_regained(self)
                 elif kind == "packet":
                     try:
                         self.packets_in.put_nowait(msg.packet)

@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     direct.add_argument("--p4info", help="P4Info of the loaded pipeline (with --direct)")
     direct.add_argument("--bmv2-json", help="BMv2 JSON to push if a switch has no pipeline (with --direct)")
     direct.add_argument("--timeout", type=float, default=3.0, help="RPC timeout in seconds (with --direct)")
+    direct.add_argument("--state-file", help="controller state to use and update (with --direct; "
+                                             "default logs/<topo>.controller.json, as the daemon's)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -176,12 +178,16 @@ def run_direct(args: argparse.Namespace, cmd: str, cargs: dict[str, Any], sock: 
                                  "drop --direct so the two do not fight over the switches")
     topo = Topology.load(args.topology)
     config = read_bmv2_json(args.bmv2_json) if args.bmv2_json else None
+    state_file = Path(args.state_file or f"logs/{topo.name}.controller.json")
+    if cmd in ("policy.set", "policy.phase", "policy.show") and not state_file.exists():
+        raise errors.ConfigError(f"no controller state at {state_file}: the current policy is unknown "
+                                 "(give --state-file, or install one with `policy apply FILE`)")
     ctl = NetworkController(topo, load_p4info_file(args.p4info), config,
                             election_id=DIRECT_ELECTION_ID, timeout=args.timeout,
-                            state_file=Path(f"logs/{topo.name}.controller.json"),
-                            set_queues=False, reconnect=False)
+                            state_file=state_file, set_queues=False, reconnect=False)
     try:
-        ctl.start(push_pipeline=config is not None)
+        # switches without a pipeline get one (and the network) only when --bmv2-json is given
+        ctl.start(push_pipeline=config is not None, sync=config is not None)
         return api.handle(ctl, cmd, cargs)
     finally:
         ctl.stop()

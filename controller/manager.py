@@ -119,7 +119,8 @@ class NetworkController:
         self.switches: dict[str, ManagedSwitch] = {}
         for name, sw in topology.switches.items():
             conn = SwitchConnection(name, sw.grpc_addr, sw.device_id, election_id, timeout,
-                                    on_stream_lost=self._on_stream_lost)
+                                    on_stream_lost=self._on_stream_lost,
+                                    on_primary_regained=self._on_primary_regained)
             self.switches[name] = ManagedSwitch(name, conn, self._plan(name))
 
     # -- state -----------------------------------------------------------------------------
@@ -163,16 +164,21 @@ class NetworkController:
         return [self.codec.decode(e) for e in conn.read(req)]
 
     # -- connecting ------------------------------------------------------------------------
-    def start(self, push_pipeline: bool = True) -> dict[str, Optional[str]]:
-        """Connect to every switch in parallel and bring each in step; returns name -> error."""
+    def start(self, push_pipeline: bool = True, sync: bool = True) -> dict[str, Optional[str]]:
+        """Connect to every switch in parallel and bring each in step; returns name -> error.
+
+        With ``sync=False`` nothing is written at start: the switches keep what they hold
+        (a one-shot CLI acting on a running network), and only a loaded pipeline is checked.
+        """
         self.state.slots = assign_slots(self.state.policy, self.state.slots)
         with ThreadPoolExecutor(max_workers=max(1, len(self.switches))) as pool:
             results = dict(zip(self.switches, pool.map(
-                lambda n: self._bring_up(n, push_pipeline), self.switches)))
-        self._save_state()
+                lambda n: self._bring_up(n, push_pipeline, sync), self.switches)))
+        if sync:
+            self._save_state()
         return results
 
-    def _bring_up(self, name: str, push_pipeline: bool) -> Optional[str]:
+    def _bring_up(self, name: str, push_pipeline: bool, sync: bool = True) -> Optional[str]:
         ms = self.switches[name]
         try:
             primary = ms.conn.connect()
@@ -180,7 +186,12 @@ class NetworkController:
                 raise errors.NotPrimaryError(
                     "another controller is primary; we stay backup and do not write", name)
             with self.lock:
-                self._sync_switch(name, push_pipeline)
+                if sync:
+                    self._sync_switch(name, push_pipeline)
+                elif ms.conn.get_pipeline() is None:
+                    raise errors.PipelineError("no pipeline loaded", name)
+                else:
+                    ms.pipeline_loaded = True
             ms.last_error = None
             self.log(f"{name}: up (pipeline loaded, state synced)")
             return None
@@ -233,6 +244,23 @@ class NetworkController:
         self.log(f"{ms.name}: {ms.last_error}; reconnecting")
         if self.reconnect_enabled:
             self._schedule_reconnect(ms)
+
+    def _on_primary_regained(self, conn: SwitchConnection) -> None:
+        ms = self.switches.get(conn.name)
+        if ms is None or self._stopping.is_set():
+            return
+        self.log(f"{ms.name}: primary again; re-syncing state")
+        threading.Thread(target=self._resync, args=(ms,), daemon=True,
+                         name=f"resync-{ms.name}").start()
+
+    def _resync(self, ms: ManagedSwitch) -> None:
+        try:
+            with self.lock:
+                self._sync_switch(ms.name, True)
+            ms.last_error = None
+        except errors.ControllerError as exc:
+            ms.last_error = str(exc)
+            self.log(f"{ms.name}: re-sync failed: {exc}")
 
     def _schedule_reconnect(self, ms: ManagedSwitch) -> None:
         if ms.reconnecting or self._stopping.is_set():

@@ -221,3 +221,22 @@ def test_daemon_once_and_bad_inputs(network, tmp_path):
     assert (done.returncode, done.stderr) == (2, f"controller: error: cannot read P4Info {tmp_path / 'nope.txt'}: no such file\n")
     done = subprocess.run(base[:5] + ["--once"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "--p4info" in done.stderr
+
+
+def test_direct_mode_writes_nothing_unasked(network, capsys, monkeypatch):
+    monkeypatch.chdir(network["dir"])
+    proc, sock, _ = start_daemon(network, "--policy", str(REPO / "controller/policies/default.yaml"))
+    stop_daemon(proc)                       # the daemon is gone; the switches keep their state
+    before = {n: len(s.entities("table_entry")) for n, s in network["servers"].items()}
+    args = ["--socket", str(sock), "--direct", "--topology", str(network["topology"]),
+            "--p4info", str(network["p4info"])]
+    code, out, err = run(capsys, *args, "--json", "stats", "--switch", "s2")
+    assert code == 0, err
+    assert json.loads(out)["s2"]["reachable"] is True
+    assert {n: len(s.entities("table_entry")) for n, s in network["servers"].items()} == before
+    code, _, err = run(capsys, *args, "policy", "set", "--job", "1", "--layers", "0-3", "--loss-bound", "0.1")
+    assert code == 1 and "no controller state at logs/diamond.controller.json" in err
+    code, out, err = run(capsys, *args, "--state-file", str(network["dir"] / "state.json"),
+                         "policy", "set", "--job", "1", "--layers", "0-3", "--loss-bound", "0.1")
+    assert code == 0, err
+    assert out.splitlines()[0] == "s1: 0 inserted, 1 modified, 0 deleted"

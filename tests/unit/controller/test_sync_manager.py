@@ -197,3 +197,35 @@ def test_phase_reports_switch_bounds(p4info_msg):
     finally:
         for s in servers.values():
             s.stop()
+
+
+def test_backup_controller_resyncs_when_primary_again(p4info_msg):
+    servers = {f"s{i}": TestP4RuntimeServer().start() for i in range(1, 5)}
+    topo = Topology.from_dict(diamond({n: s.address for n, s in servers.items()}))
+    daemon = NetworkController(topo, p4info_msg, b"{}", set_queues=False, election_id=(0, 100))
+    other = NetworkController(topo, p4info_msg, b"{}", set_queues=False, reconnect=False,
+                              election_id=(0, 200))
+    try:
+        daemon.start()
+        daemon.apply_policy(parse_policy(POLICY_A))
+        want = snapshot(servers["s1"])
+        assert other.start(push_pipeline=False, sync=False) == {n: None for n in servers}
+        assert snapshot(servers["s1"]) == want     # a one-shot controller writes nothing at start
+        deadline = time.monotonic() + 5
+        while daemon.reachable() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert daemon.reachable() == []            # backup now: it does not write
+        with pytest.raises(errors.UnreachableError):
+            daemon.set_pcn("s1", 2, threshold=3)
+        other.apply_policy(parse_policy(POLICY_B))
+        assert snapshot(servers["s1"]) != want
+        other.stop()                               # the daemon is primary again and restores its state
+        deadline = time.monotonic() + 10
+        while snapshot(servers["s1"]) != want and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert snapshot(servers["s1"]) == want
+    finally:
+        daemon.stop()
+        other.stop()
+        for s in servers.values():
+            s.stop()
