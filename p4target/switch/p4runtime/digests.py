@@ -22,6 +22,46 @@ SendCallback = Callable[[p4runtime_pb2.StreamMessageResponse], None]
 _IDLE_WAIT_S = 0.1
 
 
+class DigestConfigs:
+    """The DigestEntry configurations (digest id -> Config) of one pipeline."""
+
+    def __init__(self, translator: Translator | None = None,
+                 configs: dict[int, p4runtime_pb2.DigestEntry.Config] | None = None) -> None:
+        self.translator = translator
+        self.configs: dict[int, p4runtime_pb2.DigestEntry.Config] = dict(configs or {})
+
+    def copy(self) -> "DigestConfigs":
+        """An independent copy (for trial runs of a write batch)."""
+        return DigestConfigs(self.translator, self.configs)
+
+    def write(self, op: int, entry: p4runtime_pb2.DigestEntry) -> None:
+        tr = self.translator
+        if tr is None or entry.digest_id not in tr.digests:
+            raise not_found(f"unknown digest id {entry.digest_id}")
+        exists = entry.digest_id in self.configs
+        if op == Update.INSERT:
+            if exists:
+                raise P4RuntimeError(Code.ALREADY_EXISTS, f"digest {entry.digest_id} is already configured")
+        elif op in (Update.MODIFY, Update.DELETE):
+            if not exists:
+                raise not_found(f"digest {entry.digest_id} is not configured")
+        else:
+            raise invalid("update type must be INSERT, MODIFY or DELETE")
+        if op == Update.DELETE:
+            del self.configs[entry.digest_id]
+        else:
+            self.configs[entry.digest_id] = p4runtime_pb2.DigestEntry.Config.FromString(
+                entry.config.SerializeToString())
+
+    def read(self, entry: p4runtime_pb2.DigestEntry) -> list[p4runtime_pb2.Entity]:
+        tr = self.translator
+        if entry.digest_id and (tr is None or entry.digest_id not in tr.digests):
+            raise not_found(f"unknown digest id {entry.digest_id}")
+        ids = [entry.digest_id] if entry.digest_id else sorted(self.configs)
+        return [p4runtime_pb2.Entity(digest_entry=p4runtime_pb2.DigestEntry(digest_id=i, config=self.configs[i]))
+                for i in ids if i in self.configs]
+
+
 class DigestDispatcher:
     """Batches the pipeline's digests into DigestLists and hands them to `send`."""
 
@@ -30,7 +70,8 @@ class DigestDispatcher:
         self._lock = threading.Lock()
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._translator: Translator | None = None
-        self._configs: dict[int, p4runtime_pb2.DigestEntry.Config] = {}
+        self.configs = DigestConfigs()
+        self._configs = self.configs.configs
         self._pending: dict[int, list[tuple]] = {}
         self._deadline: dict[int, float] = {}
         self._next_list_id: dict[int, int] = {}
@@ -43,7 +84,8 @@ class DigestDispatcher:
         """A new pipeline: forget every digest configuration and outstanding list."""
         with self._lock:
             self._translator = translator
-            self._configs.clear()
+            self.configs = DigestConfigs(translator)
+            self._configs = self.configs.configs
             self._pending.clear()
             self._deadline.clear()
             self._next_list_id.clear()
@@ -52,35 +94,15 @@ class DigestDispatcher:
     # -- DigestEntry entities ------------------------------------------------------------
     def write(self, op: int, entry: p4runtime_pb2.DigestEntry) -> None:
         with self._lock:
-            tr = self._translator
-            if tr is None or entry.digest_id not in tr.digests:
-                raise not_found(f"unknown digest id {entry.digest_id}")
-            exists = entry.digest_id in self._configs
-            if op == Update.INSERT:
-                if exists:
-                    raise P4RuntimeError(Code.ALREADY_EXISTS, f"digest {entry.digest_id} is already configured")
-            elif op in (Update.MODIFY, Update.DELETE):
-                if not exists:
-                    raise not_found(f"digest {entry.digest_id} is not configured")
-            else:
-                raise invalid("update type must be INSERT, MODIFY or DELETE")
+            self.configs.write(op, entry)
             if op == Update.DELETE:
-                del self._configs[entry.digest_id]
                 self._pending.pop(entry.digest_id, None)
                 self._deadline.pop(entry.digest_id, None)
-                return
-            self._configs[entry.digest_id] = p4runtime_pb2.DigestEntry.Config.FromString(
-                entry.config.SerializeToString())
 
     def read(self, entry: p4runtime_pb2.DigestEntry) -> Iterator[p4runtime_pb2.Entity]:
         with self._lock:
-            tr = self._translator
-            if entry.digest_id and (tr is None or entry.digest_id not in tr.digests):
-                raise not_found(f"unknown digest id {entry.digest_id}")
-            ids = [entry.digest_id] if entry.digest_id else sorted(self._configs)
-            out = [p4runtime_pb2.Entity(digest_entry=p4runtime_pb2.DigestEntry(digest_id=i, config=self._configs[i]))
-                   for i in ids if i in self._configs]
-        yield from out
+            found = self.configs.read(entry)
+        yield from found
 
     # -- data path and acks --------------------------------------------------------------
     def on_digest(self, learn_list: str, list_id: int, values: tuple) -> None:

@@ -14,14 +14,14 @@ from p4target.switch.target import SwitchTarget
 from .arbitration import Arbitration, election_id_of
 from .digests import DigestDispatcher
 from .entities import Entities
-from .errors import (Code, ListenError, P4RuntimeError, as_p4runtime_error, batch_status, unimplemented)
+from .batches import write_batch
+from .errors import Code, ListenError, P4RuntimeError, as_p4runtime_error, batch_status
 from .packet_io import frame_from_packet_out, packet_in_from_frame
 from .pipeline import PipelineConfigs
 from .state import PipelineState
 from .stream import Stream, StreamHandler, _End
 from .translate import Translator
 
-Atomicity = p4runtime_pb2.WriteRequest
 READ_CHUNK = 1000  # entities per ReadResponse
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 
@@ -132,19 +132,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         def run():
             self._check_device(request.device_id)
             self._check_primary(request)
-            if request.atomicity != Atomicity.CONTINUE_ON_ERROR:
-                raise unimplemented("only CONTINUE_ON_ERROR atomicity is supported")
             with self._control:
                 ent = self._current()
-                errors: list[P4RuntimeError | None] = []
                 with self.target.lock:
-                    for update in request.updates:
-                        try:
-                            ent.write(update)
-                            errors.append(None)
-                        except Exception as exc:
-                            errors.append(as_p4runtime_error(exc))
-            return errors
+                    return write_batch(ent, self.target.bmv2_json, request.updates, request.atomicity)
         errors = self._run(context, run)
         if any(e is not None for e in errors):
             status = batch_status(errors)

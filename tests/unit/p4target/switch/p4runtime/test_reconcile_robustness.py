@@ -102,7 +102,7 @@ def test_garbage_requests_never_crash_the_server(loaded, ids, helpers):
         assert e.value.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND,
                                   grpc.StatusCode.UNIMPLEMENTED)
     with pytest.raises(grpc.RpcError) as e:
-        c.write(atomicity=P.WriteRequest.ROLLBACK_ON_ERROR)
+        c.write(atomicity=7)
     assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
     junk = P.StreamMessageRequest()
     junk.other.type_url = "x/y"
@@ -124,3 +124,30 @@ def test_listen_errors_and_stop_ends_streams(switch):
     assert end is None or end.code() in (grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE)
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", switch.server.port)) != 0
+
+
+@pytest.mark.parametrize("atomicity", [P.WriteRequest.ROLLBACK_ON_ERROR, P.WriteRequest.DATAPLANE_ATOMIC])
+def test_atomic_batches_apply_all_or_nothing(loaded, ids, helpers, atomicity):
+    sw, c, _ = loaded
+    u = helpers.update
+    _program_state(c, ids, u)
+    before = _snapshot(c)
+    digest = P.DigestEntry(digest_id=ids.of("digests", "learn_t"))
+    batch = [u("INSERT", "table_entry", ids.entry(EXACT, [("hdr.h.a", "exact", 2)], "MyIngress.fwd", [1])),
+             u("MODIFY", "table_entry", ids.entry(EXACT, [("hdr.h.a", "exact", 1)], "MyIngress.fwd", [8])),
+             u("DELETE", "action_profile_member", P.ActionProfileMember(
+                 action_profile_id=ids.of("action_profiles", PROF), member_id=1)),  # in use: fails
+             u("INSERT", "digest_entry", digest)]
+    with pytest.raises(grpc.RpcError) as e:
+        c.write(*batch, atomicity=atomicity)
+    codes = [code for code, _ in helpers.write_errors(e.value)]
+    assert codes == [grpc.StatusCode.ABORTED.value[0]] * 2 + [grpc.StatusCode.FAILED_PRECONDITION.value[0],
+                                                              grpc.StatusCode.ABORTED.value[0]]
+    assert _snapshot(c) == before and c.read(P.Entity(digest_entry=P.DigestEntry())) == []
+    sw.target.receive(0, pkt())
+    assert sw.sink.get()[0] == 3
+    c.write(*(batch[:2] + batch[3:]), atomicity=atomicity)
+    sw.target.receive(0, pkt())
+    assert sw.sink.get()[0] == 8
+    assert len(c.read(P.Entity(digest_entry=P.DigestEntry()))) == 1
+    assert len(c.read(P.Entity(table_entry=P.TableEntry(table_id=ids.table(EXACT))))) == 2
