@@ -1,0 +1,306 @@
+"""Switch ports: delay line scheduling, impairments on egress (loss, bursts, delay), pcap
+capture, --use-files replay, and AF_PACKET ports on a real veth pair."""
+import os
+import queue
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from p4target.switch.delay_line import DelayLine
+from p4target.switch.impairments import parse_impairment
+from p4target.switch.pcap import PcapWriter, read_pcap
+from p4target.switch.ports import PortError, SwitchPorts
+
+
+def frame(n: int, size: int = 60) -> bytes:
+    """An Ethernet frame carrying sequence number n."""
+    head = bytes.fromhex("020000000001" "020000000002" "88b5") + n.to_bytes(4, "big")
+    return head + bytes(size - len(head))
+
+
+def seq(data: bytes) -> int:
+    return int.from_bytes(data[14:18], "big")
+
+
+# -- delay line ----------------------------------------------------------------------------
+def test_delay_line_sends_in_due_order_not_arrival_order():
+    sent = queue.Queue()
+    line = DelayLine(lambda port, data: sent.put((time.monotonic(), port, data)))
+    line.start()
+    try:
+        t0 = time.monotonic()
+        line.schedule(1, b"late", 0.12)
+        line.schedule(2, b"early", 0.03)
+        line.schedule(3, b"now", 0.0)
+        got = [sent.get(timeout=2) for _ in range(3)]
+    finally:
+        line.stop()
+    assert [g[2] for g in got] == [b"now", b"early", b"late"]
+    assert [g[1] for g in got] == [3, 2, 1]
+    assert got[1][0] - t0 >= 0.03 - 1e-3
+    assert got[2][0] - t0 >= 0.12 - 1e-3
+
+
+def test_delay_line_stop_discards_frames_not_yet_due():
+    sent = []
+    line = DelayLine(lambda port, data: sent.append(data))
+    line.start()
+    line.schedule(1, b"x", 10.0)
+    line.schedule(1, b"y", 10.0)
+    assert line.pending() == 2
+    assert line.stop() == 2
+    assert sent == []
+
+
+def test_delay_line_equal_due_times_keep_arrival_order():
+    sent = queue.Queue()
+    clock = [100.0]
+    line = DelayLine(lambda port, data: sent.put(data), clock=lambda: clock[0])
+    for i in range(5):
+        line.schedule(1, bytes([i]), 0.0)
+    line.start()
+    try:
+        assert [sent.get(timeout=2) for _ in range(5)] == [bytes([i]) for i in range(5)]
+    finally:
+        line.stop()
+
+
+# -- file ports (no root needed) -----------------------------------------------------------
+def write_inputs(base: str, frames_by_time: list[tuple[float, bytes]]) -> None:
+    with PcapWriter(base + "_in.pcap") as w:
+        for stamp, data in frames_by_time:
+            w.write(data, timestamp=stamp)
+
+
+def file_ports(tmp_path, impairments=(), seed=7, wait=0, on_frame=None, ports=(1, 2)):
+    ifaces = {}
+    for p in ports:
+        base = str(tmp_path / f"p{p}")
+        if not os.path.exists(base + "_in.pcap"):
+            write_inputs(base, [])
+        ifaces[p] = base
+    imps = dict(parse_impairment(s) for s in impairments)
+    return SwitchPorts(ifaces, on_frame or (lambda port, data: None), impairments=imps,
+                       use_files_wait=wait, seed=seed)
+
+
+def out_records(tmp_path, port):
+    return list(read_pcap(str(tmp_path / f"p{port}_out.pcap")))
+
+
+def test_loss_drops_about_the_given_fraction_and_counts_drops(tmp_path):
+    sp = file_ports(tmp_path, impairments=["2:loss=0.3"])
+    sp.start()
+    for i in range(1000):
+        sp.transmit(2, frame(i))
+        sp.transmit(1, frame(i))
+    stats2, stats1 = sp.stats(2), sp.stats(1)
+    sp.stop()
+    kept = out_records(tmp_path, 2)
+    assert 600 <= len(kept) <= 800  # binomial(1000, 0.7): mean 700, sd 14.5
+    assert stats2.impairment_drops + len(kept) == 1000
+    assert stats2.transmitted == len(kept)
+    assert len(out_records(tmp_path, 1)) == 1000 and stats1.impairment_drops == 0
+    # survivors keep their order
+    seqs = [seq(r.data) for r in kept]
+    assert seqs == sorted(seqs)
+
+
+def test_same_seed_same_loss_pattern(tmp_path):
+    patterns = []
+    for run in range(2):
+        d = tmp_path / f"run{run}"
+        d.mkdir()
+        sp = file_ports(d, impairments=["1:loss=0.5"], seed=42, ports=(1,))
+        sp.start()
+        for i in range(200):
+            sp.transmit(1, frame(i))
+        sp.stop()
+        patterns.append([seq(r.data) for r in out_records(d, 1)])
+    assert patterns[0] == patterns[1]
+
+
+def test_loss_burst_drops_only_inside_its_window(tmp_path):
+    sp = file_ports(tmp_path, impairments=["1:burst=0.2s+0.3s@1"], ports=(1,))
+    sp.start()
+    t0 = time.monotonic()
+    sent_at = {}
+    i = 0
+    while time.monotonic() - t0 < 0.7:
+        sent_at[i] = time.monotonic() - t0
+        sp.transmit(1, frame(i))
+        i += 1
+        time.sleep(0.01)
+    sp.stop()
+    kept = {seq(r.data) for r in out_records(tmp_path, 1)}
+    # clearly inside the window: dropped; clearly outside: kept (margins absorb scheduling)
+    inside = [n for n, t in sent_at.items() if 0.23 <= t <= 0.47]
+    outside = [n for n, t in sent_at.items() if t <= 0.17 or t >= 0.53]
+    assert inside and outside
+    assert not kept & set(inside)
+    assert set(outside) <= kept
+
+
+def test_delay_holds_frames_and_jitter_stays_within_bounds(tmp_path):
+    sp = file_ports(tmp_path, impairments=["1:delay=80ms", "2:delay=40ms,jitter=20ms"])
+    sp.start()
+    t_send = time.time()
+    for i in range(20):
+        sp.transmit(1, frame(i))
+        sp.transmit(2, frame(i))
+    time.sleep(0.4)
+    sp.stop()
+    out1, out2 = out_records(tmp_path, 1), out_records(tmp_path, 2)
+    assert len(out1) == 20 and len(out2) == 20
+    assert min(r.timestamp for r in out1) - t_send >= 0.08 - 2e-3
+    assert min(r.timestamp for r in out2) - t_send >= 0.02 - 2e-3
+
+
+def test_stop_discards_frames_still_delayed(tmp_path):
+    sp = file_ports(tmp_path, impairments=["1:delay=5s"], ports=(1,))
+    sp.start()
+    sp.transmit(1, frame(0))
+    sp.stop()
+    assert out_records(tmp_path, 1) == []
+
+
+def test_use_files_replays_inputs_in_time_order_with_gaps(tmp_path):
+    write_inputs(str(tmp_path / "p1"), [(1000.0, frame(1)), (1000.2, frame(3))])
+    write_inputs(str(tmp_path / "p2"), [(1000.1, frame(2))])
+    got = queue.Queue()
+    sp = file_ports(tmp_path, on_frame=lambda port, data: got.put((time.monotonic(), port, seq(data))))
+    sp.start()
+    try:
+        items = [got.get(timeout=3) for _ in range(3)]
+    finally:
+        sp.stop()
+    assert [(p, s) for _, p, s in items] == [(1, 1), (2, 2), (1, 3)]
+    assert items[2][0] - items[0][0] >= 0.2 - 0.02
+
+
+def test_use_files_waits_before_processing(tmp_path):
+    write_inputs(str(tmp_path / "p1"), [(5.0, frame(9))])
+    got = queue.Queue()
+    sp = file_ports(tmp_path, wait=1, ports=(1,), on_frame=lambda port, data: got.put(time.monotonic()))
+    t0 = time.monotonic()
+    sp.start()
+    try:
+        assert got.get(timeout=5) - t0 >= 0.95
+    finally:
+        sp.stop()
+
+
+def test_use_files_missing_input_is_a_port_error(tmp_path):
+    with pytest.raises(PortError, match="p9_in.pcap"):
+        SwitchPorts({9: str(tmp_path / "p9")}, lambda p, d: None, use_files_wait=0)
+
+
+def test_impairment_on_a_port_without_interface_is_rejected(tmp_path):
+    write_inputs(str(tmp_path / "p1"), [])
+    with pytest.raises(PortError, match="port 4"):
+        SwitchPorts({1: str(tmp_path / "p1")}, lambda p, d: None, use_files_wait=0,
+                    impairments=dict([parse_impairment("4:loss=0.1")]))
+
+
+def test_transmit_to_unknown_port_is_dropped(tmp_path):
+    sp = file_ports(tmp_path, ports=(1,))
+    sp.start()
+    sp.transmit(77, frame(0))  # e.g. the CPU port without an interface
+    sp.stop()
+    assert out_records(tmp_path, 1) == []
+
+
+# -- interface ports on a veth pair (root) -------------------------------------------------
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="raw sockets and veth need root")
+
+
+@pytest.fixture
+def veth():
+    """A veth pair (switch side, peer side), both up, IPv6 off so the kernel stays quiet."""
+    a, b = f"gtp{os.getpid() % 100000}a", f"gtp{os.getpid() % 100000}b"
+    subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
+    try:
+        for name in (a, b):
+            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"], check=False)
+            subprocess.run(["ip", "link", "set", name, "up"], check=True)
+        yield a, b
+    finally:
+        subprocess.run(["ip", "link", "del", a], check=False)
+
+
+def raw_socket(iface: str) -> socket.socket:
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88B5))
+    s.bind((iface, 0x88B5))
+    s.settimeout(0.3)
+    return s
+
+
+def drain(sock: socket.socket) -> list[bytes]:
+    out = []
+    try:
+        while True:
+            out.append(sock.recv(65536))
+    except socket.timeout:
+        return out
+
+
+@needs_root
+def test_interface_port_receives_any_mac_and_never_rereceives_its_own_frames(veth, tmp_path):
+    sw, peer = veth
+    got = queue.Queue()
+    sp = SwitchPorts({3: sw}, lambda port, data: got.put((port, data)), pcap_dir=str(tmp_path))
+    sp.start()
+    peer_sock = raw_socket(peer)
+    try:
+        foreign = bytes.fromhex("0a0b0c0d0e0f") + frame(5)[6:]  # not our MAC: needs promiscuous mode
+        peer_sock.send(foreign)
+        port, data = got.get(timeout=3)
+        assert port == 3 and data[:60] == foreign
+        sp.transmit(3, frame(6))
+        assert [seq(d) for d in drain(peer_sock)] == [6]
+        # what the switch sent on its own interface does not come back in
+        time.sleep(0.1)
+        assert got.empty()
+    finally:
+        peer_sock.close()
+        sp.stop()
+    ins = list(read_pcap(str(tmp_path / f"{sw}_in.pcap")))
+    outs = list(read_pcap(str(tmp_path / f"{sw}_out.pcap")))
+    assert [seq(r.data) for r in ins] == [5]
+    assert [seq(r.data) for r in outs] == [6]
+
+
+@needs_root
+def test_interface_port_applies_loss_on_egress(veth):
+    sw, peer = veth
+    sp = SwitchPorts({1: sw}, lambda p, d: None, impairments=dict([parse_impairment("1:loss=1")]))
+    sp.start()
+    peer_sock = raw_socket(peer)
+    try:
+        for i in range(10):
+            sp.transmit(1, frame(i))
+        assert drain(peer_sock) == []
+        assert sp.stats(1).impairment_drops == 10
+    finally:
+        peer_sock.close()
+        sp.stop()
+
+
+@needs_root
+def test_missing_interface_is_a_port_error():
+    with pytest.raises(PortError, match="does not exist"):
+        SwitchPorts({1: "gtp-nosuch0"}, lambda p, d: None)
+
+
+@needs_root
+def test_stop_closes_sockets_and_threads(veth):
+    sw, _ = veth
+    before = threading.active_count()
+    sp = SwitchPorts({1: sw}, lambda p, d: None)
+    sp.start()
+    sp.stop()
+    sp.stop()  # idempotent
+    assert threading.active_count() <= before
