@@ -100,7 +100,7 @@ def serve(args: argparse.Namespace) -> None:
                       delivered=[round(f, 4) for f in gathered.mean_fractions()],
                       delivered_min=[round(f, 4) for f in gathered.min_fractions()],
                       closed_by=sorted(set(str(c) for c in gathered.closed_by.values())),
-                      bounds=list(bounds_now), grad_norm=round(norm, 6),
+                      bounds=[round(b, 6) for b in bounds_now], grad_norm=round(norm, 6),
                       bytes=delta.get("bytes_sent", 0) + delta.get("bytes_received", 0),
                       retransmissions=delta.get("retransmissions", 0),
                       retx_received=delta.get("retx_received", 0),
