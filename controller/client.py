@@ -255,6 +255,8 @@ class SwitchConnection:
         req.config.cookie.cookie = cookie
         try:
             self._require_stub().SetForwardingPipelineConfig(req, timeout=max(self.timeout, 30.0))
+        except ValueError:   # grpc: the channel was closed under us (close() from another thread)
+            raise errors.UnreachableError("connection closed", self.name) from None
         except grpc.RpcError as exc:
             raise errors.from_grpc(exc, self.name, "SetForwardingPipelineConfig") from None
 
@@ -265,6 +267,8 @@ class SwitchConnection:
             response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
         try:
             resp = self._require_stub().GetForwardingPipelineConfig(req, timeout=self.timeout)
+        except ValueError:
+            raise errors.UnreachableError("connection closed", self.name) from None
         except grpc.RpcError as exc:
             err = errors.from_grpc(exc, self.name, "GetForwardingPipelineConfig")
             if isinstance(err, errors.PipelineError):
@@ -286,6 +290,8 @@ class SwitchConnection:
         req.updates.extend(updates)
         try:
             self._require_stub().Write(req, timeout=self.timeout)
+        except ValueError:
+            raise errors.UnreachableError("connection closed", self.name) from None
         except grpc.RpcError as exc:
             raise decode_write_error(exc, len(updates), self.name) from None
 
@@ -297,6 +303,8 @@ class SwitchConnection:
         try:
             for resp in self._require_stub().Read(req, timeout=self.timeout):
                 out.extend(resp.entities)
+        except ValueError:
+            raise errors.UnreachableError("connection closed", self.name) from None
         except grpc.RpcError as exc:
             raise errors.from_grpc(exc, self.name, "Read") from None
         return out

@@ -254,6 +254,8 @@ class NetworkController:
                          name=f"resync-{ms.name}").start()
 
     def _resync(self, ms: ManagedSwitch) -> None:
+        if self._stopping.is_set():
+            return
         try:
             with self.lock:
                 self._sync_switch(ms.name, True)
