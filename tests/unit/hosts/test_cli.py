@@ -1,0 +1,57 @@
+"""Every agent has --help, and bad input gives one line naming the problem and exit 2.
+
+The agents' main() runs in-process (same code path as `python -m`, minus interpreter start-up);
+tests/integration/hosts runs them as real processes."""
+import importlib
+import signal
+
+import pytest
+
+AGENTS = ["hosts.ps", "hosts.worker", "hosts.pcn", "hosts.background", "hosts.lossy_relay",
+          "hosts.tensor_exchange"]
+
+
+@pytest.fixture(autouse=True)
+def _restore_signals():
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    for s, handler in saved.items():
+        signal.signal(s, handler)
+
+
+def _main(module, *args):
+    return importlib.import_module(module).main(list(args))
+
+
+@pytest.mark.parametrize("module", AGENTS)
+def test_help(module, capsys):
+    with pytest.raises(SystemExit) as e:
+        _main(module, "--help")
+    assert e.value.code == 0
+    assert "usage:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["hosts.ps", "--workers", "0"], "--workers 0"),
+    (["hosts.ps", "--workers", "2", "--layer-bounds", "0.1"], "--layer-bounds has 1 values"),
+    (["hosts.ps", "--workers", "2", "--bound", "1.2"], "--bound 1.2"),
+    (["hosts.ps", "--workers", "2", "--pull-bound", "0.5"], "pull stage must be tighter"),
+    (["hosts.ps", "--workers", "2", "--transport", "mlt", "--phase-aware"], "one fixed bound"),
+    (["hosts.ps", "--workers", "2", "--transport", "tcp", "--pcn"], "--pcn needs"),
+    (["hosts.ps", "--workers", "2", "--hidden", "64,x"], "--hidden"),
+    (["hosts.ps", "--workers", "2", "--bind", "192.0.2.77"], "cannot bind"),
+    (["hosts.worker", "--rank", "3", "--workers", "2", "--ps", "127.0.0.1"], "--rank 3"),
+    (["hosts.worker", "--rank", "0", "--workers", "1", "--ps", "127.0.0.1", "--pcn-threshold",
+      "12"], "--pcn-threshold"),
+    (["hosts.lossy_relay", "--listen", "127.0.0.1", "--target", "127.0.0.1:1"], "--listen"),
+    (["hosts.lossy_relay", "--listen", "127.0.0.1:0", "--target", "127.0.0.1:1", "--loss", "2"],
+     "loss 2"),
+    (["hosts.background", "flows", "--dst", "127.0.0.1", "--flows", "0"], "--flows"),
+    (["hosts.pcn", "start", "--ps", "127.0.0.1", "--threshold", "80"], "--threshold"),
+    (["hosts.tensor_exchange", "recv", "--layers", "10,a"], "--layers"),
+])
+def test_bad_input_is_one_line_error(args, needle, capsys):
+    assert _main(*args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "error:" in err and needle in err
