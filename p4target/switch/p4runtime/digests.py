@@ -19,7 +19,6 @@ from .translate import DigestInfo, Translator
 
 Update = p4runtime_pb2.Update
 SendCallback = Callable[[p4runtime_pb2.StreamMessageResponse], None]
-_IDLE_WAIT_S = 0.1
 
 
 class DigestConfigs:
@@ -123,9 +122,9 @@ class DigestDispatcher:
         while not self._stop.is_set():
             with self._lock:
                 now = time.monotonic()
-                wait = min([d - now for d in self._deadline.values()], default=_IDLE_WAIT_S)
-            try:
-                item = self._inbox.get(timeout=max(0.0, min(wait, _IDLE_WAIT_S)))
+                wait = min([d - now for d in self._deadline.values()], default=None)
+            try:  # idle: block until a digest (or stop) arrives
+                item = self._inbox.get(timeout=None if wait is None else max(0.0, wait))
             except queue.Empty:
                 item = None
             if self._stop.is_set():

@@ -168,3 +168,23 @@ def test_bad_configs_are_rejected_and_keep_the_running_pipeline(switch, program,
         c.stub.SetForwardingPipelineConfig(req)
     assert e.value.code() == code
     assert switch.target.engine is engine
+
+
+def test_a_client_may_change_its_election_id(switch):
+    a = switch.client((0, 5))
+    b = switch.client((0, 3))
+    assert a.arbitrate((0, 2)).status.code == code_pb2.ALREADY_EXISTS  # a steps down below b
+    arb = b.get("arbitration").arbitration
+    assert arb.status.code == code_pb2.OK and eid(arb) == (0, 3)
+    assert a.arbitrate((0, 9)).status.code == code_pb2.OK
+    assert b.get("arbitration").arbitration.status.code == code_pb2.ALREADY_EXISTS
+
+
+def test_packet_out_before_arbitration_is_refused(switch, program):
+    c = switch.client()
+    c.set_pipeline(*program)
+    other = switch.client(election_id=None)
+    req = p4runtime_pb2.StreamMessageRequest()
+    req.packet.payload = b"\x00" * 8
+    other.send(req)
+    assert other.get("error").error.canonical_code == code_pb2.PERMISSION_DENIED
