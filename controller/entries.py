@@ -296,8 +296,7 @@ class Codec:
                 elif which == "range":
                     match.append((name, Range(_from_bytes(fm.range.low),
                                               _from_bytes(fm.range.high))))
-            order = [mf.name for mf in self.p4info.table(table).match_fields]
-            match.sort(key=lambda kv: order.index(kv[0]))
+            match.sort(key=lambda kv: self.p4info.match_field(table, kv[0]).id)
             act = te.action.WhichOneof("type") if te.HasField("action") else None
             return TableEntry(
                 table=table, match=tuple(match), priority=te.priority,
@@ -327,11 +326,10 @@ class Codec:
     def normalize(self, entity: Entity) -> Entity:
         """``entity`` with its match fields in P4Info order (so it compares equal to reads)."""
         if isinstance(entity, TableEntry):
-            fields = {mf.name: mf for mf in self.p4info.table(entity.table).match_fields}
-            order = list(fields)
+            fields = {n: self.p4info.match_field(entity.table, n) for n, _ in entity.match}
             match = tuple(sorted(((n, m) for n, m in entity.match
                                   if not _is_dont_care(m, fields[n].bitwidth)),
-                                 key=lambda kv: order.index(kv[0])))
+                                 key=lambda kv: fields[kv[0]].id))
             return TableEntry(entity.table, match, entity.action, entity.member_id,
                               entity.group_id, entity.priority, entity.is_default)
         if isinstance(entity, Group):

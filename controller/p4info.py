@@ -1,7 +1,6 @@
 """P4Info loading and name -> id lookups for one pipeline (no global state).
 
-Uses p4runtime-shell's :class:`Context` for the name maps; every miss becomes a
-:class:`~controller.errors.P4NameError` naming what is missing.
+Every miss becomes a :class:`~controller.errors.P4NameError` naming what is missing.
 """
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from typing import Any, Union
 
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
-from p4runtime_sh.context import Context, P4Type
 
 from controller.errors import ConfigError, P4NameError
 
@@ -31,26 +29,40 @@ def load_p4info(path: Union[str, Path]) -> p4info_pb2.P4Info:
 
 
 class P4Info:
-    """Lookups over one P4Info message."""
+    """Name and id lookups over one P4Info message (dict indexes built once)."""
+
+    _KINDS = ("tables", "actions", "action_profiles", "counters", "direct_counters", "meters",
+              "direct_meters", "registers", "digests", "controller_packet_metadata")
 
     def __init__(self, info: p4info_pb2.P4Info) -> None:
         self.message = info
-        self._ctx = Context()
-        self._ctx.set_p4info(info)
+        self._by_name: dict[tuple[str, str], Any] = {}
+        self._names: dict[int, str] = {}
+        for kind in self._KINDS:
+            for obj in getattr(info, kind):
+                pre = obj.preamble
+                self._by_name[(kind, pre.name)] = obj
+                if pre.alias and (kind, pre.alias) not in self._by_name:
+                    self._by_name[(kind, pre.alias)] = obj
+                self._names[pre.id] = pre.name
+        self._fields = {t.preamble.name: ({m.name: m for m in t.match_fields},
+                                          {m.id: m for m in t.match_fields}) for t in info.tables}
+        self._params = {a.preamble.name: ({p.name: p for p in a.params}, {p.id: p for p in a.params})
+                        for a in info.actions}
 
-    def _obj(self, kind: P4Type, name: str) -> Any:
-        obj = self._ctx.get_obj(kind, name)
+    def _obj(self, kind: str, name: str) -> Any:
+        obj = self._by_name.get((kind, name))
         if obj is None:
-            raise P4NameError(f"P4Info has no {kind.pretty_name} '{name}'")
+            raise P4NameError(f"P4Info has no {kind[:-1].replace('_', ' ')} '{name}'")
         return obj
 
     def table(self, name: str) -> Any:
         """The P4Info table message named ``name``."""
-        return self._obj(P4Type.table, name)
+        return self._obj("tables", name)
 
     def action(self, name: str) -> Any:
         """The P4Info action message named ``name``."""
-        return self._obj(P4Type.action, name)
+        return self._obj("actions", name)
 
     def table_id(self, name: str) -> int:
         return self.table(name).preamble.id
@@ -59,50 +71,54 @@ class P4Info:
         return self.action(name).preamble.id
 
     def action_profile_id(self, name: str) -> int:
-        return self._obj(P4Type.action_profile, name).preamble.id
+        return self._obj("action_profiles", name).preamble.id
 
     def counter(self, name: str) -> Any:
-        return self._obj(P4Type.counter, name)
+        return self._obj("counters", name)
 
     def counter_id(self, name: str) -> int:
         return self.counter(name).preamble.id
 
+    def match_fields(self, table: str) -> list[Any]:
+        """The match fields of ``table`` in P4Info order."""
+        return list(self.table(table).match_fields)
+
     def match_field(self, table: str, field: str) -> Any:
         """The match field ``field`` of ``table`` (id, bitwidth, match_type)."""
-        for mf in self.table(table).match_fields:
-            if mf.name == field:
-                return mf
-        raise P4NameError(f"P4Info table '{table}' has no match field '{field}'")
+        fields = self._fields.get(self.table(table).preamble.name, ({}, {}))[0]
+        if field not in fields:
+            raise P4NameError(f"P4Info table '{table}' has no match field '{field}'")
+        return fields[field]
 
     def match_field_by_id(self, table: str, field_id: int) -> Any:
-        for mf in self.table(table).match_fields:
-            if mf.id == field_id:
-                return mf
-        raise P4NameError(f"P4Info table '{table}' has no match field id {field_id}")
+        fields = self._fields.get(self.table(table).preamble.name, ({}, {}))[1]
+        if field_id not in fields:
+            raise P4NameError(f"P4Info table '{table}' has no match field id {field_id}")
+        return fields[field_id]
 
     def param(self, action: str, name: str) -> Any:
         """The parameter ``name`` of ``action`` (id, bitwidth)."""
-        for p in self.action(action).params:
-            if p.name == name:
-                return p
-        raise P4NameError(f"P4Info action '{action}' has no parameter '{name}'")
+        params = self._params.get(self.action(action).preamble.name, ({}, {}))[0]
+        if name not in params:
+            raise P4NameError(f"P4Info action '{action}' has no parameter '{name}'")
+        return params[name]
 
     def param_by_id(self, action: str, param_id: int) -> Any:
-        for p in self.action(action).params:
-            if p.id == param_id:
-                return p
-        raise P4NameError(f"P4Info action '{action}' has no parameter id {param_id}")
+        params = self._params.get(self.action(action).preamble.name, ({}, {}))[1]
+        if param_id not in params:
+            raise P4NameError(f"P4Info action '{action}' has no parameter id {param_id}")
+        return params[param_id]
 
     def name_of(self, obj_id: int) -> str:
         """Fully qualified name of any P4Info object by id."""
         try:
-            return self._ctx.get_name_from_id(obj_id)
+            return self._names[obj_id]
         except KeyError:
             raise P4NameError(f"P4Info has no object with id {obj_id}") from None
 
     def has_table(self, name: str) -> bool:
-        return self._ctx.get_obj(P4Type.table, name) is not None
+        return ("tables", name) in self._by_name
 
     def controller_metadata(self, header: str) -> Any:
         """The ``controller_packet_metadata`` named ``packet_in`` / ``packet_out``, or None."""
-        return self._ctx.get_obj(P4Type.controller_packet_metadata, header)
+        return self._by_name.get(("controller_packet_metadata", header))
