@@ -15,10 +15,12 @@ import time
 
 from hosts import wire
 from hosts.cli import run_agent
-from hosts.errors import ConfigError, PeerTimeout
+from hosts.errors import ConfigError
 from hosts.jsonlog import JsonLog
 from hosts.transport.endpoint import Endpoint, Received
 from hosts.transport.mux import Mux
+
+_PCN_TRIES = 4
 
 
 def answer_start(endpoint: Endpoint, pkt: Received) -> None:
@@ -37,23 +39,35 @@ class PcnClient:
         self.start_tos = wire.pcn_tos(start=True, threshold=threshold)
         self.timeout = timeout
         self._acked: set[int] = set()
+        self._waiting: int | None = None
         mux.handlers[wire.KIND_PCN_ACK] = self._on_ack
 
     def _on_ack(self, pkt: Received, now: float) -> bool:
-        self._acked.add(pkt.header.round)
+        if pkt.header.round == self._waiting:
+            self._acked.add(pkt.header.round)
+        else:
+            self.mux.endpoint.counters["pcn_late_acks"] += 1
         return True
 
     def handshake(self, round_: int) -> float | None:
-        """Send PCN-START for `round_` and wait for its ACK; RTT in ms, or None on timeout."""
+        """Send PCN-START for `round_` and wait for its ACK; ms until the ACK, None on timeout."""
         t0 = time.monotonic()
-        self.mux.endpoint.send_control(wire.KIND_PCN_START, self.ps, round_, tos=self.start_tos)
+        give_up = t0 + self.timeout
+        self._waiting = round_
         try:
-            self.mux.run(lambda: round_ in self._acked, timeout=self.timeout)
-        except PeerTimeout:
-            self.mux.endpoint.counters["pcn_timeouts"] += 1
-            return None
+            while round_ not in self._acked:
+                now = time.monotonic()
+                if now >= give_up:
+                    self.mux.endpoint.counters["pcn_timeouts"] += 1
+                    return None
+                # a lost START is sent again: up to _PCN_TRIES times within the timeout
+                self.mux.endpoint.send_control(wire.KIND_PCN_START, self.ps, round_,
+                                               tos=self.start_tos)
+                resend_at = min(give_up, now + self.timeout / _PCN_TRIES)
+                self.mux.run(lambda: round_ in self._acked or time.monotonic() >= resend_at)
         finally:
             self._acked.discard(round_)
+            self._waiting = None
         return (time.monotonic() - t0) * 1000.0
 
 
