@@ -12,9 +12,9 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4target.switch.target import SwitchTarget
 
 from .arbitration import Arbitration, election_id_of
+from .batches import write_batch
 from .digests import DigestDispatcher
 from .entities import Entities
-from .batches import write_batch
 from .errors import Code, ListenError, P4RuntimeError, as_p4runtime_error, batch_status
 from .packet_io import frame_from_packet_out, packet_in_from_frame
 from .pipeline import PipelineConfigs
@@ -115,8 +115,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id)
             self._check_primary(request)
             with self._control:
-                current = self._current().state if self.target.engine is not None and \
-                    self.target.p4info is not None else None
+                try:  # the running state, for RECONCILE_AND_COMMIT
+                    current: PipelineState | None = self._current().state
+                except P4RuntimeError:
+                    current = None  # nothing usable is running: a plain commit
                 self.configs.set(request, current, self._on_commit)
             return p4runtime_pb2.SetForwardingPipelineConfigResponse()
         return self._run(context, run)

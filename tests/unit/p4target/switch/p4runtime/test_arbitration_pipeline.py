@@ -188,3 +188,16 @@ def test_packet_out_before_arbitration_is_refused(switch, program):
     req.packet.payload = b"\x00" * 8
     other.send(req)
     assert other.get("error").error.canonical_code == code_pb2.PERMISSION_DENIED
+
+
+def test_pipeline_loaded_by_another_front_door_is_served(switch, program):
+    bmv2, p4info = program
+    switch.target.set_pipeline(bmv2, p4info)  # e.g. the switch started with --json and a P4Info
+    c = switch.client()
+    assert c.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())) == []
+    switch.target.set_pipeline(bmv2)  # a JSON without P4Info (Thrift load): nothing to translate with
+    with pytest.raises(grpc.RpcError) as e:
+        c.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry()))
+    assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    c.set_pipeline(bmv2, p4info, action=Req.RECONCILE_AND_COMMIT)  # recovers
+    assert c.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())) == []
