@@ -97,6 +97,8 @@ class ExpressionLowering:
                 return TypeValue(ErrorT())
             return TypeValue(self.scope.resolve(e.type))
         if isinstance(e, ast.MemberExpression):
+            if _is_lookahead(e.expr):
+                return ExprValue(*self._lookahead_field(e))
             return self.member(self.value_of(e.expr), e.member, e)
         if isinstance(e, ast.IndexExpression):
             base = self.value_of(e.expr)
@@ -366,18 +368,24 @@ class ExpressionLowering:
             if not isinstance(t, (Bits, Bool)):
                 raise UnsupportedError.at(e.loc, "lookahead of a non-bit<> type in an expression")
             return {"type": "lookahead", "value": [0, bit_width(t)]}, t
-        if isinstance(m, ast.MemberExpression) and isinstance(m.expr, ast.MethodCallExpression) \
-                and isinstance(m.expr.method, ast.MemberExpression) and m.expr.method.member == "lookahead":
-            t = self.scope.resolve(m.expr.type_args[0])
-            if isinstance(t, HeaderT):
-                offset = 0
-                for fname, ft in t.fields:
-                    if fname == m.member:
-                        return {"type": "lookahead", "value": [offset, bit_width(ft)]}, ft
-                    offset += bit_width(ft)
-                raise fail(e, f"'{t.name}' has no field '{m.member}'")
         raise UnsupportedError.at(e.loc, "method call inside an expression",
                                   "assign its result in a statement instead")
+
+    def _lookahead_field(self, e: ast.MemberExpression) -> tuple[dict, P4Type]:
+        """``pkt.lookahead<H>().f``: the bits of field f of the header H ahead."""
+        call = e.expr
+        assert isinstance(call, ast.MethodCallExpression)
+        if not call.type_args:
+            raise fail(call, "lookahead needs a type argument")
+        t = self.scope.resolve(call.type_args[0])
+        if not isinstance(t, HeaderT):
+            raise fail(e, f"lookahead<{t}>() has no fields")
+        offset = 0
+        for fname, ft in t.fields:
+            if fname == e.member:
+                return {"type": "lookahead", "value": [offset, bit_width(ft)]}, ft
+            offset += bit_width(ft)
+        raise fail(e, f"'{t.name}' has no field '{e.member}'")
 
     # ------------------------------------------------------------------ targets
     def lvalue(self, e: ast.Expression) -> Value:
@@ -403,3 +411,8 @@ def stack_of(t: P4Type) -> bool:
 
 def is_union(t: P4Type) -> bool:
     return isinstance(t, UnionT)
+
+
+def _is_lookahead(e: ast.Expression) -> bool:
+    return isinstance(e, ast.MethodCallExpression) and isinstance(e.method, ast.MemberExpression) \
+        and e.method.member == "lookahead"
