@@ -1,0 +1,125 @@
+"""Gradient goodput (MB/s) and round-time percentiles: ltp vs mlt vs tcp over loopback, with and
+without loss injected by a user-space relay (this kernel has no netem), in one run.
+
+Each row runs `python -m hosts.tensor_exchange recv/send` as two real processes; a round is one
+tensor set (the --layers sizes, float32) pushed until the receiver says STOP. Goodput counts
+only the payload the receiver accepted; round time is measured at the sender (start to STOP).
+TCP rows cannot take relay loss (a user-space relay cannot drop TCP segments) and are run direct.
+Run: .venv/bin/python benchmarks/transport.py [--rounds 30] [--layers 262144,65536] [--loss 0,0.05]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hosts.lossy_relay import LossyRelay  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def _start(args: list[str]) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "hosts.tensor_exchange", *args], cwd=ROOT,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def run_row(transport: str, loss: float | None, args: argparse.Namespace, tmp: Path) -> dict:
+    """One configuration; loss None = direct (no relay)."""
+    port = _free_port()
+    tag = f"{transport}-{loss}"
+    rlog, slog = tmp / f"{tag}-recv.jsonl", tmp / f"{tag}-send.jsonl"
+    common = ["--transport", transport, "--layers", args.layers, "--rounds", str(args.rounds),
+              "--chunk-elems", str(args.chunk_elems), "--bound", str(args.bound),
+              "--deadline-ms", str(args.deadline_ms)]
+    procs = [_start(["recv", "--bind", "127.0.0.1", "--port", str(port), "--log", str(rlog),
+                     *common])]
+    relay = None
+    try:
+        target = port
+        if loss is not None:
+            relay = LossyRelay(("127.0.0.1", 0), ("127.0.0.1", port), loss, seed=7).start()
+            target = relay.address[1]
+        procs.append(_start(["send", "--to", f"127.0.0.1:{target}", "--bind", "127.0.0.1",
+                             "--log", str(slog), *common]))
+        for p in reversed(procs):
+            _, err = p.communicate(timeout=600)
+            if p.returncode != 0:
+                raise RuntimeError(f"{tag}: {err.strip()}")
+    finally:
+        _stop(procs)
+        if relay is not None:
+            relay.stop()
+    sent = [e for e in _jsonl(slog) if e["event"] == "round"][args.warmup:]
+    recv = [e for e in _jsonl(rlog) if e["event"] == "round"][args.warmup:]
+    times = sorted(e["seconds"] for e in sent)
+    payload = sum(e["payload_bytes"] for e in recv)
+    q = statistics.quantiles(times, n=100, method="inclusive") if len(times) > 1 else times * 99
+    return {"transport": transport, "loss": "direct" if loss is None else f"{loss:.0%} relay",
+            "goodput": payload / sum(times) / 1e6, "p50": q[49] * 1e3, "p90": q[89] * 1e3,
+            "p99": q[98] * 1e3, "delivered": min(min(e["delivered"]) for e in recv),
+            "retx": sum(e["retransmissions"] for e in sent) / len(sent)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=3, help="first rounds left out of the figures")
+    ap.add_argument("--layers", default="262144,65536", help="float32 elements per layer")
+    ap.add_argument("--chunk-elems", type=int, default=256)
+    ap.add_argument("--bound", type=float, default=0.1)
+    ap.add_argument("--deadline-ms", type=float, default=2000.0)
+    ap.add_argument("--loss", default="0,0.05", help="relay loss rates (comma-separated)")
+    args = ap.parse_args()
+    if args.rounds <= args.warmup:
+        ap.error("--rounds must exceed --warmup")
+    losses = [float(x) for x in args.loss.split(",") if x.strip()]
+    plan = [("tcp", None), ("ltp", None), ("mlt", None)]
+    plan += [(t, loss) for loss in losses for t in ("ltp", "mlt")]
+    mb = sum(int(x) for x in args.layers.split(",")) * 4 / 1e6
+    print(f"tensor set {mb:.2f} MB per round ({args.layers} float32), chunk {args.chunk_elems} "
+          f"values, bound {args.bound}, {args.rounds - args.warmup} measured rounds per row")
+    print(f"{'transport':<10}{'path':<13}{'goodput MB/s':>13}{'p50 ms':>9}{'p90 ms':>9}"
+          f"{'p99 ms':>9}{'min deliv':>10}{'retx/round':>11}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for transport, loss in plan:
+            r = run_row(transport, loss, args, Path(tmp))
+            print(f"{r['transport']:<10}{r['loss']:<13}{r['goodput']:>13.1f}{r['p50']:>9.1f}"
+                  f"{r['p90']:>9.1f}{r['p99']:>9.1f}{r['delivered']:>10.3f}{r['retx']:>11.1f}",
+                  flush=True)
+    print("ltp and mlt differ on the wire only in priority hints (DSCP/ECN, DROPPABLE) and "
+          "per-layer/phase bounds; loopback has no switch to act on them.")
+
+
+if __name__ == "__main__":
+    main()
