@@ -3,7 +3,9 @@
 table of the gradlane data plane and the switch conformance programs."""
 from pathlib import Path
 
+import grpc
 import pytest
+from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4data_pb2, p4runtime_pb2
 
@@ -116,3 +118,18 @@ def test_compiled_program_tables_registers_counters_round_trip(switch, helpers, 
     if entries:
         c.write(*[helpers.update("DELETE", "table_entry", e) for e in entries])
     assert c.read(P.Entity(table_entry=P.TableEntry())) == []
+
+
+def test_compiled_const_entries_read_back_in_priority_order_and_are_read_only(switch, helpers):
+    bmv2, p4info = compiled(LANG / "const_entries.p4")
+    c = switch.client()
+    c.set_pipeline(bmv2, p4info)
+    table = next(t for t in p4info.tables if t.preamble.name.endswith("prioritized"))
+    assert table.is_const_table
+    got = [e.table_entry for e in c.read(P.Entity(table_entry=P.TableEntry(table_id=table.preamble.id)))]
+    by_priority = sorted(got, key=lambda e: -e.priority)
+    assert [e.action.action.params[0].value for e in by_priority] == [b"\x14", b"\x0a", b"\x05"]
+    assert not by_priority[-1].match  # the `default` keyset reads back as all don't-care
+    with pytest.raises(grpc.RpcError) as e:
+        c.write(helpers.update("DELETE", "table_entry", got[0]))
+    assert helpers.write_errors(e.value)[0][0] == code_pb2.PERMISSION_DENIED
