@@ -1,14 +1,13 @@
 """`p4target switch`: a simple_switch_grpc look-alike on Linux interfaces (or pcap files).
 
 Parses simple_switch_grpc flags, runs the switch (`process.SwitchProcess`) until SIGTERM or
-SIGINT, then shuts down cleanly and exits 0. User errors (bad flags, missing interface,
+SIGINT (received by the main thread only), then shuts down cleanly and exits 0. User errors (bad flags, missing interface,
 port in use, bad JSON) print one line on stderr and exit non-zero.
 """
 from __future__ import annotations
 
 import signal
 import sys
-import threading
 
 from p4target.errors import P4TargetError
 from p4target.switch.errors import SwitchError
@@ -26,8 +25,10 @@ def main(argv: list[str]) -> int:
     except SwitchError as exc:
         sys.stderr.write(f"p4target switch: error: {exc}\n")
         return EXIT_USAGE
-    stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    # Block the stop signals before any thread exists, so every thread (ours, gRPC's) inherits
+    # the mask and only the main thread's sigwait receives them.
+    stop_signals = {signal.SIGTERM, signal.SIGINT}
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     switch = SwitchProcess(options)
     try:
         try:
@@ -35,10 +36,8 @@ def main(argv: list[str]) -> int:
         except (SwitchError, P4TargetError) as exc:
             sys.stderr.write(f"p4target switch: error: {exc}\n")
             return EXIT_START_FAILED
-        while not stop.wait(3600):
-            pass
+        signal.sigwait(stop_signals)
         return 0
     finally:
         switch.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)

@@ -1,0 +1,211 @@
+"""`python -m p4target switch` as a process: start-up lines, clean SIGTERM/SIGINT shutdown,
+--use-files end to end, log lines, and one-line errors for bad input."""
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from p4target.engine.sample_programs import l3_router
+from p4target.switch.pcap import PcapWriter, read_pcap
+
+PY = sys.executable
+
+
+def forwarding_program() -> dict:
+    """l3_router whose table default forwards every IPv4 packet to port 2 (no control plane needed)."""
+    prog = l3_router()
+    table = prog["pipelines"][0]["tables"][1]
+    table["default_entry"] = {"action_id": 2, "action_const": False,
+                              "action_data": ["0x000000000202", "0x2"], "action_entry_const": False}
+    return prog
+
+
+def write_json(tmp_path, prog=None) -> str:
+    path = tmp_path / "prog.json"
+    path.write_text(json.dumps(prog or l3_router()))
+    return str(path)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Switch:
+    """A switch process started with `args`; stopped by PID in `stop()`."""
+
+    def __init__(self, args, cwd=None):
+        if "--" not in args:  # never the default 0.0.0.0:9559, which other switches may hold
+            self.grpc_addr = f"127.0.0.1:{free_port()}"
+            args = [*args, "--", "--grpc-server-addr", self.grpc_addr]
+        self.proc = subprocess.Popen([PY, "-m", "p4target", "switch", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, cwd=cwd)
+        self.lines: list[str] = []
+        self._new = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self._new.put(line)
+        self._new.put(None)
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in self.lines:
+                if text in line:
+                    return line
+            try:
+                line = self._new.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.lines.append(line)
+        raise AssertionError(f"switch never printed {text!r}; stdout={self.lines} "
+                             f"stderr={self.proc.stderr.read() if self.proc.poll() is not None else ''}")
+
+    def thrift_port(self) -> int:
+        return int(self.wait_for("Thrift server listening on port").rsplit(" ", 1)[1])
+
+    def stop(self, sig=signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+        try:
+            return self.proc.wait(timeout=15)
+        finally:
+            if self.proc.poll() is None:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+            self._reader.join(timeout=5)
+            while True:
+                try:
+                    line = self._new.get_nowait()
+                except queue.Empty:
+                    break
+                if line is not None:
+                    self.lines.append(line)
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+
+
+def run_error(args, cwd=None) -> tuple[int, str]:
+    r = subprocess.run([PY, "-m", "p4target", "switch", *args], capture_output=True, text=True, timeout=60, cwd=cwd)
+    return r.returncode, r.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_starts_announces_and_stops_cleanly(tmp_path, sig):
+    log = tmp_path / "s.log"
+    sw = Switch(["--no-p4", "--thrift-port", "0", "--log-file", str(log), "--device-id", "4"])
+    try:
+        port = sw.thrift_port()
+        sw.wait_for("switch ready")
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass  # Thrift is really listening
+        grpc_line = sw.wait_for("P4Runtime")
+        if "listening" in grpc_line:
+            host, grpc_port = sw.grpc_addr.split(":")
+            with socket.create_connection((host, int(grpc_port)), timeout=5):
+                pass
+    finally:
+        rc = sw.stop(sig)
+    assert rc == 0
+    text = log.read_text()
+    assert f"Thrift server listening on port {port}" in text
+    assert "device_id 4" in text and "switch stopped" in text
+    assert "[p4target] [I]" in text
+
+
+def test_use_files_forwards_and_writes_output_pcaps(tmp_path):
+    frames = [bytes(Ether(dst="00:00:00:00:00:01") / IP(dst=f"10.0.2.{i}", ttl=9) / UDP() / b"x") for i in range(3)]
+    with PcapWriter(str(tmp_path / "in1_in.pcap")) as w:
+        for i, f in enumerate(frames):
+            w.write(f, timestamp=100 + i * 0.01)
+    PcapWriter(str(tmp_path / "in2_in.pcap")).close()
+    prog = write_json(tmp_path, forwarding_program())
+    sw = Switch(["-i", "1@in1", "-i", "2@in2", "--use-files", "0", "--thrift-port", "0",
+                 "--log-console", "-L", "debug", prog], cwd=str(tmp_path))
+    try:
+        sw.wait_for("all 3 input packet(s) processed")
+        deadline = time.monotonic() + 10
+        out = []
+        while time.monotonic() < deadline and len(out) < 3:
+            out = list(read_pcap(str(tmp_path / "in2_out.pcap")))
+            time.sleep(0.05)
+    finally:
+        assert sw.stop() == 0
+    assert [Ether(r.data)[IP].dst for r in out] == ["10.0.2.0", "10.0.2.1", "10.0.2.2"]
+    assert all(Ether(r.data)[IP].ttl == 8 and Ether(r.data).dst == "00:00:00:00:02:02" for r in out)
+    assert list(read_pcap(str(tmp_path / "in1_out.pcap"))) == []
+    log = "".join(sw.lines)
+    assert "Processing packet received on port 1" in log and "Transmitting packet of size" in log
+
+
+def test_thrift_cli_talks_to_the_process(tmp_path):
+    sw = Switch(["--thrift-port", "0", write_json(tmp_path)])
+    try:
+        port = sw.thrift_port()
+        r = subprocess.run([os.path.join(os.path.dirname(PY), "simple_switch_CLI"), "--thrift-port", str(port)],
+                           input="table_add MyIngress.ipv4_lpm MyIngress.drop 10.1.0.0/16 =>\n"
+                                 "table_num_entries MyIngress.ipv4_lpm\n",
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        assert sw.stop() == 0
+    assert "Entry has been added with handle 0" in r.stdout
+    assert "RuntimeCmd: 1" in r.stdout
+
+
+def one_line_error(rc: int, err: str, expected_rc: int, fragment: str) -> None:
+    assert rc == expected_rc, err
+    assert err.count("\n") == 1 and err.startswith("p4target switch: error: "), err
+    assert fragment in err and "Traceback" not in err
+
+
+def test_missing_interface_is_one_line_error(tmp_path):
+    rc, err = run_error(["-i", "1@gl-nosuch9", "--thrift-port", "0", write_json(tmp_path)])
+    one_line_error(rc, err, 1, "interface 'gl-nosuch9' (port 1) does not exist")
+
+
+def test_bad_json_is_one_line_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    rc, err = run_error(["--thrift-port", "0", str(bad)])
+    one_line_error(rc, err, 1, "is not valid JSON")
+    rc, err = run_error(["--thrift-port", "0", str(tmp_path / "absent.json")])
+    one_line_error(rc, err, 1, "cannot read JSON file")
+    bad.write_text('{"parsers": 3}')
+    rc, err = run_error(["--thrift-port", "0", str(bad)])
+    one_line_error(rc, err, 1, "cannot load")
+
+
+def test_thrift_port_in_use_is_one_line_error():
+    holder = socket.socket()
+    holder.bind(("0.0.0.0", 0))
+    holder.listen()
+    try:
+        rc, err = run_error(["--no-p4", "--thrift-port", str(holder.getsockname()[1])])
+    finally:
+        holder.close()
+    one_line_error(rc, err, 1, "already in use")
+
+
+def test_bad_flag_is_usage_error():
+    rc, err = run_error(["--no-p4", "--thrift-port", "x"])
+    one_line_error(rc, err, 2, "--thrift-port")
+
+
+def test_missing_use_files_input_is_one_line_error(tmp_path):
+    rc, err = run_error(["-i", "1@nofile", "--use-files", "0", "--no-p4", "--thrift-port", "0"], cwd=str(tmp_path))
+    one_line_error(rc, err, 1, "nofile_in.pcap")
