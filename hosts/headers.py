@@ -1,8 +1,9 @@
 """Scapy layers for everything gradlane hosts put on the wire, bound so rdpcap/sniff dissect it.
 
-`GradientHeader` follows docs/contracts.md field by field (names match p4src `gradient_t`);
-DATA, ACK and BITMAP payloads have their own layers. `hosts.wire` builds the same bytes with
-precompiled structs for the hot path.
+`GradientHeader` follows docs/contracts.md field by field (names match p4src `gradient_t`) and
+is bound to UDP port 19527 (source or destination). DATA, ACK and BITMAP payloads have their own
+layers; PROBE, STOP, PULL_REQ, PCN_START and PCN_ACK are the header alone (PCN's bits live in the
+IPv4 TOS byte). `hosts.wire` builds the same bytes with precompiled structs for the hot path.
 """
 from __future__ import annotations
 

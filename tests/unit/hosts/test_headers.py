@@ -90,3 +90,16 @@ def test_field_names_and_widths_match_p4src():
     assert p4_fields == scapy_fields
     assert sum(w for _, w in p4_fields) == wire.HEADER_LEN * 8
     assert len(bytes(GradientHeader())) == wire.HEADER_LEN
+
+
+def test_pcap_roundtrip_dissects_every_kind(tmp_path):
+    from scapy.layers.l2 import Ether
+    from scapy.utils import rdpcap, wrpcap
+
+    frames = [Ether() / IP(src="10.0.1.1", dst="10.0.2.1", tos=wire.pcn_tos(start=True, threshold=10))
+              / UDP(sport=wire.GRADLANE_UDP_PORT, dport=wire.GRADLANE_UDP_PORT)
+              / Raw(_fast(case)) for case in HEADER_CASES]
+    path = tmp_path / "gl.pcap"
+    wrpcap(str(path), frames)
+    kinds = [p[GradientHeader].kind for p in rdpcap(str(path))]
+    assert kinds == [c["kind"] for c in HEADER_CASES]

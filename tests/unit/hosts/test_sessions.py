@@ -210,3 +210,29 @@ def test_priority_hints_mark_small_chunks_droppable():
         assert all(not f & wire.FLAG_DROPPABLE and f & wire.FLAG_PULL for f, _ in pull._marks)
     finally:
         ep.close()
+
+
+def test_pacing_spreads_data_packets_over_time():
+    ep = Endpoint(("127.0.0.1", 0), JOB, 0)
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sink.bind(("127.0.0.1", 0))
+        plan = ChunkPlan([100], 10)
+        sender = SendSession(ep, sink.getsockname(), wire.PS_RANK, plan, [np.ones(100)], 0,
+                             pull=False, options=SendOptions(pace_pps=100.0))
+        t0 = sender._next_send
+        wake = sender.tick(t0)                    # one packet now, the next one 10 ms later
+        assert sender.stats.data_packets == 1 and wake == pytest.approx(t0 + 0.01)
+        sender.tick(t0 + 0.005)
+        assert sender.stats.data_packets == 1
+        sender.tick(t0 + 0.0101)
+        assert sender.stats.data_packets == 2
+        sender.tick(t0 + 0.0501)                  # late tick: catches up by one slot only
+        assert sender.stats.data_packets == 4
+        unpaced = SendSession(ep, sink.getsockname(), wire.PS_RANK, plan, [np.ones(100)], 0,
+                              pull=False, options=SendOptions(burst=4))
+        unpaced.tick(t0)
+        assert unpaced.stats.data_packets == 4    # one burst per tick, then reads replies
+    finally:
+        sink.close()
+        ep.close()
