@@ -8,7 +8,6 @@
 """
 from __future__ import annotations
 
-import copy
 import os
 from typing import Any, Mapping, Optional, Sequence
 
@@ -64,7 +63,3 @@ def compile_text(text: str, file: str = "<text>", include_dirs: Sequence[str] = 
     from p4target.compiler.parser import parse_text
     program = parse_text(text, file, include_dirs, defines)
     return _lower(program, os.path.basename(file))
-
-
-def _copy(doc: dict) -> dict:
-    return copy.deepcopy(doc)

@@ -4,9 +4,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from p4target.compiler import ast
-from p4target.compiler.bmv2_json import expr, hexstr
+from p4target.compiler.bmv2_json import hexstr
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool, EnumT, ExternT, StructLike, bit_width
+from p4target.compiler.types import Bits, Bool, EnumT, ExternT, bit_width
 from p4target.compiler.values import (ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       StackValue, StructValue, UnionValue, Value)
 from p4target.errors import UnsupportedError

@@ -5,7 +5,7 @@ import itertools
 from typing import TYPE_CHECKING, Any, Optional
 
 from p4target.compiler import ast, externs
-from p4target.compiler.bmv2_json import expr, hexstr
+from p4target.compiler.bmv2_json import hexstr
 from p4target.compiler.expressions import to_data
 from p4target.compiler.semantics import fail
 from p4target.compiler.statements import Prims, StatementLowering, predicate

@@ -14,10 +14,10 @@ from p4target.compiler.bmv2_json import expr
 from p4target.compiler.context import Context
 from p4target.compiler.expressions import Env, ExpressionLowering, to_data
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool, HeaderT, StructLike
+from p4target.compiler.types import Bits, Bool
 from p4target.compiler.values import (ActionSymbol, BlockInstance, ConstValue, ControlContext,
                                       ExprValue, ExternInstance, FieldValue, HeaderValue,
-                                      PacketValue, RuntimeDataValue, StackValue, StructValue,
+                                      PacketValue, StackValue, StructValue,
                                       TableSymbol, UnionValue, Value)
 from p4target.errors import UnsupportedError
 
@@ -281,8 +281,6 @@ class StatementLowering:
         m = c.method
         if isinstance(m, ast.MemberExpression):
             base_expr = m.expr
-            if isinstance(base_expr, ast.MemberExpression) and base_expr.member == "next" and m.member in ("extract",):
-                pass
             base = self.ex.value_of(base_expr) if not (
                 isinstance(base_expr, ast.MemberExpression) and base_expr.member == "next") else None
             if isinstance(base, TableSymbol) and m.member == "apply":
@@ -333,7 +331,7 @@ class StatementLowering:
         return out
 
     def inline_action(self, sym: ActionSymbol, c: ast.MethodCallExpression) -> list[Item]:
-        env = (self.env if sym.control is None else self.env).child()
+        env = self.env.child()
         pairs = self.bind_args(sym.decl.params, c.args, c)
         for p, a in pairs:
             if a is None:

@@ -8,9 +8,9 @@ from p4target.compiler import ast
 from p4target.compiler.bmv2_json import data_hex
 from p4target.compiler.expressions import ExpressionLowering, to_data
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool, EnumT, ErrorT, bit_width
+from p4target.compiler.types import Bits, Bool, bit_width
 from p4target.compiler.values import (ActionSymbol, ExprValue, ExternInstance, FieldValue,
-                                      HeaderValue, RuntimeDataValue, StructValue, TableSymbol)
+                                      HeaderValue, RuntimeDataValue, TableSymbol)
 from p4target.errors import UnsupportedError
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from p4target.compiler import compile_file, compile_text
-from p4target.engine import Engine, Exact, Lpm
+from p4target.engine import Engine, Lpm
 from p4target.errors import CompileError, UnsupportedError
 
 ROOT = Path(__file__).resolve().parents[4]
