@@ -5,6 +5,8 @@ PCN tree, three ECN-capable TCP flows from leaf l1's background hosts to the roo
 l1's uplink queue with worker w1's bursts (one queue: the test policy puts the job in queue 0,
 where background TCP goes). Each burst's first packet carries the queue depth it met
 (tele_max_qdepth). Same lead time between the (PCN-)decision and the burst in both arms.
+Background TCP is Reno with ECN (this kernel defaults to BBR, which ignores ECN marks), and the
+bottleneck links get a user-space delay so the flows have a bandwidth-delay product to shrink.
 """
 import statistics
 import time
@@ -27,7 +29,8 @@ def _burst(t, ps_ip, round_, pcn):
 
 
 def test_pcn_lowers_queue_at_burst_start(network, traffic, tmp_path):
-    session = network("pcn", policy=pcn_policy(tmp_path / "pcn.yaml"), workers=2, bottleneck_pps=300)
+    session = network("pcn", policy=pcn_policy(tmp_path / "pcn.yaml"), workers=2, bottleneck_pps=300,
+                      delay_ms=10)
     net, topo = session.net, session.topo
     background = [h for h in topo.hosts_with_role("background") if topo.hosts[h].switch == "l1"]
     assert len(background) == 3
@@ -37,8 +40,8 @@ def test_pcn_lowers_queue_at_burst_start(network, traffic, tmp_path):
     sink_ip = topo.hosts["bs"].ip
     for i, name in enumerate(background):
         t.tcp_server("bs", 5201 + i)
-        t.command(name, "iperf3", "-c", sink_ip, "-p", str(5201 + i), "-t", "60")
-    time.sleep(5)  # background reaches its steady queue
+        t.command(name, "iperf3", "-c", sink_ip, "-p", str(5201 + i), "-t", "90", "-C", "reno", "-P", "2")
+    time.sleep(8)  # background reaches its steady queue
     ps_ip = topo.hosts["ps"].ip
     plain, pcn = [], []
     for trial in range(TRIALS):
