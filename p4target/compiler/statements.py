@@ -91,8 +91,10 @@ class StatementLowering:
     """Lowers statements of one block (control apply, action body, parser state)."""
 
     def __init__(self, ctx: Context, env: Env, control: Optional[ControlContext],
-                 in_parser: bool = False, block_kind: str = "control") -> None:
+                 in_parser: bool = False, block_kind: str = "control",
+                 return_target: Optional[Value] = None) -> None:
         self.ctx = ctx
+        self.return_target = return_target
         self.env = env
         self.control = control
         self.in_parser = in_parser
@@ -100,7 +102,8 @@ class StatementLowering:
         self.ex = ExpressionLowering(ctx.scope, env, in_parser)
 
     def with_env(self, env: Env) -> "StatementLowering":
-        return StatementLowering(self.ctx, env, self.control, self.in_parser, self.block_kind)
+        return StatementLowering(self.ctx, env, self.control, self.in_parser, self.block_kind,
+                                 self.return_target)
 
     # ------------------------------------------------------------------ blocks
     def block(self, statements: tuple) -> list[Item]:
@@ -115,6 +118,8 @@ class StatementLowering:
         if isinstance(s, ast.EmptyStatement):
             return []
         if isinstance(s, ast.AssignmentStatement):
+            if self._function_of(s.value) is not None and not isinstance(s.target, ast.SliceExpression):
+                return [self.inline_function(s.value, self.ex.lvalue(s.target))]
             return [Prims(self.assignment(s.target, s.value))]
         if isinstance(s, ast.MethodCallStatement):
             return self.call(s.call)
@@ -125,6 +130,8 @@ class StatementLowering:
             self.env.define(s.name, v)
             if s.initializer is None:
                 return []
+            if self._function_of(s.initializer) is not None:
+                return [self.inline_function(s.initializer, v)]
             return [Prims(self.assign_value(v, s.initializer, s))]
         if isinstance(s, ast.ConstDecl):
             t = self.ctx.scope.resolve(s.type)
@@ -137,9 +144,11 @@ class StatementLowering:
         if isinstance(s, ast.ExitStatement):
             return [ExitItem()]
         if isinstance(s, ast.ReturnStatement):
-            if s.value is not None:
-                raise UnsupportedError.at(s.loc, "return with a value")
-            return [ReturnItem()]
+            if s.value is None:
+                return [ReturnItem()]
+            if self.return_target is None:
+                raise fail(s, "return with a value outside a function")
+            return [Prims(self.assign_value(self.return_target, s.value, s)), ReturnItem()]
         raise UnsupportedError.at(s.loc, f"statement {type(s).__name__} here")
 
     def if_statement(self, s: ast.IfStatement) -> Item:
@@ -307,7 +316,7 @@ class StatementLowering:
             if m.name in self.ctx.scope.extern_functions:
                 return [Prims(externs.function_call(self, m.name, c))]
             if m.name in self.ctx.scope.functions:
-                raise UnsupportedError.at(c.loc, "calls of P4 functions")
+                return [self.inline_function(c, None)]
         raise fail(c, "unknown method or function")
 
     def bind_args(self, params: tuple, args: tuple, node: Any) -> list[tuple[ast.Parameter, Optional[ast.Expression]]]:
@@ -348,6 +357,34 @@ class StatementLowering:
                     env.define(p.name, ExprValue(j, t if not isinstance(jt, Bool) else jt))
         lowering = StatementLowering(self.ctx, env, self.control, self.in_parser, "action")
         return [SubBlock(lowering.block(sym.decl.body.statements))]
+
+    def _function_of(self, e: ast.Expression) -> Optional[ast.FunctionDecl]:
+        if isinstance(e, ast.MethodCallExpression) and isinstance(e.method, ast.PathExpression) \
+                and self.env.lookup(e.method.name) is None:
+            return self.ctx.scope.functions.get(e.method.name)
+        return None
+
+    def inline_function(self, c: ast.MethodCallExpression, target: Optional[Value]) -> Item:
+        """A P4 function call, inlined; ``return e`` assigns ``target`` and leaves the body."""
+        decl = self._function_of(c)
+        assert decl is not None
+        env = self.ctx.global_env.child()
+        for p, a in self.bind_args(decl.prototype.params, c.args, c):
+            if a is None:
+                raise fail(c, f"missing argument for parameter '{p.name}' of function '{decl.name}'")
+            t = self.ctx.scope.resolve(p.type)
+            if p.direction in ("out", "inout"):
+                env.define(p.name, self.ex.lvalue(a))
+            else:
+                # copy-in: the body may assign its parameters
+                tmp = self.ctx.storage.variable(f"{decl.name}_{p.name}", t, p)
+                env.define(p.name, tmp)
+                self._pending_copy_in = getattr(self, "_pending_copy_in", []) + self.assign_value(tmp, a, c)
+        copy_in = getattr(self, "_pending_copy_in", [])
+        self._pending_copy_in = []
+        body = StatementLowering(self.ctx, env, self.control, self.in_parser, "action" if self.block_kind == "action"
+                                 else self.block_kind, return_target=target).block(decl.body.statements)
+        return SubBlock(([Prims(copy_in)] if copy_in else []) + body)
 
     def inline_block(self, inst: BlockInstance, c: ast.MethodCallExpression) -> Item:
         from p4target.compiler.controls import ControlLowering
@@ -407,39 +444,75 @@ def _merge(items: list[Item]) -> list[Item]:
 
 def predicate(ctx: Context, items: list[Item], node: Any, pred: Optional[dict] = None) -> list[dict]:
     """Flatten structured items into straight-line primitives (BMv2 actions have no branches):
-    each branch's assignments become ``dst = cond ? value : dst``; conditions are saved first."""
-    out: list[dict] = []
-    for it in items:
-        if isinstance(it, SubBlock):
-            if any(isinstance(x, ReturnItem) for x in it.items):
-                raise UnsupportedError.at(getattr(node, "loc", None), "return inside an action")
-            out += predicate(ctx, it.items, node, pred)
-        elif isinstance(it, Prims):
-            for p in it.primitives:
-                if pred is None:
-                    out.append(p)
-                elif p["op"] == "assign":
-                    dst, src = p["parameters"]
-                    out.append(assign(dst, expr("?", src, dst, cond=pred)))
-                else:
-                    raise UnsupportedError.at(getattr(node, "loc", None),
-                                              f"'{p['op']}' under a condition inside an action",
-                                              "move the condition into the control's apply block")
-        elif isinstance(it, IfItem):
-            cond = it.cond if pred is None else expr("and", pred, it.cond)
-            els = expr("not", None, it.cond) if pred is None else expr("and", pred, expr("not", None, it.cond))
-            t_then = ctx.out.add_scalar("cond", Bool())
-            t_else = ctx.out.add_scalar("cond", Bool())
-            f_then = {"type": "field", "value": ["scalars", t_then]}
-            f_else = {"type": "field", "value": ["scalars", t_else]}
-            out.append(assign(f_then, expr("b2d", None, cond)))
-            out.append(assign(f_else, expr("b2d", None, els)))
-            out += predicate(ctx, it.then, node, expr("d2b", None, f_then))
-            out += predicate(ctx, it.otherwise, node, expr("d2b", None, f_else))
-        elif isinstance(it, ExitItem):
-            if pred is not None:
-                raise UnsupportedError.at(getattr(node, "loc", None), "exit under a condition inside an action")
-            out.append(prim("exit"))
-        else:
-            raise fail(node, "tables cannot be applied inside an action")
-    return out
+    each branch's assignments become ``dst = cond ? value : dst``; conditions are saved first.
+    A ``return`` under a condition sets a flag that guards the rest of its action body."""
+    return _Predicator(ctx, node).body(items, pred)
+
+
+class _Frame:
+    """One inlined body: its return flag (created on the first conditional return)."""
+
+    def __init__(self) -> None:
+        self.flag: Optional[dict] = None
+
+
+class _Predicator:
+    def __init__(self, ctx: Context, node: Any) -> None:
+        self.ctx = ctx
+        self.node = node
+
+    def _unsupported(self, what: str, hint: str = "") -> UnsupportedError:
+        return UnsupportedError.at(getattr(self.node, "loc", None), what, hint)
+
+    def body(self, items: list[Item], pred: Optional[dict]) -> list[dict]:
+        frame = _Frame()
+        out = self.items(items, pred, frame, top=True)
+        if frame.flag is not None:
+            out.insert(0, assign(frame.flag, {"type": "hexstr", "value": "0x0"}))
+        return out
+
+    def _guard(self, pred: Optional[dict], frame: _Frame) -> Optional[dict]:
+        if frame.flag is None:
+            return pred
+        live = expr("not", None, expr("d2b", None, frame.flag))
+        return live if pred is None else expr("and", pred, live)
+
+    def items(self, items: list[Item], pred: Optional[dict], frame: _Frame, top: bool) -> list[dict]:
+        out: list[dict] = []
+        for it in items:
+            guard = self._guard(pred, frame)
+            if isinstance(it, ReturnItem):
+                if top:
+                    break  # everything after it in this body is dead
+                if frame.flag is None:
+                    frame.flag = {"type": "field", "value": ["scalars", self.ctx.out.add_scalar("returned", Bool())]}
+                out.append(assign(frame.flag, expr("?", {"type": "hexstr", "value": "0x1"}, frame.flag, cond=guard)))
+            elif isinstance(it, SubBlock):
+                out += self.body(it.items, guard)
+            elif isinstance(it, Prims):
+                for p in it.primitives:
+                    if guard is None:
+                        out.append(p)
+                    elif p["op"] == "assign":
+                        dst, src = p["parameters"]
+                        out.append(assign(dst, expr("?", src, dst, cond=guard)))
+                    else:
+                        raise self._unsupported(f"'{p['op']}' under a condition inside an action",
+                                                "move the condition into the control's apply block")
+            elif isinstance(it, IfItem):
+                cond = it.cond if guard is None else expr("and", guard, it.cond)
+                els = expr("not", None, it.cond)
+                els = els if guard is None else expr("and", guard, els)
+                f_then = {"type": "field", "value": ["scalars", self.ctx.out.add_scalar("cond", Bool())]}
+                f_else = {"type": "field", "value": ["scalars", self.ctx.out.add_scalar("cond", Bool())]}
+                out.append(assign(f_then, expr("b2d", None, cond)))
+                out.append(assign(f_else, expr("b2d", None, els)))
+                out += self.items(it.then, expr("d2b", None, f_then), frame, top=False)
+                out += self.items(it.otherwise, expr("d2b", None, f_else), frame, top=False)
+            elif isinstance(it, ExitItem):
+                if guard is not None:
+                    raise self._unsupported("exit under a condition inside an action")
+                out.append(prim("exit"))
+            else:
+                raise fail(self.node, "tables cannot be applied inside an action")
+        return out

@@ -198,3 +198,36 @@ def test_gradlane_program_compiles_and_loads() -> None:
     Engine(c.bmv2_json, priority_queues=8)
     tables = {t.preamble.name for t in c.p4info.tables}
     assert {"GradIngress.ipv4_lpm", "GradIngress.gradient_class", "GradEgress.ecn_config"} <= tables
+
+
+def test_return_in_actions_and_inlined_functions() -> None:
+    src = PRELUDE.replace("control VC", """
+bit<8> clamp(in bit<8> x, in bit<8> hi) {
+    if (x > hi) { return hi; }
+    return x;
+}
+control VC""") + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action pick() {
+        hdr.ip.proto = clamp(hdr.ip.ttl, 8w20);
+        if (hdr.ip.ttl == 7) { hdr.ip.proto = 77; return; }
+        hdr.ip.proto = hdr.ip.proto + 100;
+        return;
+        hdr.ip.proto = 0;
+    }
+    table t { key = { hdr.eth.type: exact; } actions = { pick; } default_action = pick(); }
+    apply {
+        bit<8> c = clamp(hdr.ip.ttl, 8w30);
+        hdr.ip.ttl = c;
+        t.apply();
+        sm.egress_spec = 1;
+    }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    engine = Engine(compile_text(src, "f.p4").bmv2_json)
+    results = {ttl: engine.process(0, _frame(1, ttl=ttl))[0][1][14:16] for ttl in (7, 15, 25, 40)}
+    assert results[7] == bytes([7, 77])          # conditional return skips the rest
+    assert results[15] == bytes([15, 115])       # clamp(15, 20) + 100
+    assert results[25] == bytes([25, 120])       # clamp(25, 20) + 100
+    assert results[40] == bytes([30, 120])       # ttl clamped to 30 in apply, then 20 + 100
