@@ -55,6 +55,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         target.set_packet_in_listener(self._on_packet_in)
         target.set_digest_listener(self.digests.on_digest)
 
+    @property
+    def open_streams(self) -> int:
+        """Number of StreamChannel RPCs currently open."""
+        with self._streams_lock:
+            return len(self._streams)
+
     # -- helpers -------------------------------------------------------------------------
     def _check_device(self, device_id: int) -> None:
         if device_id != self.device_id:

@@ -201,3 +201,15 @@ def test_pipeline_loaded_by_another_front_door_is_served(switch, program):
     assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     c.set_pipeline(bmv2, p4info, action=Req.RECONCILE_AND_COMMIT)  # recovers
     assert c.read(p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())) == []
+
+
+def test_clients_that_vanish_leave_no_stale_primary(switch):
+    clients = [switch.client((0, 100 + i)) for i in range(12)]
+    for c in clients:
+        c.close()
+    switch.clients.clear()
+    late = switch.client(election_id=None)
+    arb = late.arbitrate((0, 1))
+    assert arb.status.code == code_pb2.OK and eid(arb) == (0, 1)
+    assert switch.server.service.arbitration.primaries() != []
+    assert switch.server.service.open_streams == 1
