@@ -1,5 +1,6 @@
 """Client arbitration and forwarding pipeline configs over a real gRPC connection."""
 import json
+import time
 
 import grpc
 import pytest
@@ -208,6 +209,10 @@ def test_clients_that_vanish_leave_no_stale_primary(switch):
     for c in clients:
         c.close()
     switch.clients.clear()
+    deadline = time.monotonic() + 5
+    while switch.server.service.open_streams and time.monotonic() < deadline:
+        time.sleep(0.02)  # the server notices cancelled streams asynchronously
+    assert switch.server.service.open_streams == 0
     late = switch.client(election_id=None)
     arb = late.arbitrate((0, 1))
     assert arb.status.code == code_pb2.OK and eid(arb) == (0, 1)
