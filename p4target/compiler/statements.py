@@ -369,6 +369,7 @@ class StatementLowering:
         decl = self._function_of(c)
         assert decl is not None
         env = self.ctx.global_env.child()
+        copy_in: list[dict] = []
         for p, a in self.bind_args(decl.prototype.params, c.args, c):
             if a is None:
                 raise fail(c, f"missing argument for parameter '{p.name}' of function '{decl.name}'")
@@ -379,11 +380,9 @@ class StatementLowering:
                 # copy-in: the body may assign its parameters
                 tmp = self.ctx.storage.variable(f"{decl.name}_{p.name}", t, p)
                 env.define(p.name, tmp)
-                self._pending_copy_in = getattr(self, "_pending_copy_in", []) + self.assign_value(tmp, a, c)
-        copy_in = getattr(self, "_pending_copy_in", [])
-        self._pending_copy_in = []
-        body = StatementLowering(self.ctx, env, self.control, self.in_parser, "action" if self.block_kind == "action"
-                                 else self.block_kind, return_target=target).block(decl.body.statements)
+                copy_in += self.assign_value(tmp, a, c)
+        body = StatementLowering(self.ctx, env, self.control, self.in_parser, self.block_kind,
+                                 return_target=target).block(decl.body.statements)
         return SubBlock(([Prims(copy_in)] if copy_in else []) + body)
 
     def inline_block(self, inst: BlockInstance, c: ast.MethodCallExpression) -> Item:
