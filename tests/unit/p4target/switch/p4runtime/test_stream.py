@@ -1,4 +1,5 @@
 """StreamChannel: packet-out through the CPU port, packet-in with metadata, digests."""
+import queue
 import time
 
 from google.rpc import code_pb2
@@ -82,11 +83,19 @@ def test_digests_need_a_digest_entry_and_are_batched_acked_and_deduplicated(load
     ack = P.StreamMessageRequest()
     ack.digest_ack.digest_id, ack.digest_ack.list_id = did, 1
     c.send(ack)
-    time.sleep(0.1)
-    sw.target.receive(0, pkt(c=0x1234))
-    assert c.get("digest").digest.list_id == 2
-    # batching: up to 3 digests per list, flushed after 50 ms
-    entry.config.max_list_size, entry.config.max_timeout_ns, entry.config.ack_timeout_ns = 3, 50_000_000, 0
+    deadline = time.monotonic() + 5
+    got = None
+    while got is None and time.monotonic() < deadline:  # the ack travels asynchronously
+        sw.target.receive(0, pkt(c=0x1234))
+        try:
+            got = c.get("digest", timeout=0.1).digest
+        except queue.Empty:
+            pass
+    assert got is not None and got.list_id == 2
+    sw.target.receive(0, pkt(c=0x1234))  # the new list is unacked again: suppressed
+    assert c.none("digest")
+    # batching: up to 3 digests per list, the rest flushed after 0.5 s
+    entry.config.max_list_size, entry.config.max_timeout_ns, entry.config.ack_timeout_ns = 3, 500_000_000, 0
     c.write(u("MODIFY", "digest_entry", entry))
     for cval in range(4):
         sw.target.receive(0, pkt(c=cval))
