@@ -37,8 +37,18 @@ def rounds_completed(result: TrainingResult) -> int:
     return len({r["round"] for r in _round_records(result)})
 
 
+def _deadline_closed(rec: dict[str, Any]) -> bool:
+    return "deadline" in (rec.get("closed_by") or [])
+
+
+def deadline_rounds(result: TrainingResult) -> int:
+    """Rounds the PS closed (partly) by its deadline rather than by reaching the bound."""
+    return sum(1 for r in _round_records(result) if _deadline_closed(r))
+
+
 def per_layer(result: TrainingResult) -> dict[int, dict[str, float]]:
-    """layer -> {min, mean delivered push fraction, bound} over the PS's round records."""
+    """layer -> {min, mean delivered push fraction, bound} over the PS's round records; `min`
+    only over rounds closed by the bound (a deadline close may deliver less, by design)."""
     mins: dict[int, list[float]] = {}
     means: dict[int, list[float]] = {}
     bounds: dict[int, float] = {}
@@ -46,11 +56,13 @@ def per_layer(result: TrainingResult) -> dict[int, dict[str, float]]:
         mean = _layer_map(rec.get("delivered"))
         for layer, frac in mean.items():
             means.setdefault(layer, []).append(frac)
-        for layer, frac in (_layer_map(rec.get("delivered_min")) or mean).items():
-            mins.setdefault(layer, []).append(frac)
+        if not _deadline_closed(rec):
+            for layer, frac in (_layer_map(rec.get("delivered_min")) or mean).items():
+                mins.setdefault(layer, []).append(frac)
         for key in ("bounds", "bound"):
             bounds.update(_layer_map(rec.get(key)))
-    return {layer: {"min": min(mins[layer]), "mean": sum(v) / len(v), "bound": bounds.get(layer, float("nan"))}
+    return {layer: {"min": min(mins.get(layer) or [float("nan")]), "mean": sum(v) / len(v),
+                    "bound": bounds.get(layer, float("nan"))}
             for layer, v in sorted(means.items())}
 
 
@@ -91,10 +103,13 @@ def render(result: TrainingResult, stats: Any | None, limit: int = 40) -> str:
         lines.append("  timed out; agents were stopped")
     layers = per_layer(result)
     if layers:
-        lines.append("per-layer delivered fraction (min / mean) vs loss bound:")
+        late = deadline_rounds(result)
+        lines.append("per-layer delivered push fraction (min over bound-closed rounds / mean) vs loss bound"
+                     + (f"; {late} round(s) closed by the deadline" if late else "") + ":")
         for layer, row in layers.items():
             bound = "n/a" if row["bound"] != row["bound"] else f"{row['bound']:.3f}"
-            ok = "" if bound == "n/a" else ("  ok" if row["min"] >= 1 - row["bound"] - 1e-9 else "  BELOW 1-bound")
+            ok = "" if bound == "n/a" or row["min"] != row["min"] else \
+                ("  ok" if row["min"] >= 1 - row["bound"] - 1e-9 else "  BELOW 1-bound")
             lines.append(f"  layer {layer}: {row['min']:.3f} / {row['mean']:.3f}   bound {bound}{ok}")
     else:
         lines.append("per-layer delivered fraction: n/a (agents reported none)")

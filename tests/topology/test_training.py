@@ -1,7 +1,7 @@
 """A short training job over the network converges (PS + workers on Mininet hosts)."""
 from topology_support import need
 
-from topo.summary import final_accuracy, per_layer, rounds_completed
+from topo.summary import deadline_rounds, final_accuracy, per_layer, rounds_completed
 
 ROUNDS = 30
 
@@ -15,6 +15,10 @@ def test_short_training_converges(network):
     assert rounds_completed(result) >= ROUNDS
     accuracy = final_accuracy(result)
     assert accuracy is not None and accuracy >= 0.8, f"accuracy {accuracy}"
-    for layer, row in per_layer(result).items():
-        if row["bound"] == row["bound"]:  # bound reported
-            assert row["min"] >= 1 - row["bound"] - 1e-9, f"layer {layer}: {row}"
+    layers = per_layer(result)
+    assert layers, "the PS reported no per-layer delivery"
+    for layer, row in layers.items():
+        # Rounds closed by the bound delivered at least 1 - bound of every layer (a deadline
+        # close may deliver less, by design; those must stay the exception).
+        assert row["min"] >= 1 - row["bound"] - 1e-9, f"layer {layer}: {row}"
+    assert deadline_rounds(result) <= ROUNDS // 3

@@ -1,5 +1,5 @@
 """The demo summary reads agents' JSON lines and gradctl stats without guessing missing fields."""
-from topo.summary import final_accuracy, per_layer, render, rounds_completed, stat_lines
+from topo.summary import deadline_rounds, final_accuracy, per_layer, render, rounds_completed, stat_lines
 from topo.training import TrainingResult, json_lines
 
 
@@ -9,6 +9,8 @@ def _result():
                     '{"event": "round", "round": 0, "delivered": [1.0, 0.995], "delivered_min": [1.0, 0.99],'
                     ' "bounds": [0.011, 0.004]}\n'
                     '{"event": "round", "round": 1, "delivered": [0.995, 0.999]}\n{bad json\n'
+                    '{"event": "round", "round": 2, "delivered": [0.5, 0.5], "delivered_min": [0.2, 0.2],'
+                    ' "closed_by": ["deadline"]}\n'
                     '{"event": "epoch", "epoch": 0, "round": 1, "accuracy": 0.91}\n'
                     '{"event": "epoch", "epoch": 1, "round": 1, "accuracy": 0.94}\n')
     worker = [{"event": "round", "round": 0, "pull_delivered": [1.0, 1.0]}]
@@ -18,10 +20,10 @@ def _result():
 
 def test_parsing():
     result = _result()
-    assert rounds_completed(result) == 2
+    assert rounds_completed(result) == 3 and deadline_rounds(result) == 1
     layers = per_layer(result)
-    assert layers[0] == {"min": 0.995, "mean": 0.9975, "bound": 0.011}
-    assert layers[1]["min"] == 0.99 and layers[1]["mean"] == 0.997
+    assert layers[0] == {"min": 0.995, "mean": (1.0 + 0.995 + 0.5) / 3, "bound": 0.011}
+    assert layers[1]["min"] == 0.99
     assert final_accuracy(result) == 0.94
 
 
@@ -30,7 +32,7 @@ def test_render_marks_layers_below_bound_and_failures():
     result.exit_codes["worker0@w1"] = 3
     text = render(result, {"switches": [{"name": "s1", "dropped": 4, "uptime": 9}]})
     assert "FAILED" in text and "exit code 3" in text
-    assert "layer 1: 0.990 / 0.997" in text and "BELOW 1-bound" in text
+    assert "layer 1: 0.990 / 0.831" in text and "1 round(s) closed by the deadline" in text and "BELOW 1-bound" in text
     assert "switches[s1].dropped: 4" in text and "uptime" not in text
 
 
