@@ -1,7 +1,7 @@
 """What one round's push (gather at the PS) and pull (at a worker) produced."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,4 +35,3 @@ class Pulled:
     closed_by: str | None
     last: bool
     seconds: float
-    extra: dict = field(default_factory=dict)

@@ -44,11 +44,13 @@ class FrameStream:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(timeout)
 
-    def _read_exact(self, n: int) -> bytes:
-        out = bytearray()
-        while len(out) < n:
+    def read_exact(self, n: int) -> bytes:
+        out = bytearray(n)
+        view = memoryview(out)
+        got = 0
+        while got < n:
             try:
-                part = self.sock.recv(n - len(out))
+                part = self.sock.recv_into(view[got:], n - got)
             except socket.timeout:
                 raise PeerTimeout(f"{self.peer_name} sent nothing for {self.timeout:.1f} s "
                                   f"(dead or unreachable)") from None
@@ -56,14 +58,14 @@ class FrameStream:
                 raise PeerTimeout(f"{self.peer_name}: connection failed ({exc.strerror})") from None
             if not part:
                 raise PeerTimeout(f"{self.peer_name} closed the connection")
-            out += part
+            got += part
         self.counters["bytes_received"] += n
         return bytes(out)
 
     def read_frame(self) -> tuple[wire.Header, bytes]:
-        head = self._read_exact(wire.HEADER_LEN)
+        head = self.read_exact(wire.HEADER_LEN)
         plen = int.from_bytes(head[14:16], "big")
-        body = self._read_exact(plen) if plen else b""
+        body = self.read_exact(plen) if plen else b""
         return wire.unpack_header(head + body), body
 
     def write(self, data: bytes) -> None:
@@ -93,20 +95,28 @@ def encode_layers(plan: ChunkPlan, layers: list[np.ndarray], job: int, rank: int
 
 def read_layers(stream: FrameStream, plan: ChunkPlan, job: int, rank: int,
                 round_: int) -> tuple[TensorBuffer, int]:
-    """Read frames until every chunk of `round_` from `rank` arrived; (buffer, flags seen)."""
+    """Read one round (every chunk of `rank`'s layers, one read) into a buffer; (buffer, flags)."""
+    size = plan.total_chunks * wire.HEADER_LEN + 4 * sum(plan.layer_sizes)
+    data = memoryview(stream.read_exact(size))
     buf = TensorBuffer(plan)
     flags = 0
-    while not buf.complete():
-        try:
-            hdr, payload = stream.read_frame()
+    pos = 0
+    try:
+        while pos < size:
+            plen = int.from_bytes(data[pos + 14:pos + 16], "big")
+            end = pos + wire.HEADER_LEN + plen
+            hdr = wire.unpack_header(data[pos:end])
             if hdr.job_id != job or hdr.worker_rank != rank or hdr.round != round_ \
                     or hdr.kind != wire.KIND_DATA:
                 raise PacketError("corrupt", f"unexpected frame {hdr}")
-            buf.place(hdr.layer_id, hdr.chunk_seq, hdr.elem_offset, payload)
-        except PacketError as exc:
-            # A reliable byte stream out of sync cannot recover: the peer is broken.
-            raise PeerTimeout(f"{stream.peer_name} sent a bad frame ({exc})") from None
-        flags |= hdr.flags
+            buf.place(hdr.layer_id, hdr.chunk_seq, hdr.elem_offset, data[pos + wire.HEADER_LEN:end])
+            flags |= hdr.flags
+            pos = end
+        if not buf.complete():
+            raise PacketError("corrupt", "round incomplete (duplicate frames)")
+    except PacketError as exc:
+        # A reliable byte stream out of sync cannot recover: the peer is broken.
+        raise PeerTimeout(f"{stream.peer_name} sent a bad frame ({exc})") from None
     return buf, flags
 
 

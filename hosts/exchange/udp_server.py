@@ -87,7 +87,8 @@ class UdpServerExchange:
         group = SendGroup([
             SendSession(self.endpoint, self.addrs[rank], rank, self.plan, layers, round_,
                         pull=True, options=self.config.send, extra_flags=flags,
-                        peer_name=self.names[rank])
+                        peer_name=self.names[rank],
+                        critical_layers=self.config.bounds.critical_layers(pull=True))
             for rank in range(self.workers)])
         self.mux.add(group)
         t0 = time.monotonic()

@@ -53,7 +53,8 @@ class UdpWorkerExchange:
         if round_ == 0:
             options = dataclasses.replace(options, peer_timeout=cfg.join_timeout)
         sender = SendSession(self.endpoint, self.ps, wire.PS_RANK, self.plan, layers, round_,
-                             pull=False, options=options, peer_name=self._ps_name)
+                             pull=False, options=options, peer_name=self._ps_name,
+                             critical_layers=cfg.bounds.critical_layers(pull=False))
         self.mux.add(sender)
         self.mux.run(lambda: sender.done)
         stats.update(push_s=sender.stats.seconds, retransmissions=sender.stats.retransmissions,

@@ -65,3 +65,7 @@ class LayerBounds:
     def required_fraction(self, pull: bool) -> tuple[float, ...]:
         """Per layer, the delivered fraction at which a receiver may close."""
         return tuple(1.0 - b for b in (self.pull if pull else self.push))
+
+    def critical_layers(self, pull: bool) -> frozenset[int]:
+        """Layers whose bound is 0: every chunk must arrive (marked CRITICAL, never droppable)."""
+        return frozenset(i for i, b in enumerate(self.pull if pull else self.push) if b == 0.0)

@@ -21,7 +21,8 @@ class SendOptions:
 
     pace_pps: DATA packets per second (0 = as fast as the socket takes them, `burst` at a time).
     priority_hints: set DROPPABLE, magnitude-class DSCP and ECN per chunk (off = no switch help).
-    droppable_below: chunks of a magnitude class below this are drop-eligible (push stage only).
+    droppable_below: chunks of a magnitude class below this are drop-eligible (push stage only;
+        never chunks of a critical layer, whose bound is 0).
     order: 'layer' (layer 0 first) or 'shuffle' (random order, seeded).
     """
 
@@ -60,7 +61,8 @@ class SendSession:
 
     def __init__(self, endpoint: Endpoint, peer: tuple[str, int], peer_rank: int,
                  plan: ChunkPlan, layers: list[np.ndarray], round_: int, *, pull: bool,
-                 options: SendOptions, extra_flags: int = 0, peer_name: str = "peer") -> None:
+                 options: SendOptions, extra_flags: int = 0, peer_name: str = "peer",
+                 critical_layers: frozenset[int] = frozenset()) -> None:
         self.endpoint = endpoint
         self.peer = peer
         self.peer_rank = peer_rank
@@ -70,6 +72,7 @@ class SendSession:
         self.pull = pull
         self.options = options
         self.stage_flags = (wire.FLAG_PULL if pull else 0) | extra_flags
+        self.critical_layers = critical_layers
         chunks = plan.split(layers)
         self._base = np.cumsum([0] + plan.chunk_counts[:-1]).tolist()
         self._chunks = chunks
@@ -97,6 +100,8 @@ class SendSession:
         """(flags, TOS) of a chunk's DATA packets."""
         if not self.options.priority_hints:
             return self.stage_flags, 0
+        if chunk.layer in self.critical_layers:   # bound 0: must be delivered (LTP critical)
+            return self.stage_flags | wire.FLAG_CRITICAL, wire.data_tos(chunk.mag_class, False)
         droppable = not self.pull and chunk.mag_class < self.options.droppable_below
         flags = self.stage_flags | (wire.FLAG_DROPPABLE if droppable else 0)
         return flags, wire.data_tos(chunk.mag_class, droppable)

@@ -4,13 +4,10 @@ import os
 import signal
 import time
 
-import pytest
-
 from hosts.lossy_relay import LossyRelay
 
 WORKERS = 3
 EPOCHS = 6
-COMMON = ["--seed", "1", "--epochs", str(EPOCHS)]
 
 
 def _train(agents, tmp_path, name, loss, extra=(), ps_extra=()):

@@ -17,6 +17,9 @@ def test_layer_bounds_and_pull_default_is_tighter():
     assert LayerBounds.build(3, 0.1).push == (0.1, 0.1, 0.1)
     assert LayerBounds.build(2, 0.1, pull_bound=0.01).pull == (0.01, 0.01)
     assert LayerBounds.fixed(2, 0.05).pull == (0.05, 0.05)
+    zero = LayerBounds.build(2, 0.1, [0.0, 0.1], pull_bound=0.0)
+    assert zero.critical_layers(pull=False) == {0}
+    assert zero.critical_layers(pull=True) == {0, 1}
 
 
 @pytest.mark.parametrize("call", [

@@ -208,6 +208,10 @@ def test_priority_hints_mark_small_chunks_droppable():
         assert all(m == (0, 0) for m in plain._marks)
         pull = SendSession(ep, ("127.0.0.1", 9), 0, plan, layers, 0, pull=True, options=SendOptions())
         assert all(not f & wire.FLAG_DROPPABLE and f & wire.FLAG_PULL for f, _ in pull._marks)
+        critical = SendSession(ep, ("127.0.0.1", 9), 0, plan, layers, 0, pull=False,
+                               options=SendOptions(), critical_layers=frozenset({0}))
+        assert all(f & wire.FLAG_CRITICAL and not f & wire.FLAG_DROPPABLE and t & 3 == wire.ECN_ECT0
+                   for f, t in critical._marks)
     finally:
         ep.close()
 
