@@ -256,11 +256,14 @@ class Sink:
     def get(self, timeout: float = 3.0):
         return self.q.get(timeout=timeout)
 
-    def drain(self, wait: float = 0.3) -> list:
+    def drain(self, wait: float = 0.3, first: float | None = None) -> list:
+        """Frames until `wait` seconds pass without one (the first may take `first` seconds)."""
         out = []
+        timeout = wait if first is None else first
         try:
             while True:
-                out.append(self.q.get(timeout=wait))
+                out.append(self.q.get(timeout=timeout))
+                timeout = wait
         except queue.Empty:
             return out
 
