@@ -6,6 +6,7 @@ port in use, bad JSON) print one line on stderr and exit non-zero.
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -27,6 +28,8 @@ def main(argv: list[str]) -> int:
         return EXIT_USAGE
     # Block the stop signals before any thread exists, so every thread (ours, gRPC's) inherits
     # the mask and only the main thread's sigwait receives them.
+    # gRPC's C core would print its own line before ours for a bind error (one line per error)
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     stop_signals = {signal.SIGTERM, signal.SIGINT}
     previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
     switch = SwitchProcess(options)

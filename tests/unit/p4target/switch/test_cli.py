@@ -209,3 +209,15 @@ def test_bad_flag_is_usage_error():
 def test_missing_use_files_input_is_one_line_error(tmp_path):
     rc, err = run_error(["-i", "1@nofile", "--use-files", "0", "--no-p4", "--thrift-port", "0"], cwd=str(tmp_path))
     one_line_error(rc, err, 1, "nofile_in.pcap")
+
+
+def test_grpc_port_in_use_is_one_line_error():
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    addr = f"127.0.0.1:{holder.getsockname()[1]}"
+    try:
+        rc, err = run_error(["--no-p4", "--thrift-port", "0", "--", "--grpc-server-addr", addr])
+    finally:
+        holder.close()
+    one_line_error(rc, err, 1, addr)
