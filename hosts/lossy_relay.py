@@ -1,23 +1,26 @@
-"""A user-space UDP relay that drops a chosen fraction of datagrams (no netem on this kernel).
+"""A user-space UDP relay that drops a chosen fraction of datagrams (no netem on this kernel),
+optionally with periodic microbursts of heavy loss.
 
 Clients send to the relay's listen address; each client gets its own upstream socket toward the
 target, so the target sees distinct sources and its replies go back to the right client.
 Run: python -m hosts.lossy_relay --listen 127.0.0.1:19600 --target 127.0.0.1:19527 --loss 0.05
+       [--burst-loss 0.8 --burst-every-s 5 --burst-ms 100 --burst-count 3]
 """
 from __future__ import annotations
 
 import argparse
 import json
-import random
 import select
 import socket
 import sys
 import threading
+import time
 from typing import Callable
 
 from hosts import wire
 from hosts.cli import parse_hostport, run_agent
 from hosts.errors import ConfigError
+from hosts.loss_model import BurstLoss, LossModel
 from hosts.transport.counters import Counters
 
 _BUF = 65535
@@ -25,20 +28,20 @@ _BUF = 65535
 
 class LossyRelay:
     """Forwards UDP both ways between clients and `target`, dropping each datagram with
-    probability `loss` (only DATA datagrams when `data_only`) and always when `blackhole(data)`. Deterministic for a seed and
-    a given packet order. Use as a context manager or start()/stop()."""
+    probability `loss` (the burst's loss during a `burst`; only DATA datagrams when `data_only`)
+    and always when `blackhole(data)`. Deterministic for a seed and a given packet order.
+    Use as a context manager or start()/stop()."""
 
     def __init__(self, listen: tuple[str, int], target: tuple[str, int], loss: float,
                  seed: int = 0, data_only: bool = False,
-                 blackhole: "Callable[[bytes], bool] | None" = None) -> None:
-        if not 0.0 <= loss <= 1.0:
-            raise ConfigError(f"loss {loss} is outside [0, 1]")
+                 blackhole: "Callable[[bytes], bool] | None" = None,
+                 burst: BurstLoss | None = None) -> None:
+        self.model = LossModel(loss, seed, burst)
         self.target = target
-        self.loss = loss
         self.data_only = data_only
         self.blackhole = blackhole
         self.counters = Counters()
-        self._rng = random.Random(seed)
+        self._began = time.monotonic()
         self._front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._front.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         try:
@@ -60,7 +63,12 @@ class LossyRelay:
             return True
         if self.data_only and (len(data) < wire.HEADER_LEN or data[0] & 0xF != wire.KIND_DATA):
             return False
-        return self._rng.random() < self.loss
+        elapsed = time.monotonic() - self._began
+        if self.model.drop(elapsed):
+            if self.model.in_burst(elapsed):
+                self.counters["dropped_in_burst"] += 1
+            return True
+        return False
 
     def _forward(self, data: bytes, sock: socket.socket, addr: tuple[str, int], way: str) -> None:
         if self._drop(data):
@@ -97,6 +105,7 @@ class LossyRelay:
                     self._forward(data, self._front, self._client_of[sock], "down")
 
     def start(self) -> "LossyRelay":
+        self._began = time.monotonic()
         self._thread = threading.Thread(target=self.serve, name="lossy-relay", daemon=True)
         self._thread.start()
         return self
@@ -122,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--loss", type=float, default=0.0, help="drop probability per datagram")
     ap.add_argument("--data-only", action="store_true", help="drop only gradient DATA datagrams")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--burst-loss", type=float, help="loss rate during microbursts (e.g. 0.8)")
+    ap.add_argument("--burst-every-s", type=float, default=5.0, help="burst period")
+    ap.add_argument("--burst-ms", type=float, default=100.0, help="burst length")
+    ap.add_argument("--burst-start-s", type=float, default=0.0, help="first burst after this")
+    ap.add_argument("--burst-count", type=int, default=0, help="bursts (0 = unlimited)")
     ap.add_argument("--pid-file", help="write this process's PID here")
     return ap
 
@@ -130,9 +144,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def body() -> None:
+        burst = None
+        if args.burst_loss is not None:
+            burst = BurstLoss(args.burst_loss, args.burst_every_s, args.burst_ms / 1000.0,
+                              args.burst_start_s, args.burst_count)
         relay = LossyRelay(parse_hostport(args.listen, "--listen"),
                            parse_hostport(args.target, "--target"), args.loss, args.seed,
-                           args.data_only)
+                           args.data_only, burst=burst)
         try:
             relay.serve()
         finally:
