@@ -48,8 +48,9 @@ class TableEntries:
         if op == Update.MODIFY:
             self._modify(table, te, entry)
         elif op == Update.DELETE:
+            ref = self._ref_of(table, entry)
             self.engine.table_delete(table.name, entry.handle)
-            self._release(table, entry)
+            self._release(ref)
             self.s.extras.pop((table.name, entry.handle), None)
         else:
             raise invalid("update type must be INSERT, MODIFY or DELETE")
@@ -63,23 +64,24 @@ class TableEntries:
 
     def _insert(self, table: TableInfo, te, key, priority) -> None:
         target = self._target(table, te)
-        self._check_direct_resources(table, te)
+        rates = self._check_direct_resources(table, te)
         handle = self.engine.table_add(table.name, key, target.get("action"), target.get("data", ()), priority,
                                        member=target.get("member"), group=target.get("group"))
-        self._acquire(table, target)
+        self._acquire(target.get("ref"))
         self.s.extras[(table.name, handle)] = EntryExtras(te.controller_metadata, te.metadata, te.idle_timeout_ns)
-        self._apply_direct_resources(table, te, handle)
+        self._apply_direct_resources(table, te, handle, rates)
 
     def _modify(self, table: TableInfo, te, entry: EngineEntry) -> None:
         target = self._target(table, te)
-        self._check_direct_resources(table, te)
+        rates = self._check_direct_resources(table, te)
+        old_ref = self._ref_of(table, entry)
         self.engine.table_modify(table.name, entry.handle, target.get("action"), target.get("data", ()),
                                  member=target.get("member"), group=target.get("group"))
-        self._release(table, entry)
-        self._acquire(table, target)
+        self._release(old_ref)
+        self._acquire(target.get("ref"))
         self.s.extras[(table.name, entry.handle)] = EntryExtras(te.controller_metadata, te.metadata,
                                                                 te.idle_timeout_ns)
-        self._apply_direct_resources(table, te, entry.handle)
+        self._apply_direct_resources(table, te, entry.handle, rates)
 
     def _target(self, table: TableInfo, te) -> dict:
         """Engine arguments of the entry's action: action+data, or member/group handle."""
@@ -109,36 +111,44 @@ class TableEntries:
             raise not_found(f"no group {gid} in action profile '{self.tr.profiles[table.profile_id].name}'")
         return {"group": ids.groups[gid], "ref": (table.profile_id, "group", gid)}
 
-    def _acquire(self, table: TableInfo, target: dict) -> None:
-        if "ref" in target:
-            self.s.refs[target["ref"]] += 1
+    def _acquire(self, ref: tuple | None) -> None:
+        if ref is not None:
+            self.s.refs[ref] += 1
 
-    def _release(self, table: TableInfo, entry: EngineEntry) -> None:
+    def _ref_of(self, table: TableInfo, entry: EngineEntry) -> tuple | None:
+        """(profile id, "member"|"group", id) an indirect entry points at, if known."""
         if not table.profile_id:
-            return
+            return None
         ids = self.s.profiles[table.profile_id]
         if entry.member is not None and entry.member in ids.member_ids:
-            ref = (table.profile_id, "member", ids.member_ids[entry.member])
-        elif entry.group is not None and entry.group in ids.group_ids:
-            ref = (table.profile_id, "group", ids.group_ids[entry.group])
-        else:
+            return (table.profile_id, "member", ids.member_ids[entry.member])
+        if entry.group is not None and entry.group in ids.group_ids:
+            return (table.profile_id, "group", ids.group_ids[entry.group])
+        return None
+
+    def _release(self, ref: tuple | None) -> None:
+        if ref is None:
             return
         self.s.refs[ref] -= 1
         if self.s.refs[ref] <= 0:
             del self.s.refs[ref]
 
-    def _check_direct_resources(self, table: TableInfo, te) -> None:
+    def _check_direct_resources(self, table: TableInfo, te) -> list[tuple[float, int]] | None:
+        """Validate the entry's direct counter data / meter config; the meter rates (engine units)."""
         if te.HasField("counter_data") and not table.direct_counter_id:
             raise invalid(f"table '{table.name}' has no direct counter")
-        if te.HasField("meter_config") and not table.direct_meter_id:
-            raise invalid(f"table '{table.name}' has no direct meter")
+        if te.HasField("meter_config"):
+            if not table.direct_meter_id:
+                raise invalid(f"table '{table.name}' has no direct meter")
+            return config_to_engine(te.meter_config)
+        return None
 
-    def _apply_direct_resources(self, table: TableInfo, te, handle: int) -> None:
+    def _apply_direct_resources(self, table: TableInfo, te, handle: int, rates) -> None:
         if te.HasField("counter_data"):
             self.engine.table_entry_counter_write(table.name, handle, te.counter_data.packet_count,
                                                   te.counter_data.byte_count)
-        if te.HasField("meter_config"):
-            self.engine.table_entry_meter_set(table.name, handle, config_to_engine(te.meter_config))
+        if rates is not None:
+            self.engine.table_entry_meter_set(table.name, handle, rates)
 
     def _write_default(self, op: int, table: TableInfo, te) -> None:
         if op != Update.MODIFY:

@@ -249,3 +249,28 @@ def test_clone_sessions(loaded, ids, helpers):
         c.write(u("DELETE", "packet_replication_engine_entry", pre(clone_session_entry=two)),
                 u("INSERT", "packet_replication_engine_entry", pre(clone_session_entry=P.CloneSessionEntry(session_id=3))))
     assert [code for code, _ in helpers.write_errors(e.value)] == [code_pb2.NOT_FOUND, code_pb2.INVALID_ARGUMENT]
+
+
+def test_modifying_an_indirect_entry_moves_its_member_reference(loaded, ids, helpers):
+    sw, c, _ = loaded
+    u = helpers.update
+    c.write(u("INSERT", "action_profile_member", member(ids, 1, 1)), u("INSERT", "action_profile_member", member(ids, 2, 2)))
+    entry = ids.entry(SEL, [("hdr.h.c", "exact", 3)])
+    entry.action.action_profile_member_id = 1
+    c.write(u("INSERT", "table_entry", entry))
+    entry.action.action_profile_member_id = 2
+    c.write(u("MODIFY", "table_entry", entry))
+    with pytest.raises(grpc.RpcError) as e:
+        c.write(u("DELETE", "action_profile_member", member(ids, 2, 2)),
+                u("DELETE", "action_profile_member", member(ids, 1, 1)))
+    assert [code for code, _ in helpers.write_errors(e.value)] == [code_pb2.FAILED_PRECONDITION, code_pb2.OK]
+
+
+def test_a_bad_direct_meter_config_inserts_nothing(loaded, ids, helpers):
+    sw, c, _ = loaded
+    entry = ids.entry(EXACT, [("hdr.h.a", "exact", 1)], "MyIngress.fwd", [3])
+    entry.meter_config.CopyFrom(P.MeterConfig(cir=10, pir=5))
+    with pytest.raises(grpc.RpcError) as e:
+        c.write(helpers.update("INSERT", "table_entry", entry))
+    assert helpers.write_errors(e.value)[0][0] == code_pb2.INVALID_ARGUMENT
+    assert c.read(P.Entity(table_entry=P.TableEntry())) == []
