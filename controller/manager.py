@@ -312,10 +312,14 @@ class NetworkController:
             done: list[tuple[str, list[Op]]] = []
             summary: dict[str, Any] = {}
             skipped = [n for n in self.switches if n not in self.reachable()]
-            for name in self.reachable():
+            targets = self.reachable()
+            # read every switch's installed classes at once (separate switch processes)
+            with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+                reads = [pool.submit(self.installed, n, POLICY_TABLES) for n in targets]
+            for name, read in zip(targets, reads):
                 ms = self.switches[name]
                 try:
-                    changes = diff(want, self.installed(name, POLICY_TABLES))
+                    changes = diff(want, read.result())
                     ops = apply_changes(ms.conn, self.codec, changes)
                 except errors.ControllerError as exc:
                     for prev, prev_ops in reversed(done):
