@@ -92,6 +92,31 @@ def stat_lines(stats: Any, prefix: str = "") -> Iterable[str]:
             yield f"{prefix}: {stats:g}"
 
 
+def switch_lines(stats: Any) -> list[str] | None:
+    """Per switch: each class (seen, dropped, loss vs bound) and each busy egress queue, from
+    `gradctl --json stats`; None when the output has another shape."""
+    try:
+        out = []
+        for name, st in stats.items():
+            if not st.get("reachable", True):
+                out.append(f"  {name}: unreachable ({st.get('error') or 'no connection'})")
+                continue
+            for c in st["classes"]:
+                if not c["seen"]:
+                    continue
+                out.append(f"  {name} job {c['job']} layers {c['layers'][0]}-{c['layers'][1]} "
+                           f"mag {c['mag_classes'][0]}-{c['mag_classes'][1]}: seen {c['seen']}, "
+                           f"dropped {c['dropped']} ({c['loss']:.2%} vs bound {c['bound']:.2%}"
+                           f"{'' if c.get('within_bound', True) else ', OVER'}), CE-marked {c['marked']}")
+            for q in st["queues"]:
+                if q["dropped"] or q["marked"] or q["tx"] > 10:
+                    out.append(f"  {name} port {q['port']} queue {q['prio']}: tx {q['tx']}, "
+                               f"selectively dropped {q['dropped']}, CE-marked {q['marked']}")
+        return out
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+
+
 def render(result: TrainingResult, stats: Any | None, limit: int = 40) -> str:
     """The summary text."""
     lines = [f"training: {'finished' if result.ok else 'FAILED'} in {result.elapsed_s:.1f} s, "
@@ -117,6 +142,9 @@ def render(result: TrainingResult, stats: Any | None, limit: int = 40) -> str:
     lines.append(f"accuracy: {acc:.4f}" if acc is not None else "accuracy: n/a")
     if stats is None:
         lines.append("switch statistics: n/a (gradctl stats unavailable)")
+    elif (rows := switch_lines(stats)) is not None:
+        lines.append("switch statistics (gradctl stats):")
+        lines += rows or ["  no gradient traffic counted"]
     else:
         items = list(stat_lines(stats))
         lines.append(f"switch statistics ({len(items)} counters, gradctl stats --json):")

@@ -40,3 +40,19 @@ def test_render_without_stats_says_na():
     text = render(TrainingResult({}, {}, {}, 0.0), None)
     assert "accuracy: n/a" in text and "gradctl stats unavailable" in text
     assert list(stat_lines({"a": True})) == []
+
+
+def test_render_gradctl_stats_schema():
+    stats = {"s1": {"reachable": True,
+                    "classes": [{"job": 1, "layers": [0, 3], "mag_classes": [0, 7], "seen": 1000, "dropped": 8,
+                                 "marked": 3, "loss": 0.008, "bound": 0.011, "within_bound": True},
+                                {"job": 1, "layers": [4, 9], "mag_classes": [0, 7], "seen": 0, "dropped": 0,
+                                 "marked": 0, "loss": 0, "bound": 0, "within_bound": True}],
+                    "queues": [{"port": 4, "prio": 6, "tx": 992, "dropped": 8, "marked": 3},
+                               {"port": 1, "prio": 0, "tx": 1, "dropped": 0, "marked": 0}]},
+             "s2": {"reachable": False, "error": "timeout"}}
+    text = render(TrainingResult({}, {}, {}, 0.0), stats)
+    assert "s1 job 1 layers 0-3 mag 0-7: seen 1000, dropped 8 (0.80% vs bound 1.10%), CE-marked 3" in text
+    assert "layers 4-9" not in text and "port 1 queue 0" not in text
+    assert "s1 port 4 queue 6: tx 992, selectively dropped 8, CE-marked 3" in text
+    assert "s2: unreachable (timeout)" in text
