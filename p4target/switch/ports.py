@@ -159,6 +159,7 @@ class _PortState:
     pcap_out: PcapWriter | None = None
     pcap_lock: threading.Lock = field(default_factory=threading.Lock)
     stats: PortStats = field(default_factory=PortStats)
+    last_send_error: str | None = None
 
 
 class SwitchPorts:
@@ -276,9 +277,15 @@ class SwitchPorts:
             state.io.send(frame)
         except (OSError, ValueError) as exc:
             state.stats.send_errors += 1
-            self._log.warn(f"cannot send packet of size {len(frame)} out of port {port} "
-                           f"({state.io.iface}): {getattr(exc, 'strerror', None) or exc}")
+            reason = str(getattr(exc, "strerror", None) or exc)
+            # warn once per kind of failure (a deleted link would otherwise flood the log)
+            level = "debug" if reason == state.last_send_error else "warn"
+            state.last_send_error = reason
+            if self._log.enabled(level):
+                self._log.log(level, f"cannot send packet of size {len(frame)} out of port {port} "
+                                     f"({state.io.iface}): {reason}")
             return
+        state.last_send_error = None
         state.stats.transmitted += 1
         if state.pcap_out is not None:
             with state.pcap_lock:
