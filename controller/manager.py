@@ -305,6 +305,7 @@ class NetworkController:
     # -- policy ----------------------------------------------------------------------------
     def apply_policy(self, policy: Policy, job_states: Optional[dict[int, JobState]] = None) -> dict[str, Any]:
         """Install ``policy`` on every reachable switch as a diff, all or nothing."""
+        self.check_priorities(policy)
         with self.lock:
             states = dict(self.state.job_states if job_states is None else job_states)
             slots = assign_slots(policy, self.state.slots)
@@ -333,6 +334,19 @@ class NetworkController:
             self.state.policy, self.state.slots, self.state.job_states = policy, slots, states
             self._save_state()
             return {"switches": summary, "pending": skipped, "rules": len(want)}
+
+    def check_priorities(self, policy: Policy) -> None:
+        """Every rule's queue must exist on every switch (BMv2 drops priorities >= its queues)."""
+        if not self.topology.switches:
+            return
+        fewest = min(self.topology.switches.values(), key=lambda sw: sw.priority_queues)
+        for ji, job in enumerate(policy.jobs):
+            for ri, rule in enumerate(job.rules):
+                if rule.priority >= fewest.priority_queues:
+                    raise errors.PolicyError(
+                        f"jobs[{ji}].layers[{ri}].priority",
+                        f"queue {rule.priority} does not exist on switch {fewest.name} "
+                        f"({fewest.priority_queues} priority queues: 0..{fewest.priority_queues - 1})")
 
     def set_job_state(self, job_id: int, round_: Optional[int], critical: bool) -> dict[str, Any]:
         """Tell the controller a job's round/regime; re-applies phase-dependent bounds."""

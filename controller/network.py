@@ -128,11 +128,13 @@ def route_entities(topo: Topology, switch: str) -> list[Entity]:
     return out + routes
 
 
-def dscp_entries(options: NetworkOptions) -> list[TableEntry]:
-    """Fallback classes for traffic without the gradient header: IP precedence p -> queue p."""
+def dscp_entries(options: NetworkOptions, priority_queues: int = 8) -> list[TableEntry]:
+    """Fallback classes for traffic without the gradient header: IP precedence p -> queue p
+    (capped at the switch's highest queue; BMv2 drops priorities beyond its queues)."""
+    top = max(0, priority_queues - 1)
     return [TableEntry(N.DSCP_TABLE, ((N.DSCP_KEY, Ternary(prec << N.DSCP_PRECEDENCE_SHIFT,
                                                            N.DSCP_PRECEDENCE_MASK)),),
-                       Action.of(N.SET_DSCP_CLASS, **{N.SET_DSCP_PRIO: prec,
+                       Action.of(N.SET_DSCP_CLASS, **{N.SET_DSCP_PRIO: min(prec, top),
                                                       N.SET_DSCP_DROP_THRESHOLD: options.dscp_drop_threshold}),
                        priority=1)
             for prec in range(1, 8)]
@@ -167,5 +169,5 @@ def plan_switch(topo: Topology, switch: str, options: NetworkOptions = NetworkOp
     ecn = [ecn_entry(port, *overrides.get(port, (options.ecn_normal, options.ecn_pcn)))
            for port in sorted(topo.ports(switch))]
     entities: list[Entity] = [*arp_entries(topo, switch), *route_entities(topo, switch),
-                              *dscp_entries(options), *ecn]
+                              *dscp_entries(options, topo.switches[switch].priority_queues), *ecn]
     return SwitchPlan(switch, entities, queue_settings(topo, switch))

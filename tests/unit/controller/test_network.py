@@ -77,3 +77,10 @@ def test_bad_topologies_are_named(diamond_doc):
         Topology.from_dict(diamond_doc)
     with pytest.raises(ConfigError, match="unknown switch 's9'"):
         plan_switch(Topology.from_dict({"name": "x"}), "s9")
+
+
+def test_dscp_classes_stay_within_the_switch_queues(diamond_doc):
+    diamond_doc["switches"]["s1"]["priority_queues"] = 4
+    plan = plan_switch(Topology.from_dict(diamond_doc), "s1")
+    prios = [e.action.param(N.SET_DSCP_PRIO) for e in plan.entities if getattr(e, "table", None) == N.DSCP_TABLE]
+    assert prios == [1, 2, 3, 3, 3, 3, 3]

@@ -229,3 +229,13 @@ def test_backup_controller_resyncs_when_primary_again(p4info_msg):
         other.stop()
         for s in servers.values():
             s.stop()
+
+
+def test_policy_priority_must_exist_on_every_switch(p4info_msg):
+    doc = diamond()
+    doc["switches"]["s3"]["priority_queues"] = 4
+    ctl = NetworkController(Topology.from_dict(doc), p4info_msg, b"{}", set_queues=False, reconnect=False)
+    with pytest.raises(errors.PolicyError) as info:
+        ctl.apply_policy(parse_policy(POLICY_A))
+    assert str(info.value) == ("jobs[0].layers[0].priority: queue 6 does not exist on switch s3 "
+                               "(4 priority queues: 0..3)")
