@@ -1,5 +1,8 @@
 """Switch process of the embedded P4 target (a simple_switch_grpc look-alike).
 
-Built so far: command-line options (`options`), the pcap file format (`pcap`) and link
-impairment specs and decisions (`impairments`).
+`cli` (entry point) runs a `process.SwitchProcess`: the pipeline (`target`), the ports on Linux
+interfaces or pcap files (`ports`, with link `impairments` applied on egress through a
+`delay_line`, and `pcap` capture), the BMv2 Thrift runtime server (`thrift_server`,
+`thrift_handlers`, `thrift_priority`), the P4Runtime server (`p4runtime`) and the log
+(`switch_log`). Flags are parsed by `options`.
 """
