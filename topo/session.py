@@ -180,6 +180,10 @@ class RunSession:
         assert self.record is not None
         self.jobs += 1
         n_workers = workers or len(self.topo.hosts_with_role("worker"))
+        if not any(arg.startswith("--pace-pps") for arg in extra_worker) and self.config.params.bottleneck_pps:
+            # Workers share the bottleneck: each paces its pushes to its share of the port rate.
+            share = 0.9 * self.config.params.bottleneck_pps / n_workers
+            extra_worker = (*extra_worker, "--pace-pps", f"{share:.0f}")
         job = agents.JobSpec(job_id=self.jobs, rounds=rounds or self.config.rounds, workers=n_workers,
                              extra_ps=extra_ps, extra_worker=extra_worker)
         return TrainingJob(self.net, self.topo, self.config.topology_path, self.record,
