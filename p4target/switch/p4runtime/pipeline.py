@@ -54,11 +54,11 @@ class PipelineConfigs:
         """Run one SetForwardingPipelineConfig action; `on_commit` gets the new state."""
         action = req.action
         if action == Req.COMMIT:
+            if req.HasField("config"):
+                raise invalid("COMMIT takes no config: it realizes the one saved with VERIFY_AND_SAVE")
             if self._saved is None:
                 raise P4RuntimeError(Code.FAILED_PRECONDITION, "COMMIT: no saved pipeline config")
             config, bmv2_json = self._saved
-            if req.config.HasField("cookie"):
-                config.cookie.CopyFrom(req.config.cookie)
             self._commit(config, bmv2_json, None, on_commit)
             self._saved = None
             return

@@ -81,7 +81,7 @@ class TableEntries:
         self._acquire(target.get("ref"))
         self.s.extras[(table.name, entry.handle)] = EntryExtras(te.controller_metadata, te.metadata,
                                                                 te.idle_timeout_ns)
-        self._apply_direct_resources(table, te, entry.handle, rates)
+        self._apply_direct_resources(table, te, entry.handle, rates, modify=True)
 
     def _target(self, table: TableInfo, te) -> dict:
         """Engine arguments of the entry's action: action+data, or member/group handle."""
@@ -143,12 +143,17 @@ class TableEntries:
             return config_to_engine(te.meter_config)
         return None
 
-    def _apply_direct_resources(self, table: TableInfo, te, handle: int, rates) -> None:
+    def _apply_direct_resources(self, table: TableInfo, te, handle: int, rates, modify: bool = False) -> None:
         if te.HasField("counter_data"):
             self.engine.table_entry_counter_write(table.name, handle, te.counter_data.packet_count,
                                                   te.counter_data.byte_count)
         if rates is not None:
             self.engine.table_entry_meter_set(table.name, handle, rates)
+        elif modify and table.direct_meter_id:
+            # P4Runtime: a MODIFY without meter_config resets the direct meter to its default
+            meter = self.engine.table(table.name).get(handle).meter
+            if meter is not None:
+                meter.reset()
 
     def _write_default(self, op: int, table: TableInfo, te) -> None:
         if op != Update.MODIFY:
@@ -196,6 +201,8 @@ class TableEntries:
                     out: p4runtime_pb2.TableEntry) -> None:
         """Fill `out` (in place: pure-Python protobuf copies are slow) from an engine entry."""
         out.table_id = table.id
+        if table.is_const:
+            out.is_const = True
         if table.needs_priority:
             out.priority = self.tr.priority_from_engine(table, entry.priority)
         self.tr.key_from_engine(table, entry.key, out.match)
@@ -222,6 +229,8 @@ class TableEntries:
 
     def _default_entity(self, table: TableInfo) -> p4runtime_pb2.Entity:
         out = p4runtime_pb2.TableEntry(table_id=table.id, is_default_action=True)
+        if table.const_default_action_id:
+            out.is_const = True
         name, data = self.engine.table_get_default(table.name)
         if name is not None:
             self.tr.action_from_engine(name, data, out.action.action)

@@ -136,6 +136,9 @@ def test_verify_save_commit(switch, program, p4info_builder):
     assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     c.set_pipeline(bmv2, p4info, action=Req.VERIFY_AND_SAVE, cookie=7)
     assert switch.target.engine is None
+    with pytest.raises(grpc.RpcError) as e:
+        c.set_pipeline(bmv2, p4info, action=Req.COMMIT)  # COMMIT takes no config
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     c.set_pipeline(None, None, action=Req.COMMIT)
     assert switch.target.p4info == p4info
     got = c.stub.GetForwardingPipelineConfig(Get(device_id=0)).config

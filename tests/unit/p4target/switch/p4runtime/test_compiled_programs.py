@@ -130,6 +130,7 @@ def test_compiled_const_entries_read_back_in_priority_order_and_are_read_only(sw
     by_priority = sorted(got, key=lambda e: -e.priority)
     assert [e.action.action.params[0].value for e in by_priority] == [b"\x14", b"\x0a", b"\x05"]
     assert not by_priority[-1].match  # the `default` keyset reads back as all don't-care
+    assert all(e.is_const for e in got)
     with pytest.raises(grpc.RpcError) as e:
         c.write(helpers.update("DELETE", "table_entry", got[0]))
     assert helpers.write_errors(e.value)[0][0] == code_pb2.PERMISSION_DENIED

@@ -174,6 +174,11 @@ def test_direct_counter_and_meter_in_entries(loaded, ids, helpers):
         cir=1, cburst=1, pir=2, pburst=2))))
     dme = c.read(P.Entity(direct_meter_entry=P.DirectMeterEntry(table_entry=q)))[0].direct_meter_entry
     assert (dme.config.cir, dme.config.pburst) == (1, 2)
+    modify = ids.entry(EXACT, [("hdr.h.a", "exact", 1)], "MyIngress.fwd", [3])
+    c.write(u("MODIFY", "table_entry", modify))  # no meter_config: the direct meter is reset
+    assert not c.read(P.Entity(table_entry=q))[0].table_entry.HasField("meter_config")
+    c.write(u("MODIFY", "direct_meter_entry", P.DirectMeterEntry(table_entry=q, config=P.MeterConfig(
+        cir=1, cburst=1, pir=2, pburst=2))))
     c.write(u("MODIFY", "direct_meter_entry", P.DirectMeterEntry(table_entry=q)))
     assert not c.read(P.Entity(direct_meter_entry=P.DirectMeterEntry(table_entry=q)))[0] \
         .direct_meter_entry.HasField("config")
