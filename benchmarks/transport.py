@@ -58,20 +58,22 @@ def run_row(transport: str, loss: float | None, args: argparse.Namespace, tmp: P
     """One configuration; loss None = direct (no relay)."""
     port = _free_port()
     tag = f"{transport}-{loss}"
-    rlog, slog = tmp / f"{tag}-recv.jsonl", tmp / f"{tag}-send.jsonl"
+    rlog = tmp / f"{tag}-recv.jsonl"
+    slogs = [tmp / f"{tag}-send{k}.jsonl" for k in range(args.senders)]
     common = ["--transport", transport, "--layers", args.layers, "--rounds", str(args.rounds),
               "--chunk-elems", str(args.chunk_elems), "--bound", str(args.bound),
               "--deadline-ms", str(args.deadline_ms)]
     procs = [_start(["recv", "--bind", "127.0.0.1", "--port", str(port), "--log", str(rlog),
-                     *common])]
+                     "--senders", str(args.senders), *common])]
     relay = None
     try:
         target = port
         if loss is not None:
             relay = LossyRelay(("127.0.0.1", 0), ("127.0.0.1", port), loss, seed=7).start()
             target = relay.address[1]
-        procs.append(_start(["send", "--to", f"127.0.0.1:{target}", "--bind", "127.0.0.1",
-                             "--log", str(slog), *common]))
+        for k, slog in enumerate(slogs):
+            procs.append(_start(["send", "--to", f"127.0.0.1:{target}", "--bind", "127.0.0.1",
+                                 "--rank", str(k), "--log", str(slog), *common]))
         for p in reversed(procs):
             _, err = p.communicate(timeout=600)
             if p.returncode != 0:
@@ -80,15 +82,18 @@ def run_row(transport: str, loss: float | None, args: argparse.Namespace, tmp: P
         _stop(procs)
         if relay is not None:
             relay.stop()
-    sent = [e for e in _jsonl(slog) if e["event"] == "round"][args.warmup:]
+    per_sender = [[e for e in _jsonl(slog) if e["event"] == "round"][args.warmup:] for slog in slogs]
+    sent = [e for rounds in per_sender for e in rounds]
     recv = [e for e in _jsonl(rlog) if e["event"] == "round"][args.warmup:]
-    times = sorted(e["seconds"] for e in sent)
+    # a round lasts until its slowest sender got STOP
+    round_times = [max(r[i]["seconds"] for r in per_sender) for i in range(len(per_sender[0]))]
+    times = sorted(round_times)
     payload = sum(e["payload_bytes"] for e in recv)
     q = statistics.quantiles(times, n=100, method="inclusive") if len(times) > 1 else times * 99
     return {"transport": transport, "loss": "direct" if loss is None else f"{loss:.0%} relay",
             "goodput": payload / sum(times) / 1e6, "p50": q[49] * 1e3, "p90": q[89] * 1e3,
             "p99": q[98] * 1e3, "delivered": min(min(e["delivered"]) for e in recv),
-            "retx": sum(e["retransmissions"] for e in sent) / len(sent)}
+            "retx": sum(e["retransmissions"] for e in sent) / len(round_times)}
 
 
 def main() -> None:
@@ -100,6 +105,7 @@ def main() -> None:
     ap.add_argument("--bound", type=float, default=0.1)
     ap.add_argument("--deadline-ms", type=float, default=2000.0)
     ap.add_argument("--loss", default="0,0.05", help="relay loss rates (comma-separated)")
+    ap.add_argument("--senders", type=int, default=1, help="senders pushing to one receiver")
     args = ap.parse_args()
     if args.rounds <= args.warmup:
         ap.error("--rounds must exceed --warmup")
@@ -108,7 +114,8 @@ def main() -> None:
     plan += [(t, loss) for loss in losses for t in ("ltp", "mlt")]
     mb = sum(int(x) for x in args.layers.split(",")) * 4 / 1e6
     print(f"tensor set {mb:.2f} MB per round ({args.layers} float32), chunk {args.chunk_elems} "
-          f"values, bound {args.bound}, {args.rounds - args.warmup} measured rounds per row")
+          f"values, bound {args.bound}, {args.senders} sender(s) -> 1 receiver, "
+          f"{args.rounds - args.warmup} measured rounds per row")
     print(f"{'transport':<10}{'path':<13}{'goodput MB/s':>13}{'p50 ms':>9}{'p90 ms':>9}"
           f"{'p99 ms':>9}{'min deliv':>10}{'retx/round':>11}")
     with tempfile.TemporaryDirectory() as tmp:

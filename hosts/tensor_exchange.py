@@ -164,6 +164,7 @@ def _send_tcp(config, plan, rank, rounds, to, seed, log) -> None:
     st = FrameStream(sock, "receiver", config.peer_timeout, counters)
     try:
         st.write(wire.pack_header(wire.KIND_PULL_REQ, 0, config.job_id, rank, wire.ALL_LAYERS, 0))
+        retx_before = st.retransmissions()
         for r in range(rounds):
             t0 = time.monotonic()
             before = counters.snapshot()
@@ -172,9 +173,11 @@ def _send_tcp(config, plan, rank, rounds, to, seed, log) -> None:
             if hdr.kind != wire.KIND_STOP or hdr.round != r:
                 raise PeerTimeout(f"receiver answered round {r} with {hdr}")
             delta = counters.since(before)
+            total_retx = st.retransmissions()       # kernel TCP segments, cumulative
             log.write("round", round=r, seconds=round(time.monotonic() - t0, 6),
                       bytes=delta.get("bytes_sent", 0), data_packets=plan.total_chunks,
-                      retransmissions=st.retransmissions(), probes=0)
+                      retransmissions=total_retx - retx_before, probes=0)
+            retx_before = total_retx
     finally:
         sock.close()
 

@@ -9,6 +9,10 @@ from hosts.errors import PeerTimeout
 from hosts.transport.endpoint import Endpoint, Received
 
 _IDLE_WAKE = 0.05
+# Packets of a round a few rounds ahead of every open session are kept (up to a cap) and
+# replayed when that round's session opens: a fast peer may start before we are ready.
+FUTURE_ROUNDS = 8
+FUTURE_PACKETS = 8192
 
 
 class Session(Protocol):
@@ -25,16 +29,28 @@ class Session(Protocol):
 
 class Mux:
     """Owns the sessions of one endpoint. A packet goes to the session of its (round, PULL flag);
-    kinds with a registered handler (PULL_REQ, PCN) go to the handler first."""
+    kinds with a registered handler (PULL_REQ, PCN) go to the handler first. Packets of a
+    round up to FUTURE_ROUNDS ahead wait (bounded) until its session is added."""
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.sessions: dict[tuple[int, bool], Session] = {}
         self.handlers: dict[int, Callable[[Received, float], bool]] = {}
         self._pruned_below = 0
+        self._future: list[Received] = []
 
     def add(self, session: Session) -> None:
-        self.sessions[(session.round, session.pull)] = session
+        key = (session.round, session.pull)
+        self.sessions[key] = session
+        if self._future:
+            waiting = [p for p in self._future
+                       if (p.header.round, bool(p.header.flags & wire.FLAG_PULL)) == key]
+            if waiting:
+                taken = {id(p) for p in waiting}
+                self._future = [p for p in self._future if id(p) not in taken]
+                now = time.monotonic()
+                for pkt in waiting:
+                    session.on_packet(pkt, now)
 
     def get(self, round_: int, pull: bool) -> Session | None:
         return self.sessions.get((round_, pull))
@@ -44,6 +60,7 @@ class Mux:
         self._pruned_below = max(self._pruned_below, below_round)
         for key in [k for k in self.sessions if k[0] < below_round]:
             del self.sessions[key]
+        self._future = [p for p in self._future if p.header.round >= below_round]
 
     def dispatch(self, pkt: Received, now: float) -> None:
         hdr = pkt.header
@@ -52,9 +69,14 @@ class Mux:
             return
         session = self.sessions.get((hdr.round, bool(hdr.flags & wire.FLAG_PULL)))
         if session is None:
-            stale = hdr.round < self._pruned_below or any(
-                hdr.round < r for r, _ in self.sessions)
-            self.endpoint.counters["drop_stale_round" if stale else "drop_unknown_round"] += 1
+            newest = max((r for r, _ in self.sessions), default=self._pruned_below)
+            if hdr.round < self._pruned_below or hdr.round < newest:
+                self.endpoint.counters["drop_stale_round"] += 1
+            elif hdr.round <= newest + FUTURE_ROUNDS and len(self._future) < FUTURE_PACKETS:
+                self._future.append(pkt)
+                self.endpoint.counters["early_round_buffered"] += 1
+            else:
+                self.endpoint.counters["drop_unknown_round"] += 1
             return
         session.on_packet(pkt, now)
 

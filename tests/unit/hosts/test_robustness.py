@@ -129,3 +129,14 @@ def test_tos_byte_reaches_the_receiver():
     finally:
         rx.close()
         ep.close()
+
+
+def test_packets_of_a_round_opened_later_are_kept_and_replayed(setup):
+    ep, peer, plan, mux, session = setup
+    _deliver(ep, mux, peer, [_chunk(plan, 0, 0, 4.0, round_=7), _chunk(plan, 0, 1, 4.0, round_=7)])
+    assert ep.counters["early_round_buffered"] == 2
+    later = RecvSession(ep, plan, 7, pull=False, senders=[0, 1], required=(1.0, 1.0),
+                        options=ReceiveOptions(deadline=60.0))
+    mux.add(later)
+    assert later.senders[0].buffer.delivered_elems == [16, 0]
+    assert session.senders[0].buffer.delivered_elems == [0, 0]
