@@ -3,7 +3,9 @@
 Each arbitration response carries the primary's election id (or, with no primary, the highest
 one seen) and a status: OK for the primary, ALREADY_EXISTS for a backup while a primary
 exists, NOT_FOUND when there is none. When the primary changes every stream of the role is
-told; a client that did not set an election id is a backup that never becomes primary.
+told; a client that did not set an election id is a backup that never becomes primary. A
+stream may move to another role with a later update. Writes need the primary's election id,
+or, as PI allows for tools and tests, no election id while the role has no primary.
 """
 from __future__ import annotations
 
@@ -48,18 +50,23 @@ class Arbitration:
         """Apply a stream's arbitration request and send the responses; raises P4RuntimeError
         (the stream must then be closed) for a wrong device id, a changed role or a
         duplicate election id."""
-        if msg.device_id != self.device_id:
-            raise P4RuntimeError(Code.NOT_FOUND, f"unknown device id {msg.device_id} (this is {self.device_id})")
         name = msg.role.name if msg.HasField("role") else ""
         eid = election_id_of(msg)
+        responses = []
         with self._lock:
             old = self._stream_role.get(stream)
-            if old is not None and old != name:
-                raise P4RuntimeError(Code.FAILED_PRECONDITION, "a stream cannot change its role")
+            if msg.device_id != self.device_id:
+                code = Code.NOT_FOUND if old is None else Code.FAILED_PRECONDITION
+                raise P4RuntimeError(code, f"unknown device id {msg.device_id} (this is {self.device_id})")
             role = self._roles.setdefault(name, _Role())
             if eid is not None and any(s is not stream and e == eid for s, e in role.members.items()):
                 raise P4RuntimeError(Code.INVALID_ARGUMENT,
                                      f"election id {eid} is already used by another client of this role")
+            if old is not None and old != name:  # the client moves to another role
+                left = self._roles[old]
+                left.members.pop(stream, None)
+                if self._elect(left):
+                    responses += [(s, self._response(left, s)) for s in left.members]
             role.members[stream] = eid
             role.role_proto = msg.role if msg.HasField("role") else None
             self._stream_role[stream] = name
@@ -67,7 +74,7 @@ class Arbitration:
                 role.max_seen = max(role.max_seen, eid)
             changed = self._elect(role)
             targets = list(role.members) if changed else [stream]
-            responses = [(s, self._response(role, s)) for s in targets]
+            responses += [(s, self._response(role, s)) for s in targets]
         for s, resp in responses:
             self._notify(s, resp)
 
@@ -84,12 +91,15 @@ class Arbitration:
         for s, resp in responses:
             self._notify(s, resp)
 
-    def is_primary(self, role_name: str, election_id: int | None) -> bool:
-        """Whether `election_id` is the election id of the role's primary client."""
+    def may_write(self, role_name: str, election_id: int | None) -> bool:
+        """Whether a Write/SetForwardingPipelineConfig with this role and election id is allowed:
+        it carries the primary's election id, or (as PI allows, for tools and tests) the role
+        has no primary and the request no election id."""
         with self._lock:
             role = self._roles.get(role_name)
-            return (role is not None and role.primary is not None and election_id is not None
-                    and role.members.get(role.primary) == election_id)
+            if role is None or role.primary is None:
+                return not election_id
+            return election_id is not None and role.members.get(role.primary) == election_id
 
     def is_primary_stream(self, stream: Any) -> bool:
         with self._lock:

@@ -67,7 +67,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise P4RuntimeError(Code.NOT_FOUND, f"unknown device id {device_id} (this is {self.device_id})")
 
     def _check_primary(self, req) -> None:
-        if not self.arbitration.is_primary(req.role, election_id_of(req)):
+        if not self.arbitration.may_write(req.role, election_id_of(req)):
             raise P4RuntimeError(Code.PERMISSION_DENIED,
                                  "not the primary client of this role (election id does not match)")
 

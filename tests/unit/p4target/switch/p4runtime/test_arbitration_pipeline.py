@@ -221,3 +221,30 @@ def test_clients_that_vanish_leave_no_stale_primary(switch):
     assert arb.status.code == code_pb2.OK and eid(arb) == (0, 1)
     assert switch.server.service.arbitration.primaries() != []
     assert switch.server.service.open_streams == 1
+
+
+def test_without_any_primary_only_requests_without_election_id_may_write(switch, program):
+    bmv2, p4info = program
+    tool = switch.client(election_id=None)  # never arbitrates
+    tool.election_id = (0, 0)  # (0, 0) reads as "no election id"
+    tool.set_pipeline(bmv2, p4info)
+    tool.election_id = (0, 3)
+    with pytest.raises(grpc.RpcError) as e:
+        tool.write()
+    assert e.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    switch.client((0, 1))  # once a primary exists, anonymous writes are refused
+    tool.election_id = (0, 0)
+    with pytest.raises(grpc.RpcError) as e:
+        tool.write()
+    assert e.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_a_client_may_move_to_another_role(switch):
+    a = switch.client(election_id=None)
+    assert a.arbitrate((0, 5), role="r1").status.code == code_pb2.OK
+    b = switch.client(election_id=None)
+    assert b.arbitrate((0, 3), role="r1").status.code == code_pb2.ALREADY_EXISTS
+    arb = a.arbitrate((0, 5), role="r2")  # a leaves r1: b becomes r1's primary and is told
+    assert arb.status.code == code_pb2.OK and arb.role.name == "r2"
+    arb = b.get("arbitration").arbitration
+    assert arb.status.code == code_pb2.OK and eid(arb) == (0, 3)
