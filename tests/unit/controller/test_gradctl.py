@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import diamond
+from ctl_topologies import diamond
 from ctl_p4rt_server import TestP4RuntimeServer
 from google.protobuf import text_format
 

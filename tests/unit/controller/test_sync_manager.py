@@ -5,7 +5,7 @@ import socket
 import time
 
 import pytest
-from conftest import diamond
+from ctl_topologies import diamond
 from ctl_p4rt_server import TestP4RuntimeServer
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
