@@ -142,8 +142,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_primary(request)
             with self._control:
                 ent = self._current()
-                with self.target.lock:
-                    return write_batch(ent, self.target.bmv2_json, request.updates, request.atomicity)
+                return write_batch(ent, self.target.bmv2_json, request.updates, request.atomicity,
+                                   self.target.lock)
         errors = self._run(context, run)
         if any(e is not None for e in errors):
             status = batch_status(errors)
