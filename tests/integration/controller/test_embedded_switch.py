@@ -286,3 +286,43 @@ def test_changing_a_layer_bound_changes_drops(switches, controller):
     assert len(s1.sent) == 300 - dropped
     queues = {(q["port"], q["prio"]): q for q in controller.stats("s1")["s1"]["queues"]}
     assert queues[(2, 3)]["dropped"] == dropped
+
+
+def _ecn_frame(seq: int) -> bytes:
+    """h1 -> h2 ordinary UDP packet, ECT(0), so the switch may CE-mark it."""
+    udp = struct.pack("!HHHH", 5000, 6000, 8 + 32, 0) + bytes(32)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0x02, 20 + len(udp), seq, 0, 64, 17, 0,
+                     bytes([10, 0, 1, 1]), bytes([10, 0, 2, 2]))
+    ip = ip[:10] + struct.pack("!H", _checksum(ip)) + ip[12:]
+    return _mac(ROUTER_MAC["s1"]) + _mac(H1_MAC) + b"\x08\x00" + ip + udp
+
+
+def test_ecn_threshold_set_through_pcn_changes_marking(switches, controller):
+    s1 = switches["s1"]
+    s1.target.set_queue_depth(1000, port=2)
+    s1.target.set_queue_rate(400, port=2)
+    assert controller.set_pcn("s1", 2, normal=500)["normal"] == 500
+    for seq in range(100):
+        s1.target.receive(1, _ecn_frame(seq))
+    _wait_drained(s1, 100)
+    marked = sum(q["marked"] for q in controller.stats("s1")["s1"]["queues"])
+    assert marked == 0                                 # the queue never gets 500 deep
+    assert controller.set_pcn("s1", 2, normal=2)["normal"] == 2
+    s1.sent.clear()
+    for seq in range(100):
+        s1.target.receive(1, _ecn_frame(seq))
+    _wait_drained(s1, 100)
+    ce = sum(1 for _, f in s1.sent if f[15] & 0x03 == 0x03)
+    marked = sum(q["marked"] for q in controller.stats("s1")["s1"]["queues"])
+    assert ce > 0 and marked == ce
+    rows = {(r["switch"], r["port"]): r for r in controller.pcn_table()}
+    assert (rows[("s1", 2)]["normal"], rows[("s1", 2)]["pcn"]) == (2, 10)
+
+
+def test_packet_out_enters_the_pipeline(switches, controller):
+    s1 = switches["s1"]
+    controller.switches["s1"].conn.packet_out(_ecn_frame(1))
+    deadline = time.monotonic() + 5
+    while not s1.sent and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [port for port, _ in s1.sent] == [2]        # routed towards h2 like any packet
