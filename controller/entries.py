@@ -127,6 +127,9 @@ class CloneSession:
         return ("clone", self.session_id)
 
 
+ActionProfileMember = Member   # the P4Runtime names
+ActionProfileGroup = Group
+
 Entity = Union[TableEntry, Member, Group, MulticastGroup, CloneSession]
 
 # Install order: members before groups before table entries; deletes go the other way.

@@ -109,3 +109,14 @@ def test_packet_out_reaches_the_server(p4rt_server):
             time.sleep(0.02)
     assert p4rt_server.packets_out[0].payload == b"\x01\x02"
     assert isinstance(p4rt_server.packets_out[0], p4runtime_pb2.PacketOut)
+
+
+def test_replication_entities_round_trip(p4rt_server, p4info_msg, codec):
+    from controller.entries import CloneSession, MulticastGroup
+    mcast = MulticastGroup(5, ((1, 0), (2, 0), (3, 1)))
+    clone = CloneSession(100, ((255, 0),), packet_length_bytes=128)
+    with connect(p4rt_server) as conn:
+        conn.set_pipeline(p4info_msg, b"{}")
+        conn.write([codec.update("INSERT", mcast), codec.update("INSERT", clone)])
+        stored = [codec.decode(e) for e in p4rt_server.entities("packet_replication_engine_entry")]
+    assert stored == [mcast, clone]
