@@ -156,8 +156,16 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id)
             with self._control:
                 ent = self._current()
-                with self.target.lock:
-                    return [x for e in request.entities for x in ent.read(e)]
+                found = []
+                for e in request.entities:
+                    entities = iter(ent.read(e))
+                    while True:  # the target lock per entity: a long read does not stall packets
+                        with self.target.lock:
+                            item = next(entities, None)
+                        if item is None:
+                            break
+                        found.append(item)
+                return found
         found = self._run(context, run)
         for i in range(0, max(len(found), 1), READ_CHUNK):
             yield p4runtime_pb2.ReadResponse(entities=found[i:i + READ_CHUNK])
