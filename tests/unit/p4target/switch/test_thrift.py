@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import queue
+import struct
 import subprocess
 import sys
 
@@ -238,3 +239,68 @@ def test_port_in_use_is_reported():
             ThriftServer(target, first.port, host="127.0.0.1")
     finally:
         first.stop()
+
+
+SELECTOR_PROGRAM = r"""
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<16> a; bit<8> b; bit<32> c; }
+struct headers { h_t h; }
+struct metadata { }
+parser P(packet_in pkt, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control V(inout headers hdr, inout metadata meta) { apply { } }
+control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    action to_port(bit<9> port) { sm.egress_spec = port; }
+    action mark(bit<8> v) { hdr.h.b = v; }
+    action_selector(HashAlgorithm.crc16, 32w64, 32w14) sel;
+    table spread {
+        key = { hdr.h.c : lpm; hdr.h.a : selector; }
+        actions = { to_port; }
+        implementation = sel;
+    }
+    table classify {
+        key = { hdr.h.a : ternary; hdr.h.b : range; }
+        actions = { mark; NoAction; }
+        default_action = NoAction();
+    }
+    apply { classify.apply(); spread.apply(); }
+}
+control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }
+control C(inout headers hdr, inout metadata meta) { apply { } }
+control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_action_selector_and_ternary_range_tables_via_cli(tmp_path):
+    compiler = pytest.importorskip("p4target.compiler")
+    src = tmp_path / "sel.p4"
+    src.write_text(SELECTOR_PROGRAM)
+    prog = compiler.compile_file(str(src))
+    sent = queue.Queue()
+    target = SwitchTarget(transmit=lambda port, data: sent.put((port, data)))
+    target.set_pipeline(prog.bmv2_json)
+    server = ThriftServer(target, 0, host="127.0.0.1")
+    server.start()
+    try:
+        out = cli(server, "act_prof_create_member I.sel I.to_port 5\n"
+                          "act_prof_create_member I.sel I.to_port 6\n"
+                          "act_prof_create_group I.sel\n"
+                          "act_prof_add_member_to_group I.sel 0 0\n"
+                          "act_prof_add_member_to_group I.sel 1 0\n"
+                          "table_indirect_add_with_group I.spread 10.0.0.0/8 => 0\n"
+                          "table_add I.classify I.mark 0x0001&&&0x00ff 3->7 => 0x42 10\n"
+                          "table_dump I.classify\nact_prof_dump I.sel\n"
+                          "act_prof_delete_member I.sel 0\n")
+        assert "Group has been created with handle 0" in out
+        assert "Priority: 10" in out and "RANGE     03 -> 07" in out
+        assert "Members: [0, 1]" in out
+        assert "Invalid table operation (MBR_STILL_USED)" in out
+        target.receive(1, struct.pack("!HBI", 0x0101, 5, 0x0A000001))
+        port, data = sent.get(timeout=3)
+        assert port in (5, 6) and data[2] == 0x42
+    finally:
+        server.stop()
+        target.stop()
