@@ -151,3 +151,39 @@ def test_atomic_batches_apply_all_or_nothing(loaded, ids, helpers, atomicity):
     assert sw.sink.get()[0] == 8
     assert len(c.read(P.Entity(digest_entry=P.DigestEntry()))) == 1
     assert len(c.read(P.Entity(table_entry=P.TableEntry(table_id=ids.table(EXACT))))) == 2
+
+
+def test_concurrent_writes_reads_and_traffic_do_not_deadlock(loaded, ids, helpers):
+    import threading
+    sw, c, _ = loaded
+    reader = sw.client((0, 0))
+    stop = threading.Event()
+    errors = []
+
+    def traffic():
+        while not stop.is_set():
+            sw.target.receive(0, pkt(a=7))
+            stop.wait(0.001)
+
+    def reads():
+        try:
+            while not stop.is_set():
+                reader.read(P.Entity(table_entry=P.TableEntry()))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=traffic), threading.Thread(target=reads)]
+    for t in threads:
+        t.start()
+    try:
+        for base in range(0, 200, 20):
+            c.write(*[helpers.update("INSERT", "table_entry", ids.entry(EXACT, [("hdr.h.a", "exact", a)],
+                                                                        "MyIngress.fwd", [a % 5 + 1]))
+                      for a in range(base + 10, base + 30)])  # a = 10..209; the traffic uses a = 7
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+    assert not errors and not any(t.is_alive() for t in threads)
+    assert len(c.read(P.Entity(table_entry=P.TableEntry()))) == 200
+    assert sw.sink.drain(first=3)  # the traffic kept flowing
