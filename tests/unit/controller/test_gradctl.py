@@ -14,7 +14,7 @@ from ctl_topologies import diamond
 from ctl_p4rt_server import TestP4RuntimeServer
 from google.protobuf import text_format
 
-from controller import api
+from controller import api, errors
 from controller import p4names as N
 from controller.gradctl import main
 
@@ -240,3 +240,23 @@ def test_direct_mode_writes_nothing_unasked(network, capsys, monkeypatch):
                          "policy", "set", "--job", "1", "--layers", "0-3", "--loss-bound", "0.1")
     assert code == 0, err
     assert out.splitlines()[0] == "s1: 0 inserted, 1 modified, 0 deleted"
+
+
+def test_api_rejects_malformed_requests(network):
+    import socket as socketlib
+    proc, sock, _ = start_daemon(network)
+    try:
+        for raw, message in [(b"not json\n", "request is not JSON"),
+                             (b'{"args": {}}\n', "request must be"),
+                             (b'{"cmd": "reboot"}\n', "unknown command 'reboot'"),
+                             (b'{"cmd": "pcn.set", "args": {"switch": "s1"}}\n', "pcn.set: missing argument 'port'")]:
+            with socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM) as s:
+                s.connect(str(sock))
+                s.sendall(raw)
+                answer = json.loads(s.makefile().readline())
+            assert answer["ok"] is False and answer["error"].startswith(message)
+        with pytest.raises(errors.RemoteError, match="unknown switch 's9'") as info:
+            api.call(sock, "stats", {"switch": "s9"})
+        assert info.value.kind == "ConfigError"
+    finally:
+        stop_daemon(proc)
