@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 
-from hosts.cli import die_with_parent, run_agent
+from hosts.cli import die_with_parent, resolve_ipv4, run_agent
 from hosts.errors import ConfigError, PeerTimeout
 from hosts.jsonlog import JsonLog
 
@@ -237,7 +237,7 @@ def run(args: argparse.Namespace) -> None:
             finally:
                 stop.set()
             return
-        dst = (args.dst, args.port)
+        dst = (resolve_ipv4(args.dst, "--dst"), args.port)
         if args.cmd == "microburst":
             _positive(args, "burst", "size")
             microburst(dst, args.burst, args.size, args.interval_ms / 1000.0, args.count, log)

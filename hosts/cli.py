@@ -4,6 +4,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import socket
 import sys
 from typing import Callable
 
@@ -72,4 +73,19 @@ def parse_hostport(text: str, what: str, default_port: int | None = None) -> tup
         raise ConfigError(f"{what} {text!r} has a non-numeric port") from None
     if not 0 <= number <= 65535 or not host:
         raise ConfigError(f"{what} {text!r} is not HOST:PORT with a port in 0..65535")
-    return host, number
+    return resolve_ipv4(host, what), number
+
+
+def resolve_ipv4(host: str, what: str) -> str:
+    """The IPv4 address of `host` (a dotted quad or a resolvable name); ConfigError if neither."""
+    try:
+        return socket.gethostbyname(host)
+    except (OSError, UnicodeError):
+        raise ConfigError(f"{what} {host!r} is not an IPv4 address or a resolvable host name") from None
+
+
+def check_port(port: int, what: str) -> int:
+    """`port` if it is in 0..65535, else ConfigError naming `what`."""
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"{what} {port} is outside 0..65535")
+    return port

@@ -14,7 +14,7 @@ import sys
 import time
 
 from hosts import wire
-from hosts.cli import run_agent
+from hosts.cli import check_port, resolve_ipv4, run_agent
 from hosts.errors import ConfigError
 from hosts.jsonlog import JsonLog
 from hosts.transport.endpoint import Endpoint, Received
@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             raise ConfigError(f"--threshold: {exc}") from None
         endpoint = Endpoint((args.bind, args.port), args.job, 0)
-        client = PcnClient(Mux(endpoint), (args.ps, args.ps_port), args.threshold,
+        ps = (resolve_ipv4(args.ps, "--ps"), check_port(args.ps_port, "--ps-port"))
+        client = PcnClient(Mux(endpoint), ps, args.threshold,
                            args.timeout_ms / 1000.0)
         for i in range(args.count):
             rtt = client.handshake(i)

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from hosts import wire
-from hosts.cli import die_with_parent, run_agent
+from hosts.cli import check_port, die_with_parent, run_agent
 from hosts.errors import ConfigError
 from hosts.exchange.config import add_transport_arguments, config_from_args
 from hosts.exchange.factory import server_exchange
@@ -51,8 +51,7 @@ def serve(args: argparse.Namespace) -> None:
         raise ConfigError(f"--workers {args.workers} must be at least 1")
     if args.epochs < 1 or (args.rounds is not None and args.rounds < 1):
         raise ConfigError("--epochs and --rounds must be at least 1")
-    if not 0 <= args.port <= 65535:
-        raise ConfigError(f"--port {args.port} is outside 0..65535")
+    check_port(args.port, "--port")
     data = dataset.load(args.seed)
     sizes = model_sizes(args, data.num_features, data.num_classes)
     model = MLP(sizes, args.seed)

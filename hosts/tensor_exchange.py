@@ -11,11 +11,12 @@ import argparse
 import socket
 import sys
 import time
+from typing import Callable
 
 import numpy as np
 
 from hosts import wire
-from hosts.cli import parse_hostport, run_agent
+from hosts.cli import check_port, parse_hostport, run_agent
 from hosts.errors import ConfigError, PeerTimeout
 from hosts.exchange.config import TransportConfig, add_transport_arguments, config_from_args
 from hosts.exchange.tcp import FrameStream, encode_layers, read_layers
@@ -34,7 +35,8 @@ def random_layers(plan: ChunkPlan, seed: int) -> list[np.ndarray]:
 
 
 def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, rounds: int,
-                   bind: tuple[str, int], log: JsonLog, ready: "callable | None" = None) -> None:
+                   bind: tuple[str, int], log: JsonLog,
+                   ready: Callable[[int], None] | None = None) -> None:
     """Receive `rounds` rounds from ranks 0..senders-1, logging each round."""
     if config.kind == "tcp":
         _receive_tcp(config, plan, senders, rounds, bind, log, ready)
@@ -209,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def body() -> None:
+        check_port(args.port, "--port")
         try:
             sizes = [int(x) for x in args.layers.split(",") if x.strip()]
         except ValueError:

@@ -11,7 +11,7 @@ import sys
 import time
 
 from hosts import wire
-from hosts.cli import die_with_parent, run_agent
+from hosts.cli import check_port, die_with_parent, resolve_ipv4, run_agent
 from hosts.errors import ConfigError
 from hosts.exchange.config import add_transport_arguments, config_from_args
 from hosts.exchange.factory import worker_exchange
@@ -54,8 +54,9 @@ def work(args: argparse.Namespace) -> None:
     config = config_from_args(args, model.num_layers, args.seed + args.rank)
     per_epoch = dataset.rounds_per_epoch(data, args.workers, args.batch)
     log = JsonLog(args.log, role="worker", rank=args.rank, transport=config.kind)
-    exchange = worker_exchange(config, plan, args.rank, (args.ps, args.ps_port),
-                               (args.bind, args.port if config.udp else 0))
+    ps = (resolve_ipv4(args.ps, "--ps"), check_port(args.ps_port, "--ps-port"))
+    local = (args.bind, check_port(args.port, "--port") if config.udp else 0)
+    exchange = worker_exchange(config, plan, args.rank, ps, local)
     rnd = 0
     try:
         while args.rounds is None or rnd < args.rounds:

@@ -49,6 +49,13 @@ def test_help(module, capsys):
     (["hosts.background", "flows", "--dst", "127.0.0.1", "--flows", "0"], "--flows"),
     (["hosts.pcn", "start", "--ps", "127.0.0.1", "--threshold", "80"], "--threshold"),
     (["hosts.tensor_exchange", "recv", "--layers", "10,a"], "--layers"),
+    (["hosts.tensor_exchange", "send", "--to", "no.such.host.invalid:5"], "--to"),
+    (["hosts.worker", "--rank", "0", "--workers", "1", "--ps", "300.1.2.3"], "--ps"),
+    (["hosts.worker", "--rank", "0", "--workers", "1", "--ps", "127.0.0.1", "--ps-port",
+      "70000"], "--ps-port"),
+    (["hosts.ps", "--workers", "1", "--port", "-1"], "--port"),
+    (["hosts.background", "microburst", "--dst", "bad host name"], "--dst"),
+    (["hosts.pcn", "start", "--ps", "300.0.0.1"], "--ps"),
 ])
 def test_bad_input_is_one_line_error(args, needle, capsys):
     assert _main(*args) == 2
