@@ -4,10 +4,11 @@ clients) drive this target as they drive simple_switch.
 Multiplexed binary protocol over buffered TCP, services "standard", "simple_pre_lag",
 "simple_pre" and "simple_switch" (see `thrift_handlers`). Every call runs with the target's
 lock held, so one CLI command is atomic with respect to the data path and the P4Runtime
-server, and is written to the switch log.
+server, and is written to the switch log (pipeline swaps lock inside SwitchTarget instead).
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import socket
 import threading
@@ -33,6 +34,13 @@ _QUIET_CALLS = ("bm_get_config", "bm_get_config_md5", "bm_mt_get", "bm_mt_act_pr
                 "mirroring_mapping_get", "get_time", "bm_mgmt_get_info", "bm_dev_mgr_show_ports",
                 "bm_serialize_state")
 
+# Pipeline swaps lock for themselves (SwitchTarget.set_pipeline): holding the lock around them
+# would make stopping the old engine wait for its scheduler, which waits for that lock.
+_SELF_LOCKING_CALLS = frozenset({"bm_swap_configs", "bm_reset_state", "bm_load_new_config"})
+
+
+_NO_LOCK = contextlib.nullcontext()
+
 
 class ThriftPortInUseError(SwitchError):
     """The Thrift TCP port is taken by another process."""
@@ -56,7 +64,7 @@ class _LockedHandler:
             if not name.startswith(_QUIET_CALLS) and log.enabled("info"):
                 shown = ", ".join(_show(a) for a in args)
                 log.info(f"thrift {service}.{name}({shown})")
-            with lock:
+            with (_NO_LOCK if name in _SELF_LOCKING_CALLS else lock):
                 try:
                     return method(*args)
                 except TException as exc:
