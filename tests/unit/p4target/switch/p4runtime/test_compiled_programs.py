@@ -71,27 +71,55 @@ def _field_match(fm, f):
         fm.optional.value = b"\x01"
 
 
-def generic_entries(p4info) -> list:
-    """One valid entry per non-const, direct table: every field set, the first table action."""
+def _first_action(p4info, table, actions):
+    refs = [r for r in table.action_refs if r.scope != p4info_pb2.ActionRef.DEFAULT_ONLY]
+    if not refs:
+        return None
+    action = actions[refs[0].id]
+    msg = P.Action(action_id=action.preamble.id)
+    for p in action.params:
+        msg.params.add(param_id=p.id, value=b"\x01")
+    return msg
+
+
+def generic_entities(p4info) -> tuple[list, list]:
+    """(profile members and groups, table entries): one valid entry per non-const table with
+    every field set and its first action; indirect tables point at a group (selector) or a
+    member of their action profile."""
     actions = {a.preamble.id: a for a in p4info.actions}
-    out = []
+    tables = {t.preamble.id: t for t in p4info.tables}
+    profile_entities, entries = [], []
+    target_of = {}
+    for prof in p4info.action_profiles:
+        table = tables[prof.table_ids[0]]
+        action = _first_action(p4info, table, actions)
+        member = P.ActionProfileMember(action_profile_id=prof.preamble.id, member_id=1, action=action)
+        profile_entities.append(P.Entity(action_profile_member=member))
+        if prof.with_selector:
+            group = P.ActionProfileGroup(action_profile_id=prof.preamble.id, group_id=1)
+            group.members.add(member_id=1, weight=1)
+            profile_entities.append(P.Entity(action_profile_group=group))
+            target_of[prof.preamble.id] = ("group", 1)
+        else:
+            target_of[prof.preamble.id] = ("member", 1)
     for t in p4info.tables:
-        if t.is_const_table or t.implementation_id:
+        if t.is_const_table:
             continue
-        refs = [r for r in t.action_refs if r.scope != p4info_pb2.ActionRef.DEFAULT_ONLY]
-        if not refs:
+        action = _first_action(p4info, t, actions)
+        if action is None:
             continue
         te = P.TableEntry(table_id=t.preamble.id)
         for f in t.match_fields:
             _field_match(te.match.add(field_id=f.id), f)
         if any(f.match_type in (MF.TERNARY, MF.RANGE, MF.OPTIONAL) for f in t.match_fields):
             te.priority = 10
-        action = actions[refs[0].id]
-        te.action.action.action_id = action.preamble.id
-        for p in action.params:
-            te.action.action.params.add(param_id=p.id, value=b"\x01")
-        out.append(te)
-    return out
+        if t.implementation_id:
+            kind, ident = target_of[t.implementation_id]
+            setattr(te.action, f"action_profile_{kind}_id", ident)
+        else:
+            te.action.action.CopyFrom(action)
+        entries.append(te)
+    return profile_entities, entries
 
 
 PROGRAMS = [ROOT / "p4src" / "gradlane.p4"] + sorted((ROOT / "tests" / "conformance" / "switch").glob("*.p4"))
@@ -102,12 +130,18 @@ def test_compiled_program_tables_registers_counters_round_trip(switch, helpers, 
     bmv2, p4info = compiled(path)
     c = switch.client()
     c.set_pipeline(bmv2, p4info)
-    entries = generic_entries(p4info)
+    profile_entities, entries = generic_entities(p4info)
+    for e in profile_entities:
+        kind = e.WhichOneof("entity")
+        c.write(helpers.update("INSERT", kind, getattr(e, kind)))
     if entries:
         c.write(*[helpers.update("INSERT", "table_entry", e) for e in entries])
     got = [e.table_entry for e in c.read(P.Entity(table_entry=P.TableEntry()))]
     key = lambda e: e.SerializeToString(deterministic=True)  # noqa: E731
     assert sorted(got, key=key) == sorted(entries, key=key)
+    read_back = c.read(P.Entity(action_profile_member=P.ActionProfileMember()),
+                       P.Entity(action_profile_group=P.ActionProfileGroup()))
+    assert sorted(read_back, key=key) == sorted(profile_entities, key=key)
     for reg in p4info.registers:
         cell = P.RegisterEntry(register_id=reg.preamble.id, data=p4data_pb2.P4Data(bitstring=b"\x01"))
         cell.index.index = reg.size - 1
@@ -117,7 +151,11 @@ def test_compiled_program_tables_registers_counters_round_trip(switch, helpers, 
     assert len(counters) == sum(ctr.size for ctr in p4info.counters)
     if entries:
         c.write(*[helpers.update("DELETE", "table_entry", e) for e in entries])
+    for e in reversed(profile_entities):
+        kind = e.WhichOneof("entity")
+        c.write(helpers.update("DELETE", kind, getattr(e, kind)))
     assert c.read(P.Entity(table_entry=P.TableEntry())) == []
+    assert c.read(P.Entity(action_profile_member=P.ActionProfileMember())) == []
 
 
 def test_compiled_const_entries_read_back_in_priority_order_and_are_read_only(switch, helpers):
