@@ -1,4 +1,5 @@
 """A tensor exchange between real processes through a user-space lossy relay on loopback."""
+import time
 
 import pytest
 
@@ -13,6 +14,9 @@ def _exchange(agents, tmp_path, loss, rounds, recv_flags, send_flags, blackhole=
     rlog, slog = tmp_path / "recv.jsonl", tmp_path / "send.jsonl"
     recv = agents.start("hosts.tensor_exchange", "recv", "--bind", "127.0.0.1", "--port", str(port),
                         "--layers", LAYERS, "--rounds", str(rounds), "--log", str(rlog), *recv_flags)
+    end = time.monotonic() + 30      # start sending once the receiver listens
+    while time.monotonic() < end and "listening" not in (rlog.read_text() if rlog.exists() else ""):
+        time.sleep(0.05)
     with LossyRelay(("127.0.0.1", 0), ("127.0.0.1", port), loss, seed=5,
                     blackhole=blackhole) as relay:
         send = agents.start("hosts.tensor_exchange", "send", "--to",
