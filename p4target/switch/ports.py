@@ -63,11 +63,13 @@ class InterfacePort:
         self.iface = iface
         self.filter_outgoing = False
         try:
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            # protocol 0 until bind: a socket opened with ETH_P_ALL hears every interface
+            # until it is bound, and would queue other links' frames as this port's
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
         except PermissionError:
             raise PortError(f"cannot open interface '{iface}': raw sockets need root (CAP_NET_RAW)") from None
         try:
-            sock.bind((iface, ETH_P_ALL))
+            sock.bind((iface, ETH_P_ALL))  # Python converts the protocol to network order
             ifindex = socket.if_nametoindex(iface)
         except OSError as exc:
             sock.close()
