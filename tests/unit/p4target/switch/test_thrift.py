@@ -304,3 +304,18 @@ def test_action_selector_and_ternary_range_tables_via_cli(tmp_path):
     finally:
         server.stop()
         target.stop()
+
+
+def test_garbage_on_the_thrift_port_drops_that_client_only(switch):
+    import socket
+
+    target, server = switch
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as bad:
+        bad.sendall(b"\x80\x01\x00\x01" + b"\xff" * 64)
+        bad.settimeout(5)
+        try:
+            bad.recv(100)
+        except OSError:
+            pass
+    out = cli(server, f"table_num_entries {LPM}\n")
+    assert "RuntimeCmd: 0" in out
