@@ -36,6 +36,8 @@ PACKET_MR_PROMISC = 1
 PACKET_IGNORE_OUTGOING = 23
 PACKET_OUTGOING = 4
 RECV_BUFFER = 65536 + 64  # GRO may hand us frames larger than the MTU
+RECV_SOCKET_BYTES = 4 << 20
+SO_RCVBUFFORCE = 33
 RECV_BATCH = 64  # frames read per readiness event before the selector is asked again
 
 FrameHandler = Callable[[int, bytes], None]
@@ -82,7 +84,10 @@ class InterfacePort:
             sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
         except OSError:
             self.filter_outgoing = True  # kernels before 4.20: skip by packet type
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        try:  # beyond net.core.rmem_max (root only): bursts (incast) must not overflow the socket
+            sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECV_SOCKET_BYTES)
+        except OSError:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECV_SOCKET_BYTES)
         sock.setblocking(False)
         self.sock = sock
 
