@@ -18,9 +18,32 @@ from p4target.switch.process import SwitchProcess
 EXIT_USAGE = 2
 EXIT_START_FAILED = 1
 
+USAGE = """\
+usage: p4target switch [target options] (JSON | --no-p4) [-- grpc options]
+target options:
+  -i, --interface PORT@IFACE   attach Linux interface IFACE as port PORT (repeatable)
+  --device-id N                device id (P4Runtime), default 0
+  --pcap [DIR]                 capture IFACE_in.pcap / IFACE_out.pcap per port in DIR
+  --use-files WAIT             read IFACE_in.pcap, write IFACE_out.pcap instead of interfaces,
+                               starting after WAIT seconds
+  --log-file PATH              write the log to PATH
+  --log-console                write the log to stdout
+  -L, --log-level LEVEL        trace|debug|info|warn|error|off (packets are logged at debug)
+  --thrift-port N              BMv2 runtime Thrift port (simple_switch_CLI), default 9090, 0: any
+  --impair PORT:SPEC           egress link impairment, e.g. 2:delay=5ms,jitter=1ms,loss=0.01,
+                               burst=2s+200ms@0.7 (repeatable)
+grpc options (after --):
+  --grpc-server-addr HOST:PORT P4Runtime server address, default 0.0.0.0:9559
+  --cpu-port N                 P4Runtime packet-in/out port
+  --priority-queues N          egress priority queues per port (1..8)
+"""
+
 
 def main(argv: list[str]) -> int:
     """Entry point of `python -m p4target switch`; returns the exit code."""
+    if argv[:1] in (["-h"], ["--help"]):
+        sys.stdout.write(USAGE)
+        return 0
     try:
         options = parse_options(argv)
     except SwitchError as exc:

@@ -221,3 +221,11 @@ def test_grpc_port_in_use_is_one_line_error():
     finally:
         holder.close()
     one_line_error(rc, err, 1, addr)
+
+
+def test_help_lists_the_flags():
+    r = subprocess.run([PY, "-m", "p4target", "switch", "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0
+    for flag in ("--interface", "--pcap", "--use-files", "--thrift-port", "--impair", "--grpc-server-addr",
+                 "--cpu-port", "--priority-queues"):
+        assert flag in r.stdout
