@@ -1,8 +1,10 @@
 """Typed errors of the switch package."""
 from __future__ import annotations
 
+from p4target.errors import P4TargetError
 
-class SwitchError(Exception):
+
+class SwitchError(P4TargetError):
     """Base class of every error the switch process reports to its user."""
 
 
