@@ -30,6 +30,11 @@ from p4target.engine.sample_programs import l3_router
 
 CLONE_NEWNET = 0x40000000
 MARK = 40405
+GRADLANE_ROUTES = (
+    "act_prof_create_member GradIngress.ecmp_selector GradIngress.set_nhop 00:00:00:00:01:fe 00:00:00:00:01:aa 1\n"
+    "act_prof_create_member GradIngress.ecmp_selector GradIngress.set_nhop 00:00:00:00:02:fe 00:00:00:00:02:bb 2\n"
+    "table_indirect_add GradIngress.ipv4_lpm 10.0.1.0/24 => 0\n"
+    "table_indirect_add GradIngress.ipv4_lpm 10.0.2.0/24 => 1\n")
 L3_ROUTES = ("table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.1.0/24 => 00:00:00:00:01:01 1\n"
              "table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.2.0/24 => 00:00:00:00:02:02 2\n")
 
@@ -216,7 +221,7 @@ def free_port() -> int:
 
 
 def switch_row(net: Net, label: str, json_path: str, commands: str, args: argparse.Namespace,
-               queue_depth: int = 1024) -> Result:
+               queue_depth: int = 1024, extra: tuple[str, ...] = ()) -> Result:
     """Measure one program in the switch process between two fresh namespaces."""
     name = label.split()[0][:3]
     h1, h2 = net.namespace(f"{name}1"), net.namespace(f"{name}2")
@@ -224,7 +229,7 @@ def switch_row(net: Net, label: str, json_path: str, commands: str, args: argpar
     net.to_root(h1, s1)
     net.to_root(h2, s2)
     proc, thrift = start_switch(["-i", f"1@{s1}", "-i", f"2@{s2}", "--thrift-port", "0", json_path, "--",
-                                 "--grpc-server-addr", f"127.0.0.1:{free_port()}"])
+                                 "--grpc-server-addr", f"127.0.0.1:{free_port()}", *extra])
     try:
         cli = os.path.join(os.path.dirname(sys.executable), "simple_switch_CLI")
         subprocess.run([cli, "--thrift-port", str(thrift)], input=commands + f"set_queue_depth {queue_depth}\n",
@@ -266,6 +271,14 @@ def main() -> int:
             with open(path, "w") as f:
                 json.dump(l3_router(), f)
             rows.append(switch_row(net, "l3 switch (l3_router, LPM)", path, L3_ROUTES, args))
+            from p4target.compiler import compile_file
+            root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            grad = os.path.join(tmp, "gradlane.json")
+            with open(grad, "w") as f:
+                json.dump(compile_file(os.path.join(root, "p4src", "gradlane.p4"),
+                                       include_dirs=[os.path.join(root, "p4src")]).bmv2_json, f)
+            rows.append(switch_row(net, "gradlane switch (p4src)", grad, GRADLANE_ROUTES, args,
+                                   extra=("--priority-queues", "8")))
     finally:
         net.close()
     print(f"{'path':<30}{'burst':>7}{'delivered':>10}{'pps':>10}{'p50 us':>10}{'p99 us':>10}")
