@@ -1,8 +1,8 @@
 """Scapy layers for everything gradlane hosts put on the wire, bound so rdpcap/sniff dissect it.
 
 `GradientHeader` follows docs/contracts.md field by field (names match p4src `gradient_t`) and
-is bound to UDP port 19527 (source or destination). DATA, ACK and BITMAP payloads have their own
-layers; PROBE, STOP, PULL_REQ, PCN_START and PCN_ACK are the header alone (PCN's bits live in the
+is bound to UDP port 19527 (source or destination). DATA, ACK, BITMAP and HELLO payloads have their
+own layers; PROBE, STOP, PULL_REQ, PCN_START and PCN_ACK are the header alone (PCN's bits live in the
 IPv4 TOS byte). `hosts.wire` builds the same bytes with precompiled structs for the hot path.
 """
 from __future__ import annotations
@@ -78,6 +78,13 @@ class GradAck(Packet):
     fields_desc = [PacketListField("entries", [], GradAckEntry)]
 
 
+class GradHello(Packet):
+    """HELLO / HELLO_ACK payload: fingerprint of the model and transport configuration."""
+
+    name = "GradHello"
+    fields_desc = [IntField("fingerprint", 0)]
+
+
 class GradBitmap(Packet):
     """BITMAP payload: bit i (LSB first in each byte) = chunk chunk_seq + i of layer_id arrived."""
 
@@ -90,3 +97,5 @@ bind_layers(UDP, GradientHeader, sport=wire.GRADLANE_UDP_PORT)
 bind_layers(GradientHeader, GradData, kind=wire.KIND_DATA)
 bind_layers(GradientHeader, GradAck, kind=wire.KIND_ACK)
 bind_layers(GradientHeader, GradBitmap, kind=wire.KIND_BITMAP)
+bind_layers(GradientHeader, GradHello, kind=wire.KIND_HELLO)
+bind_layers(GradientHeader, GradHello, kind=wire.KIND_HELLO_ACK)

@@ -59,6 +59,7 @@ def work(args: argparse.Namespace) -> None:
     exchange = worker_exchange(config, plan, args.rank, ps, local)
     rnd = 0
     try:
+        exchange.join()
         while args.rounds is None or rnd < args.rounds:
             t0 = time.monotonic()
             before = exchange.counters.snapshot()

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import zlib
 from dataclasses import dataclass
 
 from hosts.errors import ConfigError
@@ -110,3 +112,9 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
         hole_fill=HoleFill.parse(args.hole_fill), bounds=bounds, phase_aware=args.phase_aware,
         phase_high_delta=args.phase_delta, pcn=args.pcn, pcn_threshold=args.pcn_threshold,
         pcn_timeout=args.pcn_timeout_ms / 1000.0)
+
+
+def fingerprint(layer_sizes: list[int], chunk_elems: int, config: TransportConfig) -> int:
+    """32-bit digest of what PS and workers must agree on: layer sizes, chunking, transport, job."""
+    text = json.dumps([layer_sizes, chunk_elems, config.kind, config.job_id])
+    return zlib.crc32(text.encode())

@@ -1,7 +1,7 @@
 """The reliable baseline: the same PS/worker exchange over TCP (one connection per worker).
 
-Frames are the gradient header + payload, exactly as on UDP; a worker opens with a header-only
-PULL_REQ frame (round 0) naming its rank.
+Frames are the gradient header + payload, exactly as on UDP; a worker opens with a HELLO frame
+(its rank and configuration fingerprint), the PS answers HELLO_ACK with its own fingerprint.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from hosts import wire
 from hosts.errors import ConfigError, PacketError, PeerTimeout
-from hosts.exchange.config import TransportConfig
+from hosts.exchange.config import TransportConfig, fingerprint
 from hosts.exchange.results import Gathered, Pulled
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.counters import Counters
@@ -138,6 +138,7 @@ class TcpServerExchange:
             raise ConfigError(f"cannot bind TCP {bind[0]}:{bind[1]}: {exc.strerror}") from None
         self.listener.listen(workers + 4)
         self.streams: dict[int, FrameStream] = {}
+        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
 
     def _accept_all(self) -> None:
         give_up = time.monotonic() + self.config.join_timeout
@@ -151,15 +152,28 @@ class TcpServerExchange:
             stream = FrameStream(conn, f"worker at {addr[0]}:{addr[1]}", self.config.peer_timeout,
                                  self.counters)
             try:
-                hdr, _ = stream.read_frame()
+                hdr, payload = stream.read_frame()
+                theirs = wire.unpack_hello(payload) if hdr.kind == wire.KIND_HELLO else None
             except (PeerTimeout, PacketError):
                 conn.close()
                 self.counters["drop_bad_hello"] += 1
                 continue
-            if hdr.job_id != self.config.job_id or hdr.worker_rank >= self.workers \
-                    or hdr.worker_rank in self.streams:
+            if theirs is None or hdr.job_id != self.config.job_id \
+                    or hdr.worker_rank >= self.workers or hdr.worker_rank in self.streams:
                 conn.close()
                 self.counters["drop_bad_hello"] += 1
+                continue
+            try:
+                stream.write(wire.pack_header(wire.KIND_HELLO_ACK, 0, self.config.job_id,
+                                              wire.PS_RANK, wire.ALL_LAYERS, 0,
+                                              payload_len=wire.HELLO.size)
+                             + wire.HELLO.pack(self.fingerprint))
+            except PeerTimeout:
+                conn.close()
+                continue
+            if theirs != self.fingerprint:
+                conn.close()
+                self.counters["hello_config_mismatch"] += 1
                 continue
             stream.peer_name = f"worker rank {hdr.worker_rank}"
             self.streams[hdr.worker_rank] = stream
@@ -217,9 +231,23 @@ class TcpWorkerExchange:
                 time.sleep(_CONNECT_RETRY)
         self.stream = FrameStream(sock, f"parameter server {ps[0]}:{ps[1]}", config.peer_timeout,
                                   self.counters)
-        self.stream.write(wire.pack_header(wire.KIND_PULL_REQ, 0, config.job_id, rank,
-                                           wire.ALL_LAYERS, 0))
+        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
         self._round0 = True
+
+    def join(self) -> None:
+        """Send HELLO and check the PS's fingerprint; ConfigError if configurations differ."""
+        cfg = self.config
+        self.stream.write(wire.pack_header(wire.KIND_HELLO, 0, cfg.job_id, self.rank,
+                                           wire.ALL_LAYERS, 0, payload_len=wire.HELLO.size)
+                          + wire.HELLO.pack(self.fingerprint))
+        try:
+            hdr, payload = self.stream.read_frame()
+            theirs = wire.unpack_hello(payload) if hdr.kind == wire.KIND_HELLO_ACK else None
+        except PacketError as exc:
+            raise PeerTimeout(f"{self.stream.peer_name} answered HELLO badly ({exc})") from None
+        if theirs != self.fingerprint:
+            raise ConfigError(f"{self.stream.peer_name} runs a different configuration (model "
+                              f"layer sizes, --chunk-elems, --transport or --job differ)")
 
     def push(self, round_: int, layers: list[np.ndarray]) -> dict:
         t0 = time.monotonic()

@@ -6,8 +6,8 @@ import time
 import numpy as np
 
 from hosts import wire
-from hosts.errors import PeerTimeout
-from hosts.exchange.config import TransportConfig
+from hosts.errors import PacketError, PeerTimeout
+from hosts.exchange.config import TransportConfig, fingerprint
 from hosts.exchange.results import Gathered
 from hosts.pcn import answer_start
 from hosts.transport.chunking import ChunkPlan
@@ -33,7 +33,25 @@ class UdpServerExchange:
         self.addrs: dict[int, tuple[str, int]] = {}
         self.mux.handlers[wire.KIND_PULL_REQ] = self._on_pull_req
         self.mux.handlers[wire.KIND_PCN_START] = self._on_pcn_start
+        self.mux.handlers[wire.KIND_HELLO] = self._on_hello
         self.names = {r: f"worker rank {r}" for r in range(workers)}
+        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
+
+    def _on_hello(self, pkt: Received, now: float) -> bool:
+        """Answer with our fingerprint; a worker whose configuration differs exits by itself."""
+        rank = pkt.header.worker_rank
+        try:
+            theirs = wire.unpack_hello(pkt.payload)
+        except PacketError:
+            self.counters["drop_corrupt"] += 1
+            return True
+        if theirs != self.fingerprint and rank in self.names:
+            self.counters["hello_config_mismatch"] += 1
+            self.names[rank] = (f"worker rank {rank} (its HELLO showed a different model, "
+                                f"--chunk-elems, --transport or --job)")
+        self.endpoint.send_control(wire.KIND_HELLO_ACK, pkt.addr, pkt.header.round,
+                                   payload=wire.HELLO.pack(self.fingerprint))
+        return True
 
     def _on_pcn_start(self, pkt: Received, now: float) -> bool:
         answer_start(self.endpoint, pkt)

@@ -7,17 +7,18 @@ import time
 import numpy as np
 
 from hosts import wire
-from hosts.errors import PeerTimeout
-from hosts.exchange.config import TransportConfig
+from hosts.errors import ConfigError, PacketError, PeerTimeout
+from hosts.exchange.config import TransportConfig, fingerprint
 from hosts.exchange.results import Pulled
 from hosts.pcn import PcnClient
 from hosts.transport.chunking import ChunkPlan
-from hosts.transport.endpoint import Endpoint
+from hosts.transport.endpoint import Endpoint, Received
 from hosts.transport.mux import Mux
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.sender import SendSession
 
 _LINGER = 0.3
+_HELLO_EVERY = 0.1
 _PULL_REQ_EVERY_PROBES = 5
 
 
@@ -36,6 +37,32 @@ class UdpWorkerExchange:
         self.pcn = (PcnClient(self.mux, ps, config.pcn_threshold, config.pcn_timeout)
                     if config.pcn else None)
         self._ps_name = f"parameter server {ps[0]}:{ps[1]}"
+        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
+        self._ps_fingerprint: int | None = None
+        self.mux.handlers[wire.KIND_HELLO_ACK] = self._on_hello_ack
+
+    def _on_hello_ack(self, pkt: Received, now: float) -> bool:
+        try:
+            self._ps_fingerprint = wire.unpack_hello(pkt.payload)
+        except PacketError:
+            self.counters["drop_corrupt"] += 1
+        return True
+
+    def join(self) -> None:
+        """HELLO the PS until it answers (up to --join-timeout); ConfigError if its model or
+        transport configuration differs from ours."""
+        give_up = time.monotonic() + self.config.join_timeout
+        while self._ps_fingerprint is None:
+            if time.monotonic() >= give_up:
+                raise PeerTimeout(f"{self._ps_name} did not answer HELLO within "
+                                  f"{self.config.join_timeout:.1f} s (not started or unreachable)")
+            self.endpoint.send_control(wire.KIND_HELLO, self.ps, 0,
+                                       payload=wire.HELLO.pack(self.fingerprint))
+            resend = time.monotonic() + _HELLO_EVERY
+            self.mux.run(lambda: self._ps_fingerprint is not None or time.monotonic() >= resend)
+        if self._ps_fingerprint != self.fingerprint:
+            raise ConfigError(f"{self._ps_name} runs a different configuration (model layer "
+                              f"sizes, --chunk-elems, --transport or --job differ)")
 
     def push(self, round_: int, layers: list[np.ndarray]) -> dict:
         """Send this round's gradients until the PS says STOP; stats of the push."""

@@ -4,6 +4,8 @@ import os
 import signal
 import time
 
+import pytest
+
 from hosts.lossy_relay import LossyRelay
 
 WORKERS = 3
@@ -105,3 +107,17 @@ def test_sigterm_exits_cleanly_and_removes_pid_file(agents, tmp_path):
     rc, _, err = agents.wait(ps, 10)
     assert rc == 0 and "Traceback" not in err
     assert not pid_file.exists()
+
+
+@pytest.mark.parametrize("transport", ["ltp", "tcp"])
+def test_worker_with_a_different_model_is_refused(agents, tmp_path, transport):
+    port = agents.free_port()
+    ps = agents.start("hosts.ps", "--workers", "1", "--bind", "127.0.0.1", "--port", str(port),
+                      "--transport", transport, "--join-timeout", "20", "--log",
+                      str(tmp_path / "ps.jsonl"))
+    w = agents.start("hosts.worker", "--rank", "0", "--workers", "1", "--ps", "127.0.0.1",
+                     "--ps-port", str(port), "--bind", "127.0.0.1", "--port", "0",
+                     "--transport", transport, "--hidden", "32")
+    rc, _, err = agents.wait(w, 60)
+    assert rc == 2 and err.count("\n") == 1 and "different configuration" in err
+    assert ps.poll() is None        # the PS keeps waiting for a correctly configured worker

@@ -103,3 +103,14 @@ def test_pcap_roundtrip_dissects_every_kind(tmp_path):
     wrpcap(str(path), frames)
     kinds = [p[GradientHeader].kind for p in rdpcap(str(path))]
     assert kinds == [c["kind"] for c in HEADER_CASES]
+
+
+def test_hello_payload_bytes_identical():
+    from hosts.headers import GradHello
+
+    case = dict(kind=wire.KIND_HELLO, flags=0, job_id=1, worker_rank=2, layer_id=wire.ALL_LAYERS,
+                round=0)
+    pay = wire.HELLO.pack(0xDEADBEEF)
+    assert bytes(GradientHeader(**case) / GradHello(fingerprint=0xDEADBEEF)) == _fast(case, pay)
+    assert GradientHeader(_fast(case, pay))[GradHello].fingerprint == 0xDEADBEEF
+    assert wire.unpack_hello(pay) == 0xDEADBEEF
