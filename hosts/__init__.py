@@ -20,10 +20,18 @@ Agents
   python -m hosts.pcn serve [--port 19527] | start --ps IP [--threshold 10 --count N]
   python -m hosts.background sink|flows|microburst|incast ...   (DCTCP if available, else cubic)
   python -m hosts.lossy_relay --listen H:P --target H:P --loss F [--data-only] [--seed S]
+        [--burst-loss 0.8 --burst-every-s 5 --burst-ms 100 --burst-count 3]   (microbursts)
+  python -m hosts.tensor_exchange recv|send ...   (the transport alone, random tensors, per-round
+        JSON; used by benchmarks/transport.py and for path tests)
+
+Start-up: a worker HELLOs the PS (kind 8, configuration fingerprint) and exits with a one-line
+error if the PS's HELLO_ACK (kind 9) shows a different model, --chunk-elems, --transport or
+--job. Host-defined control kinds: 6 PCN_START, 7 PCN_ACK, 8 HELLO, 9 HELLO_ACK.
 
 Modules
   wire (struct fast path, GRADLANE_UDP_PORT, KIND_*, FLAG_*, TOS helpers), headers (Scapy
   GradientHeader + control payload layers), transport/ (chunking, bounds, phase, holes,
-  reassembly, endpoint, mux, sender, receiver), exchange/ (ltp/mlt over UDP, tcp baseline),
-  training/ (dataset, mlp, aggregate), errors (HostsError, ConfigError, PacketError, PeerTimeout).
+  reassembly, endpoint, mux, sender, receiver, counters), exchange/ (config, ltp/mlt over UDP,
+  tcp baseline), training/ (dataset, mlp, aggregate), loss_model, lossy_relay, pcn, background,
+  cli, jsonlog, errors (HostsError, ConfigError, PacketError, PeerTimeout).
 """
