@@ -1,6 +1,8 @@
 """Match-action tables and action profiles: entries, lookup with BMv2's ordering rules."""
 from __future__ import annotations
 
+import bisect
+
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -220,6 +222,7 @@ class Table:
             self.match_type = "exact"
         self.entries: dict[int, TableEntry] = {}
         self._exact: dict[tuple, TableEntry] = {}
+        self._keys: set[tuple] = set()  # (match form, priority) of every entry: duplicate check
         self._ordered: list[TableEntry] = []
         self._ranges: list[int] = [i for i, k in enumerate(keys) if k.match_type == "range"]
         self._next_handle = 0
@@ -245,10 +248,9 @@ class Table:
         data = self._check_target(action, action_data, member, group)
         if self.size and len(self.entries) >= self.size:
             raise ResourceExhaustedError(f"table '{self.name}' is full ({self.size} entries)")
-        for other in (self._ordered if self.match_type != "exact" else ()):
-            if other.key == nkey and other.priority == priority:
-                raise DuplicateEntryError(f"table '{self.name}' already has an entry with this key")
-        if self.match_type == "exact" and nkey in self._exact:
+        if self.match_type != "exact" and (mform, priority) in self._keys:
+            raise DuplicateEntryError(f"table '{self.name}' already has an entry with this key")
+        if self.match_type == "exact" and tuple(v for _, v, _, _ in mform) in self._exact:
             raise DuplicateEntryError(f"table '{self.name}' already has an entry with this key")
         handle = self._next_handle
         self._next_handle += 1
@@ -256,9 +258,10 @@ class Table:
         if self.direct_meter is not None:
             entry.meter = self.direct_meter.new_cell()
         self.entries[handle] = entry
+        self._keys.add((mform, priority))
         if self.match_type == "exact":
             self._exact[tuple(v for _, v, _, _ in mform)] = entry
-        self._reorder()
+        self._insert_ordered(entry)
         return handle
 
     def modify(self, handle: int, action: str | None, action_data: Sequence[int] = (),
@@ -270,12 +273,14 @@ class Table:
     def delete(self, handle: int) -> None:
         entry = self.get(handle)
         del self.entries[handle]
+        self._keys.discard((entry._m, entry.priority))
         if self.match_type == "exact":
             self._exact.pop(tuple(v for _, v, _, _ in entry._m), None)
         self._reorder()
 
     def clear(self) -> None:
         self.entries.clear()
+        self._keys.clear()
         self._exact.clear()
         self._ordered = []
 
@@ -323,6 +328,21 @@ class Table:
             raise InvalidEntryError(f"table '{self.name}' has {len(self.keys)} key field(s), got {len(key)}")
         pairs = [_norm(k.match_type, k.width, v) for k, v in zip(self.keys, key)]
         return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+
+    def _insert_ordered(self, entry: TableEntry) -> None:
+        """Keep lookup order after one insert without re-sorting (bulk inserts stay linear)."""
+        if self.match_type == "lpm":
+            plen = entry.key[self._lpm_index].prefix_len
+            pos = bisect.bisect_right(self._ordered, -plen, key=lambda e: -e.key[self._lpm_index].prefix_len)
+            self._ordered.insert(pos, entry)
+            for masks, index in self._lpm_groups:
+                if masks == tuple(mk for mk, _, _, _ in entry._m):
+                    index.setdefault(tuple(v for _, v, _, _ in entry._m), entry)
+                    return
+            self._reorder()  # a new prefix length: rebuild the per-length maps
+        else:
+            pos = bisect.bisect_right(self._ordered, entry.priority, key=lambda e: e.priority)
+            self._ordered.insert(pos, entry)
 
     def _reorder(self) -> None:
         entries = list(self.entries.values())
