@@ -138,8 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         print("topo.run: interrupted", file=sys.stderr)
         return 130
     finally:
-        if session is not None:
-            session.stop()
+        if session is not None and session.stop():
             print("gradlane: stopped", flush=True)
 
 

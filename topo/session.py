@@ -190,8 +190,10 @@ class RunSession:
                            self.config.log_dir, job).run(timeout)
 
     # -- teardown --------------------------------------------------------------------------
-    def stop(self) -> None:
-        """Stop the controller, the network, remove the record, release the lock. Idempotent."""
+    def stop(self) -> bool:
+        """Stop the controller, the network, remove the record, release the lock. Idempotent;
+        True if there was anything to stop."""
+        had = self.record is not None
         if self.controller is not None:
             self.controller.stop()
             self.controller = None
@@ -211,6 +213,7 @@ class RunSession:
         if self._lock is not None:
             self._lock.close()
             self._lock = None
+        return had
 
     def __enter__(self) -> "RunSession":
         return self.start()
