@@ -84,11 +84,11 @@ class RunSession:
         """Clean stale state, start switches, write the description, start the controller and
         wait until it programmed every switch. On failure, everything started is stopped."""
         cfg = self.config
-        if os.geteuid() != 0:
-            raise ToolchainError("Mininet needs root: run as root (sudo make run)")
         for path, what in ((cfg.bmv2_json, "program JSON"), (cfg.p4info, "P4Info")):
             if not Path(path).is_file():
                 raise ToolchainError(f"{what} {path} not found: run `make build` first")
+        if os.geteuid() != 0:
+            raise ToolchainError("Mininet needs root: run as root (sudo make run)")
         if cfg.controller:
             agents.require(agents.CONTROLLER_MODULE, "the controller daemon")
             if cfg.policy and not Path(cfg.policy).is_file():

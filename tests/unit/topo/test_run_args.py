@@ -1,0 +1,24 @@
+"""`python -m topo.run` rejects bad options with one line and exit 1, before starting anything."""
+import pytest
+
+from topo.run import main
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--workers", "0"], "need --workers >= 1"),
+    (["--loss-pct", "101"], "--loss-pct 0..100"),
+    (["--bottleneck-pps", "0"], "--bottleneck-pps > 0"),
+    (["--burst", "soon"], "bad --burst 'soon'"),
+    (["--demo", "--no-controller"], "--demo needs the controller"),
+    (["--build", "/nonexistent-build"], "program JSON /nonexistent-build/gradlane.json not found"),
+])
+def test_bad_options_one_line_error(argv, needle, capsys, tmp_path):
+    assert main([*argv, "--log-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_unknown_topology_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--topo", "ring"])
+    assert info.value.code == 2 and "invalid choice: 'ring'" in capsys.readouterr().err
