@@ -83,3 +83,18 @@ def worker_argv(job: JobSpec, rank: int, ps_ip: str) -> list[str]:
     return [sys.executable, "-u", "-m", WORKER_MODULE, "--rank", str(rank), "--ps", ps_ip,
             "--workers", str(job.workers), "--rounds", str(job.rounds), "--job", str(job.job_id),
             "--die-with-parent", *job.extra_worker]
+
+
+BACKGROUND_PORT = 5001
+
+
+def background_sink_argv(port: int = BACKGROUND_PORT) -> list[str]:
+    """A TCP sink for background flows."""
+    return [sys.executable, "-u", "-m", BACKGROUND_MODULE, "sink", "--port", str(port), "--die-with-parent"]
+
+
+def background_flows_argv(dst: str, flows: int, duration: float, cc: str = "reno",
+                          port: int = BACKGROUND_PORT) -> list[str]:
+    """Long-lived ECN-capable TCP flows towards `dst`."""
+    return [sys.executable, "-u", "-m", BACKGROUND_MODULE, "flows", "--flows", str(flows), "--dst", dst,
+            "--port", str(port), "--duration", f"{duration:g}", "--cc", cc, "--ecn", "--die-with-parent"]

@@ -52,6 +52,27 @@ class GradCLI(CLI):
         sys.stdout.write(done.stdout)
         sys.stdout.write(done.stderr)
 
+    def do_background(self, line: str) -> None:
+        """background FLOWS | off: start FLOWS TCP flows per background host, or stop them."""
+        word = line.strip()
+        try:
+            if word == "off":
+                self.session.stop_background()
+                print("background traffic stopped")
+                return
+            flows = int(word)
+            if flows < 1:
+                raise ValueError
+        except ValueError:
+            print("usage: background FLOWS | background off")
+            return
+        try:
+            self.session.stop_background()
+            for text in self.session.start_background(flows):
+                print(text)
+        except TopoError as exc:
+            print(f"background: error: {exc}")
+
     def do_topology(self, line: str) -> None:
         """topology: where the topology description of this run is."""
         print(self.session.config.topology_path)

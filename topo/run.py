@@ -39,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--loss-pct", type=float, default=0.0, help="bottleneck link random loss, percent")
     p.add_argument("--burst", action="append", default=[], metavar="START+DURATION@LOSS",
                    help="scheduled loss burst on the bottleneck, e.g. 10s+500ms@0.7 (repeatable)")
+    p.add_argument("--background-flows", type=int, default=0, metavar="N",
+                   help="N ECN-capable TCP flows from every background host to the sink (default 0)")
     p.add_argument("--no-controller", action="store_true",
                    help="start the network only (switches unprogrammed; for debugging the target)")
     p.add_argument("--timeout", type=float, default=600.0, help="demo job time limit, s (default 600)")
@@ -50,6 +52,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
             or args.bottleneck_pps <= 0 or args.delay_ms < 0 or not 0 <= args.loss_pct <= 100:
         raise TopoError("need --workers >= 1, --background >= 0, --rounds >= 1, --queue-depth >= 1, "
                         "--bottleneck-pps > 0, --delay-ms >= 0, --loss-pct 0..100")
+    if args.background_flows < 0:
+        raise TopoError("--background-flows must be >= 0")
     if args.demo and args.no_controller:
         raise TopoError("--demo needs the controller (drop --no-controller)")
     for burst in args.burst:
@@ -101,6 +105,7 @@ CLI_HELP = """\
 In the Mininet CLI:
   train [ROUNDS] [WORKERS]   run a training job (PS + workers on the hosts), print its summary
   stats                      switch counters (gradctl stats)
+  background FLOWS | off     ECN-capable TCP flows from the background hosts to the sink
   gradctl ARGS               e.g. `gradctl policy show`, `gradctl policy set ...`
   exit                       stop everything (or `make stop` from another shell)"""
 
@@ -121,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gradlane: starting topology '{args.topo}' ...", flush=True)
         session.start()
         print(overview(session), flush=True)
+        if args.background_flows > 0:
+            print("background traffic: " + "; ".join(session.start_background(args.background_flows)), flush=True)
         if args.demo:
             print(f"demo: training {args.rounds} rounds with {args.workers} workers ...", flush=True)
             result = session.train(rounds=args.rounds, workers=args.workers, timeout=args.timeout)

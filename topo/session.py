@@ -78,6 +78,7 @@ class RunSession:
         self.impairment_lines: list[str] = []
         self.stale: list[str] = []
         self.jobs = 0
+        self.background: list[ManagedProcess] = []
 
     # -- bring-up --------------------------------------------------------------------------
     def start(self) -> "RunSession":
@@ -189,11 +190,46 @@ class RunSession:
         return TrainingJob(self.net, self.topo, self.config.topology_path, self.record,
                            self.config.log_dir, job).run(timeout)
 
+    def start_background(self, flows: int, duration: float = 3600.0, cc: str = "reno") -> list[str]:
+        """Start a TCP sink on the sink host(s) and `flows` ECN-capable TCP flows from every other
+        background host to a sink (the nearest one by name order); returns 'src->dst' lines."""
+        agents.require(agents.BACKGROUND_MODULE, "the background traffic agent")
+        assert self.record is not None
+        hosts = self.topo.hosts_with_role("background")
+        sinks = [h for h in hosts if h.startswith("bs")] or hosts[-1:]
+        senders = [h for h in hosts if h not in sinks]
+        if not sinks or not senders or flows < 1:
+            raise RunError(f"topology {self.topo.name} has no background sender/sink pair")
+        log_dir = Path(self.config.log_dir)
+        for sink in sinks:
+            proc = ManagedProcess(f"sink@{sink}", "agent", agents.background_sink_argv(),
+                                  log_dir / f"background.{sink}.log", self.record, self.net.get(sink))
+            self.background.append(proc.start())
+            node = self.net.get(sink)
+            proc.wait_for(lambda n=node: f":{agents.BACKGROUND_PORT} " in n.cmd("ss -ltnH"), 15,
+                          "background sink listening")
+        lines = []
+        for sender in senders:
+            dst = sinks[0]
+            argv = agents.background_flows_argv(self.topo.hosts[dst].ip, flows, duration, cc)
+            proc = ManagedProcess(f"flows@{sender}", "agent", argv, log_dir / f"background.{sender}.log",
+                                  self.record, self.net.get(sender))
+            self.background.append(proc.start())
+            lines.append(f"{sender} -> {dst}: {flows} TCP flow(s), {cc} + ECN")
+        return lines
+
+    def stop_background(self) -> None:
+        """Stop every background traffic process."""
+        for proc in self.background:
+            proc.stop()
+        self.background = []
+
     # -- teardown --------------------------------------------------------------------------
     def stop(self) -> bool:
         """Stop the controller, the network, remove the record, release the lock. Idempotent;
         True if there was anything to stop."""
         had = self.record is not None
+        self.stop_background()
         if self.controller is not None:
             self.controller.stop()
             self.controller = None
