@@ -157,10 +157,12 @@ class ApiServer:
                                         name="controller-api")
 
     def start(self) -> "ApiServer":
+        """Start serving in a background thread."""
         self._thread.start()
         return self
 
     def stop(self) -> None:
+        """Stop serving and remove the socket."""
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
+from p4.config.v1 import p4info_pb2
+
 from controller import errors
 from controller.api import ApiServer
 from controller.manager import DAEMON_ELECTION_ID, NetworkController
@@ -50,7 +52,7 @@ def read_bmv2_json(path: str) -> bytes:
     return data
 
 
-def load_p4info_file(path: str):
+def load_p4info_file(path: str) -> "p4info_pb2.P4Info":
     """The P4Info message of ``path`` with a one-line error when missing."""
     if not Path(path).exists():
         raise errors.ConfigError(f"cannot read P4Info {path}: no such file")
@@ -91,6 +93,7 @@ def _log(msg: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the daemon (or one programming pass with --once); returns the exit status."""
     topo = Topology.load(args.topology)
     p4info = load_p4info_file(args.p4info)
     config = read_bmv2_json(args.bmv2_json)
@@ -145,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of `python -m controller.daemon`."""
     args = build_parser().parse_args(argv)
     try:
         return run(args)

@@ -17,23 +17,27 @@ from controller.p4info import P4Info
 
 @dataclass(frozen=True)
 class Exact:
+    """Exact match value."""
     value: int
 
 
 @dataclass(frozen=True)
 class Lpm:
+    """Longest-prefix match: value and prefix length."""
     value: int
     prefix_len: int
 
 
 @dataclass(frozen=True)
 class Ternary:
+    """Ternary match: value and mask (mask 0 = don't care)."""
     value: int
     mask: int
 
 
 @dataclass(frozen=True)
 class Range:
+    """Range match, both ends inclusive."""
     low: int
     high: int
 
@@ -50,9 +54,11 @@ class Action:
 
     @staticmethod
     def of(name: str, **params: int) -> "Action":
+        """An action call with keyword parameters."""
         return Action(name, tuple(sorted(params.items())))
 
     def param(self, name: str) -> int:
+        """The value of parameter ``name``."""
         return dict(self.params)[name]
 
 

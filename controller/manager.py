@@ -71,6 +71,7 @@ class ControllerState:
     ecn_overrides: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form written to the state file."""
         return {
             "policy": dict(self.policy.document),
             "slots": [[list(k), v] for k, v in self.slots.items()],
@@ -82,6 +83,7 @@ class ControllerState:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ControllerState":
+        """Rebuild the state from its JSON form (the policy is revalidated)."""
         return cls(
             policy=parse_policy(data.get("policy") or {"jobs": []}),
             slots={tuple(k): int(v) for k, v in data.get("slots", [])},  # type: ignore[misc]
@@ -300,6 +302,7 @@ class NetworkController:
             ms.conn.close()
 
     def reachable(self) -> list[str]:
+        """Switches we are primary for with the pipeline loaded and state synced."""
         return [n for n, ms in self.switches.items() if ms.conn.is_primary and ms.pipeline_loaded]
 
     # -- policy ----------------------------------------------------------------------------
@@ -357,6 +360,7 @@ class NetworkController:
         return self.apply_policy(self.state.policy, states)
 
     def slot_infos(self) -> list[SlotInfo]:
+        """What each budget slot of the current policy stands for."""
         return slot_table(self.state.policy, self.state.slots, self.state.job_states)
 
     # -- PCN -------------------------------------------------------------------------------

@@ -91,6 +91,7 @@ class Policy:
     document: Mapping[str, Any] = field(compare=False, hash=False)
 
     def job(self, job_id: int) -> Optional[Job]:
+        """The job with id ``job_id``, or None."""
         return next((j for j in self.jobs if j.job_id == job_id), None)
 
 
@@ -331,6 +332,7 @@ RuleKey = tuple[int, int, int, int, int]   # job, layer lo, layer hi, mag lo, ma
 
 
 def rule_key(job: Job, rule: Rule) -> RuleKey:
+    """What identifies a rule across policy versions (for slot reuse)."""
     return (job.job_id, *rule.layers, *rule.mag_classes)
 
 

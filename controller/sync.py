@@ -33,6 +33,7 @@ class Op:
     old: Optional[Entity] = None
 
     def inverse(self) -> "Op":
+        """The op that undoes this one."""
         if self.kind == "INSERT":
             return Op("DELETE", self.entity)
         if self.kind == "DELETE":
@@ -71,6 +72,7 @@ class Changes:
         return out
 
     def summary(self) -> dict[str, int]:
+        """Counts of inserted, modified and deleted entities."""
         return {"inserted": len(self.inserts), "modified": len(self.modifies),
                 "deleted": len(self.deletes)}
 

@@ -29,6 +29,7 @@ class Host:
 
     @property
     def network(self) -> ipaddress.IPv4Network:
+        """The host's IPv4 subnet."""
         return ipaddress.ip_interface(f"{self.ip}/{self.prefix_len}").network
 
 
@@ -65,6 +66,7 @@ class Link:
         return self.b_port, self.b_queue_rate_pps
 
     def peer(self, node: str) -> str:
+        """The node at the other end from ``node``."""
         return self.b if node == self.a else self.a
 
 
