@@ -13,7 +13,7 @@ import time
 
 from topology_support import pcn_policy
 
-TRIALS = 3
+TRIALS = 5
 LEAD_S = 1.0
 
 
@@ -47,5 +47,8 @@ def test_pcn_lowers_queue_at_burst_start(network, traffic, tmp_path):
     for trial in range(TRIALS):
         plain.append(_burst(t, ps_ip, 10 + 2 * trial, pcn=False))
         pcn.append(_burst(t, ps_ip, 11 + 2 * trial, pcn=True))
-    assert statistics.median(plain) > 15, f"background built no queue: {plain}"
-    assert statistics.median(pcn) < statistics.median(plain), f"with PCN {pcn}, without {plain}"
+    print("queue at burst start: without PCN", plain, "with PCN", pcn)
+    # Background TCP is a sawtooth, so one burst may start on an empty queue; the mean over the
+    # trials is what the PCN paper compares (35 -> 5 packets there).
+    assert max(plain) > 15, f"background built no queue: {plain}"
+    assert statistics.mean(pcn) < 0.5 * statistics.mean(plain), f"with PCN {pcn}, without {plain}"
