@@ -135,18 +135,21 @@ jobs:
     return str(path)
 
 
-def pcap_counts(pcap_dir: Path, interface: str, direction: str = "out") -> dict[str, int]:
-    """{'gradient': n, 'tcp': n} frames in the pcap of `interface` (BMv2 names `IFACE_out.pcap`)."""
-    from scapy.layers.inet import TCP, UDP
+def pcap_counts(pcap_dir: Path, interface: str, direction: str = "out") -> dict[str, Any]:
+    """Frames in the pcap of `interface` (BMv2 names `IFACE_out.pcap`): {'gradient': n, 'tcp': n,
+    'tcp_flows': {(src, sport, dst, dport): n}}."""
+    from scapy.layers.inet import IP, TCP, UDP
     from scapy.utils import rdpcap
 
     files = sorted(pcap_dir.glob(f"{interface}_{direction}.pcap")) or \
         sorted(pcap_dir.glob(f"*{interface}*{direction}*.pcap"))
     assert files, f"no {direction} pcap for {interface} in {pcap_dir}: {sorted(p.name for p in pcap_dir.iterdir())}"
-    counts = {"gradient": 0, "tcp": 0}
+    counts: dict[str, Any] = {"gradient": 0, "tcp": 0, "tcp_flows": {}}
     for pkt in rdpcap(str(files[0])):
         if UDP in pkt and pkt[UDP].dport == 19527:
             counts["gradient"] += 1
         elif TCP in pkt:
             counts["tcp"] += 1
+            key = (pkt[IP].src, pkt[TCP].sport, pkt[IP].dst, pkt[TCP].dport)
+            counts["tcp_flows"][key] = counts["tcp_flows"].get(key, 0) + 1
     return counts
