@@ -42,13 +42,16 @@ class ImpairmentPlan:
     switch_specs: dict[str, tuple[str, ...]]
     netem_links: tuple[int, ...]  # indexes into topo.links
     unmade: tuple[str, ...] = ()  # links whose requested impairment nothing here can make
+    bursts: tuple[str, ...] = ()  # scheduled loss bursts on the switch-impaired bottleneck links
 
     def summary(self, topo: Topology) -> list[str]:
         """One line per impaired link naming who makes the impairment."""
         out = []
         for link in topo.links:
             if link.impairment != "none":
-                out.append(f"{link.a}-{link.b}: delay {link.delay_ms:g} ms, loss {link.loss_pct:g} % "
+                bursts = f", loss bursts {' '.join(self.bursts)}" if self.bursts and link.impairment == "switch" \
+                    and _is_bottleneck(link) else ""
+                out.append(f"{link.a}-{link.b}: delay {link.delay_ms:g} ms, loss {link.loss_pct:g} %{bursts} "
                            f"by {'netem (kernel)' if link.impairment == 'netem' else 'switch egress (--impair)'}")
         out += [f"{name}: impairment requested but NOT applied (impairment none: no netem in this "
                 "kernel and the real switch has no --impair)" for name in self.unmade]
@@ -95,7 +98,7 @@ def plan_impairments(topo: Topology, *, netem: bool, switch_kind: str,
             port = link.port_of(end)
             if end in topo.switches and port is not None:
                 specs.setdefault(end, []).append(f"{port}:{_spec(link, link_bursts)}")
-    return ImpairmentPlan({k: tuple(v) for k, v in specs.items()}, tuple(netem_links), tuple(unmade))
+    return ImpairmentPlan({k: tuple(v) for k, v in specs.items()}, tuple(netem_links), tuple(unmade), tuple(bursts))
 
 
 def _is_bottleneck(link: LinkDesc) -> bool:

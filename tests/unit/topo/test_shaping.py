@@ -19,7 +19,7 @@ def test_switch_makes_delay_loss_bursts_without_netem_and_specs_parse():
     port, imp = parse_impairment(plan.switch_specs["s1"][0])
     assert port == trunk.a_port and imp.delay == 0.002 and imp.loss == 0.01
     assert imp.bursts[0].start == 2 and imp.bursts[0].loss == 0.7
-    assert "switch egress" in plan.summary(topo)[0]
+    assert "switch egress" in plan.summary(topo)[0] and "loss bursts 2s+200ms@0.7" in plan.summary(topo)[0]
 
 
 def test_netem_preferred_when_present_but_bursts_stay_in_switch():
