@@ -84,7 +84,8 @@ class TrainingJob:
         proc = ManagedProcess(f"ps@{ps}", "agent", agents.ps_argv(self.job),
                               self.log_dir / f"job{self.job.job_id}.ps.log", self.record, self.net.get(ps))
         self.processes[ps] = proc.start()
-        time.sleep(0.5)  # the PS binds its socket before workers send
+        # The PS logs its "start" event once its socket is bound; workers may send from then on.
+        proc.wait_for_line(r'"event":\s*"start"', 60, "parameter server start event")
         for rank, name in enumerate(workers):
             argv = agents.worker_argv(self.job, rank, ps_ip)
             proc = ManagedProcess(f"worker{rank}@{name}", "agent", argv,
