@@ -1,7 +1,11 @@
-"""Mininet topologies for gradlane: descriptions, the P4 switch node, `make run|demo|stop|check-env`.
+"""Mininet topologies for gradlane: `make run|demo|stop|check-env`.
 
-`topo` wires the other packages together: it builds the network from a topology description
-(`topo.description`), runs one P4 switch process per switch (`topo.switch_node`), starts the
-controller daemon and the host agents, and records every process it starts in a PID file so
-`make stop` can end them (`topo.pidfile`; `python -m topo.stop`).
+`topo` wires the other packages together. Modules, in the order a run uses them:
+`topologies` (built-in incast / leaf-spine / PCN tree) and `description` (the topology
+description JSON of docs/contracts.md); `shaping` (who makes link delay/loss: netem, the
+embedded switch's `--impair`, or nobody); `network` with `switch_node` (one `$SWITCH` process per
+switch, health-checked) and `host_node` (agent hosts); `session` (network + controller daemon
++ run record); `training` and `summary` (a job on the hosts and its report); `cli` (Mininet CLI
+commands); `run`, `stop`, `check_env` (the entry points); `pidfile` (every process a run starts,
+stopped by PID); `agents` (the other packages' command lines); `processes`; `toolchain`.
 """
