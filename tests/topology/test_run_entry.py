@@ -1,0 +1,31 @@
+"""`topo.run` as users meet it: the Mininet CLI's `train` command, and `--demo`."""
+import subprocess
+import sys
+
+from topology_support import REPO, need
+
+
+def _run(build_dir, tmp_path, *args, stdin=""):
+    argv = [sys.executable, "-m", "topo.run", "--build", build_dir, "--log-dir", str(tmp_path / "logs"),
+            "--workers", "2", "--background", "1", *args]
+    return subprocess.run(argv, cwd=REPO, input=stdin, capture_output=True, text=True, timeout=600)
+
+
+def test_cli_train_command(build_dir, switch_works, tmp_path):
+    need("controller.daemon", "controller daemon")
+    need("hosts.ps", "parameter-server agent")
+    done = _run(build_dir, tmp_path, stdin="train 4 2\ngradctl policy show\nexit\n")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    out = done.stdout
+    assert "train [ROUNDS] [WORKERS]" in out and "s1   device 1  gRPC 127.0.0.1:50001" in out
+    assert "training: finished" in out and "4 round(s)" in out, out[-2000:]
+    assert "LOSS" in out and "gradlane: stopped" in out
+
+
+def test_demo_exits_zero_with_summary(build_dir, switch_works, tmp_path):
+    need("controller.daemon", "controller daemon")
+    need("hosts.ps", "parameter-server agent")
+    done = _run(build_dir, tmp_path, "--demo", "--rounds", "5")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    for needle in ("training: finished", "5 round(s)", "layer 0:", "accuracy: 0.", "switch statistics"):
+        assert needle in done.stdout, (needle, done.stdout[-2000:])
