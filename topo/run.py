@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import time
 from types import FrameType
 
 from mininet.log import setLogLevel
@@ -124,8 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         session = RunSession(_config(args))
         print(f"gradlane: starting topology '{args.topo}' ...", flush=True)
+        started = time.monotonic()
         session.start()
         print(overview(session), flush=True)
+        print(f"ready in {time.monotonic() - started:.1f} s", flush=True)
         if args.background_flows > 0:
             print("background traffic: " + "; ".join(session.start_background(args.background_flows)), flush=True)
         if args.demo:
