@@ -92,8 +92,11 @@ class GradNetwork:
 
     def _add_nodes(self, net: Mininet, plan: ImpairmentPlan) -> None:
         for name, sw in self.topo.switches.items():
+            rates = {link.port_of(name): (link.a_queue_rate_pps if link.a == name else link.b_queue_rate_pps)
+                     for link in self.topo.switch_links(name)}
             node = net.addSwitch(name, cls=P4Switch, desc=sw, tool=self.tool, json_path=self.options.json_path,
                                  record=self.record, impairments=plan.switch_specs.get(name, ()),
+                                 port_rates={port: pps for port, pps in rates.items() if pps},
                                  pcap_dir=self.options.pcap_dir, start_timeout=self.options.start_timeout)
             self.record.add_process(node.pid, f"{name}-shell", "node-shell")
         for name, host in self.topo.hosts.items():

@@ -57,6 +57,7 @@ class P4Switch(Switch):
     def __init__(self, name: str, desc: SwitchDesc | None = None, tool: Tool | None = None,
                  json_path: str | None = None, record: RunRecord | None = None,
                  impairments: tuple[str, ...] = (), pcap_dir: str | None = None,
+                 port_rates: dict[int, float] | None = None,
                  start_timeout: float = 60.0, **params: Any) -> None:
         if desc is None or tool is None:
             raise SwitchStartError(f"switch {name}: P4Switch needs desc= and tool=")
@@ -67,6 +68,7 @@ class P4Switch(Switch):
         self.json_path = json_path
         self.record = record
         self.impairments = impairments
+        self.port_rates = dict(port_rates or {})
         self.pcap_dir = pcap_dir
         self.start_timeout = start_timeout
         self.process: subprocess.Popen[bytes] | None = None
@@ -86,6 +88,11 @@ class P4Switch(Switch):
             argv += ["--pcap", self.pcap_dir]
         for spec in self.impairments:
             argv += ["--impair", spec]
+        if self.tool.kind == "embedded":
+            # BMv2's queue rates apply to each priority queue on its own, so strict priority never
+            # has to choose; the embedded switch can also shape the port as a whole.
+            for port, pps in sorted(self.port_rates.items()):
+                argv += ["--port-rate", f"{port}:{pps:g}"]
         argv += [self.json_path] if self.json_path else ["--no-p4"]
         argv += ["--", "--grpc-server-addr", self.desc.grpc_addr, "--cpu-port", str(self.desc.cpu_port),
                  "--priority-queues", str(self.desc.priority_queues)]

@@ -32,6 +32,8 @@ target options:
   --thrift-port N              BMv2 runtime Thrift port (simple_switch_CLI), default 9090, 0: any
   --impair PORT:SPEC           egress link impairment, e.g. 2:delay=5ms,jitter=1ms,loss=0.01,
                                burst=2s+200ms@0.7 (repeatable)
+  --port-rate PORT:PPS         shape the whole egress port (all priority queues together) to PPS
+                               packets/s, so strict priority decides who waits (repeatable)
 grpc options (after --):
   --grpc-server-addr HOST:PORT P4Runtime server address, default 0.0.0.0:9559
   --cpu-port N                 P4Runtime packet-in/out port

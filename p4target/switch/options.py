@@ -33,6 +33,7 @@ class SwitchOptions:
     cpu_port: int | None = None
     priority_queues: int = 1
     impairments: tuple[str, ...] = ()
+    port_rates: tuple[tuple[int, float], ...] = ()
 
 
 class _RaisingParser(argparse.ArgumentParser):
@@ -54,6 +55,7 @@ def _target_parser() -> _RaisingParser:
     parser.add_argument("--thrift-port", type=int, default=DEFAULT_THRIFT_PORT)
     parser.add_argument("--use-files", type=int, default=None, metavar="WAIT")
     parser.add_argument("--impair", action="append", default=[], metavar="PORT:SPEC")
+    parser.add_argument("--port-rate", action="append", default=[], metavar="PORT:PPS")
     parser.add_argument("json", nargs="?", default=None)
     return parser
 
@@ -107,6 +109,7 @@ def parse_options(argv: list[str]) -> SwitchOptions:
         raise OptionError("--use-files WAIT must be >= 0")
     for spec in target.impair:
         parse_impairment(spec)
+    port_rates = tuple(parse_port_rate(spec) for spec in target.port_rate)
     _check_addr(grpc.grpc_server_addr)
     if grpc.cpu_port is not None and grpc.cpu_port < 0:
         raise OptionError("--cpu-port must be >= 0")
@@ -127,4 +130,18 @@ def parse_options(argv: list[str]) -> SwitchOptions:
         cpu_port=grpc.cpu_port,
         priority_queues=grpc.priority_queues,
         impairments=tuple(target.impair),
+        port_rates=port_rates,
     )
+
+
+def parse_port_rate(spec: str) -> tuple[int, float]:
+    """`PORT:PPS` of our `--port-rate` extension: one shaper for the whole egress port (all its
+    priority queues together), which BMv2's per-queue `set_queue_rate` cannot express."""
+    port_text, sep, rate_text = spec.partition(":")
+    try:
+        port, pps = int(port_text), float(rate_text)
+    except ValueError:
+        port, pps = -1, 0.0
+    if not sep or port < 0 or not pps > 0:
+        raise OptionError(f"bad --port-rate '{spec}': expected PORT:PPS with PORT >= 0 and PPS > 0")
+    return port, pps

@@ -84,6 +84,9 @@ class SwitchProcess:
         self.target = SwitchTarget(device_id=opts.device_id, cpu_port=opts.cpu_port,
                                    priority_queues=opts.priority_queues, transmit=self._transmit,
                                    log=lambda msg: log.info(msg))
+        for port, pps in opts.port_rates:
+            self.target.set_port_rate(pps, port)
+            log.info(f"port {port}: egress shaped to {pps:g} packets/s (all priority queues together)")
         if program is not None:
             try:
                 self.target.set_pipeline(program)

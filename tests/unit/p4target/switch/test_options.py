@@ -52,3 +52,11 @@ def test_cli_bad_flag_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["--no-p4", "--bogus"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--bogus" in err and "Traceback" not in err
+
+
+def test_port_rate_extension_is_parsed_and_validated():
+    opts = parse_options(["-i", "1@veth1", "--port-rate", "1:500", "--port-rate", "2:2.5e3", "--no-p4"])
+    assert opts.port_rates == ((1, 500.0), (2, 2500.0))
+    for bad in ("1", "x:5", "1:0", "-1:10", "1:fast"):
+        with pytest.raises(OptionError, match="--port-rate"):
+            parse_options(["--port-rate", bad, "--no-p4"])
