@@ -241,9 +241,15 @@ def gradient_frame(job: int, layer: int, round_: int, seq: int, mag: int = 0) ->
     return eth + ip + udp + grad + payload
 
 
-def _burst(switch: Switch, round_: int, count: int) -> None:
+def _burst(switch: Switch, round_: int, count: int, pps: float = 1600.0) -> None:
+    """Feed at ``pps`` (above the queue rate, so the queue builds) rather than all at once: the
+    egress side, which records the queue depth ingress reads, must get to run during the burst."""
+    start = time.monotonic()
     for seq in range(count):
         switch.target.receive(1, gradient_frame(1, 2, round_, seq))
+        delay = start + (seq + 1) / pps - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
 
 
 def _wait_drained(switch: Switch, expect_at_least: int, timeout: float = 20.0) -> None:
