@@ -31,9 +31,14 @@ target options:
   -L, --log-level LEVEL        trace|debug|info|warn|error|off (packets are logged at debug)
   --thrift-port N              BMv2 runtime Thrift port (simple_switch_CLI), default 9090, 0: any
   --impair PORT:SPEC           egress link impairment, e.g. 2:delay=5ms,jitter=1ms,loss=0.01,
-                               burst=2s+200ms@0.7 (repeatable)
+                               burst=2s+200ms@0.7,rateburst=3s+100ms@200 (repeatable);
+                               burst: from 2s for 200ms drop 70%; rateburst: from 3s for
+                               100ms send at most 200 packets/s (queues build in the traffic
+                               manager); times count from switch start
   --port-rate PORT:PPS         shape the whole egress port (all priority queues together) to PPS
                                packets/s, so strict priority decides who waits (repeatable)
+run time: python -m p4target.switch.impair --thrift-port N PORT SPEC|off [--rate PPS|off]
+  changes a port's impairment or rate while the switch runs (burst times count from the call)
 grpc options (after --):
   --grpc-server-addr HOST:PORT P4Runtime server address, default 0.0.0.0:9559
   --cpu-port N                 P4Runtime packet-in/out port

@@ -3,7 +3,9 @@
 `SwitchPorts` receives frames on every port in one thread and hands them to `on_frame(port,
 frame)` (the target's ingress). `transmit(port, frame)` is the target's egress: it applies the
 port's link impairment in user space (loss, loss bursts, delay and jitter through a
-`DelayLine`) and sends the frame. With `pcap_dir` every port records `IFACE_in.pcap` (frames
+`DelayLine`) and sends the frame; `set_impairment` replaces a port's impairment while frames
+flow (its burst times then count from that call). Rate bursts are not applied here: they
+shape the traffic manager (`port_rates`). With `pcap_dir` every port records `IFACE_in.pcap` (frames
 received) and `IFACE_out.pcap` (frames put on the wire), as BMv2's `--pcap` does.
 
 The switch never re-receives what it sent: sockets set PACKET_IGNORE_OUTGOING and, where the
@@ -160,7 +162,9 @@ class FilePort:
 @dataclass
 class _PortState:
     io: InterfacePort | FilePort
-    impairment: Impairment | None
+    # (impairment, monotonic time its burst windows count from): one attribute, so the data
+    # path always sees a matching pair while a control thread replaces it
+    impairment: tuple[Impairment, float] | None
     rng: random.Random
     pcap_in: PcapWriter | None = None
     pcap_out: PcapWriter | None = None
@@ -192,7 +196,8 @@ class SwitchPorts:
             for port, iface in sorted(interfaces.items()):
                 io = FilePort(port, iface) if use_files_wait is not None else InterfacePort(port, iface)
                 rng = random.Random(None if seed is None else seed * 1000003 + port)
-                self._ports[port] = _PortState(io, impairments.get(port), rng)
+                imp = impairments.get(port)
+                self._ports[port] = _PortState(io, None if imp is None else (imp, self._start), rng)
             if pcap_dir is not None and use_files_wait is None:
                 self._open_pcaps(pcap_dir)
         except BaseException:
@@ -220,13 +225,37 @@ class SwitchPorts:
         """Counters of one port."""
         return self._ports[port].stats
 
+    @property
+    def started_at(self) -> float:
+        """Monotonic time of `start()`: burst times of the constructor's impairments count from it."""
+        return self._start
+
+    def impairment(self, port: int) -> Impairment | None:
+        """The impairment now applied on `port` (None: none); PortError for an unknown port."""
+        current = self._state(port).impairment
+        return None if current is None else current[0]
+
+    def set_impairment(self, port: int, impairment: Impairment | None, since: float | None = None) -> None:
+        """Replace `port`'s impairment (None: clear it); its burst times count from `since`
+        (monotonic, default now). Frames already delayed keep their due time."""
+        state = self._state(port)
+        state.impairment = None if impairment is None else (impairment, time.monotonic() if since is None else since)
+        self._log.info(f"impairment port {port}: {impairment.describe() if impairment else 'off'}")
+
+    def _state(self, port: int) -> _PortState:
+        state = self._ports.get(port)
+        if state is None:
+            raise PortError(f"port {port} has no interface")
+        return state
+
     def start(self) -> None:
         """Start receiving (or replaying input files) and the delay line."""
         self._start = time.monotonic()
         self._delay.start()
         for port, state in self._ports.items():
             if state.impairment is not None:
-                self._log.info(f"impairment port {port}: {state.impairment.describe()}")
+                state.impairment = (state.impairment[0], self._start)
+                self._log.info(f"impairment port {port}: {state.impairment[0].describe()}")
         target = self._replay_files if self._use_files_wait is not None else self._receive_loop
         thread = threading.Thread(target=target, name="p4target-rx", daemon=True)
         thread.start()
@@ -239,11 +268,12 @@ class SwitchPorts:
             if self._log.enabled("debug"):
                 self._log.debug(f"Dropping packet of size {len(frame)} for port {port}: no such port")
             return
-        imp = state.impairment
-        if imp is None:
+        current = state.impairment
+        if current is None:
             self._send_now(port, frame)
             return
-        hold = imp.decide(time.monotonic() - self._start, state.rng)
+        imp, since = current
+        hold = imp.decide(time.monotonic() - since, state.rng)
         if hold is None:
             state.stats.impairment_drops += 1
             if self._log.enabled("debug"):

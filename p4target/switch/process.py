@@ -14,7 +14,9 @@ from typing import Any, Callable, TextIO
 from p4target.engine import EngineError
 from p4target.switch.errors import SwitchError
 from p4target.switch.impairments import parse_impairment
+from p4target.switch.link_control import LinkControl
 from p4target.switch.options import SwitchOptions
+from p4target.switch.port_rates import PortRateSchedule
 from p4target.switch.ports import SwitchPorts
 from p4target.switch.switch_log import SwitchLog
 from p4target.switch.target import SwitchTarget
@@ -60,6 +62,8 @@ class SwitchProcess:
         self.log: SwitchLog | None = None
         self.target: SwitchTarget | None = None
         self.ports: SwitchPorts | None = None
+        self.rates: PortRateSchedule | None = None
+        self.links: LinkControl | None = None
         self.thrift: ThriftServer | None = None
         self.p4runtime: Any = None
         self._stopped = False
@@ -84,9 +88,10 @@ class SwitchProcess:
         self.target = SwitchTarget(device_id=opts.device_id, cpu_port=opts.cpu_port,
                                    priority_queues=opts.priority_queues, transmit=self._transmit,
                                    log=lambda msg: log.info(msg))
+        self.rates = PortRateSchedule(self.target, log=lambda msg: log.info(msg))
         for port, pps in opts.port_rates:
-            self.target.set_port_rate(pps, port)
             log.info(f"port {port}: egress shaped to {pps:g} packets/s (all priority queues together)")
+            self.rates.set_base_rate(port, pps)
         if program is not None:
             try:
                 self.target.set_pipeline(program)
@@ -95,8 +100,9 @@ class SwitchProcess:
         self.ports = SwitchPorts(opts.interfaces, self.target.receive, log=log,
                                  pcap_dir=opts.pcap_dir, impairments=impairments,
                                  use_files_wait=opts.use_files_wait)
+        self.links = LinkControl(self.ports, self.rates)
         self.thrift = ThriftServer(self.target, opts.thrift_port, log=log, config_text=text,
-                                   ports=opts.interfaces)
+                                   ports=opts.interfaces, links=self.links)
         starter, why_not = _p4runtime_starter()
         if starter is not None:
             try:
@@ -106,6 +112,9 @@ class SwitchProcess:
             except Exception as exc:
                 raise SwitchError(f"cannot start the P4Runtime server on {opts.grpc_server_addr}: {exc}") from None
         self.ports.start()
+        for port, impairment in impairments.items():  # rate bursts count from the ports' start too
+            self.rates.set_bursts(port, impairment.rate_bursts, self.ports.started_at)
+        self.rates.start()
         self.thrift.start()
         for port, iface in sorted(opts.interfaces.items()):
             log.info(f"Adding interface {iface} as port {port}" + (" (files)" if opts.use_files_wait is not None else ""))
@@ -149,6 +158,8 @@ class SwitchProcess:
                     self.log.warn(f"P4Runtime server stop failed: {exc}")
         if self.thrift is not None:
             self.thrift.stop()
+        if self.rates is not None:
+            self.rates.stop()
         if self.target is not None:
             self.target.stop()
         if self.ports is not None:

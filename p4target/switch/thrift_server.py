@@ -2,7 +2,8 @@
 clients) drive this target as they drive simple_switch.
 
 Multiplexed binary protocol over buffered TCP, services "standard", "simple_pre_lag",
-"simple_pre" and "simple_switch" (see `thrift_handlers`). Every call runs with the target's
+"simple_pre" and "simple_switch" (see `thrift_handlers`), plus our "p4target_links" service
+for run-time link changes when the server is given a `LinkControl` (see `thrift_links`). Every call runs with the target's
 lock held, so one CLI command is atomic with respect to the data path and the P4Runtime
 server, and is written to the switch log (pipeline swaps lock inside SwitchTarget instead).
 """
@@ -24,15 +25,17 @@ from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TSocket, TTransport
 
 from p4target.switch.errors import SwitchError
+from p4target.switch.link_control import LinkControl
 from p4target.switch.switch_log import SwitchLog
 from p4target.switch.target import SwitchTarget
 from p4target.switch.thrift_handlers import ConfigText, PreHandler, SimpleSwitchHandler, StandardHandler
+from p4target.switch.thrift_links import SERVICE as LINKS_SERVICE, LinkHandler, LinkProcessor
 from p4target.switch.thrift_priority import PriorityProcessor
 
 _QUIET_CALLS = ("bm_get_config", "bm_get_config_md5", "bm_mt_get", "bm_mt_act_prof_get", "bm_mc_get",
                 "bm_counter_read", "bm_register_read", "bm_meter_get", "mirroring_session_get",
                 "mirroring_mapping_get", "get_time", "bm_mgmt_get_info", "bm_dev_mgr_show_ports",
-                "bm_serialize_state")
+                "bm_serialize_state", "get_port_impairment", "get_port_rate")
 
 # Pipeline swaps lock for themselves (SwitchTarget.set_pipeline): holding the lock around them
 # would make stopping the old engine wait for its scheduler, which waits for that lock.
@@ -102,7 +105,7 @@ class ThriftServer:
 
     def __init__(self, target: SwitchTarget, port: int, *, log: SwitchLog | None = None,
                  config_text: str | None = None, ports: dict[int, str] | None = None,
-                 host: str = "0.0.0.0") -> None:
+                 host: str = "0.0.0.0", links: LinkControl | None = None) -> None:
         self._log = log or SwitchLog()
         self.config = ConfigText(target, config_text)
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -128,6 +131,9 @@ class ThriftServer:
         self._processor.registerProcessor(
             "simple_switch", PriorityProcessor(_LockedHandler(SimpleSwitchHandler(target), target.lock,
                                                               self._log, "simple_switch")))
+        if links is not None:
+            self._processor.registerProcessor(
+                LINKS_SERVICE, LinkProcessor(_LockedHandler(LinkHandler(links), target.lock, self._log, LINKS_SERVICE)))
         self._running = False
         self._accept_thread: threading.Thread | None = None
         self._clients: set[socket.socket] = set()
