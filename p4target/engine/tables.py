@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bisect
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import match as m

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from p4target.compiler import compile_file, compile_text
-from p4target.engine import Engine, Lpm
+from p4target.engine import Engine, Exact, Lpm
 from p4target.errors import CompileError, UnsupportedError
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -231,3 +231,30 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     assert results[15] == bytes([15, 115])       # clamp(15, 20) + 100
     assert results[25] == bytes([25, 120])       # clamp(25, 20) + 100
     assert results[40] == bytes([30, 120])       # ttl clamped to 30 in apply, then 20 + 100
+
+
+def test_sub_control_is_inlined_with_qualified_names_and_return() -> None:
+    src = PRELUDE + """
+control Sub(inout headers_t hdr, inout standard_metadata_t sm) {
+    action set_port(bit<9> p) { sm.egress_spec = p; }
+    table pick { key = { hdr.ip.proto: exact; } actions = { set_port; NoAction; } default_action = NoAction(); }
+    apply {
+        if (hdr.ip.ttl == 1) { return; }
+        pick.apply();
+        hdr.ip.ttl = 9;
+    }
+}
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    Sub() sub;
+    apply { sm.egress_spec = 1; sub.apply(hdr, sm); hdr.eth.type = 0x0801; }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    c = compile_text(src, "sub.p4")
+    assert [t.preamble.name for t in c.p4info.tables] == ["I.sub.pick"]
+    engine = Engine(c.bmv2_json)
+    engine.table_add("I.sub.pick", [Exact(17)], "I.sub.set_port", [4])
+    (port, out), = engine.process(0, _frame(1, ttl=1))   # return: the rest of Sub is skipped
+    assert (port, out[14], out[12:14]) == (1, 1, b"\x08\x01")
+    (port, out), = engine.process(0, _frame(1, ttl=5))
+    assert (port, out[14], out[12:14]) == (4, 9, b"\x08\x01")
