@@ -1,0 +1,138 @@
+"""Run-time link changes on a running switch process while frames flow over real veth links:
+loss set with `python -m p4target.switch.impair` stops delivery and `off` restores it; a rate
+burst set through the Thrift link service cuts the delivered rate during its window only."""
+from __future__ import annotations
+
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from scapy.layers.inet import UDP
+from scapy.layers.l2 import Ether
+from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
+from thrift.transport import TSocket, TTransport
+
+from p4target.switch.thrift_links import SERVICE, LinkClient
+
+sys.path.insert(0, str(Path(__file__).parent))  # the probe helpers of the neighbouring test module
+from test_switch_process import is_probe, probe, program_file, routes  # noqa: E402
+
+
+class Stream:
+    """Probes sent h1 -> h2 every `period` s from one thread; arrivals recorded by another as
+    (arrival time, send time)."""
+
+    def __init__(self, s1: socket.socket, s2: socket.socket, period: float) -> None:
+        self.s1, self.s2, self.period = s1, s2, period
+        self.sent: list[float] = []
+        self.arrived: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._send), threading.Thread(target=self._receive)]
+
+    def __enter__(self) -> "Stream":
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=10)
+
+    def _send(self) -> None:
+        seq = 0
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            self.sent.append(time.monotonic())
+            self.s1.send(probe(seq))
+            seq += 1
+            next_at += self.period
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def _receive(self) -> None:
+        self.s2.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                data = self.s2.recv(65536)
+            except socket.timeout:
+                continue
+            if is_probe(data):
+                _, sent_at = struct.unpack("!Id", bytes(Ether(data)[UDP].payload)[:12])
+                self.arrived.append((time.monotonic(), sent_at))
+
+    def delivered(self, sent_from: float, sent_to: float) -> tuple[int, int]:
+        """(probes sent in [from, to), how many of them arrived)."""
+        sent = sum(sent_from <= t < sent_to for t in self.sent)
+        return sent, sum(sent_from <= t < sent_to for _, t in self.arrived)
+
+    def arrivals(self, start: float, end: float) -> int:
+        return sum(start <= t < end for t, _ in self.arrived)
+
+
+def impair(sw, *args: str) -> str:
+    r = subprocess.run([sys.executable, "-m", "p4target.switch.impair", "--thrift-port", str(sw.thrift_port),
+                        *args], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return r.stdout
+
+
+def start(two_hosts, start_switch, open_ns_socket, tmp_path):
+    h1, h2 = two_hosts
+    sw = start_switch(["-i", f"1@{h1.switch_iface}", "-i", f"2@{h2.switch_iface}", "--thrift-port", "0",
+                       "--log-file", str(tmp_path / "sw.log"), program_file(tmp_path)])
+    routes(sw)
+    return sw, open_ns_socket(h1.ns, h1.iface), open_ns_socket(h2.ns, h2.iface)
+
+
+def test_loss_set_at_run_time_stops_delivery_and_off_restores_it(two_hosts, start_switch, open_ns_socket,
+                                                                 tmp_path):
+    sw, s1, s2 = start(two_hosts, start_switch, open_ns_socket, tmp_path)
+    with Stream(s1, s2, period=0.005) as stream:
+        time.sleep(0.6)
+        before_set = time.monotonic()
+        assert "impairment delay=0ms,jitter=0ms,loss=1;" in impair(sw, "2", "loss=1.0")
+        set_done = time.monotonic()
+        time.sleep(0.8)
+        before_off = time.monotonic()
+        assert "impairment off;" in impair(sw, "2", "off")
+        off_done = time.monotonic()
+        time.sleep(0.6)
+        end = time.monotonic()
+        time.sleep(0.3)  # let the last probes arrive
+    sent, got = stream.delivered(0.0, before_set)
+    assert sent > 50 and got == sent
+    sent, got = stream.delivered(set_done + 0.05, before_off)
+    assert sent > 50 and got == 0
+    sent, got = stream.delivered(off_done + 0.05, end)
+    assert sent > 50 and got == sent
+    assert sw.stop() == 0
+    log = (tmp_path / "sw.log").read_text()
+    assert "thrift p4target_links.set_port_impairment(2, 'loss=1.0')" in log and "impairment port 2: off" in log
+
+
+def test_rate_burst_cuts_the_delivered_rate_during_its_window(two_hosts, start_switch, open_ns_socket, tmp_path):
+    sw, s1, s2 = start(two_hosts, start_switch, open_ns_socket, tmp_path)
+    transport = TTransport.TBufferedTransport(TSocket.TSocket("127.0.0.1", sw.thrift_port))
+    transport.open()
+    links = LinkClient(TMultiplexedProtocol.TMultiplexedProtocol(TBinaryProtocol.TBinaryProtocol(transport),
+                                                                 SERVICE))
+    try:
+        with Stream(s1, s2, period=0.004) as stream:
+            time.sleep(0.3)
+            links.set_port_impairment(2, "rateburst=0.5s+1s@40")
+            t0 = time.monotonic()
+            time.sleep(2.2)
+        before = stream.arrivals(t0, t0 + 0.45) / 0.45
+        during = stream.arrivals(t0 + 0.6, t0 + 1.45) / 0.85  # past the first queued frames' drain
+        after = stream.arrivals(t0 + 1.8, t0 + 2.2) / 0.4  # the queue built in the burst has drained
+        assert links.get_port_impairment(2) == "delay=0ms,jitter=0ms,loss=0,rateburst=0.5s+1000ms@40"
+    finally:
+        transport.close()
+    print(f"delivered packets/s: before {before:.0f}, during the 40 pps burst {during:.0f}, after {after:.0f}")
+    assert during <= 50
+    assert before >= 3 * during and after >= 3 * during
+    assert sw.stop() == 0
