@@ -229,3 +229,30 @@ def test_help_lists_the_flags():
     for flag in ("--interface", "--pcap", "--use-files", "--thrift-port", "--impair", "--grpc-server-addr",
                  "--cpu-port", "--priority-queues"):
         assert flag in r.stdout
+
+
+def test_start_up_rate_burst_is_applied_and_lifted_on_time(tmp_path):
+    PcapWriter(str(tmp_path / "in1_in.pcap")).close()
+    PcapWriter(str(tmp_path / "in2_in.pcap")).close()
+    sw = Switch(["-i", "1@in1", "-i", "2@in2", "--use-files", "0", "--thrift-port", "0", "--log-console",
+                 "--port-rate", "2:500", "--impair", "2:loss=0.1,rateburst=0.3s+0.4s@40", write_json(tmp_path)],
+                cwd=str(tmp_path))
+    try:
+        sw.wait_for("switch ready")
+        began = time.monotonic()
+        sw.wait_for("port 2: egress rate 40 packets/s")
+        burst_line = next(i for i, line in enumerate(sw.lines) if "egress rate 40 packets/s" in line)
+        while not any("egress rate 500 packets/s" in line for line in sw.lines[burst_line:]):
+            line = sw._new.get(timeout=5)  # back to --port-rate after the burst
+            assert line is not None, sw.lines
+            sw.lines.append(line)
+        lifted = time.monotonic() - began
+        r = subprocess.run([PY, "-m", "p4target.switch.impair", "--thrift-port", str(sw.thrift_port()), "2"],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        assert sw.stop() == 0
+    assert lifted < 5
+    assert r.returncode == 0 and r.stdout == ("port 2: impairment delay=0ms,jitter=0ms,loss=0.1,"
+                                              "rateburst=0.3s+400ms@40; rate 500 packets/s\n")
+    rates = [line.split("egress rate ")[1].strip() for line in sw.lines if "port 2: egress rate" in line]
+    assert rates == ["500 packets/s", "40 packets/s", "500 packets/s"]
