@@ -1,10 +1,14 @@
 """Port rate schedule: base rates and rate bursts reach the traffic manager's port shaper on time."""
 from __future__ import annotations
 
+import queue
 import time
 
 import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
 
+from p4target.engine import Lpm
 from p4target.engine.sample_programs import l3_router
 from p4target.switch.impairments import RateBurst
 from p4target.switch.port_rates import PortRateSchedule
@@ -78,3 +82,28 @@ def test_a_burst_set_in_the_past_is_ignored(target):
     rates = PortRateSchedule(target, clock=clock)
     rates.set_bursts(1, (RateBurst(0.0, 1.0, 10.0),), since=clock.now - 5)
     assert rates.effective_rate(1) is None and 1 not in target.engine.tm.shapers
+
+
+def test_frames_queue_in_the_traffic_manager_during_a_burst_and_drain_after_it():
+    sent: queue.Queue = queue.Queue()
+    target = SwitchTarget(transmit=lambda port, data: sent.put((time.monotonic(), port)))
+    target.set_pipeline(l3_router())
+    target.engine.table_add("MyIngress.ipv4_lpm", [Lpm(0x0A000100, 24)], "MyIngress.ipv4_forward", [1, 3])
+    rates = PortRateSchedule(target)
+    rates.start()
+    frame = bytes(Ether() / IP(src="10.0.0.1", dst="10.0.1.5") / UDP(sport=1, dport=2) / b"x")
+    try:
+        began = time.monotonic()
+        rates.set_bursts(3, (RateBurst(0.0, 0.6, 10.0),), since=began)
+        for _ in range(20):
+            target.receive(1, frame)
+        time.sleep(0.3)
+        queued = target.engine.tm.depth_of(3)  # what enq_qdepth/deq_qdepth report to the program
+        out = [sent.get(timeout=3) for _ in range(20)]
+    finally:
+        rates.stop()
+        target.stop()
+    assert queued >= 14  # about 3 of 20 left at 10 pps in 0.3 s
+    in_burst = [t - began for t, _ in out if t - began < 0.6]
+    assert 3 <= len(in_burst) <= 8 and all(port == 3 for _, port in out)
+    assert out[-1][0] - began < 1.5  # the rest drained unshaped once the burst ended
