@@ -90,8 +90,7 @@ class SwitchProcess:
                                    log=lambda msg: log.info(msg))
         self.rates = PortRateSchedule(self.target, log=lambda msg: log.info(msg))
         for port, pps in opts.port_rates:
-            log.info(f"port {port}: egress shaped to {pps:g} packets/s (all priority queues together)")
-            self.rates.set_base_rate(port, pps)
+            self.rates.set_base_rate(port, pps)  # logs the port's rate (all priority queues together)
         if program is not None:
             try:
                 self.target.set_pipeline(program)
