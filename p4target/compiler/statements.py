@@ -515,3 +515,74 @@ class _Predicator:
             else:
                 raise fail(self.node, "tables cannot be applied inside an action")
         return out
+
+
+def action_primitives(ctx: Context, items: list[Item], node: Any) -> list[dict]:
+    """A table action's body as BMv2 primitives: predicated assignments when every branch only
+    assigns, else BMv2's `_jump_if_zero` / `_jump` (extern calls or exit under a condition)."""
+    if _branches_do_more_than_assign(items, inside_branch=False):
+        return _Jumps(ctx, node).emit_body(items)
+    return predicate(ctx, items, node)
+
+
+def _branches_do_more_than_assign(items: list[Item], inside_branch: bool) -> bool:
+    for it in items:
+        if isinstance(it, SubBlock) and _branches_do_more_than_assign(it.items, inside_branch):
+            return True
+        if isinstance(it, IfItem) and (_branches_do_more_than_assign(it.then, True) or
+                                       _branches_do_more_than_assign(it.otherwise, True)):
+            return True
+        if inside_branch and isinstance(it, ExitItem):
+            return True
+        if inside_branch and isinstance(it, Prims) and any(p["op"] != "assign" for p in it.primitives):
+            return True
+    return False
+
+
+class _Jumps:
+    """Structured items -> primitives with jumps to absolute primitive indices."""
+
+    def __init__(self, ctx: Context, node: Any) -> None:
+        self.ctx = ctx
+        self.node = node
+        self.out: list[dict] = []
+
+    def _here(self) -> dict:
+        from p4target.compiler.bmv2_json import hexstr
+        return hexstr(len(self.out))
+
+    def emit_body(self, items: list[Item]) -> list[dict]:
+        returns: list[int] = []
+        self._emit(items, returns)
+        for i in returns:
+            self.out[i]["parameters"] = [self._here()]
+        return self.out
+
+    def _emit(self, items: list[Item], returns: list[int]) -> None:
+        for it in items:
+            if isinstance(it, Prims):
+                self.out += it.primitives
+            elif isinstance(it, SubBlock):
+                inner: list[int] = []
+                self._emit(it.items, inner)
+                for i in inner:
+                    self.out[i]["parameters"] = [self._here()]
+            elif isinstance(it, IfItem):
+                branch = len(self.out)
+                self.out.append({"op": "_jump_if_zero", "parameters": [expr("b2d", None, it.cond), None]})
+                self._emit(it.then, returns)
+                if it.otherwise:
+                    skip = len(self.out)
+                    self.out.append({"op": "_jump", "parameters": [None]})
+                    self.out[branch]["parameters"][1] = self._here()
+                    self._emit(it.otherwise, returns)
+                    self.out[skip]["parameters"] = [self._here()]
+                else:
+                    self.out[branch]["parameters"][1] = self._here()
+            elif isinstance(it, ReturnItem):
+                returns.append(len(self.out))
+                self.out.append({"op": "_jump", "parameters": [None]})
+            elif isinstance(it, ExitItem):
+                self.out.append(prim("exit"))
+            else:
+                raise fail(self.node, "tables cannot be applied inside an action")

@@ -58,7 +58,7 @@ class ActionLowering:
 
     def lower(self, sym: ActionSymbol, env: "Env", bound_args: tuple, node: Any) -> tuple[int, str, list]:
         """(BMv2 action id, name, [(param, type)] of action data)."""
-        from p4target.compiler.statements import StatementLowering, predicate
+        from p4target.compiler.statements import StatementLowering, action_primitives
         key = (id(sym.decl), sym.name, tuple(source_text(a) for a in bound_args))
         if key in self.cache:
             return self.cache[key]
@@ -85,7 +85,7 @@ class ActionLowering:
                 data_params.append((p.name, t))
         sl = StatementLowering(self.ctx, aenv, sym.control, block_kind="action")
         items = sl.block(sym.decl.body.statements)
-        primitives = predicate(self.ctx, items, sym.decl)
+        primitives = action_primitives(self.ctx, items, sym.decl)
         name = self.ctx.action_name(sym.name)
         aid = self.ctx.out.add_action(name, [(n, bit_width(t)) for n, t in data_params], primitives)
         self.ctx.action_annotations[name] = self.ctx.annotations_text(sym.decl.annotations)

@@ -425,6 +425,29 @@ class _Compiler:
             return [f"_{op}(P, {sid}, {ids!r}, {self.ex(a[1])}, _SPANS)"]
         raise ProgramLoadError(f"unsupported primitive '{op}'")
 
+    def action_with_jumps(self, prims: list[dict]) -> list[str]:
+        """An action body with BMv2's `_jump` / `_jump_if_zero` (conditional code inside actions,
+        as p4c emits it): a program counter steps through the primitives."""
+        n = len(prims)
+        body = ["_pc = 0", f"while _pc < {n}:"]
+        for i, p in enumerate(prims):
+            op = p["op"]
+            a = p.get("parameters", [])
+            body.append(f"    {'if' if i == 0 else 'elif'} _pc == {i}:")
+            if op in ("_jump", "_jump_if_zero"):
+                target = a[0] if op == "_jump" else a[1]
+                if target.get("type") != "hexstr" or not 0 <= int(target["value"], 16) <= n:
+                    raise ProgramLoadError(f"'{op}' at primitive {i} jumps outside its action")
+            if op == "_jump":
+                body.append(f"        _pc = {self.ex(a[0])}")
+            elif op == "_jump_if_zero":
+                body.append(f"        _pc = {self.ex(a[1])} if not ({self.ex(a[0])}) else {i + 1}")
+            else:
+                body += ["        " + line for line in self.primitive(p)]
+                body.append(f"        _pc = {i + 1}")
+        body += ["    else:", "        break"]
+        return body
+
     def sm_opt(self, name: str) -> int | None:
         for hdr in ("standard_metadata", "intrinsic_metadata", "queueing_metadata"):
             if (hdr, name) in self.field_index:
@@ -522,9 +545,13 @@ class _Compiler:
         self.actions: dict[str, ActionSpec] = {}
         self.actions_by_id: dict[int, ActionSpec] = {}
         for a in j.get("actions", []):
-            body = []
-            for p in a.get("primitives", []):
-                body += self.primitive(p)
+            prims = a.get("primitives", [])
+            if any(p["op"] in ("_jump", "_jump_if_zero") for p in prims):
+                body = self.action_with_jumps(prims)
+            else:
+                body = []
+                for p in prims:
+                    body += self.primitive(p)
             fn = self.compile_fn(f"_act_{a['id']}", "P, D", body)
             spec = ActionSpec(a["name"], a["id"], [(rd["name"], rd["bitwidth"]) for rd in a.get("runtime_data", [])], fn)
             self.actions_by_id[a["id"]] = spec

@@ -160,17 +160,37 @@ def test_missing_main_and_unknown_state() -> None:
 
 
 def test_unsupported_constructs_say_so() -> None:
+    src = PRELUDE.replace("struct headers_t", "header v_t { varbit<64> opts; }\nstruct headers_t") + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    with pytest.raises(CompileError, match="varbit"):
+        compile_text(src.replace("ip_t ip; }", "ip_t ip; v_t v; }"), "u.p4")
+
+
+def test_extern_calls_and_exit_under_conditions_in_actions_use_jumps() -> None:
     src = PRELUDE + """
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     counter(32w4, CounterType.packets) c;
-    action a() { if (hdr.ip.ttl == 0) { c.count(0); } }
-    table t { key = { hdr.ip.dst: exact; } actions = { a; } }
-    apply { t.apply(); }
+    action a() {
+        if (hdr.ip.ttl == 0) { c.count(0); mark_to_drop(sm); return; }
+        else if (hdr.ip.ttl == 1) { c.count(1); exit; }
+        c.count(2);
+        hdr.ip.proto = 55;
+    }
+    table t { key = { hdr.ip.dst: exact; } actions = { a; } default_action = a(); }
+    apply { sm.egress_spec = 1; t.apply(); hdr.ip.proto = hdr.ip.proto + 1; }
 }
 V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
-    with pytest.raises(UnsupportedError, match="under a condition inside an action"):
-        compile_text(src, "u.p4")
+    j = compile_text(src, "j.p4").bmv2_json
+    ops = [p["op"] for p in next(a for a in j["actions"] if a["name"] == "I.a")["primitives"]]
+    assert ops.count("_jump_if_zero") == 2 and "exit" in ops
+    engine = Engine(j)
+    assert engine.process(0, _frame(1, ttl=0)) == []                     # dropped, then return
+    assert [(p, o[15]) for p, o in engine.process(0, _frame(1, ttl=1))] == [(1, 17)]  # exit skips the rest
+    assert [(p, o[15]) for p, o in engine.process(0, _frame(1, ttl=2))] == [(1, 56)]
+    assert [engine.counter_read("I.c", i)[0] for i in range(3)] == [1, 1, 1]
 
 
 def test_mutated_programs_fail_only_with_compile_errors() -> None:
