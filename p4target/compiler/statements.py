@@ -6,6 +6,7 @@ and actions can turn them into predicated primitives.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -117,6 +118,13 @@ class StatementLowering:
             return self.with_env(self.env.child()).block(s.statements)
         if isinstance(s, ast.EmptyStatement):
             return []
+        if isinstance(s, (ast.AssignmentStatement, ast.VariableDecl)):
+            value = s.value if isinstance(s, ast.AssignmentStatement) else s.initializer
+            if value is not None and _has_table_apply(value):
+                applies, value = self.hoist_applies(value)
+                rest = dataclasses.replace(s, value=value) if isinstance(s, ast.AssignmentStatement) \
+                    else dataclasses.replace(s, initializer=value)
+                return [SubBlock(applies + self.statement(rest))]
         if isinstance(s, ast.AssignmentStatement):
             if self._function_of(s.value) is not None and not isinstance(s.target, ast.SliceExpression):
                 return [self.inline_function(s.value, self.ex.lvalue(s.target))]
@@ -153,6 +161,10 @@ class StatementLowering:
 
     def if_statement(self, s: ast.IfStatement) -> Item:
         apply_call = _table_apply_in(s.condition)
+        if apply_call is None and _has_table_apply(s.condition):
+            applies, cond = self.hoist_applies(s.condition)
+            rest = ast.IfStatement(loc=s.loc, condition=cond, then=s.then, otherwise=s.otherwise)
+            return SubBlock(applies + [self.if_statement(rest)])
         then = self.with_env(self.env.child()).statement(s.then)
         otherwise = self.with_env(self.env.child()).statement(s.otherwise) if s.otherwise else []
         if apply_call is not None:
@@ -163,6 +175,33 @@ class StatementLowering:
                 hit = not hit
             return HitItem(table, call, then, otherwise) if hit else HitItem(table, call, otherwise, then)
         return IfItem(self.ex.lower_bool(s.condition), then, otherwise)
+
+    def hoist_applies(self, e: ast.Expression) -> tuple[list[Item], ast.Expression]:
+        """Apply each table named by ``t.apply().hit/miss`` inside ``e`` first (left to right),
+        recording the result in a bool variable; returns those steps and ``e`` reading them."""
+        items: list[Item] = []
+
+        def rebuild(node: Any) -> Any:
+            if isinstance(node, ast.MemberExpression) and node.member in ("hit", "miss") and \
+                    isinstance(node.expr, ast.MethodCallExpression):
+                table = self._table_of(node.expr)
+                name = f"__{node.member}_{len(self.ctx.hidden)}_{len(items)}"
+                flag = self.ctx.storage.variable(f"{table.decl.name}_{node.member}", Bool(), node)
+                self.env.define(name, flag)
+                one = [Prims([assign(flag.json(), {"type": "hexstr", "value": "0x1"})])]
+                zero = [Prims([assign(flag.json(), {"type": "hexstr", "value": "0x0"})])]
+                hit = node.member == "hit"
+                items.append(HitItem(table, node.expr, one if hit else zero, zero if hit else one))
+                return ast.PathExpression(loc=node.loc, name=name)
+            if isinstance(node, ast.Node):
+                changes = {f.name: rebuild(getattr(node, f.name)) for f in dataclasses.fields(node)
+                           if f.name != "loc"}
+                return dataclasses.replace(node, **changes)
+            if isinstance(node, tuple):
+                return tuple(rebuild(n) for n in node)
+            return node
+
+        return items, rebuild(e)
 
     def switch_statement(self, s: ast.SwitchStatement) -> Item:
         e = s.expression
@@ -409,11 +448,12 @@ def _table_apply_in(cond: ast.Expression) -> Optional[tuple[ast.MethodCallExpres
             isinstance(e.expr, ast.MethodCallExpression) and isinstance(e.expr.method, ast.MemberExpression) \
             and e.expr.method.member == "apply":
         return e.expr, e.member, negate
-    for node in ast.walk(cond):
-        if isinstance(node, ast.MemberExpression) and node.member in ("hit", "miss") and \
-                isinstance(node.expr, ast.MethodCallExpression):
-            raise UnsupportedError.at(cond.loc, "table apply().hit combined with other conditions")
     return None
+
+
+def _has_table_apply(e: ast.Expression) -> bool:
+    return any(isinstance(n, ast.MemberExpression) and n.member in ("hit", "miss") and
+               isinstance(n.expr, ast.MethodCallExpression) for n in ast.walk(e))
 
 
 def _initializer_pairs(value: Any, names: list[str], node: Any) -> list[tuple[str, ast.Expression]]:

@@ -278,3 +278,26 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     assert (port, out[14], out[12:14]) == (1, 1, b"\x08\x01")
     (port, out), = engine.process(0, _frame(1, ttl=5))
     assert (port, out[14], out[12:14]) == (4, 9, b"\x08\x01")
+
+
+def test_apply_hit_inside_larger_expressions() -> None:
+    src = PRELUDE + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    table t { key = { hdr.ip.dst: exact; } actions = { NoAction; } }
+    table u { key = { hdr.ip.proto: exact; } actions = { NoAction; } }
+    apply {
+        sm.egress_spec = 1;
+        if (t.apply().hit && hdr.ip.ttl > 10) { hdr.ip.proto = 1; }
+        bool m = u.apply().miss;
+        if (m) { hdr.ip.ttl = 0; }
+    }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    engine = Engine(compile_text(src, "h.p4").bmv2_json)
+    engine.table_add("I.t", [Exact(5)], "NoAction")
+    engine.table_add("I.u", [Exact(17)], "NoAction")
+    seen = {(dst, ttl): engine.process(0, _frame(dst, ttl=ttl))[0][1][14:16] for dst, ttl in ((5, 20), (5, 5), (6, 20))}
+    assert seen[(5, 20)] == bytes([0, 1])     # t hit and ttl > 10: proto 1, so u misses: ttl 0
+    assert seen[(5, 5)] == bytes([5, 17])
+    assert seen[(6, 20)] == bytes([20, 17])
