@@ -14,25 +14,12 @@ from typing import Any, Callable
 
 from thrift.Thrift import TApplicationException, TMessageType, TProcessor, TType
 
+from p4target.switch.thrift_structs import ThriftStruct as _Struct
+
 from p4target.switch.errors import SwitchError
 from p4target.switch.link_control import LinkControl
 
 SERVICE = "p4target_links"
-
-
-class _Struct:
-    thrift_spec: tuple = ()
-
-    def __init__(self, **values: Any) -> None:
-        for spec in self.thrift_spec:
-            if spec is not None:
-                setattr(self, spec[2], values.get(spec[2]))
-
-    def read(self, iprot: Any) -> None:
-        iprot.readStruct(self, self.thrift_spec)
-
-    def write(self, oprot: Any) -> None:
-        oprot.writeStruct(self, self.thrift_spec)
 
 
 class PortArgs(_Struct):

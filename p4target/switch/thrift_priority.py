@@ -13,22 +13,9 @@ from typing import Any
 from sswitch_runtime import SimpleSwitch
 from thrift.Thrift import TApplicationException, TMessageType, TType
 
+from p4target.switch.thrift_structs import ThriftStruct as _Struct
+
 PRIORITY_METHODS = ("set_egress_priority_queue_depth", "set_egress_priority_queue_rate")
-
-
-class _Struct:
-    thrift_spec: tuple = ()
-
-    def __init__(self, **values: Any) -> None:
-        for spec in self.thrift_spec:
-            if spec is not None:
-                setattr(self, spec[2], values.get(spec[2]))
-
-    def read(self, iprot: Any) -> None:
-        iprot.readStruct(self, self.thrift_spec)
-
-    def write(self, oprot: Any) -> None:
-        oprot.writeStruct(self, self.thrift_spec)
 
 
 class PriorityDepthArgs(_Struct):
