@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from topo.errors import ProcessStartError
 from topo.pidfile import RunRecord, process_start_time, terminate
-from topo.switch_node import die_with_parent, log_tail
+from topo.switch_node import dying_with_parent, log_tail
 
 
 class ManagedProcess:
@@ -44,12 +44,13 @@ class ManagedProcess:
             out.write(f"# {' '.join(self.argv)}\n".encode())
             out.flush()
             kwargs: dict[str, Any] = dict(stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                          preexec_fn=die_with_parent, env=self.env)
+                                          env=self.env)
             try:
+                argv = dying_with_parent(self.argv)
                 if self.host is not None:
-                    self.popen = self.host.popen(self.argv, **kwargs)
+                    self.popen = self.host.popen(argv, **kwargs)
                 else:
-                    self.popen = subprocess.Popen(self.argv, start_new_session=True, **kwargs)
+                    self.popen = subprocess.Popen(argv, start_new_session=True, **kwargs)
             except OSError as exc:
                 raise ProcessStartError(f"{self.name}: cannot run {self.argv[0]}: {exc.strerror}") from None
         self._start_time = process_start_time(self.popen.pid)

@@ -7,9 +7,8 @@ stopped by its PID. `start()` only launches it; `wait_ready()` is the health che
 """
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
+import shutil
 import socket
 import subprocess
 import time
@@ -23,12 +22,21 @@ from topo.errors import SwitchStartError
 from topo.pidfile import RunRecord, process_start_time, terminate
 from topo.toolchain import Tool
 
-_PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent() -> None:
-    """preexec_fn: SIGTERM this child when the process that started it dies (crash safety)."""
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+def dying_with_parent(argv: list[str]) -> list[str]:
+    """`argv` prefixed so that the process gets SIGTERM when the process that started it dies.
+
+    util-linux's `setpriv --pdeathsig` sets the signal and execs, so the PID stays the program's.
+    Not a Popen `preexec_fn`: that forces a plain fork(), which runs gRPC's fork handlers in the
+    child; grpcio >= 1.81 then restarts its poller there and aborts on EBADF once close_fds
+    closes the poller's epoll descriptor (grpc/grpc#43055). Without setpriv, no death signal.
+    Raises FileNotFoundError when `argv[0]` is not an executable, as Popen would.
+    """
+    if shutil.which(argv[0]) is None:
+        raise FileNotFoundError(2, "no such executable", argv[0])
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else list(argv)
 
 
 def log_tail(path: str | Path, lines: int = 15) -> str:
@@ -111,9 +119,8 @@ class P4Switch(Switch):
             out.write(f"# {' '.join(self.command())}\n".encode())
             out.flush()
             try:
-                self.process = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=out,
-                                                stderr=subprocess.STDOUT, start_new_session=True,
-                                                preexec_fn=die_with_parent)
+                self.process = subprocess.Popen(dying_with_parent(self.command()), stdin=subprocess.DEVNULL,
+                                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             except OSError as exc:
                 raise SwitchStartError(f"switch {self.name}: cannot run {self.tool.argv[0]}: {exc.strerror}") from None
         self._started_at = time.monotonic()
