@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from thrift.Thrift import TApplicationException, TMessageType, TProcessor, TType
 
-from p4target.switch.thrift_structs import ThriftStruct as _Struct
+from p4target.switch.thrift_structs import ThriftCaller, ThriftStruct as _Struct
 
 from p4target.switch.errors import SwitchError
 from p4target.switch.link_control import LinkControl
@@ -126,12 +126,8 @@ class LinkProcessor(TProcessor):
         oprot.trans.flush()
 
 
-class LinkClient:
+class LinkClient(ThriftCaller):
     """Client of the "p4target_links" service over a TMultiplexedProtocol for SERVICE."""
-
-    def __init__(self, protocol: Any) -> None:
-        self._prot = protocol
-        self._seqid = 0
 
     def set_port_impairment(self, port: int, spec: str) -> int:
         return self._call("set_port_impairment", port=port, spec=spec)
@@ -147,20 +143,4 @@ class LinkClient:
 
     def _call(self, name: str, **values: Any) -> Any:
         args_type, result_type, _ = METHODS[name]
-        self._seqid += 1
-        self._prot.writeMessageBegin(name, TMessageType.CALL, self._seqid)
-        args_type(**values).write(self._prot)
-        self._prot.writeMessageEnd()
-        self._prot.trans.flush()
-        _, mtype, _ = self._prot.readMessageBegin()
-        if mtype == TMessageType.EXCEPTION:
-            exc = TApplicationException()
-            exc.read(self._prot)
-            self._prot.readMessageEnd()
-            raise exc
-        result = result_type()
-        result.read(self._prot)
-        self._prot.readMessageEnd()
-        if result.success is None:
-            raise TApplicationException(TApplicationException.MISSING_RESULT, f"{name}: no result")
-        return result.success
+        return self._invoke(name, args_type(**values), result_type())

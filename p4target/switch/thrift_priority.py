@@ -13,7 +13,7 @@ from typing import Any
 from sswitch_runtime import SimpleSwitch
 from thrift.Thrift import TApplicationException, TMessageType, TType
 
-from p4target.switch.thrift_structs import ThriftStruct as _Struct
+from p4target.switch.thrift_structs import ThriftCaller, ThriftStruct as _Struct
 
 PRIORITY_METHODS = ("set_egress_priority_queue_depth", "set_egress_priority_queue_rate")
 
@@ -73,12 +73,8 @@ class PriorityProcessor(SimpleSwitch.Processor):
         oprot.trans.flush()
 
 
-class PriorityQueueClient:
+class PriorityQueueClient(ThriftCaller):
     """Client for the two per-priority calls over a (multiplexed "simple_switch") protocol."""
-
-    def __init__(self, protocol: Any) -> None:
-        self._prot = protocol
-        self._seqid = 0
 
     def set_egress_priority_queue_depth(self, port_num: int, priority: int, depth_pkts: int) -> int:
         return self._call("set_egress_priority_queue_depth",
@@ -89,20 +85,4 @@ class PriorityQueueClient:
                           PriorityRateArgs(port_num=port_num, priority=priority, rate_pps=rate_pps))
 
     def _call(self, name: str, args: _Struct) -> int:
-        self._seqid += 1
-        self._prot.writeMessageBegin(name, TMessageType.CALL, self._seqid)
-        args.write(self._prot)
-        self._prot.writeMessageEnd()
-        self._prot.trans.flush()
-        _, mtype, _ = self._prot.readMessageBegin()
-        if mtype == TMessageType.EXCEPTION:
-            exc = TApplicationException()
-            exc.read(self._prot)
-            self._prot.readMessageEnd()
-            raise exc
-        result = StatusResult()
-        result.read(self._prot)
-        self._prot.readMessageEnd()
-        if result.success is None:
-            raise TApplicationException(TApplicationException.MISSING_RESULT, f"{name} failed: no result")
-        return result.success
+        return self._invoke(name, args, StatusResult())
