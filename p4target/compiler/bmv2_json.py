@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from p4target.compiler.types import P4Type, bit_width, is_signed
+from p4target.compiler.types import P4Type, VarbitT, bit_width, is_signed
 
 
 def hexstr(value: int, bitwidth: Optional[int] = None) -> dict:
@@ -58,10 +58,15 @@ class Bmv2Program:
         """Add a header type once (by name); returns its BMv2 name."""
         if name in self._header_type_ids:
             return self._header_type_ids[name]
-        out_fields = []
+        out_fields: list[list] = []
         for fname, ftype in fields:
-            out_fields.append([fname, bit_width(ftype), is_signed(ftype)])
-        self.header_types.append({"name": name, "id": len(self.header_types), "fields": out_fields})
+            # a varbit field's width is "*"; the type then carries its largest size in bytes
+            out_fields.append([fname, "*"] if isinstance(ftype, VarbitT)
+                              else [fname, bit_width(ftype), is_signed(ftype)])
+        header_type = {"name": name, "id": len(self.header_types), "fields": out_fields}
+        if any(isinstance(ftype, VarbitT) for _, ftype in fields):
+            header_type["max_length"] = (sum(bit_width(ftype) for _, ftype in fields) + 7) // 8
+        self.header_types.append(header_type)
         self._header_type_ids[name] = name
         return name
 

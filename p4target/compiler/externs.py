@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 from p4target.compiler import ast
 from p4target.compiler.bmv2_json import hexstr
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool, EnumT, ExternT, bit_width
+from p4target.compiler.types import Bits, Bool, EnumT, ExternT, VarbitT, bit_width
 from p4target.compiler.values import (ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       StackValue, StructValue, UnionValue, Value)
 from p4target.errors import UnsupportedError
@@ -305,18 +305,30 @@ def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
     if m.member == "extract":
         if not sl.in_parser:
             raise fail(c, "extract() is only allowed in a parser")
-        if len(c.args) != 1:
-            raise UnsupportedError.at(c.loc, "extract of variable-size headers")
+        if len(c.args) not in (1, 2):
+            raise fail(c, f"extract() takes a header and an optional size, got {len(c.args)} arguments")
         arg = c.args[0]
         if isinstance(arg, ast.MemberExpression) and arg.member == "next":
             stack = sl.ex.value_of(arg.expr)
             if not isinstance(stack, StackValue):
                 raise fail(arg, "'.next' needs a header stack")
-            return [Prims([{"op": "__extract", "parameters": [{"type": "stack", "value": stack.name}]}])]
-        v = sl.ex.value_of(arg)
-        if not isinstance(v, HeaderValue):
-            raise fail(arg, "extract() needs a header")
-        return [Prims([{"op": "__extract", "parameters": [{"type": "regular", "value": v.name}]}])]
+            target, htype = {"type": "stack", "value": stack.name}, stack.type.element
+        else:
+            v = sl.ex.value_of(arg)
+            if not isinstance(v, HeaderValue) or v.metadata:
+                raise fail(arg, "extract() needs a header")
+            target, htype = {"type": "regular", "value": v.name}, v.type
+        has_varbit = any(isinstance(ft, VarbitT) for _, ft in htype.fields)
+        if len(c.args) == 1:
+            if has_varbit:
+                raise fail(c, f"extract() of header type '{htype.name}' with a varbit field "
+                              "needs the varbit size in bits as second argument")
+            return [Prims([{"op": "__extract", "parameters": [target]}])]
+        if not has_varbit:
+            raise fail(c, f"two-argument extract() needs a header with a varbit field; "
+                          f"'{htype.name}' has none")
+        size = sl.ex.lower(c.args[1], Bits(32))[0]
+        return [Prims([{"op": "__extract_VL", "parameters": [target, _as_expression(size)]}])]
     if m.member == "advance":
         return [Prims([{"op": "__advance", "parameters": [sl.ex.lower(c.args[0], Bits(32))[0]]}])]
     if m.member == "emit":
@@ -324,6 +336,11 @@ def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
             raise fail(c, "emit() is only allowed in the deparser")
         return [Prims([{"op": "__emit", "parameters": _emit_order(sl.ex.value_of(c.args[0]), c)}])]
     raise UnsupportedError.at(c.loc, f"packet method '{m.member}' here")
+
+
+def _as_expression(j: dict) -> dict:
+    """BMv2's ``extract_VL`` takes its size as an ``expression`` object wrapping any value."""
+    return {"type": "expression", "value": j}
 
 
 def _emit_order(v: Value, node: Any) -> list[str]:

@@ -281,7 +281,7 @@ class _FieldWidths:
     """Bit widths of BMv2 fields, found through ``headers`` -> ``header_types``."""
 
     def __init__(self, bmv2: dict) -> None:
-        types = {ht["name"]: {f[0]: int(f[1]) for f in ht.get("fields", [])}
+        types = {ht["name"]: {f[0]: int(f[1]) for f in ht.get("fields", []) if f[1] != "*"}
                  for ht in bmv2.get("header_types", [])}
         self._by_header: dict[str, dict[str, int]] = {}
         for hdr in bmv2.get("headers", []):

@@ -16,7 +16,7 @@ from p4target.errors import UnsupportedError
 if TYPE_CHECKING:
     from p4target.compiler.context import Context
 
-PARSER_OPS = {"__extract": "extract", "__advance": "advance", "assign": "set", "verify": "verify"}
+PARSER_OPS = {"__extract": "extract", "__extract_VL": "extract_VL", "__advance": "advance", "assign": "set", "verify": "verify"}
 
 
 def range_masks(lo: int, hi: int, width: int) -> list[tuple[int, int]]:

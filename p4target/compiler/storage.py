@@ -6,7 +6,7 @@ from typing import Any
 from p4target.compiler.bmv2_json import Bmv2Program
 from p4target.compiler.semantics import fail
 from p4target.compiler.types import (Bits, Bool, EnumT, ErrorT, HeaderT, P4Type, StackT, StructT,
-                                     UnionT, VarbitT)
+                                     UnionT)
 from p4target.compiler.values import (FieldValue, HeaderValue, StackValue, StructValue, UnionValue,
                                       Value)
 from p4target.errors import UnsupportedError
@@ -30,9 +30,6 @@ class Storage:
         return name
 
     def header(self, name: str, t: HeaderT, metadata: bool = False) -> HeaderValue:
-        for _, ft in t.fields:
-            if isinstance(ft, VarbitT):
-                raise UnsupportedError("varbit fields", detail=f"header type {t.name}")
         self.out.add_header_type(t.name, t.fields)
         name = self.unique_instance(name)
         self.out.add_header(name, t.name, metadata)

@@ -1,7 +1,8 @@
 """Load a BMv2 JSON program and compile it, once, into Python closures.
 
 Every field of every header instance gets a slot in one flat list `F` (the PHV); header
-validity bits live in `V`, header-stack next indices in `NX`. Expressions and action
+validity bits live in `V`, header-stack next indices in `NX`; the current length in bits of
+each extracted varbit field lives in the per-packet dict `VL` (slot -> bits). Expressions and action
 bodies are turned into Python source over those lists and compiled with `compile()`, so
 the per-packet path never looks at the JSON again.
 """
@@ -39,13 +40,14 @@ class AssertFailure(Exception):
 
 class PacketState:
     """Per-packet state: the PHV plus the bookkeeping of v1model's primitives."""
-    __slots__ = ("F", "V", "NX", "data", "off", "length", "clone", "resubmit", "recirc",
+    __slots__ = ("F", "V", "NX", "VL", "data", "off", "length", "clone", "resubmit", "recirc",
                  "digests", "truncate", "now_us", "orig", "logs", "passes")
 
     def __init__(self, F: list, V: list, NX: list) -> None:
         self.F = F
         self.V = V
         self.NX = NX
+        self.VL: dict[int, int] = {}
         self.data = b""
         self.off = 0
         self.length = 0
@@ -61,6 +63,7 @@ class PacketState:
 
     def copy(self) -> "PacketState":
         p = PacketState(self.F[:], self.V[:], self.NX[:])
+        p.VL = dict(self.VL)
         p.data, p.off, p.length, p.orig, p.now_us = self.data, self.off, self.length, self.orig, self.now_us
         p.truncate = self.truncate
         p.passes = self.passes
@@ -143,6 +146,7 @@ class _Compiler:
         self.header_base: list[int] = []
         self.header_fields: dict[str, list[tuple[str, int, bool]]] = {}
         self.metadata: set[int] = set()
+        self.varbit_slots: dict[int, int] = {}  # slot -> largest width in bits
         F0: list[int] = []
         V0: list[int] = []
         for h in j.get("headers", []):
@@ -153,11 +157,13 @@ class _Compiler:
             self.header_index[h["name"]] = hid
             self.header_base.append(len(F0))
             fields = []
+            fixed = sum(f[1] for f in ht["fields"] if f[1] != "*")
             for f in ht["fields"]:
                 name, width = f[0], f[1]
                 signed = bool(f[2]) if len(f) > 2 else False
                 if width == "*":
-                    width = 0  # varbit: unsupported beyond zero length
+                    width = max(0, int(ht.get("max_length", 0)) * 8 - fixed)
+                    self.varbit_slots[len(F0)] = width
                 self.field_index[(h["name"], name)] = len(F0)
                 self.field_width[len(F0)] = width
                 self.field_signed[len(F0)] = signed
@@ -353,7 +359,8 @@ class _Compiler:
         if op in ("assign_header",):
             d, s = self.header_ref(a[0]), self.header_ref(a[1])
             return [f"_d = {d}; _s = {s}; _n = HLEN[_d]",
-                    "F[HB[_d]:HB[_d] + _n] = F[HB[_s]:HB[_s] + _n]; V[_d] = V[_s]"]
+                    "F[HB[_d]:HB[_d] + _n] = F[HB[_s]:HB[_s] + _n]; V[_d] = V[_s]"] + (
+                        ["_copy_vl(P, HB[_d], HB[_s], _n)"] if self.varbit_slots else [])
         if op == "assign_union":
             d, s = self.unions[a[0]["value"]], self.unions[a[1]["value"]]
             lines = []
@@ -371,6 +378,8 @@ class _Compiler:
             h = self.header_ref(a[0])
             lines = [f"_h = {h}",
                      "if not V[_h]: F[HB[_h]:HB[_h] + HLEN[_h]] = [0] * HLEN[_h]; V[_h] = 1"]
+            if self.varbit_slots:  # a varbit field of a newly valid header is empty
+                lines.insert(1, "if not V[_h]: [P.VL.pop(_k, None) for _k in range(HB[_h], HB[_h] + HLEN[_h])]")
             if h.isdigit():  # a member of a header union: the other members become invalid
                 for members in self.unions.values():
                     if int(h) in members:
@@ -479,16 +488,19 @@ class _Compiler:
             t = inp["type"]
             if t == "field":
                 i = self.fidx(inp["value"])
-                parts.append(f"(F[{i}], {self.field_width[i]})")
-                self._parts.append((f"F[{i}]", self.field_width[i]))
+                w = f"P.VL.get({i}, 0)" if i in self.varbit_slots else self.field_width[i]
+                parts.append(f"(F[{i}], {w})")
+                self._parts.append((f"F[{i}]", w))
             elif t == "hexstr":
                 parts.append(f"({int(inp['value'], 16)}, {inp.get('bitwidth', 8)})")
                 self._parts.append((str(int(inp['value'], 16)), int(inp.get('bitwidth', 8))))
             elif t == "header":
                 h = inp["value"]
                 for fname, w, _ in self.header_fields[h]:
-                    parts.append(f"(F[{self.field_index[(h, fname)]}], {w})")
-                    self._parts.append((f"F[{self.field_index[(h, fname)]}]", w))
+                    i = self.field_index[(h, fname)]
+                    w = f"P.VL.get({i}, 0)" if i in self.varbit_slots else w
+                    parts.append(f"(F[{i}], {w})")
+                    self._parts.append((f"F[{i}]", w))
             elif t == "payload":
                 payload = True
             elif t == "expression":
@@ -501,6 +513,8 @@ class _Compiler:
     def _packer(self, parts: str) -> str:
         """Source packing `[(value_src, width), ...]` to bytes; inline when byte-aligned."""
         items = self._parts
+        if any(isinstance(w, str) for _, w in items):  # varbit: width known per packet
+            return f"_pack({parts})"
         total = sum(w for _, w in items)
         if not items or total % 8:
             return f"_pack({parts})"
@@ -536,6 +550,7 @@ class _Compiler:
         self.ns["_payload"] = lambda P: P.data[P.off:]
         self.ns["_look"] = self._make_lookahead()
         self.ns["_push"] = _push
+        self.ns["_copy_vl"] = _copy_vl
         self.ns["_pop"] = _pop
         self.counters = {c["name"]: CounterArray(c["name"], c.get("size", 0)) for c in j.get("counter_arrays", [])}
         self.meters = {m["name"]: MeterArray(m["name"], m.get("size", 0), m.get("type", "packets"),
@@ -602,6 +617,10 @@ class _Compiler:
         for name, hid in self.header_index.items():
             fields = self.header_fields[name]
             total = sum(w for _, w, _ in fields)
+            base = self.header_base[hid]
+            if any(base + i in self.varbit_slots for i in range(len(fields))):
+                exts.append(self.build_varbit_extractor(hid, fields))
+                continue
             if hid in self.metadata or total % 8:
                 exts.append(None)
                 continue
@@ -620,6 +639,35 @@ class _Compiler:
         self.ns["_EXT"] = exts
         return exts
 
+    def build_varbit_extractor(self, hid: int, fields: list[tuple[str, int, bool]]) -> Callable:
+        """Extractor `(P, bits)` of a header with a varbit field (BMv2's `extract_VL`): the
+        varbit field takes `bits` bits, which must be whole bytes and within its largest size."""
+        base = self.header_base[hid]
+        too_short = self.errors_value("PacketTooShort")
+        hdr_too_short = self.errors_value("HeaderTooShort")
+        vslot = next(base + i for i in range(len(fields)) if base + i in self.varbit_slots)
+        fixed = sum(w for i, (_, w, _) in enumerate(fields) if base + i != vslot)
+        body = [f"if n < 0 or n > {self.varbit_slots[vslot]} or (n + {fixed}) % 8:"
+                f" raise ParserException({hdr_too_short})",
+                f"total = n + {fixed}; nb = total // 8; o = P.off; d = P.data",
+                f"if o + nb > len(d): raise ParserException({too_short})",
+                "x = int.from_bytes(d[o:o + nb], 'big'); P.off = o + nb; shift = total"]
+        for i, (_, w, signed) in enumerate(fields):
+            slot = base + i
+            width = "n" if slot == vslot else str(w)
+            body.append(f"shift -= {width}; _v = (x >> shift) & ((1 << {width}) - 1)")
+            body.append(f"F[{slot}] = _tcm(_v, {w})" if signed else f"F[{slot}] = _v")
+        body += [f"P.VL[{vslot}] = n", f"V[{hid}] = 1"]
+        return self.compile_fn(f"_extvl_{hid}", "P, n", body)
+
+    def _check_extract(self, hid: int, name: str, kind: str) -> None:
+        ext = self.ns["_EXT"][hid]
+        if ext is None:
+            raise ProgramLoadError(f"cannot extract header '{name}' (not byte-aligned)")
+        if (ext.__name__.startswith("_extvl_")) != (kind == "extract_VL"):
+            raise ProgramLoadError(f"'{kind}' of header '{name}' does not match its type "
+                                   "(extract_VL is for headers with a varbit field)")
+
     def build_parser(self) -> Callable:
         parsers = self.j.get("parsers", [])
         if not parsers:
@@ -633,19 +681,25 @@ class _Compiler:
             for op in st.get("parser_ops", []):
                 kind = op["op"]
                 params = op.get("parameters", [])
-                if kind == "extract":
+                if kind in ("extract", "extract_VL"):
                     p0 = params[0]
+                    args = "P"
+                    if kind == "extract_VL":
+                        size = params[1]
+                        if size.get("type") == "expression" and "type" in size.get("value", {}):
+                            size = size["value"]
+                        args = f"P, {self.ex(size)}"
                     if p0["type"] == "regular":
                         hid = self.hid(p0["value"])
-                        if self.ns["_EXT"][hid] is None:
-                            raise ProgramLoadError(f"cannot extract header '{p0['value']}' (not byte-aligned)")
-                        body.append(f"_EXT[{hid}](P)")
+                        self._check_extract(hid, p0["value"], kind)
+                        body.append(f"_EXT[{hid}]({args})")
                     elif p0["type"] == "stack":
                         sid = self.stack_id[p0["value"]]
                         size = len(self.stacks[p0["value"]])
+                        self._check_extract(self.stacks[p0["value"]][0], p0["value"], kind)
                         body += [f"_i = NX[{sid}]",
                                  f"if _i >= {size}: raise ParserException({oob})",
-                                 f"_EXT[STK[{sid}][_i]](P); NX[{sid}] = _i + 1"]
+                                 f"_EXT[STK[{sid}][_i]]({args}); NX[{sid}] = _i + 1"]
                     else:
                         raise ProgramLoadError(f"unsupported extract target '{p0['type']}'")
                 elif kind == "set":
@@ -900,6 +954,12 @@ class _Compiler:
             fields = self.header_fields[name]
             total = sum(w for _, w, _ in fields)
             base = self.header_base[hid]
+            if any(base + i in self.varbit_slots for i in range(len(fields))):
+                widths = [(base + i, f"P.VL.get({base + i}, 0)" if base + i in self.varbit_slots else w)
+                          for i, (_, w, _) in enumerate(fields)]
+                pairs = ", ".join(f"(F[{slot}], {w})" for slot, w in widths)
+                body.append(f"if V[{hid}]: out.append(_pack([{pairs}]))")
+                continue
             parts = []
             shift = total
             for i, (_, w, _) in enumerate(fields):
@@ -956,6 +1016,17 @@ def _copy_header(P: PacketState, dst: int, src: int, spans: dict) -> None:
     db, n = spans[dst]
     sb, _ = spans[src]
     P.F[db:db + n] = P.F[sb:sb + n]
+    if P.VL:
+        _copy_vl(P, db, sb, n)
+
+
+def _copy_vl(P: PacketState, dst: int, src: int, n: int) -> None:
+    """Copy the varbit lengths of the `n` slots from `src` on to the slots from `dst` on."""
+    for k in range(n):
+        if src + k in P.VL:
+            P.VL[dst + k] = P.VL[src + k]
+        else:
+            P.VL.pop(dst + k, None)
 
 
 def load_program(bmv2_json: dict, log: Callable[[str], None] | None = None) -> Program:

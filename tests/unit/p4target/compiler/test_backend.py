@@ -159,13 +159,21 @@ def test_missing_main_and_unknown_state() -> None:
         compile_text(src, "state.p4")
 
 
-def test_unsupported_constructs_say_so() -> None:
+def test_varbit_extract_needs_its_size() -> None:
     src = PRELUDE.replace("struct headers_t", "header v_t { varbit<64> opts; }\nstruct headers_t") + """
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
 V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
-    with pytest.raises(CompileError, match="varbit"):
-        compile_text(src.replace("ip_t ip; }", "ip_t ip; v_t v; }"), "u.p4")
+    src = src.replace("ip_t ip; }", "ip_t ip; v_t v; }")
+    with pytest.raises(CompileError, match="varbit size in bits as second argument"):
+        compile_text(src.replace("pkt.extract(hdr.ip);", "pkt.extract(hdr.v);"), "u.p4")
+    with pytest.raises(CompileError, match="needs a header with a varbit field"):
+        compile_text(src.replace("pkt.extract(hdr.ip);", "pkt.extract(hdr.ip, 32w8);"), "u.p4")
+    doc = compile_text(src.replace("pkt.extract(hdr.ip);", "pkt.extract(hdr.v, 32w16);"), "u.p4").bmv2_json
+    vt = next(t for t in doc["header_types"] if t["name"] == "v_t")
+    assert vt["fields"] == [["opts", "*"]] and vt["max_length"] == 8
+    ops = doc["parsers"][0]["parse_states"][1]["parser_ops"]
+    assert ops[0]["op"] == "extract_VL" and ops[0]["parameters"][1]["type"] == "expression"
 
 
 def test_extern_calls_and_exit_under_conditions_in_actions_use_jumps() -> None:
