@@ -119,10 +119,10 @@ class Bmv2Program:
                     "metadata": True, "pi_omit": True}]
         # BMv2 looks headers up by id: scalars goes last so existing ids stay valid
         headers = self.headers + headers
+        # like p4c, every header type is padded (BMv2 asserts whole bytes; packet headers
+        # of odd widths extract and emit their padding bits)
         for t in header_types:
-            if t["name"] != "scalars_0" and any(h["metadata"] and h["header_type"] == t["name"]
-                                                 for h in self.headers):
-                t["fields"] = self._padded(t["fields"])
+            t["fields"] = self._padded(t["fields"])
         return {
             "header_types": header_types,
             "headers": headers,
@@ -153,7 +153,7 @@ class Bmv2Program:
 
     @staticmethod
     def _padded(fields: list[list]) -> list[list]:
-        """BMv2 wants metadata headers a whole number of bytes long: pad with ``_padding``."""
+        """BMv2 wants every header a whole number of bytes long: pad with ``_padding``."""
         fields = [f for f in fields if not f[0].startswith("_padding")]
         total = sum(f[1] for f in fields)
         if total % 8:

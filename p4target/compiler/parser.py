@@ -585,6 +585,8 @@ class Parser(ExpressionParsing):
     def parse_table(self, anns) -> ast.TableDecl:
         start = self.expect("table")
         name = self.expect_name("the table name")
+        if self.accept("("):  # p4c accepts an empty parameter list: `table t() { ... }`
+            self.expect(")", "')' closing the table's empty parameter list")
         self.expect("{", "'{' opening the table")
         props: List[ast.TableProperty] = []
         while not self.accept("}"):

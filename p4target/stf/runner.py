@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -10,6 +11,8 @@ from p4target.engine import Engine, EngineError, Exact, Lpm, Range, Ternary, Opt
 from .errors import StfError
 from .parser import Command
 
+_STF_PRIORITY_BASE = 10000
+_COPY_SUFFIX = re.compile(r"_\d+$")
 _OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
         "<=": operator.le, ">=": operator.ge}
 
@@ -84,7 +87,13 @@ class StfRunner:
 
     # -- control plane -------------------------------------------------------------------
     def _action(self, table_actions, name: str, params: list[tuple[str, int]]) -> tuple[str, list[int]]:
-        action = _resolve(name, table_actions, "action")
+        try:
+            action = _resolve(name, table_actions, "action")
+        except StfError:
+            # a table may list its own copy of an action (bound directional arguments make
+            # one per table, named like `a_0`); STF names the original
+            copies = {_COPY_SUFFIX.sub("", n): n for n in table_actions}
+            action = copies[_resolve(name, copies, "action")]
         spec = table_actions[action]
         given = dict(params)
         data = []
@@ -126,10 +135,11 @@ class StfRunner:
             else:
                 key.append(Range(*vals))
         action, data = self._action(table.actions, a["action"], a["params"])
-        priority = a["priority"]
-        if table.match_type == "ternary" and priority is None:
-            priority = 1
-        priority = priority if table.match_type == "ternary" else None
+        priority = None
+        if table.match_type == "ternary":
+            # STF priorities rank the other way round from BMv2's (a higher STF number wins);
+            # p4c's STF driver hands simple_switch 10000 - priority, and so do we
+            priority = _STF_PRIORITY_BASE - (a["priority"] or 0)
         if table.profile is not None:
             # STF names an action directly; like p4c's BMv2 STF backend, give it a member
             member = self.engine.act_prof_add_member(table.profile.name, action, data)

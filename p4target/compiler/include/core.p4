@@ -5,6 +5,8 @@
  * compile unchanged. */
 #ifndef GRADLANE_P4TARGET_CORE_P4
 #define GRADLANE_P4TARGET_CORE_P4
+/* The guard name p4c's core.p4 defines; programs test it with #ifdef. */
+#define _CORE_P4_
 
 /* Errors a parser may signal. */
 error {

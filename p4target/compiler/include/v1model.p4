@@ -5,6 +5,8 @@
  * unchanged. */
 #ifndef GRADLANE_P4TARGET_V1MODEL_P4
 #define GRADLANE_P4TARGET_V1MODEL_P4
+/* The guard name p4c's v1model.p4 defines; programs test it with #ifdef. */
+#define _V1_MODEL_P4_
 
 #include <core.p4>
 

@@ -152,9 +152,9 @@ def priority_by_class() -> Scenario:
     _routes(s)
     _class(s, prio=6, layers="0..1", eligible=0, slot=1, push_bp=0, pull_bp=0, threshold=100)
     _class(s, prio=2, layers="2..9", eligible=1, slot=2, push_bp=1000, pull_bp=500, threshold=100)
-    s.comment("STF priorities are BMv2's: the lower value wins")
+    s.comment("STF priorities: the higher value wins (BMv2 gets 10000 - priority)")
     _class(s, prio=4, layers="2..9", eligible=0, slot=3, push_bp=0, pull_bp=0, threshold=100, mags="6..7",
-           priority=5)
+           priority=15)
     s.comment("layer 0 -> queue 6 of port 2 (index 2*8+6 = 22)")
     _send_grad(s, Grad(layer_id=0))
     s.comment("layer 5, small magnitude -> queue 2 (index 18)")

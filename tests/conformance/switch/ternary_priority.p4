@@ -1,4 +1,4 @@
-// Ternary entries: among matching entries the lowest priority value wins (BMv2 rule).
+// Ternary entries: among matching entries the highest STF priority wins (BMv2 gets 10000 - it).
 #include <core.p4>
 #include <v1model.p4>
 #include "common_h.p4"
