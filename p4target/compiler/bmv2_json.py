@@ -155,6 +155,8 @@ class Bmv2Program:
     def _padded(fields: list[list]) -> list[list]:
         """BMv2 wants every header a whole number of bytes long: pad with ``_padding``."""
         fields = [f for f in fields if not f[0].startswith("_padding")]
+        if any(not isinstance(f[1], int) for f in fields):
+            return fields  # a varbit ('*') field: its size is per packet
         total = sum(f[1] for f in fields)
         if total % 8:
             fields = fields + [["_padding", 8 - total % 8, False]]
