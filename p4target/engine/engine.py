@@ -412,7 +412,7 @@ class Engine:
         P = prog.new_state()
         P.data = data
         P.orig = data
-        P.length = len(data)
+        P.length = P.length_reg = len(data)
         sm = self._sm
         F = P.F
         if sm["ingress_port"] is not None:
@@ -434,7 +434,9 @@ class Engine:
         sm = self._sm
         F = P.F
         P.now_us = now = self.clock_us()
-        if sm["ingress_global_timestamp"] is not None:
+        # BMv2 stamps packets as they arrive; resubmitted and recirculated ones keep the reset
+        # (zero) value unless their field list preserves it
+        if sm["ingress_global_timestamp"] is not None and P.passes == 0:
             F[sm["ingress_global_timestamp"]] = int(now)
         try:
             prog.parser(P)
@@ -453,11 +455,12 @@ class Engine:
             session, fl = P.clone
             ms = self.mirror_sessions.get(session)
             if ms is not None:
-                # BMv2 parses the received bytes again (ingress_port kept), resets the
-                # other metadata and copies the preserved fields
+                # BMv2 parses the received bytes again (with ingress_port set, as the parser
+                # may branch on it), then resets all metadata and copies the preserved fields
                 C = self._new_packet(port, P.orig, pg.INGRESS_CLONE)
                 C.now_us = now
                 prog.parser(C)
+                self._reset_metadata(C)
                 self._copy_fields(fl, P, C)
                 self._set_instance(C, pg.INGRESS_CLONE)
                 self._to_mirror(ms, C)
@@ -536,6 +539,8 @@ class Engine:
                 F[sm[name]] = value
         if sm["qid"] is not None and sm["priority"] is not None:
             F[sm["qid"]] = F[sm["priority"]]
+        if sm["packet_length"] is not None:
+            F[sm["packet_length"]] = P.length_reg
         P.clone = None
         try:
             prog.egress(P)

@@ -40,7 +40,7 @@ class AssertFailure(Exception):
 
 class PacketState:
     """Per-packet state: the PHV plus the bookkeeping of v1model's primitives."""
-    __slots__ = ("F", "V", "NX", "VL", "data", "off", "length", "clone", "resubmit", "recirc",
+    __slots__ = ("F", "V", "NX", "VL", "data", "off", "length", "length_reg", "clone", "resubmit", "recirc",
                  "digests", "truncate", "now_us", "orig", "logs", "passes")
 
     def __init__(self, F: list, V: list, NX: list) -> None:
@@ -50,7 +50,10 @@ class PacketState:
         self.VL: dict[int, int] = {}
         self.data = b""
         self.off = 0
-        self.length = 0
+        self.length = 0  # bytes received (BMv2's ingress length: counters and meters use it)
+        # BMv2's packet-length register: add_header/remove_header adjust it and egress
+        # reads standard_metadata.packet_length from it
+        self.length_reg = 0
         self.clone = None
         self.resubmit = None
         self.recirc = None
@@ -65,6 +68,7 @@ class PacketState:
         p = PacketState(self.F[:], self.V[:], self.NX[:])
         p.VL = dict(self.VL)
         p.data, p.off, p.length, p.orig, p.now_us = self.data, self.off, self.length, self.orig, self.now_us
+        p.length_reg = self.length_reg
         p.truncate = self.truncate
         p.passes = self.passes
         return p
@@ -189,6 +193,7 @@ class _Compiler:
         self.ns["HB"] = self.header_base
         self.ns["STK"] = [ids for ids in self.stacks.values()]
         self.ns["HLEN"] = [len(self.header_fields[h["name"]]) for h in j.get("headers", [])]
+        self.ns["HBYTES"] = [sum(w for _, w, _ in self.header_fields[h["name"]]) // 8 for h in j.get("headers", [])]
         self.ns["_SPANS"] = {hid: (self.header_base[hid], self.ns["HLEN"][hid]) for hid in range(len(V0))}
 
     def _header_name_by_id(self, hid: int) -> str:
@@ -374,10 +379,12 @@ class _Compiler:
             lines.append(f"NX[{self.stack_id[a[0]['value']]}] = NX[{self.stack_id[a[1]['value']]}]")
             return lines
         if op in ("add_header", "setValid"):
-            # like BMv2, making an invalid header valid zeroes its fields
+            # like BMv2, making an invalid header valid zeroes its fields and grows the
+            # packet-length register by the header's size
             h = self.header_ref(a[0])
             lines = [f"_h = {h}",
-                     "if not V[_h]: F[HB[_h]:HB[_h] + HLEN[_h]] = [0] * HLEN[_h]; V[_h] = 1"]
+                     "if not V[_h]: F[HB[_h]:HB[_h] + HLEN[_h]] = [0] * HLEN[_h]; V[_h] = 1; "
+                     "P.length_reg += HBYTES[_h]"]
             if self.varbit_slots:  # a varbit field of a newly valid header is empty
                 lines.insert(1, "if not V[_h]: [P.VL.pop(_k, None) for _k in range(HB[_h], HB[_h] + HLEN[_h])]")
             if h.isdigit():  # a member of a header union: the other members become invalid
@@ -386,7 +393,8 @@ class _Compiler:
                         lines += [f"V[{o}] = 0" for o in members if o != int(h)]
             return lines
         if op in ("remove_header", "setInvalid"):
-            return [f"V[{self.header_ref(a[0])}] = 0"]
+            return [f"_h = {self.header_ref(a[0])}",
+                    "if V[_h]: V[_h] = 0; P.length_reg -= HBYTES[_h]"]
         if op in ("mark_to_drop", "drop"):
             return [f"F[{self.sm_idx('egress_spec')}] = {DROP_PORT}"] + (
                 [f"F[{self.sm_idx('mcast_grp')}] = 0"] if self.sm_opt("mcast_grp") is not None else [])
@@ -737,7 +745,8 @@ class _Compiler:
                 body.append(f"k = {expr}")
             for tr in st.get("transitions", []):
                 nxt = repr(tr.get("next_state"))
-                ttype = tr.get("type", "hexstr")
+                # older p4c writes a default transition as {"value": "default"} without a type
+                ttype = tr.get("type") or ("default" if tr.get("value") == "default" else "hexstr")
                 if ttype == "default":
                     body.append(f"return {nxt}")
                     break
