@@ -193,7 +193,10 @@ class _Compiler:
         self.ns["HB"] = self.header_base
         self.ns["STK"] = [ids for ids in self.stacks.values()]
         self.ns["HLEN"] = [len(self.header_fields[h["name"]]) for h in j.get("headers", [])]
-        self.ns["HBYTES"] = [sum(w for _, w, _ in self.header_fields[h["name"]]) // 8 for h in j.get("headers", [])]
+        # fixed size in bytes (a varbit field adds its per-packet length, see remove_header)
+        self.ns["HBYTES"] = [sum(w for k, (_, w, _) in enumerate(self.header_fields[h["name"]])
+                                 if self.header_base[hid] + k not in self.varbit_slots) // 8
+                             for hid, h in enumerate(j.get("headers", []))]
         self.ns["_SPANS"] = {hid: (self.header_base[hid], self.ns["HLEN"][hid]) for hid in range(len(V0))}
 
     def _header_name_by_id(self, hid: int) -> str:
@@ -393,8 +396,11 @@ class _Compiler:
                         lines += [f"V[{o}] = 0" for o in members if o != int(h)]
             return lines
         if op in ("remove_header", "setInvalid"):
+            shrink = "HBYTES[_h]"
+            if self.varbit_slots:
+                shrink += " + sum(P.VL.get(_k, 0) for _k in range(HB[_h], HB[_h] + HLEN[_h])) // 8"
             return [f"_h = {self.header_ref(a[0])}",
-                    "if V[_h]: V[_h] = 0; P.length_reg -= HBYTES[_h]"]
+                    f"if V[_h]: V[_h] = 0; P.length_reg -= {shrink}"]
         if op in ("mark_to_drop", "drop"):
             return [f"F[{self.sm_idx('egress_spec')}] = {DROP_PORT}"] + (
                 [f"F[{self.sm_idx('mcast_grp')}] = 0"] if self.sm_opt("mcast_grp") is not None else [])
