@@ -67,6 +67,7 @@ class StfRunner:
         self.expected: dict[int, list[Command]] = {}
         self.received: dict[int, list[str]] = {}
         self.nodes: list[int] = []
+        self.test_ports: set[int] = set()
 
     def say(self, text: str) -> None:
         self.result.lines.append(text)
@@ -77,6 +78,8 @@ class StfRunner:
         self.say(f"{where}FAIL {text}")
 
     def run(self, commands: list[Command]) -> StfResult:
+        # p4c's runner gives BMv2 an interface only for the ports its packet/expect lines name
+        self.test_ports = {c.args["port"] for c in commands if c.kind in ("packet", "expect")}
         for cmd in commands:
             try:
                 getattr(self, "_do_" + cmd.kind)(cmd)
@@ -223,5 +226,8 @@ class StfRunner:
                               + (f" (expected {cmd.args['data']})" if cmd.args["data"] else ""))
                 exps.clear()
             for actual in got:
-                self.fail(None, f"unexpected packet on port {port}: {actual}")
+                if port in self.test_ports:
+                    self.fail(None, f"unexpected packet on port {port}: {actual}")
+                else:
+                    self.say(f"note packet on port {port} ignored: the test names no port {port}")
             got.clear()

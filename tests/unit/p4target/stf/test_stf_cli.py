@@ -57,9 +57,23 @@ expect 4 00
 
 
 def test_unexpected_packet_fails(tmp_path, capsys):
-    stf = f"setdefault ipv4_lpm ipv4_forward(dstAddr:1, port:5)\npacket 1 {_frame(64).hex()}\n"
+    stf = (f"setdefault ipv4_lpm ipv4_forward(dstAddr:1, port:5)\npacket 1 {_frame(64).hex()}\n"
+           f"packet 5 {_frame(64).hex()}\n")
     assert main(_write(tmp_path, stf)) == 1
     assert "unexpected packet on port 5" in capsys.readouterr().out
+
+
+def test_packet_on_a_port_the_test_never_names_is_ignored(tmp_path, capsys):
+    # as with p4c's runner, which starts BMv2 with interfaces for the test's ports only
+    stf = f"setdefault ipv4_lpm ipv4_forward(dstAddr:1, port:5)\npacket 1 {_frame(64).hex()}\n"
+    assert main(_write(tmp_path, stf)) == 0
+    assert "port 5 ignored" in capsys.readouterr().out
+
+
+def test_lone_last_digit_and_empty_packet(tmp_path, capsys):
+    from p4target.stf.parser import parse_stf
+    cmds = parse_stf("packet 1 00 1\nexpect 1 00 0\npacket 2\n", "t.stf")
+    assert [c.args["data"] for c in cmds] == ["0001", "000", ""]
 
 
 def test_bad_line_reports_file_and_line(tmp_path, capsys):
