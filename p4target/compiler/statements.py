@@ -12,10 +12,11 @@ from typing import Any, Optional
 
 from p4target.compiler import ast
 from p4target.compiler.bmv2_json import expr
+from p4target.compiler.call_order import CallHoister
 from p4target.compiler.context import Context
 from p4target.compiler.expressions import Env, ExpressionLowering, to_data
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool
+from p4target.compiler.types import Bits, Bool, VoidT
 from p4target.compiler.values import (ActionSymbol, BlockInstance, ConstValue, ControlContext,
                                       ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       PacketValue, StackValue, StructValue,
@@ -118,16 +119,10 @@ class StatementLowering:
             return self.with_env(self.env.child()).block(s.statements)
         if isinstance(s, ast.EmptyStatement):
             return []
-        if isinstance(s, (ast.AssignmentStatement, ast.VariableDecl)):
-            value = s.value if isinstance(s, ast.AssignmentStatement) else s.initializer
-            if value is not None and _has_table_apply(value):
-                applies, value = self.hoist_applies(value)
-                rest = dataclasses.replace(s, value=value) if isinstance(s, ast.AssignmentStatement) \
-                    else dataclasses.replace(s, initializer=value)
-                return [SubBlock(applies + self.statement(rest))]
+        hoisted = self._hoist_calls(s)
+        if hoisted is not None:
+            return hoisted
         if isinstance(s, ast.AssignmentStatement):
-            if self._function_of(s.value) is not None and not isinstance(s.target, ast.SliceExpression):
-                return [self.inline_function(s.value, self.ex.lvalue(s.target))]
             return [Prims(self.assignment(s.target, s.value))]
         if isinstance(s, ast.MethodCallStatement):
             return self.call(s.call)
@@ -138,8 +133,6 @@ class StatementLowering:
             self.env.define(s.name, v)
             if s.initializer is None:
                 return []
-            if self._function_of(s.initializer) is not None:
-                return [self.inline_function(s.initializer, v)]
             return [Prims(self.assign_value(v, s.initializer, s))]
         if isinstance(s, ast.ConstDecl):
             t = self.ctx.scope.resolve(s.type)
@@ -161,10 +154,12 @@ class StatementLowering:
 
     def if_statement(self, s: ast.IfStatement) -> Item:
         apply_call = _table_apply_in(s.condition)
-        if apply_call is None and _has_table_apply(s.condition):
-            applies, cond = self.hoist_applies(s.condition)
-            rest = ast.IfStatement(loc=s.loc, condition=cond, then=s.then, otherwise=s.otherwise)
-            return SubBlock(applies + [self.if_statement(rest)])
+        if apply_call is None:
+            hoister = CallHoister(self)
+            if hoister.has_call(s.condition):
+                cond = hoister.value(s.condition)
+                rest = ast.IfStatement(loc=s.loc, condition=cond, then=s.then, otherwise=s.otherwise)
+                return SubBlock(hoister.items + [self.if_statement(rest)])
         then = self.with_env(self.env.child()).statement(s.then)
         otherwise = self.with_env(self.env.child()).statement(s.otherwise) if s.otherwise else []
         if apply_call is not None:
@@ -176,32 +171,25 @@ class StatementLowering:
             return HitItem(table, call, then, otherwise) if hit else HitItem(table, call, otherwise, then)
         return IfItem(self.ex.lower_bool(s.condition), then, otherwise)
 
-    def hoist_applies(self, e: ast.Expression) -> tuple[list[Item], ast.Expression]:
-        """Apply each table named by ``t.apply().hit/miss`` inside ``e`` first (left to right),
-        recording the result in a bool variable; returns those steps and ``e`` reading them."""
-        items: list[Item] = []
-
-        def rebuild(node: Any) -> Any:
-            if isinstance(node, ast.MemberExpression) and node.member in ("hit", "miss") and \
-                    isinstance(node.expr, ast.MethodCallExpression):
-                table = self._table_of(node.expr)
-                name = f"__{node.member}_{len(self.ctx.hidden)}_{len(items)}"
-                flag = self.ctx.storage.variable(f"{table.decl.name}_{node.member}", Bool(), node)
-                self.env.define(name, flag)
-                one = [Prims([assign(flag.json(), {"type": "hexstr", "value": "0x1"})])]
-                zero = [Prims([assign(flag.json(), {"type": "hexstr", "value": "0x0"})])]
-                hit = node.member == "hit"
-                items.append(HitItem(table, node.expr, one if hit else zero, zero if hit else one))
-                return ast.PathExpression(loc=node.loc, name=name)
-            if isinstance(node, ast.Node):
-                changes = {f.name: rebuild(getattr(node, f.name)) for f in dataclasses.fields(node)
-                           if f.name != "loc"}
-                return dataclasses.replace(node, **changes)
-            if isinstance(node, tuple):
-                return tuple(rebuild(n) for n in node)
-            return node
-
-        return items, rebuild(e)
+    def _hoist_calls(self, s: ast.Statement) -> Optional[list[Item]]:
+        """``s`` preceded by the calls inside its expressions (see `call_order`), or None when
+        it has none."""
+        hoister = CallHoister(self)
+        if isinstance(s, ast.AssignmentStatement) and hoister.has_call(s):
+            target = hoister.target(s.target, save_indices=hoister.has_call(s.value))
+            rest: ast.Statement = dataclasses.replace(s, target=target, value=hoister.value(s.value))
+        elif isinstance(s, ast.VariableDecl) and s.initializer is not None and hoister.has_call(s.initializer):
+            rest = dataclasses.replace(s, initializer=hoister.value(s.initializer))
+        elif isinstance(s, ast.ReturnStatement) and s.value is not None and hoister.has_call(s.value):
+            rest = dataclasses.replace(s, value=hoister.value(s.value))
+        elif isinstance(s, ast.SwitchStatement) and not _is_action_run(s.expression) and \
+                hoister.has_call(s.expression):
+            rest = dataclasses.replace(s, expression=hoister.value(s.expression))
+        elif isinstance(s, ast.MethodCallStatement) and hoister.has_call(s.call.args):
+            rest = dataclasses.replace(s, call=hoister.call(s.call, want_result=False))
+        else:
+            return None
+        return [SubBlock(hoister.items + self.statement(rest))]
 
     def switch_statement(self, s: ast.SwitchStatement) -> Item:
         e = s.expression
@@ -301,6 +289,9 @@ class StatementLowering:
         if isinstance(dst, FieldValue):
             j, t = self.ex.rvalue(src, node, dst.type)
             return [assign(dst.json(), to_data(j, t))]
+        if isinstance(dst, ExprValue):  # dynamic stack field
+            j, t = self.ex.rvalue(src, node, dst.type)
+            return [assign(dst.json, to_data(j, t))]
         if isinstance(dst, StackValue) and isinstance(src, StackValue):
             return [prim("assign_header_stack", {"type": "header_stack", "value": dst.name},
                          {"type": "header_stack", "value": src.name})]
@@ -397,32 +388,42 @@ class StatementLowering:
         lowering = StatementLowering(self.ctx, env, self.control, self.in_parser, "action")
         return [SubBlock(lowering.block(sym.decl.body.statements))]
 
-    def _function_of(self, e: ast.Expression) -> Optional[ast.FunctionDecl]:
+    def function_of(self, e: Any) -> Optional[ast.FunctionDecl]:
+        """The P4 function ``e`` calls, if it is such a call."""
         if isinstance(e, ast.MethodCallExpression) and isinstance(e.method, ast.PathExpression) \
                 and self.env.lookup(e.method.name) is None:
             return self.ctx.scope.functions.get(e.method.name)
         return None
 
     def inline_function(self, c: ast.MethodCallExpression, target: Optional[Value]) -> Item:
-        """A P4 function call, inlined; ``return e`` assigns ``target`` and leaves the body."""
-        decl = self._function_of(c)
+        """A P4 function call, inlined with copy-in/copy-out: every parameter is a fresh
+        variable (``in``/``inout`` copied in, ``out`` headers invalid), ``return e`` assigns
+        ``target`` and leaves the body, then ``out``/``inout`` parameters are copied back in
+        parameter order."""
+        decl = self.function_of(c)
         assert decl is not None
+        if target is None and decl.prototype.return_type is not None:
+            t = self.ctx.scope.resolve(decl.prototype.return_type)
+            if not isinstance(t, VoidT):  # called as a statement: the value is dropped
+                target = self.ctx.storage.variable(f"{decl.name}_result", t, c)
         env = self.ctx.global_env.child()
         copy_in: list[dict] = []
+        copy_out: list[dict] = []
         for p, a in self.bind_args(decl.prototype.params, c.args, c):
             if a is None:
                 raise fail(c, f"missing argument for parameter '{p.name}' of function '{decl.name}'")
             t = self.ctx.scope.resolve(p.type)
+            param = self.ctx.storage.variable(f"{decl.name}_{p.name}", t, p)
+            env.define(p.name, param)
             if p.direction in ("out", "inout"):
-                env.define(p.name, self.ex.lvalue(a))
+                arg = self.ex.lvalue(a)
+                copy_in += self.copy(param, arg, c) if p.direction == "inout" else _invalidate(param)
+                copy_out += self.copy(arg, param, c)
             else:
-                # copy-in: the body may assign its parameters
-                tmp = self.ctx.storage.variable(f"{decl.name}_{p.name}", t, p)
-                env.define(p.name, tmp)
-                copy_in += self.assign_value(tmp, a, c)
+                copy_in += self.assign_value(param, a, c)
         body = StatementLowering(self.ctx, env, self.control, self.in_parser, self.block_kind,
                                  return_target=target).block(decl.body.statements)
-        return SubBlock(([Prims(copy_in)] if copy_in else []) + body)
+        return SubBlock([Prims(copy_in), SubBlock(body), Prims(copy_out)])
 
     def inline_block(self, inst: BlockInstance, c: ast.MethodCallExpression) -> Item:
         from p4target.compiler.controls import ControlLowering
@@ -451,9 +452,20 @@ def _table_apply_in(cond: ast.Expression) -> Optional[tuple[ast.MethodCallExpres
     return None
 
 
-def _has_table_apply(e: ast.Expression) -> bool:
-    return any(isinstance(n, ast.MemberExpression) and n.member in ("hit", "miss") and
-               isinstance(n.expr, ast.MethodCallExpression) for n in ast.walk(e))
+def _invalidate(v: Value) -> list[dict]:
+    """An ``out`` parameter's start: its headers invalid (scalars are left undefined)."""
+    if isinstance(v, HeaderValue) and not v.metadata:
+        return [prim("remove_header", {"type": "header", "value": v.name})]
+    if isinstance(v, (StructValue, UnionValue)):
+        return [p for m in v.members.values() for p in _invalidate(m)]
+    if isinstance(v, StackValue):
+        return [prim("remove_header", {"type": "header", "value": e}) for e in v.elements]
+    return []
+
+
+def _is_action_run(e: ast.Expression) -> bool:
+    return isinstance(e, ast.MemberExpression) and e.member == "action_run" and \
+        isinstance(e.expr, ast.MethodCallExpression)
 
 
 def _initializer_pairs(value: Any, names: list[str], node: Any) -> list[tuple[str, ast.Expression]]:
