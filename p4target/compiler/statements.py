@@ -369,6 +369,15 @@ class StatementLowering:
             raise fail(node, f"no parameter named '{next(iter(named))}'")
         return out
 
+    def _in_argument(self, a: ast.Expression, t: Any) -> Value:
+        """An ``in`` argument as the callee sees it: aggregates by reference, scalars as an
+        expression of the parameter's type (so a literal gets the parameter's width)."""
+        v = self.ex.value_of(a) if isinstance(a, (ast.PathExpression, ast.MemberExpression)) else None
+        if isinstance(v, (HeaderValue, StructValue, StackValue, UnionValue)):
+            return v
+        j, jt = self.ex.lower(a, t)
+        return ExprValue(j, t if not isinstance(jt, Bool) else jt)
+
     def inline_action(self, sym: ActionSymbol, c: ast.MethodCallExpression) -> list[Item]:
         env = self.env.child()
         pairs = self.bind_args(sym.decl.params, c.args, c)
@@ -379,12 +388,7 @@ class StatementLowering:
             if p.direction in ("out", "inout"):
                 env.define(p.name, self.ex.lvalue(a))
             else:
-                v = self.ex.value_of(a) if isinstance(a, (ast.PathExpression, ast.MemberExpression)) else None
-                if isinstance(v, (HeaderValue, StructValue, StackValue, UnionValue)):
-                    env.define(p.name, v)
-                else:
-                    j, jt = self.ex.lower(a, t)
-                    env.define(p.name, ExprValue(j, t if not isinstance(jt, Bool) else jt))
+                env.define(p.name, self._in_argument(a, t))
         lowering = StatementLowering(self.ctx, env, self.control, self.in_parser, "action")
         return [SubBlock(lowering.block(sym.decl.body.statements))]
 
@@ -433,7 +437,8 @@ class StatementLowering:
         for p, a in self.bind_args(inst.decl.params, c.args, c):
             if a is None:
                 raise fail(c, f"missing argument for parameter '{p.name}'")
-            bindings[p.name] = self.ex.lvalue(a) if p.direction in ("out", "inout") else self.ex.value_of(a)
+            bindings[p.name] = self.ex.lvalue(a) if p.direction in ("out", "inout") \
+                else self._in_argument(a, self.ctx.scope.resolve(p.type))
         sub = ControlLowering(self.ctx, inst.decl, inst.name, bindings)
         return SubBlock(sub.apply_items())
 
