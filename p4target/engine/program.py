@@ -495,15 +495,29 @@ class _Compiler:
 
     # -- calculations ---------------------------------------------------------------------
     def calc_inputs(self, inputs: list[dict]) -> tuple[str, bool]:
+        """Source of the `[(value, width), ...]` list a calculation hashes, and whether the
+        payload follows. Like BMv2, fields and headers of invalid headers are left out;
+        `self._parts` holds the same list as if every header were valid, `self._guards`
+        the headers whose validity matters."""
         parts = []
         self._parts: list[tuple[str, int]] = []
+        self._guards: list[int] = []
         payload = False
+
+        def guarded(hname: str, w: Any) -> Any:
+            hid = self.hid(hname)
+            if hid in self.metadata:
+                return w
+            if hid not in self._guards:
+                self._guards.append(hid)
+            return f"({w} if V[{hid}] else 0)"
+
         for inp in inputs:
             t = inp["type"]
             if t == "field":
                 i = self.fidx(inp["value"])
                 w = f"P.VL.get({i}, 0)" if i in self.varbit_slots else self.field_width[i]
-                parts.append(f"(F[{i}], {w})")
+                parts.append(f"(F[{i}], {guarded(inp['value'][0], w)})")
                 self._parts.append((f"F[{i}]", w))
             elif t == "hexstr":
                 parts.append(f"({int(inp['value'], 16)}, {inp.get('bitwidth', 8)})")
@@ -513,7 +527,7 @@ class _Compiler:
                 for fname, w, _ in self.header_fields[h]:
                     i = self.field_index[(h, fname)]
                     w = f"P.VL.get({i}, 0)" if i in self.varbit_slots else w
-                    parts.append(f"(F[{i}], {w})")
+                    parts.append(f"(F[{i}], {guarded(h, w)})")
                     self._parts.append((f"F[{i}]", w))
             elif t == "payload":
                 payload = True
@@ -550,7 +564,11 @@ class _Compiler:
             raise ProgramLoadError(f"hash algorithm '{algo}' of '{name}' is not supported")
         self.ns[f"_algo_{algo}"] = hashes.ALGORITHMS[algo]
         parts, payload = self.calc_inputs(c["input"])
-        data = self._packer(parts) + (" + _payload(P)" if payload else "")
+        data = self._packer(parts)
+        if self._guards:  # the fast packing when every header is valid, else skip the invalid
+            valid = " and ".join(f"V[{h}]" for h in self._guards)
+            data = f"({data} if {valid} else _pack({parts}))"
+        data += " + _payload(P)" if payload else ""
         self.compile_fn(sym, "P", [f"return _algo_{algo}({data})"])
         return sym
 

@@ -208,6 +208,22 @@ def test_hash_primitive_in_action():
     assert eng.process(0, pkt())[0][1][2:4] == hashes.crc16(b"\x01\x02").to_bytes(2, "big")
 
 
+def test_hash_leaves_out_fields_of_invalid_headers_like_bmv2():
+    calc = {"name": "hc", "id": 0, "algo": "crc16", "input": [F("h", "a"), F("h", "b"), F("scalars", "m8")]}
+    hsh = {"op": "modify_field_with_hash_based_offset", "parameters": [
+        F("scalars", "m32"), hexv(0), {"type": "calculation", "value": "hc"}, hexv(0x10000)]}
+    keep = {"op": "register_write", "parameters": [{"type": "register_array", "value": "r"}, hexv(0), F("scalars", "m32")]}
+    j = program(actions=[("hsh", [], [assign(F("scalars", "m8"), hexv(7)), hsh, keep,
+                                      {"op": "remove_header", "parameters": [{"type": "header", "value": "h"}]},
+                                      hsh, {"op": "register_write", "parameters": [
+                                          {"type": "register_array", "value": "r"}, hexv(1), F("scalars", "m32")]}])],
+                extra={"calculations": [calc], "register_arrays": [{"name": "r", "id": 0, "size": 2, "bitwidth": 32}]})
+    eng = Engine(j)
+    eng.process(0, pkt())
+    assert eng.register_read("r", 0) == hashes.crc16(b"\x01\x02\x07")
+    assert eng.register_read("r", 1) == hashes.crc16(b"\x07")
+
+
 def test_digest_callback_gets_learn_list_values():
     got = []
     eng = Engine(program(actions=[("dg", [], [{"op": "generate_digest", "parameters": [hexv(0), hexv(1)]}])]))
