@@ -60,8 +60,8 @@ def xor16(data: bytes) -> int:
 
 
 def identity(data: bytes) -> int:
-    """The input bytes as a big-endian integer (BMv2 `identity`)."""
-    return int.from_bytes(data, "big")
+    """The first (at most) 8 input bytes as a big-endian integer (BMv2 `identity`)."""
+    return int.from_bytes(data[:8], "big")
 
 
 def random_hash(data: bytes) -> int:
@@ -77,6 +77,9 @@ ALGORITHMS: dict[str, Callable[[bytes], int]] = {
     "identity": identity,
     "random": random_hash,
     "cksum16": csum16,
+    # v1model's *_custom algorithms start from the standard parameters in BMv2
+    "crc16_custom": crc16,
+    "crc32_custom": crc32,
 }
 
 

@@ -198,6 +198,9 @@ def test_hash_algorithms_known_values():
     assert hashes.csum16(bytes.fromhex("450000730000400040110000c0a80001c0a800c7")) == 0xB861
     assert hashes.xor16(b"\x12\x34\x56\x78") == 0x444C
     assert hashes.identity(b"\x01\x02") == 0x102
+    assert hashes.identity(bytes(range(1, 11))) == 0x0102030405060708  # BMv2 keeps 8 bytes
+    assert hashes.ALGORITHMS["crc16_custom"](b"123456789") == 0xBB3D
+    assert hashes.ALGORITHMS["crc32_custom"](b"123456789") == 0xCBF43926
 
 
 def test_hash_primitive_in_action():
