@@ -19,6 +19,7 @@ from p4target.compiler.values import (ConstValue, DynamicStackElement, ExprValue
 from p4target.errors import UnsupportedError
 
 COMPARISONS = ("==", "!=", "<", ">", "<=", ">=")
+_PLACE_SHAPES = (ast.PathExpression, ast.MemberExpression, ast.IndexExpression)
 
 
 class Env:
@@ -244,10 +245,9 @@ class ExpressionLowering:
             return self._binary(e, expected)
         if isinstance(e, ast.TernaryExpression):
             cond = self.lower_bool(e.condition)
-            a, at = self.lower(e.then, expected)
-            b, bt = self.lower(e.otherwise, expected if isinstance(at, InfInt) else at)
-            if isinstance(at, InfInt) and not isinstance(bt, InfInt):
-                a, at = self.lower(e.then, bt)
+            a, at, b, bt = self._typed_pair(e.then, e.otherwise, expected)
+            if isinstance(at, InfInt) and isinstance(bt, InfInt) and expected is not None:
+                (a, at), (b, bt) = self.lower(e.then, expected), self.lower(e.otherwise, expected)
             if isinstance(at, Bool):
                 return expr("d2b", None, expr("?", to_data(a, at), to_data(b, bt), cond=cond)), Bool()
             return expr("?", a, b, cond=cond), at
@@ -273,11 +273,20 @@ class ExpressionLowering:
         raise fail(e, f"unknown operator '{e.op}'")
 
     def _operands(self, e: ast.BinaryExpression, expected: Optional[P4Type]) -> tuple[dict, P4Type, dict, P4Type]:
-        a, at = self.lower(e.left, expected if e.op not in COMPARISONS else None)
-        b, bt = self.lower(e.right, at if not isinstance(at, InfInt) else
-                           (expected if e.op not in COMPARISONS else None))
+        return self._typed_pair(e.left, e.right, expected if e.op not in COMPARISONS else None)
+
+    def _typed_pair(self, left: ast.Expression, right: ast.Expression,
+                    expected: Optional[P4Type]) -> tuple[dict, P4Type, dict, P4Type]:
+        """Two operands of one type: an unsized literal takes the other operand's type, and
+        only when both are unsized the context's (``(bit<8>)(4 / 1w1)`` divides in bit<1>)."""
+        a, at = self.lower(left)
+        b, bt = self.lower(right, None if isinstance(at, InfInt) else at)
         if isinstance(at, InfInt) and not isinstance(bt, InfInt):
-            a, at = self.lower(e.left, bt)
+            a, at = self.lower(left, bt)
+        elif isinstance(at, InfInt) and isinstance(bt, InfInt) and expected is not None and \
+                not (a.get("type") == "hexstr" and b.get("type") == "hexstr"):
+            a, at = self.lower(left, expected)
+            b, bt = self.lower(right, expected)
         return a, at, b, bt
 
     def _binary(self, e: ast.BinaryExpression, expected: Optional[P4Type]) -> tuple[dict, P4Type]:
@@ -300,6 +309,11 @@ class ExpressionLowering:
                 raise fail(e, "'++' needs bit<> or int<> operands of known width")
             left = expr("<<", fit(a, Bits(sa.width)), hexstr(sb.width))
             return expr("|", left, fit(b, Bits(sb.width))), Bits(sa.width + sb.width, sa.signed)
+        if op in ("==", "!=") and isinstance(e.left, _PLACE_SHAPES) and isinstance(e.right, _PLACE_SHAPES):
+            left, right = self.value_of(e.left), self.value_of(e.right)
+            if isinstance(left, (HeaderValue, StructValue)):
+                same = self._equal_values(left, right, e)
+                return (same if op == "==" else expr("not", None, same)), Bool()
         a, at, b, bt = self._operands(e, expected)
         if isinstance(at, InfInt) and isinstance(bt, InfInt) and a.get("type") == "hexstr" and b.get("type") == "hexstr":
             value = self.scope.const_eval(e, self._const_lookup)
@@ -320,6 +334,35 @@ class ExpressionLowering:
         if op in ("+", "-", "*"):
             j = fit(j, t)
         return j, t
+
+    def _equal_values(self, a: Value, b: Value, node: Any) -> dict:
+        """``a == b`` for headers (both invalid, or both valid with equal fields) and structs
+        (member by member)."""
+        if isinstance(a, HeaderValue) and isinstance(b, HeaderValue):
+            fields = None
+            for name, _ in a.type.fields:
+                (x, xt), (y, yt) = self.rvalue(a.field(name), node), self.rvalue(b.field(name), node)
+                eq = expr("==", to_data(x, xt), to_data(y, yt))
+                fields = eq if fields is None else expr("and", fields, eq)
+            fields = fields if fields is not None else {"type": "bool", "value": True}
+            if a.metadata or b.metadata:
+                return fields
+            va = expr("d2b", None, {"type": "field", "value": [a.name, "$valid$"]})
+            vb = expr("d2b", None, {"type": "field", "value": [b.name, "$valid$"]})
+            same_validity = expr("==", expr("b2d", None, va), expr("b2d", None, vb))
+            return expr("and", same_validity, expr("or", expr("not", None, va), fields))
+        if isinstance(a, StructValue) and isinstance(b, StructValue) and a.members.keys() == b.members.keys():
+            out = None
+            for name, m in a.members.items():
+                other = b.members[name]
+                if isinstance(m, (HeaderValue, StructValue)):
+                    eq = self._equal_values(m, other, node)
+                else:
+                    (x, xt), (y, yt) = self.rvalue(m, node), self.rvalue(other, node)
+                    eq = expr("==", to_data(x, xt), to_data(y, yt))
+                out = eq if out is None else expr("and", out, eq)
+            return out if out is not None else {"type": "bool", "value": True}
+        raise fail(node, "'==' needs two values of the same header or struct type")
 
     def _cast(self, e: ast.CastExpression) -> tuple[dict, P4Type]:
         target = self.scope.resolve(e.type)

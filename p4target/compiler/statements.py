@@ -18,7 +18,7 @@ from p4target.compiler.expressions import Env, ExpressionLowering, to_data
 from p4target.compiler.semantics import fail
 from p4target.compiler.types import Bits, Bool, VoidT
 from p4target.compiler.values import (ActionSymbol, BlockInstance, ConstValue, ControlContext,
-                                      ExprValue, ExternInstance, FieldValue, HeaderValue,
+                                      DynamicStackElement, ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       PacketValue, StackValue, StructValue,
                                       TableSymbol, UnionValue, Value)
 from p4target.errors import UnsupportedError
@@ -123,6 +123,10 @@ class StatementLowering:
         if hoisted is not None:
             return hoisted
         if isinstance(s, ast.AssignmentStatement):
+            if isinstance(s.target, ast.IndexExpression):
+                place = self.ex.value_of(s.target)
+                if isinstance(place, DynamicStackElement):
+                    return [self._assign_stack_element(place, s)]
             return [Prims(self.assignment(s.target, s.value))]
         if isinstance(s, ast.MethodCallStatement):
             return self.call(s.call)
@@ -247,21 +251,39 @@ class StatementLowering:
     # ------------------------------------------------------------------ assignments
     def assignment(self, target: ast.Expression, value: ast.Expression) -> list[dict]:
         if isinstance(target, ast.SliceExpression):
-            base = self.ex.lvalue(target.expr)
-            if not isinstance(base, FieldValue) or not isinstance(base.type, Bits):
-                raise fail(target, "slices can only be assigned in bit<> fields")
             hi = int(self.ctx.scope.const_eval(target.high, self.ex._const_lookup))
             lo = int(self.ctx.scope.const_eval(target.low, self.ex._const_lookup))
+            inner = target.expr
+            while isinstance(inner, ast.SliceExpression):  # x[7:4][1:0] is x[5:4]
+                offset = int(self.ctx.scope.const_eval(inner.low, self.ex._const_lookup))
+                hi, lo, inner = hi + offset, lo + offset, inner.expr
+            base = self.ex.lvalue(inner)
+            if not isinstance(base, (FieldValue, ExprValue)) or not isinstance(base.type, Bits):
+                raise fail(target, "slices can only be assigned in bit<> fields")
             width = hi - lo + 1
             v, _ = self.ex.lower(value, Bits(width))
             mask = ((1 << width) - 1) << lo
             full = (1 << base.type.width) - 1
             from p4target.compiler.bmv2_json import hexstr
-            kept = expr("&", base.json(), hexstr(full & ~mask))
+            place = base.json() if isinstance(base, FieldValue) else base.json
+            kept = expr("&", place, hexstr(full & ~mask))
             new = expr("&", expr("<<", v, hexstr(lo)), hexstr(mask))
-            return [assign(base.json(), expr("|", kept, new))]
+            return [assign(place, expr("|", kept, new))]
         dst = self.ex.lvalue(target)
         return self.assign_value(dst, value, target)
+
+    def _assign_stack_element(self, place: DynamicStackElement, s: ast.AssignmentStatement) -> Item:
+        """``stack[i] = value`` with a run-time ``i``: BMv2 cannot name that header, so one
+        branch per element (the index saved first); an index past the end changes nothing."""
+        from p4target.compiler.bmv2_json import hexstr
+        index = self.ctx.storage.variable("stack_index", Bits(32), s)
+        steps: list[Item] = [Prims([assign(index.json(), place.index_json)])]
+        chain: list[Item] = []
+        for i in reversed(range(len(place.stack.elements))):
+            element = HeaderValue(place.stack.elements[i], place.stack.type.element)
+            chain = [IfItem(expr("==", index.json(), hexstr(i)),
+                            [Prims(self.assign_value(element, s.value, s))], chain)]
+        return SubBlock(steps + chain)
 
     def assign_value(self, dst: Value, value: ast.Expression, node: Any) -> list[dict]:
         if isinstance(dst, FieldValue):
