@@ -40,6 +40,7 @@ class Bmv2Program:
         self.errors: list[list] = []
         self.enums: list[dict] = []
         self.parsers: list[dict] = []
+        self.parse_vsets: list[dict] = []
         self.deparsers: list[dict] = []
         self.meter_arrays: list[dict] = []
         self.counter_arrays: list[dict] = []
@@ -134,7 +135,7 @@ class Bmv2Program:
             "errors": self.errors,
             "enums": self.enums,
             "parsers": self.parsers,
-            "parse_vsets": [],
+            "parse_vsets": self.parse_vsets,
             "deparsers": self.deparsers,
             "meter_arrays": self.meter_arrays,
             "counter_arrays": self.counter_arrays,

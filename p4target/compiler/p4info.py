@@ -129,6 +129,8 @@ class P4InfoHints:
     digests: list[DigestHint] = field(default_factory=list)
     explicit_ids: dict[str, int] = field(default_factory=dict)   # @id annotations: name -> id
     register_types: dict[str, tuple[int, bool]] = field(default_factory=dict)  # name -> (bitwidth, signed)
+    # value set name -> its match fields (name, bitwidth, match kind); default one unnamed exact field
+    value_set_matches: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)
     hidden: set[str] = field(default_factory=set)
     counter_units: dict[str, str] = field(default_factory=dict)
 
@@ -477,10 +479,14 @@ def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info
         _preamble(pvs.preamble, symbols, PREFIX_VALUE_SET, vs["name"],
                   hints.extern_annotations.get(vs["name"], []))
         pvs.size = int(vs.get("max_size", 0))
-        match = pvs.match.add()
-        match.id = 1
-        match.bitwidth = int(vs.get("compressed_bitwidth", 0))
-        match.match_type = p4info_pb2.MatchField.EXACT
+        fields = hints.value_set_matches.get(vs["name"]) or [("", int(vs.get("compressed_bitwidth", 0)), "exact")]
+        for i, (fname, width, kind) in enumerate(fields):
+            match = pvs.match.add()
+            match.id = i + 1
+            if fname:
+                match.name = fname
+            match.bitwidth = width
+            match.match_type = _MATCH_TYPES.get(kind, p4info_pb2.MatchField.EXACT)
 
     for r in registers:
         pr = info.registers.add()

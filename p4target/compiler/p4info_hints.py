@@ -7,7 +7,7 @@ from p4target.compiler import ast
 from p4target.compiler.context import Context
 from p4target.compiler.p4info import (ControllerHeaderHint, DigestHint, P4InfoHints, TableHints,
                                       build_p4info)
-from p4target.compiler.types import HeaderT, bit_width, is_signed
+from p4target.compiler.types import HeaderT, P4Type, StructT, TupleT, bit_width, is_signed
 
 
 def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
@@ -39,6 +39,8 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
                 hints.controller_headers.append(ControllerHeaderHint(
                     name=t.name, controller_header=ann.args[0].value,
                     fields=[(f, bit_width(ft)) for f, ft in t.fields]))
+    for name, element in ctx.value_sets.items():
+        hints.value_set_matches[name] = _value_set_matches(element)
     widths = _field_widths(bmv2_json)
     for ll in bmv2_json.get("learn_lists", []):
         t = ctx.scope.resolved.get(ll["name"])
@@ -50,6 +52,23 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
             fields.append((fname, widths.get(ref, 32)))
         hints.digests.append(DigestHint(name=ll["name"], type_name=ll["name"], fields=fields))
     return hints
+
+
+def _value_set_matches(element: P4Type) -> list[tuple[str, int, str]]:
+    """P4Info match fields of a value set: one unnamed exact field for bit<W>; one per
+    struct field (kind from its ``@match`` annotation) for structs."""
+    if not isinstance(element, StructT):
+        widths = [bit_width(t) for t in element.elements] if isinstance(element, TupleT) else [bit_width(element)]
+        return [("", w, "exact") for w in widths] if len(widths) == 1 else \
+            [(f"f{i}", w, "exact") for i, w in enumerate(widths)]
+    out = []
+    for fname, ft in element.fields:
+        kind = "exact"
+        ann = ast.find_annotation(element.field_annotations.get(fname, ()), "match")
+        if ann is not None and ann.args and isinstance(ann.args[0], ast.PathExpression):
+            kind = ann.args[0].name
+        out.append((fname, bit_width(ft), kind))
+    return out
 
 
 def _id_annotation(annotations: Any) -> Any:

@@ -9,8 +9,8 @@ from p4target.compiler.bmv2_json import hexstr
 from p4target.compiler.expressions import to_data
 from p4target.compiler.semantics import fail
 from p4target.compiler.statements import Prims, StatementLowering, predicate
-from p4target.compiler.types import Bits, Bool, ExternT, bit_width
-from p4target.compiler.values import ConstValue, ControlContext, Value
+from p4target.compiler.types import Bits, Bool, EnumT, ExternT, P4Type, StructT, TupleT, bit_width
+from p4target.compiler.values import ConstValue, ControlContext, Value, ValueSetSymbol
 from p4target.errors import UnsupportedError
 
 if TYPE_CHECKING:
@@ -54,9 +54,22 @@ class ParserLowering:
                 self.env.define(d.name, externs.instantiate(ctx, d, self.control.qualify(d.name, d.annotations),
                                                             t, sl.ex._const_lookup))
             elif isinstance(d, ast.ValueSetDecl):
-                raise UnsupportedError.at(d.loc, "parser value sets")
+                self.env.define(d.name, self._value_set(d, sl))
             else:
                 raise UnsupportedError.at(d.loc, f"parser local {type(d).__name__}")
+
+    def _value_set(self, d: ast.ValueSetDecl, sl: StatementLowering) -> ValueSetSymbol:
+        element = self.ctx.scope.resolve(d.element_type)
+        widths = _value_set_widths(element)
+        if widths is None:
+            raise fail(d, f"value_set element type {element} must be bit<>, a serializable enum, "
+                          "or a struct/tuple of those")
+        size = int(self.ctx.scope.const_eval(d.size, sl.ex._const_lookup))
+        name = self.control.qualify(d.name, d.annotations)
+        self.ctx.out.parse_vsets.append({"name": name, "id": len(self.ctx.out.parse_vsets),
+                                         "compressed_bitwidth": sum(widths), "max_size": size})
+        self.ctx.value_sets[name] = element
+        return ValueSetSymbol(d, name, element, size)
 
     def build(self) -> dict:
         names = {s.name for s in self.decl.states}
@@ -116,6 +129,10 @@ class ParserLowering:
         transitions = []
         for case in tr.cases:
             target = self._target(case.state, names, case)
+            vset = self._value_set_case(sl, case, widths)
+            if vset is not None:
+                transitions.append({"type": "parse_vset", "value": vset, "mask": None, "next_state": target})
+                continue
             comps = self._components(case.keyset, len(widths), case)
             alternatives = [self._alternatives(sl, c, w, case) for c, w in zip(comps, widths)]
             if all(a == [(0, 0)] for a in alternatives):
@@ -139,6 +156,19 @@ class ParserLowering:
             transitions.append(self._default(self._no_match()))
         out["transitions"] = transitions
         return out
+
+    @staticmethod
+    def _value_set_case(sl: StatementLowering, case: ast.SelectCase, widths: list[int]) -> Optional[str]:
+        """The BMv2 name of the value set a select case names, or None for other keysets."""
+        if not isinstance(case.keyset, ast.PathExpression):
+            return None
+        v = sl.env.lookup(case.keyset.name)
+        if not isinstance(v, ValueSetSymbol):
+            return None
+        if _value_set_widths(v.element) != widths:
+            raise fail(case, f"value set '{case.keyset.name}' of {v.element} does not fit the select "
+                             f"key of widths {widths}")
+        return v.name
 
     @staticmethod
     def _default(target: Optional[str]) -> dict:
@@ -200,3 +230,18 @@ class ParserLowering:
                 return int(v.value)
         v = self.ctx.scope.const_eval(e, sl.ex._const_lookup)
         return int(v)
+
+
+def _value_set_widths(t: P4Type) -> Optional[list[int]]:
+    """Widths of the select key components a value set of element type ``t`` matches."""
+    if isinstance(t, (Bits, EnumT)) and bit_width(t) > 0:
+        return [bit_width(t)] if not isinstance(t, EnumT) or t.underlying else None
+    if isinstance(t, StructT):
+        members = [_value_set_widths(ft) for _, ft in t.fields]
+    elif isinstance(t, TupleT):
+        members = [_value_set_widths(et) for et in t.elements]
+    else:
+        return None
+    if any(m is None or len(m) != 1 for m in members):
+        return None
+    return [m[0] for m in members]

@@ -129,6 +129,15 @@ class BlockInstance(Value):
 
 
 @dataclass
+class ValueSetSymbol(Value):
+    """A parser value set (``value_set<T>(size) name;``): a select keyset filled at run time."""
+    decl: Any
+    name: str
+    element: P4Type
+    size: int
+
+
+@dataclass
 class PacketValue(Value):
     """The ``packet_in`` / ``packet_out`` parameter."""
     direction: str

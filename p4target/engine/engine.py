@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 from . import program as pg
 from .errors import (InvalidEntryError, NoProgramError, NoSuchHandleError, ProgramLoadError,
                      UnknownNameError)
-from .externs import CounterArray, MeterArray, RegisterArray
+from .externs import CounterArray, MeterArray, ParseValueSet, RegisterArray
 from .match import MatchValue
 from .program import PacketState, Program, load_program
 from .tables import ActionProfile, Table, TableEntry
@@ -263,6 +263,29 @@ class Engine:
 
     def register_reset(self, name: str) -> None:
         self.register(name).reset()
+
+    # -- parser value sets ---------------------------------------------------------------
+    def parse_vset(self, name: str) -> ParseValueSet:
+        vs = self._prog().value_sets.get(name)
+        if vs is None:
+            raise UnknownNameError(f"unknown parser value set '{name}'")
+        return vs
+
+    def parse_vset_add(self, name: str, value: int) -> None:
+        """Add a value (the select key's components concatenated without padding)."""
+        with self.lock:
+            self.parse_vset(name).add(value)
+
+    def parse_vset_remove(self, name: str, value: int) -> None:
+        with self.lock:
+            self.parse_vset(name).remove(value)
+
+    def parse_vset_get(self, name: str) -> list[int]:
+        return list(self.parse_vset(name).values)
+
+    def parse_vset_clear(self, name: str) -> None:
+        with self.lock:
+            self.parse_vset(name).clear()
 
     # -- packet replication engine (multicast) -------------------------------------------
     def mc_mgrp_create(self, mgrp: int) -> None:

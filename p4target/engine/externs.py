@@ -1,4 +1,5 @@
-"""Stateful v1model externs: counter arrays, meter arrays (trTCM), register arrays."""
+"""Stateful v1model externs: counter arrays, meter arrays (trTCM), register arrays, and the
+parser value sets the control plane fills."""
 from __future__ import annotations
 
 from .errors import InvalidEntryError
@@ -128,3 +129,34 @@ class RegisterArray:
 
     def reset(self) -> None:
         self.values = [0] * self.size
+
+
+class ParseValueSet:
+    """A parser value set: up to ``max_size`` values of ``bitwidth`` bits, each the select key's
+    components concatenated without padding (BMv2's compressed form)."""
+
+    def __init__(self, name: str, bitwidth: int, max_size: int) -> None:
+        self.name = name
+        self.bitwidth = bitwidth
+        self.max_size = max_size
+        self.values: list[int] = []
+
+    def add(self, value: int) -> None:
+        if not 0 <= value < (1 << self.bitwidth):
+            raise InvalidEntryError(f"value {value:#x} does not fit the {self.bitwidth} bits of '{self.name}'")
+        if value in self.values:
+            return
+        if self.max_size and len(self.values) >= self.max_size:
+            raise InvalidEntryError(f"value set '{self.name}' is full ({self.max_size} values)")
+        self.values.append(value)
+
+    def remove(self, value: int) -> None:
+        if value not in self.values:
+            raise InvalidEntryError(f"value {value:#x} is not in value set '{self.name}'")
+        self.values.remove(value)
+
+    def clear(self) -> None:
+        self.values = []
+
+    def matches(self, key: int, mask: int) -> bool:
+        return any((v & mask) == (key & mask) for v in self.values)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from . import hashes
 from .errors import ProgramLoadError
-from .externs import CounterArray, MeterArray, RegisterArray
+from .externs import CounterArray, MeterArray, ParseValueSet, RegisterArray
 from .tables import ActionProfile, ActionSpec, KeyField, Table
 
 # standard_metadata.instance_type values used by BMv2's simple_switch
@@ -117,6 +117,7 @@ class Program:
     egress: Callable = None
     deparser: Callable = None
     log: list = field(default_factory=list)
+    value_sets: dict[str, ParseValueSet] = field(default_factory=dict)
 
     def new_state(self) -> PacketState:
         return PacketState(self.F0[:], self.V0[:], self.NX0[:])
@@ -589,6 +590,9 @@ class _Compiler:
                                              bool(m.get("is_direct"))) for m in j.get("meter_arrays", [])}
         self.registers = {r["name"]: RegisterArray(r["name"], r["size"], r["bitwidth"])
                           for r in j.get("register_arrays", [])}
+        self.value_sets = {v["name"]: ParseValueSet(v["name"], int(v.get("compressed_bitwidth", 0)),
+                                                    int(v.get("max_size", 0)))
+                           for v in j.get("parse_vsets", [])}
         self.actions: dict[str, ActionSpec] = {}
         self.actions_by_id: dict[int, ActionSpec] = {}
         for a in j.get("actions", []):
@@ -615,6 +619,7 @@ class _Compiler:
                        self.metadata, self.stacks, self.errors, self.F0, self.V0, self.NX0,
                        self.actions, self.actions_by_id, self.tables, self.profiles, self.counters,
                        self.meters, self.registers, self.field_lists, self.learn_lists)
+        prog.value_sets = self.value_sets
         prog.parser = self.build_parser()
         pipes = {p["name"]: p for p in j.get("pipelines", [])}
         for required in ("ingress", "egress"):
@@ -751,6 +756,7 @@ class _Compiler:
                     raise ProgramLoadError(f"unsupported parser op '{kind}'")
             keys = st.get("transition_key", [])
             key_parts = []
+            key_widths = []
             for k in keys:
                 if k["type"] == "lookahead":
                     w = k["value"][1]
@@ -762,11 +768,18 @@ class _Compiler:
                 else:
                     w = 32
                 key_parts.append((self.ex(k), ((w + 7) // 8) * 8))
+                key_widths.append(w)
             if key_parts:
                 expr = key_parts[0][0]
                 for src, w in key_parts[1:]:
                     expr = f"(({expr}) << {w}) | ({src})"
                 body.append(f"k = {expr}")
+            if any(tr.get("type") == "parse_vset" for tr in st.get("transitions", [])):
+                # value sets hold the key components concatenated without byte padding
+                expr = f"(({key_parts[0][0]}) & {(1 << key_widths[0]) - 1})" if key_parts else "0"
+                for (src, _), w in zip(key_parts[1:], key_widths[1:]):
+                    expr = f"(({expr}) << {w}) | (({src}) & {(1 << w) - 1})"
+                body.append(f"kc = {expr}")
             for tr in st.get("transitions", []):
                 nxt = repr(tr.get("next_state"))
                 # older p4c writes a default transition as {"value": "default"} without a type
@@ -782,7 +795,11 @@ class _Compiler:
                     else:
                         body.append(f"if k == {val}: return {nxt}")
                 elif ttype == "parse_vset":
-                    self.log(f"parser value set '{tr.get('value')}' is empty on this target")
+                    vs = self.value_sets.get(tr.get("value"))
+                    if vs is None:
+                        raise ProgramLoadError(f"unknown parser value set '{tr.get('value')}'")
+                    mask = _compress(int(tr["mask"], 16), key_widths) if tr.get("mask") else (1 << vs.bitwidth) - 1
+                    body.append(f"if {self.const('vset', vs)}.matches(kc, {mask}): return {nxt}")
                 else:
                     raise ProgramLoadError(f"unsupported transition type '{ttype}'")
             else:
@@ -1004,6 +1021,16 @@ class _Compiler:
         body.append("out.append(P.data[P.off:])")
         body.append("return b''.join(out)")
         return self.compile_fn("_deparse", "P", body)
+
+
+def _compress(padded: int, widths: list[int]) -> int:
+    """A select-key value in byte-padded layout turned into the unpadded concatenation."""
+    out = 0
+    shift = sum((w + 7) // 8 * 8 for w in widths)
+    for w in widths:
+        shift -= (w + 7) // 8 * 8
+        out = (out << w) | ((padded >> shift) & ((1 << w) - 1))
+    return out
 
 
 def _cond_node(cond: Callable, t: str | None, f: str | None) -> Callable:

@@ -519,16 +519,34 @@ class StandardHandler:
     def bm_register_reset(self, cxt_id: int, register_array_name: str) -> None:
         self._extern(InvalidRegisterOperation, RegisterOperationErrorCode, "register_reset", register_array_name)
 
+    # -- parser value sets (values are big-endian bytes of the unpadded key) --------------
+    def _vset(self, fn_name: str, name: str, *args: Any) -> Any:
+        engine = self._engine(InvalidParseVSetOperation, ParseVSetOperationErrorCode.ERROR)
+        try:
+            return getattr(engine, fn_name)(name, *args)
+        except UnknownNameError:
+            raise InvalidParseVSetOperation(code=ParseVSetOperationErrorCode.INVALID_PARSE_VSET_NAME) from None
+        except EngineError:
+            raise InvalidParseVSetOperation(code=ParseVSetOperationErrorCode.ERROR) from None
+
+    def bm_parse_vset_add(self, cxt_id: int, parse_vset_name: str, value: bytes) -> None:
+        self._vset("parse_vset_add", parse_vset_name, int.from_bytes(value, "big"))
+
+    def bm_parse_vset_remove(self, cxt_id: int, parse_vset_name: str, value: bytes) -> None:
+        self._vset("parse_vset_remove", parse_vset_name, int.from_bytes(value, "big"))
+
+    def bm_parse_vset_get(self, cxt_id: int, parse_vset_name: str) -> list[bytes]:
+        vs = self._vset("parse_vset", parse_vset_name)
+        return [v.to_bytes((vs.bitwidth + 7) // 8, "big") for v in vs.values]
+
+    def bm_parse_vset_clear(self, cxt_id: int, parse_vset_name: str) -> None:
+        self._vset("parse_vset_clear", parse_vset_name)
+
     # -- features this target does not offer over Thrift ---------------------------------
     def bm_learning_ack(self, *args: Any) -> None:
         raise InvalidLearnOperation(code=LearnOperationErrorCode.ERROR)
 
     bm_learning_ack_buffer = bm_learning_set_timeout = bm_learning_set_buffer_size = bm_learning_ack
-
-    def bm_parse_vset_add(self, *args: Any) -> Any:
-        raise InvalidParseVSetOperation(code=ParseVSetOperationErrorCode.ERROR)
-
-    bm_parse_vset_remove = bm_parse_vset_get = bm_parse_vset_clear = bm_parse_vset_add
 
     def bm_set_crc16_custom_parameters(self, *args: Any) -> None:
         raise InvalidCrcOperation(code=CrcErrorCode.INVALID_CALCULATION_NAME)

@@ -29,6 +29,7 @@ LPM = "MyIngress.ipv4_lpm"
 def program() -> dict:
     prog = l3_router()
     prog["register_arrays"] = [{"name": "MyIngress.reg", "id": 0, "size": 8, "bitwidth": 16}]
+    prog["parse_vsets"] = [{"name": "MyParser.tpids", "id": 0, "compressed_bitwidth": 16, "max_size": 2}]
     return prog
 
 
@@ -109,6 +110,18 @@ def test_counters_read_and_reset(switch):
     assert "MyIngress.rx[2]= (" in out and "3 packets)" in out
     assert "MyIngress.rx[2]= (0 bytes, 0 packets)" in out
     assert "Invalid counter operation (INVALID_INDEX)" in out
+
+
+def test_parser_value_sets(switch):
+    target, server = switch
+    out = cli(server, "pvs_add MyParser.tpids 0x8100\npvs_add MyParser.tpids 0x88a8\npvs_get MyParser.tpids\n")
+    assert "8100\n88a8\n" in out
+    assert target.engine.parse_vset_get("MyParser.tpids") == [0x8100, 0x88a8]
+    out = cli(server, "pvs_add MyParser.tpids 0x9100\npvs_remove MyParser.tpids 0x8100\n")
+    assert "Invalid" in out or "ERROR" in out
+    assert target.engine.parse_vset_get("MyParser.tpids") == [0x88a8]
+    cli(server, "pvs_clear MyParser.tpids\n")
+    assert target.engine.parse_vset_get("MyParser.tpids") == []
 
 
 def test_registers_write_read_reset(switch):
