@@ -423,12 +423,15 @@ class _Compiler:
             c = self.const("ctr", self.counters[a[0]["value"]])
             return [f"{c}.count({self.ex(a[1])}, P.length)"]
         if op == "execute_meter":
+            # like BMv2, an index beyond the array updates no meter and leaves the result alone
             mt = self.const("mtr", self.meters[a[0]["value"]])
-            return [self.assign(a[2], f"{mt}.execute({self.ex(a[1])}, P.length, P.now_us)")]
+            return [f"_i = {self.ex(a[1])}",
+                    f"if 0 <= _i < {mt}.size: " + self.assign(a[2], f"{mt}.execute(_i, P.length, P.now_us)")]
         if op == "register_read":
             r = self.const("reg", self.registers[a[1]["value"]])
+            # like BMv2, an index beyond the array leaves the destination unchanged
             return [f"_i = {self.ex(a[2])}",
-                    self.assign(a[0], f"({r}.values[_i] if 0 <= _i < {r}.size else 0)")]
+                    f"if 0 <= _i < {r}.size: " + self.assign(a[0], f"{r}.values[_i]")]
         if op == "register_write":
             r = self.const("reg", self.registers[a[0]["value"]])
             return [f"_i = {self.ex(a[1])}",
@@ -999,6 +1002,9 @@ class _Compiler:
         deps = self.j.get("deparsers", [])
         order = deps[0].get("order", []) if deps else []
         body = ["out = []"]
+        # method calls p4c places in the deparser run after the checksum update, before emission
+        for prim in (deps[0].get("primitives") or []) if deps else []:
+            body += self.primitive(prim)
         for name in order:
             hid = self.hid(name)
             fields = self.header_fields[name]

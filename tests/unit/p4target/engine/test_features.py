@@ -227,6 +227,27 @@ def test_hash_leaves_out_fields_of_invalid_headers_like_bmv2():
     assert eng.register_read("r", 1) == hashes.crc16(b"\x07")
 
 
+def test_out_of_range_register_read_and_meter_leave_the_destination_alone():
+    rr = {"op": "register_read", "parameters": [F("h", "b"), {"type": "register_array", "value": "r"}, F("h", "a")]}
+    em = {"op": "execute_meter", "parameters": [{"type": "meter_array", "value": "m"}, F("h", "a"), F("h", "c")]}
+    j = program(actions=[("rd", [], [rr, em, assign(F(SM, "egress_spec"), hexv(1))])],
+                extra={"register_arrays": [{"name": "r", "id": 0, "size": 2, "bitwidth": 8}],
+                       "meter_arrays": [{"name": "m", "id": 0, "type": "packets", "rate_count": 2, "size": 2,
+                                         "is_direct": False}]})
+    eng = Engine(j)
+    eng.register_write("r", 1, 0x44)
+    assert eng.process(0, pkt(a=1, b=2, c=3))[0][1][:4] == bytes([1, 0x44, 0, 0])  # in range: GREEN
+    assert eng.process(0, pkt(a=9, b=2, c=3))[0][1][:4] == bytes([9, 2, 0, 3])  # beyond: unchanged
+
+
+def test_deparser_method_calls_run_before_emission():
+    j = program(actions=[FWD], extra={"deparsers": [{"name": "deparser", "id": 0, "order": ["h"], "primitives": [
+        assign(F("h", "d"), hexv(0x77))]}]})
+    eng = Engine(j)
+    eng.table_set_default("t", "fwd", [1])
+    assert eng.process(0, pkt())[0][1][4:8] == (0x77).to_bytes(4, "big")
+
+
 def test_digest_callback_gets_learn_list_values():
     got = []
     eng = Engine(program(actions=[("dg", [], [{"op": "generate_digest", "parameters": [hexv(0), hexv(1)]}])]))
