@@ -685,10 +685,6 @@ class Parser(ExpressionParsing):
         trailing = self.parse_annotations()
         self.expect(";", "';' after the entry")
         anns = anns + trailing
-        if priority is None:
-            ann = ast.find_annotation(anns, "priority")
-            if ann is not None and len(ann.args) == 1:
-                priority = ann.args[0]
         return ast.TableEntry(loc=start.loc, keys=tuple(keys), action=action,
                               priority=priority, is_const=is_const, annotations=anns)
 

@@ -295,8 +295,19 @@ class TableBuilder:
 
     def _entries(self, ex: ExpressionLowering, prop: ast.EntriesProperty, keys: list[dict],
                  key_types: list, by_p4_name: dict, sym: TableSymbol) -> list[dict]:
-        explicit = [e for e in prop.entries if e.priority is not None]
-        prios = [int(self.ctx.scope.const_eval(e.priority, ex._const_lookup)) for e in explicit]
+        def const(e: ast.Expression) -> int:
+            return int(self.ctx.scope.const_eval(e, ex._const_lookup))
+
+        def annotated(ent: ast.TableEntry) -> Optional[ast.Expression]:
+            ann = ast.find_annotation(ent.annotations, "priority")
+            return ann.args[0] if ann is not None and len(ann.args) == 1 else None
+
+        # `priority = N` entries: the larger N wins (P4 spec), turned into BMv2's smaller-wins.
+        # `@priority(N)` alone follows p4c's BMv2 back end: N goes to BMv2 as it is and every
+        # other entry gets its position (from 1), so there the smaller number wins.
+        by_annotation = all(e.priority is None for e in prop.entries)
+        explicit = [e.priority if e.priority is not None else annotated(e) for e in prop.entries]
+        prios = [const(e) for e in explicit if e is not None]
         top = max(prios) if prios else 0
         out = []
         for i, ent in enumerate(prop.entries):
@@ -312,8 +323,10 @@ class TableBuilder:
                 raise fail(ref, f"action '{ref.name}' is not in the actions of table '{sym.decl.name}'")
             aid, _, params = by_p4_name[ref.name]
             data = self._action_data(ex, ref, params, skip=len(ref.args) - len(params))
-            if ent.priority is not None:
-                prio = top - int(self.ctx.scope.const_eval(ent.priority, ex._const_lookup)) + 1
+            if by_annotation:
+                prio = const(explicit[i]) if explicit[i] is not None else i + 1
+            elif explicit[i] is not None:
+                prio = top - const(explicit[i]) + 1
             else:
                 prio = i + 1 + (top if prios else 0)
             out.append({"source_info": {}, "match_key": match_key,

@@ -45,7 +45,7 @@ control ConstEntries(inout headers_t hdr, inout meta_t meta, inout standard_meta
         default_action = NoAction();
     }
 
-    // the older @priority annotation form
+    // the older @priority annotation form (p4c: the value goes to BMv2 as is, smaller wins)
     table annotated {
         key = { hdr.h.b : ternary; }
         actions = { set_b; NoAction; }
