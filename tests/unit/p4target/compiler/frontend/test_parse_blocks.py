@@ -180,7 +180,7 @@ def test_const_entries_with_priorities_and_match_forms():
     assert isinstance(e1.keys[0], ast.MaskExpression) and isinstance(e1.keys[1],
                                                                      ast.DontCareExpression)
     assert e2.priority.value == 7 and isinstance(e2.keys[0], ast.DefaultExpression)
-    assert e3.priority.value == 2 and e3.annotations[0].name == "priority"
+    assert e3.priority is None and e3.annotations[0].name == "priority"  # the back end reads @priority
     assert len(e4.keys) == 1 and e4.keys[0].value == 4
 
 
