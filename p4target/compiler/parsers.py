@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from p4target.compiler import ast, externs
 from p4target.compiler.bmv2_json import hexstr
-from p4target.compiler.expressions import to_data
+from p4target.compiler.expressions import Env, to_data
 from p4target.compiler.semantics import fail
 from p4target.compiler.statements import Prims, StatementLowering, predicate
-from p4target.compiler.types import Bits, Bool, EnumT, ExternT, P4Type, StructT, TupleT, bit_width
-from p4target.compiler.values import ConstValue, ControlContext, Value, ValueSetSymbol
+from p4target.compiler.types import Bits, BlockT, Bool, EnumT, ExternT, P4Type, StructT, TupleT, bit_width
+from p4target.compiler.values import (BlockInstance, ConstValue, ControlContext, ExprValue, PacketValue, Value,
+                                      ValueSetSymbol)
 from p4target.errors import UnsupportedError
 
 if TYPE_CHECKING:
@@ -32,58 +34,146 @@ def range_masks(lo: int, hi: int, width: int) -> list[tuple[int, int]]:
     return out
 
 
+@dataclass
+class _ParserFrame:
+    """One parser body being lowered: the top-level parser, or a sub-parser inlined at one of
+    its ``apply`` calls (its states renamed; its ``accept`` continues the calling state)."""
+    decl: ast.ParserDecl
+    env: Env
+    control: ControlContext
+    states: dict[str, str]            # P4 state name -> BMv2 state name
+    accept: Optional[str]             # BMv2 state after ``accept`` (None: the parser ends)
+    init_ops: list[dict] = field(default_factory=list)
+
+
 class ParserLowering:
-    """One parser instance lowered to BMv2's ``parsers[0]``."""
+    """One parser instance lowered to BMv2's ``parsers[0]``; sub-parsers are inlined."""
 
     def __init__(self, ctx: "Context", decl: ast.ParserDecl, prefix: str, bindings: dict[str, Value]) -> None:
         self.ctx = ctx
         self.decl = decl
-        self.control = ControlContext(prefix, decl)
-        self.env = ctx.global_env.child(bindings)
-        self.init_ops: list[dict] = []
         self.extra_states: dict[str, dict] = {}
-        sl = StatementLowering(ctx, self.env, self.control, in_parser=True, block_kind="parser")
+        self._used_names = {s.name for s in decl.states} | {"reject", "noMatch"}
+        self.main = self._frame(decl, ctx.global_env.child(bindings), ControlContext(prefix, decl),
+                                {s.name: s.name for s in decl.states}, None)
+
+    def _frame(self, decl: ast.ParserDecl, env: Env, control: ControlContext, states: dict[str, str],
+               accept: Optional[str]) -> _ParserFrame:
+        if "start" not in states:
+            raise fail(decl, f"parser '{decl.name}' has no start state")
+        frame = _ParserFrame(decl, env, control, states, accept)
+        sl = StatementLowering(self.ctx, env, control, in_parser=True, block_kind="parser")
         for d in decl.locals:
             if isinstance(d, (ast.VariableDecl, ast.ConstDecl)):
                 for item in sl.statement(d):
-                    self.init_ops += self._ops(item.primitives if isinstance(item, Prims) else [])
+                    frame.init_ops += self._ops(item.primitives if isinstance(item, Prims) else [])
             elif isinstance(d, ast.InstantiationDecl):
-                t = ctx.scope.resolve(d.type)
-                if not isinstance(t, ExternT):
-                    raise UnsupportedError.at(d.loc, "sub-parser instances")
-                self.env.define(d.name, externs.instantiate(ctx, d, self.control.qualify(d.name, d.annotations),
-                                                            t, sl.ex._const_lookup))
+                t = self.ctx.scope.resolve(d.type)
+                name = control.qualify(d.name, d.annotations)
+                if isinstance(t, ExternT):
+                    env.define(d.name, externs.instantiate(self.ctx, d, name, t, sl.ex._const_lookup))
+                elif isinstance(t, BlockT) and isinstance(t.decl, ast.ParserDecl):
+                    if d.args:
+                        raise UnsupportedError.at(d.loc, "constructor arguments of sub-parsers")
+                    env.define(d.name, BlockInstance(t.decl, name, d.args))
+                else:
+                    raise UnsupportedError.at(d.loc, f"instantiation of {t} in a parser")
             elif isinstance(d, ast.ValueSetDecl):
-                self.env.define(d.name, self._value_set(d, sl))
+                env.define(d.name, self._value_set(d, sl, control))
             else:
                 raise UnsupportedError.at(d.loc, f"parser local {type(d).__name__}")
+        return frame
 
-    def _value_set(self, d: ast.ValueSetDecl, sl: StatementLowering) -> ValueSetSymbol:
+    def _value_set(self, d: ast.ValueSetDecl, sl: StatementLowering, control: ControlContext) -> ValueSetSymbol:
         element = self.ctx.scope.resolve(d.element_type)
         widths = _value_set_widths(element)
         if widths is None:
             raise fail(d, f"value_set element type {element} must be bit<>, a serializable enum, "
                           "or a struct/tuple of those")
         size = int(self.ctx.scope.const_eval(d.size, sl.ex._const_lookup))
-        name = self.control.qualify(d.name, d.annotations)
+        name = control.qualify(d.name, d.annotations)
         self.ctx.out.parse_vsets.append({"name": name, "id": len(self.ctx.out.parse_vsets),
                                          "compressed_bitwidth": sum(widths), "max_size": size})
         self.ctx.value_sets[name] = element
         return ValueSetSymbol(d, name, element, size)
 
     def build(self) -> dict:
-        names = {s.name for s in self.decl.states}
-        if "start" not in names:
-            raise fail(self.decl, f"parser '{self.decl.name}' has no start state")
-        states = []
-        for st in self.decl.states:
-            states.append(self._state(st, names))
-            if st.name == "start" and self.init_ops:
-                states[-1]["parser_ops"] = self.init_ops + states[-1]["parser_ops"]
+        states: list[dict] = []
+        work = [(self.main, st.name, st.statements, st.transition, st) for st in self.decl.states]
+        while work:
+            frame, name, statements, transition, node = work.pop(0)
+            split = self._sub_parser_call(frame, statements)
+            if split is None:
+                state = self._state(frame, name, statements, transition, node)
+            else:
+                i, inst = split
+                cont = self._fresh_state(f"{name}_after_{inst.decl.name}")
+                pre, sub = self._inline(frame, inst, statements[i].call, cont)
+                state = self._state(frame, name, statements[:i], None, node, pre_ops=pre,
+                                    next_state=sub.states["start"])
+                work += [(sub, sub.states[st.name], st.statements, st.transition, st) for st in sub.decl.states]
+                work.append((frame, cont, statements[i + 1:], transition, node))
+            if frame.states.get("start") == name and frame.init_ops:
+                state["parser_ops"] = frame.init_ops + state["parser_ops"]
+            states.append(state)
         states += list(self.extra_states.values())
         for i, s in enumerate(states):
             s["id"] = i
         return {"name": "parser", "id": 0, "init_state": "start", "parse_states": states}
+
+    def _fresh_state(self, base: str) -> str:
+        name, n = base, 0
+        while name in self._used_names:
+            name = f"{base}_{n}"
+            n += 1
+        self._used_names.add(name)
+        return name
+
+    def _sub_parser_call(self, frame: _ParserFrame, statements: tuple) -> Optional[tuple[int, BlockInstance]]:
+        """(index, instance) of the first statement applying a sub-parser, if any."""
+        for i, st in enumerate(statements):
+            if not isinstance(st, ast.MethodCallStatement):
+                continue
+            m = st.call.method
+            if not (isinstance(m, ast.MemberExpression) and m.member == "apply"
+                    and isinstance(m.expr, ast.PathExpression)):
+                continue
+            v = frame.env.lookup(m.expr.name)
+            if isinstance(v, BlockInstance) and isinstance(v.decl, ast.ParserDecl):
+                return i, v
+            if v is None and m.expr.name in self.ctx.scope.parsers:  # direct type invocation
+                return i, BlockInstance(self.ctx.scope.parsers[m.expr.name],
+                                        frame.control.qualify(m.expr.name), ())
+        return None
+
+    def _inline(self, frame: _ParserFrame, inst: BlockInstance, call: ast.MethodCallExpression,
+                cont: str) -> tuple[list[dict], _ParserFrame]:
+        """Copy-in operations at the call and the frame of the inlined sub-parser (out and inout
+        arguments are bound by reference, in arguments copied into temporaries)."""
+        sl = StatementLowering(self.ctx, frame.env, frame.control, in_parser=True, block_kind="parser")
+        bindings: dict[str, Value] = {}
+        pre: list[dict] = []
+        for p, a in sl.bind_args(inst.decl.params, call.args, call):
+            if a is None:
+                raise fail(call, f"missing argument for parameter '{p.name}' of parser '{inst.decl.name}'")
+            if isinstance(p.type, ast.TypeName) and p.type.name == "packet_in":
+                bindings[p.name] = PacketValue("packet_in")
+            elif p.direction in ("out", "inout"):
+                bindings[p.name] = sl.ex.lvalue(a)
+            else:
+                t = self.ctx.scope.resolve(p.type)
+                v = sl._in_argument(a, t)
+                if isinstance(v, ExprValue) and v.json.get("type") not in ("hexstr", "bool") and t.is_scalar():
+                    tmp = self.ctx.storage.variable(f"{inst.name}.{p.name}", t, call)
+                    pre.append({"op": "set", "parameters": [tmp.json(), to_data(v.json, v.type)
+                                                            if isinstance(v.type, Bool) else v.json]})
+                    v = tmp
+                bindings[p.name] = v
+        prefix = inst.name.rsplit(".", 1)[-1]
+        states = {st.name: self._fresh_state(f"{prefix}_{st.name}") for st in inst.decl.states}
+        sub = self._frame(inst.decl, self.ctx.global_env.child(bindings), ControlContext(inst.name, inst.decl),
+                          states, cont)
+        return pre, sub
 
     def _ops(self, prims: list[dict]) -> list[dict]:
         out = []
@@ -97,16 +187,20 @@ class ParserLowering:
                 out.append({"op": "primitive", "parameters": [p]})
         return out
 
-    def _state(self, st: ast.ParserState, names: set[str]) -> dict:
-        sl = StatementLowering(self.ctx, self.env.child(), self.control, in_parser=True, block_kind="parser")
-        items = sl.block(st.statements)
-        ops = self._ops(predicate(self.ctx, items, st))
-        out = {"name": st.name, "id": 0, "parser_ops": ops, "transition_key": [], "transitions": []}
-        tr = st.transition
+    def _state(self, frame: _ParserFrame, name: str, statements: tuple, tr: Any, node: Any,
+               pre_ops: Optional[list[dict]] = None, next_state: Optional[str] = None) -> dict:
+        """One BMv2 parse state; with ``next_state`` it ends in that state instead of ``tr``."""
+        sl = StatementLowering(self.ctx, frame.env.child(), frame.control, in_parser=True, block_kind="parser")
+        items = sl.block(statements)
+        ops = self._ops(predicate(self.ctx, items, node)) + (pre_ops or [])
+        out = {"name": name, "id": 0, "parser_ops": ops, "transition_key": [], "transitions": []}
+        if next_state is not None:
+            out["transitions"] = [self._default(next_state)]
+            return out
         if tr is None:
-            raise fail(st, f"state '{st.name}' has no transition")
+            raise fail(node, f"state '{node.name}' has no transition")
         if isinstance(tr, ast.PathExpression):
-            out["transitions"] = [self._default(self._target(tr.name, names, tr))]
+            out["transitions"] = [self._default(self._target(frame, tr.name, tr))]
             return out
         if not isinstance(tr, ast.SelectExpression):
             raise fail(tr, "transition must name a state or be a select")
@@ -128,7 +222,7 @@ class ParserLowering:
             widths.append(bit_width(t))
         transitions = []
         for case in tr.cases:
-            target = self._target(case.state, names, case)
+            target = self._target(frame, case.state, case)
             vset = self._value_set_case(sl, case, widths)
             if vset is not None:
                 transitions.append({"type": "parse_vset", "value": vset, "mask": None, "next_state": target})
@@ -174,14 +268,14 @@ class ParserLowering:
     def _default(target: Optional[str]) -> dict:
         return {"type": "default", "value": None, "mask": None, "next_state": target}
 
-    def _target(self, name: str, names: set[str], node: Any) -> Optional[str]:
+    def _target(self, frame: _ParserFrame, name: str, node: Any) -> Optional[str]:
         if name == "accept":
-            return None
+            return frame.accept
         if name == "reject":
             return self._error_state("reject", "NoError")
-        if name not in names:
+        if name not in frame.states:
             raise fail(node, f"unknown parser state '{name}'")
-        return name
+        return frame.states[name]
 
     def _no_match(self) -> str:
         return self._error_state("noMatch", "NoMatch")
