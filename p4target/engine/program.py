@@ -681,14 +681,18 @@ class _Compiler:
 
     def build_varbit_extractor(self, hid: int, fields: list[tuple[str, int, bool]]) -> Callable:
         """Extractor `(P, bits)` of a header with a varbit field (BMv2's `extract_VL`): the
-        varbit field takes `bits` bits, which must be whole bytes and within its largest size."""
+        varbit field takes `bits` bits, which must be whole bytes (else ParserInvalidArgument)
+        and within its largest size (else HeaderTooShort)."""
         base = self.header_base[hid]
         too_short = self.errors_value("PacketTooShort")
         hdr_too_short = self.errors_value("HeaderTooShort")
+        invalid_arg = self.errors_value("ParserInvalidArgument")
         vslot = next(base + i for i in range(len(fields)) if base + i in self.varbit_slots)
         fixed = sum(w for i, (_, w, _) in enumerate(fields) if base + i != vslot)
-        body = [f"if n < 0 or n > {self.varbit_slots[vslot]} or (n + {fixed}) % 8:"
-                f" raise ParserException({hdr_too_short})",
+        # BMv2: a size that is not whole bytes is ParserInvalidArgument, one above the
+        # field's largest size HeaderTooShort
+        body = [f"if n % 8: raise ParserException({invalid_arg})",
+                f"if n < 0 or n > {self.varbit_slots[vslot]}: raise ParserException({hdr_too_short})",
                 f"total = n + {fixed}; nb = total // 8; o = P.off; d = P.data",
                 f"if o + nb > len(d): raise ParserException({too_short})",
                 "x = int.from_bytes(d[o:o + nb], 'big'); P.off = o + nb; shift = total"]
