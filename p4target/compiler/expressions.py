@@ -311,7 +311,7 @@ class ExpressionLowering:
             return expr("|", left, fit(b, Bits(sb.width))), Bits(sa.width + sb.width, sa.signed)
         if op in ("==", "!=") and isinstance(e.left, _PLACE_SHAPES) and isinstance(e.right, _PLACE_SHAPES):
             left, right = self.value_of(e.left), self.value_of(e.right)
-            if isinstance(left, (HeaderValue, StructValue)):
+            if isinstance(left, (HeaderValue, StructValue, StackValue)):
                 same = self._equal_values(left, right, e)
                 return (same if op == "==" else expr("not", None, same)), Bool()
         a, at, b, bt = self._operands(e, expected)
@@ -336,8 +336,15 @@ class ExpressionLowering:
         return j, t
 
     def _equal_values(self, a: Value, b: Value, node: Any) -> dict:
-        """``a == b`` for headers (both invalid, or both valid with equal fields) and structs
-        (member by member)."""
+        """``a == b`` for headers (both invalid, or both valid with equal fields), header
+        stacks (element by element) and structs (member by member)."""
+        if isinstance(a, StackValue) and isinstance(b, StackValue) \
+                and len(a.elements) == len(b.elements):
+            out = None
+            for x, y in zip(a.elements, b.elements):
+                eq = self._equal_values(HeaderValue(x, a.type.element), HeaderValue(y, b.type.element), node)
+                out = eq if out is None else expr("and", out, eq)
+            return out if out is not None else {"type": "bool", "value": True}
         if isinstance(a, HeaderValue) and isinstance(b, HeaderValue):
             fields = None
             for name, _ in a.type.fields:
@@ -355,14 +362,14 @@ class ExpressionLowering:
             out = None
             for name, m in a.members.items():
                 other = b.members[name]
-                if isinstance(m, (HeaderValue, StructValue)):
+                if isinstance(m, (HeaderValue, StructValue, StackValue)):
                     eq = self._equal_values(m, other, node)
                 else:
                     (x, xt), (y, yt) = self.rvalue(m, node), self.rvalue(other, node)
                     eq = expr("==", to_data(x, xt), to_data(y, yt))
                 out = eq if out is None else expr("and", out, eq)
             return out if out is not None else {"type": "bool", "value": True}
-        raise fail(node, "'==' needs two values of the same header or struct type")
+        raise fail(node, "'==' needs two values of the same header, stack or struct type")
 
     def _cast(self, e: ast.CastExpression) -> tuple[dict, P4Type]:
         target = self.scope.resolve(e.type)
