@@ -52,9 +52,14 @@ class ControlLowering:
             t = ctx.scope.resolve(d.type)
             name = self.control.qualify(d.name, d.annotations)
             if isinstance(t, ExternT):
-                self.env.define(d.name, externs.instantiate(ctx, d, name, t, sl.ex._const_lookup))
+                # a control instance applied more than once keeps one object per extern instance
+                inst = ctx.externs.get(name)
+                if inst is None or inst.decl is not d:
+                    inst = externs.instantiate(ctx, d, name, t, sl.ex._const_lookup)
+                self.env.define(d.name, inst)
             elif isinstance(t, BlockT) and isinstance(t.decl, ast.ControlDecl):
-                self.env.define(d.name, BlockInstance(t.decl, name, d.args))
+                self.env.define(d.name, BlockInstance(t.decl, name, d.args,
+                                                      sl.constructor_bindings(t.decl, d.args, d)))
             else:
                 raise UnsupportedError.at(d.loc, f"instantiation of {t}")
         else:

@@ -11,8 +11,8 @@ from p4target.compiler.expressions import Env, to_data
 from p4target.compiler.semantics import fail
 from p4target.compiler.statements import Prims, StatementLowering, predicate
 from p4target.compiler.types import Bits, BlockT, Bool, EnumT, ExternT, P4Type, StructT, TupleT, bit_width
-from p4target.compiler.values import (BlockInstance, ConstValue, ControlContext, ExprValue, PacketValue, Value,
-                                      ValueSetSymbol)
+from p4target.compiler.values import (BlockInstance, ConstValue, ControlContext, ExprValue, PacketValue,
+                                      TypeValue, Value, ValueSetSymbol)
 from p4target.errors import UnsupportedError
 
 if TYPE_CHECKING:
@@ -73,9 +73,8 @@ class ParserLowering:
                 if isinstance(t, ExternT):
                     env.define(d.name, externs.instantiate(self.ctx, d, name, t, sl.ex._const_lookup))
                 elif isinstance(t, BlockT) and isinstance(t.decl, ast.ParserDecl):
-                    if d.args:
-                        raise UnsupportedError.at(d.loc, "constructor arguments of sub-parsers")
-                    env.define(d.name, BlockInstance(t.decl, name, d.args))
+                    env.define(d.name, BlockInstance(t.decl, name, d.args,
+                                                     sl.constructor_bindings(t.decl, d.args, d)))
                 else:
                     raise UnsupportedError.at(d.loc, f"instantiation of {t} in a parser")
             elif isinstance(d, ast.ValueSetDecl):
@@ -141,7 +140,8 @@ class ParserLowering:
             v = frame.env.lookup(m.expr.name)
             if isinstance(v, BlockInstance) and isinstance(v.decl, ast.ParserDecl):
                 return i, v
-            if v is None and m.expr.name in self.ctx.scope.parsers:  # direct type invocation
+            if (v is None or isinstance(v, TypeValue)) and m.expr.name in self.ctx.scope.parsers:
+                # direct type invocation
                 return i, BlockInstance(self.ctx.scope.parsers[m.expr.name],
                                         frame.control.qualify(m.expr.name), ())
         return None
@@ -151,7 +151,7 @@ class ParserLowering:
         """Copy-in operations at the call and the frame of the inlined sub-parser (out and inout
         arguments are bound by reference, in arguments copied into temporaries)."""
         sl = StatementLowering(self.ctx, frame.env, frame.control, in_parser=True, block_kind="parser")
-        bindings: dict[str, Value] = {}
+        bindings: dict[str, Value] = dict(inst.ctor)
         pre: list[dict] = []
         for p, a in sl.bind_args(inst.decl.params, call.args, call):
             if a is None:

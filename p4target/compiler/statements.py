@@ -20,8 +20,8 @@ from p4target.compiler.types import Bits, Bool, VoidT
 from p4target.compiler.values import (ActionSymbol, BlockInstance, ConstValue, ControlContext,
                                       DynamicStackElement, ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       PacketValue, StackValue, StructValue,
-                                      TableSymbol, UnionValue, Value)
-from p4target.errors import UnsupportedError
+                                      TableSymbol, TypeValue, UnionValue, Value)
+from p4target.errors import CompileError, UnsupportedError
 
 
 # --------------------------------------------------------------------------- items
@@ -346,6 +346,13 @@ class StatementLowering:
                 isinstance(base_expr, ast.MemberExpression) and base_expr.member == "next") else None
             if isinstance(base, TableSymbol) and m.member == "apply":
                 return [ApplyTable(base, c)]
+            if (base is None or isinstance(base, TypeValue)) and m.member == "apply" \
+                    and isinstance(m.expr, ast.PathExpression) \
+                    and m.expr.name in self.ctx.scope.controls:  # direct type invocation
+                decl = self.ctx.scope.controls[m.expr.name]
+                if decl.ctor_params:
+                    raise fail(c, f"control '{decl.name}' has constructor parameters; instantiate it")
+                base = BlockInstance(decl, self.control.qualify(m.expr.name))
             if isinstance(base, BlockInstance) and m.member == "apply":
                 return [self.inline_block(base, c)]
             if isinstance(base, HeaderValue) and m.member in ("setValid", "setInvalid"):
@@ -451,11 +458,30 @@ class StatementLowering:
                                  return_target=target).block(decl.body.statements)
         return SubBlock([Prims(copy_in), SubBlock(body), Prims(copy_out)])
 
+    def constructor_bindings(self, decl: Any, args: tuple, node: Any) -> dict[str, Value]:
+        """Values of a parser's or control's constructor parameters: instances passed by name
+        (controls, parsers, externs) or compile-time constants of the parameter's type."""
+        out: dict[str, Value] = {}
+        for p, a in self.bind_args(decl.ctor_params, args, node):
+            if a is None:
+                raise fail(node, f"missing constructor argument for parameter '{p.name}' of '{decl.name}'")
+            v = self.env.lookup(a.name) if isinstance(a, ast.PathExpression) else None
+            if isinstance(v, (BlockInstance, ExternInstance)):
+                out[p.name] = v
+                continue
+            t = self.ctx.scope.resolve(p.type)
+            try:
+                out[p.name] = ConstValue(self.ctx.scope.const_eval(a, self.ex._const_lookup, t), t)
+            except CompileError:
+                raise UnsupportedError.at(a.loc, "constructor argument that is neither a constant "
+                                                 "nor a named instance") from None
+        return out
+
     def inline_block(self, inst: BlockInstance, c: ast.MethodCallExpression) -> Item:
         from p4target.compiler.controls import ControlLowering
         if not isinstance(inst.decl, ast.ControlDecl):
-            raise UnsupportedError.at(c.loc, "sub-parser calls")
-        bindings: dict[str, Value] = {}
+            raise UnsupportedError.at(c.loc, "sub-parser calls outside a parser state's top level")
+        bindings: dict[str, Value] = dict(inst.ctor)
         for p, a in self.bind_args(inst.decl.params, c.args, c):
             if a is None:
                 raise fail(c, f"missing argument for parameter '{p.name}'")

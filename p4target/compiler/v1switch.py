@@ -9,9 +9,9 @@ from p4target.compiler.context import Context
 from p4target.compiler.controls import ControlLowering, PipelineLinker
 from p4target.compiler.parsers import ParserLowering
 from p4target.compiler.semantics import ProgramScope, fail
-from p4target.compiler.statements import IfItem, Item, Prims, SubBlock
-from p4target.compiler.types import EnumT, ExternT, StructLike
-from p4target.compiler.values import HeaderValue, PacketValue, Value
+from p4target.compiler.statements import IfItem, Item, Prims, StatementLowering, SubBlock
+from p4target.compiler.types import BlockT, EnumT, ExternT, StructLike
+from p4target.compiler.values import BlockInstance, ControlContext, HeaderValue, PacketValue, Value
 from p4target.errors import UnsupportedError
 
 BLOCKS = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
@@ -59,9 +59,15 @@ def lower_program(program: ast.Program, program_name: str) -> Context:
         t = scope.resolve(inst.type)
         if isinstance(t, ExternT):
             ctx.global_env.define(name, externs.instantiate(ctx, inst, name, t, lambda n: None))
+    top = StatementLowering(ctx, ctx.global_env, ControlContext("", None))
+    for name, inst in scope.instances.items():
+        t = scope.resolve(inst.type) if name != "main" else None
+        if isinstance(t, BlockT) and isinstance(t.decl, (ast.ControlDecl, ast.ParserDecl)):
+            ctx.global_env.define(name, BlockInstance(t.decl, name, inst.args,
+                                                      top.constructor_bindings(t.decl, inst.args, inst)))
 
-    def bind(decl: Any) -> dict[str, Value]:
-        out: dict[str, Value] = {}
+    def bind(decl: Any, ctor_args: tuple) -> dict[str, Value]:
+        out: dict[str, Value] = top.constructor_bindings(decl, ctor_args, decl)
         for p in decl.params:
             if isinstance(p.type, ast.TypeName) and p.type.name in ("packet_in", "packet_out"):
                 out[p.name] = PacketValue(p.type.name)
@@ -77,18 +83,19 @@ def lower_program(program: ast.Program, program_name: str) -> Context:
                 raise fail(p, f"parameter '{p.name}' of '{decl.name}' has unexpected type {t}")
         return out
 
-    (pdecl, pname), (vdecl, vname), (idecl, iname), (edecl, ename), (cdecl, cname), (ddecl, dname) = blocks
-    for (decl, _), role in zip(blocks[1:], BLOCKS[1:]):
+    (pdecl, pname, pargs), (vdecl, vname, vargs), (idecl, iname, iargs), (edecl, ename, eargs), \
+        (cdecl, cname, cargs), (ddecl, dname, dargs) = blocks
+    for (decl, _, _), role in zip(blocks[1:], BLOCKS[1:]):
         if not isinstance(decl, ast.ControlDecl):
             raise fail(decl, f"V1Switch's {role} block must be a control")
-    ctx.out.parsers.append(ParserLowering(ctx, pdecl, pname, bind(pdecl)).build())
-    _checksum_block(ControlLowering(ctx, vdecl, vname, bind(vdecl), "verify_checksum").apply_items(), vdecl)
-    ingress = ControlLowering(ctx, idecl, iname, bind(idecl)).apply_items()
+    ctx.out.parsers.append(ParserLowering(ctx, pdecl, pname, bind(pdecl, pargs)).build())
+    _checksum_block(ControlLowering(ctx, vdecl, vname, bind(vdecl, vargs), "verify_checksum").apply_items(), vdecl)
+    ingress = ControlLowering(ctx, idecl, iname, bind(idecl, iargs)).apply_items()
     ctx.out.pipelines.append(PipelineLinker(ctx, "ingress", 0).build(ingress))
-    egress = ControlLowering(ctx, edecl, ename, bind(edecl)).apply_items()
+    egress = ControlLowering(ctx, edecl, ename, bind(edecl, eargs)).apply_items()
     ctx.out.pipelines.append(PipelineLinker(ctx, "egress", 1).build(egress))
-    _checksum_block(ControlLowering(ctx, cdecl, cname, bind(cdecl), "compute_checksum").apply_items(), cdecl)
-    order = _deparser_order(ControlLowering(ctx, ddecl, dname, bind(ddecl), "deparser").apply_items(), ddecl)
+    _checksum_block(ControlLowering(ctx, cdecl, cname, bind(cdecl, cargs), "compute_checksum").apply_items(), cdecl)
+    order = _deparser_order(ControlLowering(ctx, ddecl, dname, bind(ddecl, dargs), "deparser").apply_items(), ddecl)
     ctx.out.deparsers.append({"name": "deparser", "id": 0, "source_info": {}, "order": order,
                               "primitives": []})
     for m in ctx.out.meter_arrays:
@@ -97,23 +104,22 @@ def lower_program(program: ast.Program, program_name: str) -> Context:
     return ctx
 
 
-def _block(scope: ProgramScope, arg: ast.Expression) -> tuple[Any, str]:
-    """(declaration, instance name) of a V1Switch argument: ``MyIngress()`` or an instance."""
+def _block(scope: ProgramScope, arg: ast.Expression) -> tuple[Any, str, tuple]:
+    """(declaration, instance name, constructor arguments) of a V1Switch argument:
+    ``MyIngress()`` or a top-level instance."""
     if isinstance(arg, ast.MethodCallExpression) and isinstance(arg.method, (ast.PathExpression, ast.TypeExpression)):
         name = arg.method.name if isinstance(arg.method, ast.PathExpression) else getattr(arg.method.type, "name", "")
         decl = scope.controls.get(name) or scope.parsers.get(name)
         if decl is None:
             raise fail(arg, f"unknown parser or control '{name}'")
-        if arg.args:
-            raise UnsupportedError.at(arg.loc, "constructor arguments of parsers and controls")
-        return decl, name
+        return decl, name, tuple(arg.args)
     if isinstance(arg, ast.PathExpression) and arg.name in scope.instances:
         inst = scope.instances[arg.name]
         tname = getattr(inst.type, "name", "")
         decl = scope.controls.get(tname) or scope.parsers.get(tname)
         if decl is None:
             raise fail(arg, f"'{arg.name}' is not a parser or control instance")
-        return decl, arg.name
+        return decl, arg.name, tuple(inst.args)
     raise fail(arg, "V1Switch arguments must be parser/control instances")
 
 

@@ -122,10 +122,12 @@ class ActionSymbol(Value):
 
 @dataclass
 class BlockInstance(Value):
-    """An instantiated sub-control or sub-parser (``MyCtrl() c;``)."""
+    """An instantiated sub-control or sub-parser (``MyCtrl() c;``); ``ctor`` binds its
+    constructor parameters (constants, other instances)."""
     decl: Any
     name: str
     args: tuple = ()
+    ctor: dict = field(default_factory=dict)
 
 
 @dataclass
