@@ -365,7 +365,15 @@ class _Compiler:
         a = p.get("parameters", [])
         if op in ("assign", "modify_field"):
             return [self.assign(a[0], self.ex(a[1]))]
-        if op in ("assign_header",):
+        if op in _LEGACY_ARITH:  # simple_switch's P4_14-era primitives (p4c-bm's JSON)
+            if op in ("add_to_field", "subtract_from_field"):
+                return [self.assign(a[0], f"({self.ex(a[0])} {_LEGACY_ARITH[op]} {self.ex(a[1])})")]
+            return [self.assign(a[0], f"({self.ex(a[1])} {_LEGACY_ARITH[op]} {self.ex(a[2])})")]
+        if op == "no_op":
+            return []
+        if op == "add_header_fast":
+            return [f"V[{self.header_ref(a[0])}] = 1"]
+        if op in ("assign_header", "copy_header"):
             d, s = self.header_ref(a[0]), self.header_ref(a[1])
             return [f"_d = {d}; _s = {s}; _n = HLEN[_d]",
                     "F[HB[_d]:HB[_d] + _n] = F[HB[_s]:HB[_s] + _n]; V[_d] = V[_s]"] + (
@@ -1041,6 +1049,10 @@ def _compress(padded: int, widths: list[int]) -> int:
         shift -= (w + 7) // 8 * 8
         out = (out << w) | ((padded >> shift) & ((1 << w) - 1))
     return out
+
+
+_LEGACY_ARITH = {"add_to_field": "+", "subtract_from_field": "-", "add": "+", "subtract": "-",
+                 "bit_xor": "^", "bit_or": "|", "bit_and": "&", "shift_left": "<<", "shift_right": ">>"}
 
 
 def _cond_node(cond: Callable, t: str | None, f: str | None) -> Callable:

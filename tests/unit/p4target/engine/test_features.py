@@ -240,6 +240,19 @@ def test_out_of_range_register_read_and_meter_leave_the_destination_alone():
     assert eng.process(0, pkt(a=9, b=2, c=3))[0][1][:4] == bytes([9, 2, 0, 3])  # beyond: unchanged
 
 
+def test_p4_14_era_primitives_of_simple_switch():
+    def prim(op, *params):
+        return {"op": op, "parameters": list(params)}
+    j = program(actions=[("legacy", [], [
+        prim("add_to_field", F("h", "a"), hexv(0x10)),          # a = 0x01 + 0x10
+        prim("subtract", F("h", "b"), F("h", "b"), hexv(3)),     # b = 0x02 - 3 (wraps)
+        prim("bit_or", F("h", "c"), F("h", "c"), hexv(0x100)),   # c = 0x0103
+        prim("shift_left", F("h", "d"), F("h", "d"), hexv(4)),   # d = 0x40
+        prim("no_op"), prim("modify_field", F(SM, "egress_spec"), hexv(1))])])
+    out = Engine(j).process(0, pkt())[0][1]
+    assert out[:8] == bytes([0x11, 0xFF, 0x01, 0x03, 0, 0, 0, 0x40])
+
+
 def test_deparser_method_calls_run_before_emission():
     j = program(actions=[FWD], extra={"deparsers": [{"name": "deparser", "id": 0, "order": ["h"], "primitives": [
         assign(F("h", "d"), hexv(0x77))]}]})
