@@ -42,6 +42,9 @@ class Context:
         self.applied_tables: set[str] = set()
         self.table_envs: dict[str, Env] = {}
         self.action_annotations: dict[str, list[str]] = {}
+        # actions called directly from a control's apply block (inlined, yet p4c lists them in
+        # P4Info): name -> directionless (name, bitwidth) parameters
+        self.direct_actions: dict[str, list[tuple[str, int]]] = {}
         self.extern_annotations: dict[str, list[str]] = {}
         self.hidden: set[str] = set()
         self.direct_meter_targets: dict[str, list] = {}
@@ -81,10 +84,15 @@ class Context:
         self._used_action_names.add(name)
         return name
 
+    def reserve_action_name(self, name: str) -> str:
+        """A P4 action's own name, kept from the compiler's generated action names."""
+        self._used_action_names.add(name)
+        return name
+
     def annotations_text(self, annotations: Any) -> list[str]:
         out = []
         for a in annotations or ():
-            if a.name in ("name", "id", "defaultonly", "tableonly", "hidden", "noWarn", "priority"):
+            if a.name in ("name", "id", "defaultonly", "tableonly", "hidden", "priority"):
                 continue
             out.append(f"@{a.name}" + (f"({a.raw})" if a.raw else ""))
         return out

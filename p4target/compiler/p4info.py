@@ -132,6 +132,8 @@ class P4InfoHints:
     # value set name -> its match fields (name, bitwidth, match kind); default one unnamed exact field
     value_set_matches: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)
     hidden: set[str] = field(default_factory=set)
+    # actions called directly from control code: name -> [(param, bitwidth)]; p4c lists them
+    direct_actions: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     counter_units: dict[str, str] = field(default_factory=dict)
 
 
@@ -335,7 +337,12 @@ def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info
     tables = _pipeline_objects(bmv2_json, "tables")
     profiles = _unique_by_name(_pipeline_objects(bmv2_json, "action_profiles"))
     actions = _unique_by_name(bmv2_json.get("actions", []))
+    listed = {a["name"] for a in actions}
+    actions += [{"name": name, "runtime_data": [{"name": p, "bitwidth": w} for p, w in params]}
+                for name, params in hints.direct_actions.items() if name not in listed]
     action_by_id = {a["id"]: a["name"] for a in bmv2_json.get("actions", [])}
+    param_widths = {a["id"]: [int(rd["bitwidth"]) for rd in a.get("runtime_data", [])]
+                    for a in bmv2_json.get("actions", [])}
     counters = bmv2_json.get("counter_arrays", []) or []
     meters = bmv2_json.get("meter_arrays", []) or []
     registers = bmv2_json.get("register_arrays", []) or []
@@ -346,7 +353,7 @@ def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info
     referenced = {a for t in visible_tables for a in t.get("actions", [])}
     visible_actions = [a for a in actions if a["name"] not in hints.hidden
                        and ("." in a["name"] or a["name"] in referenced
-                            or a["name"] in hints.action_annotations)]
+                            or a["name"] in hints.action_annotations or a["name"] in hints.direct_actions)]
 
     # Every symbol of the program takes part in id probing and alias uniqueness, hidden
     # ones included, as in p4c.
@@ -401,7 +408,7 @@ def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info
                 raise P4TargetError(f"table '{t['name']}' uses action profile '{impl}' "
                                     "which the BMv2 JSON does not declare")
             implementation_of[t["name"]] = impl
-        _add_table(info, symbols, t, th, widths, action_by_id, impl,
+        _add_table(info, symbols, t, th, widths, action_by_id, param_widths, impl,
                    th.direct_counter or direct_counter_of.get(t["name"]),
                    th.direct_meter or direct_meter_of.get(t["name"]))
 
@@ -518,7 +525,8 @@ def _preamble(pre: Any, symbols: SymbolIds, prefix: int, name: str, annotations:
 
 
 def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHints,
-               widths: _FieldWidths, action_by_id: dict[int, str], impl: Optional[str],
+               widths: _FieldWidths, action_by_id: dict[int, str],
+               param_widths: dict[int, list[int]], impl: Optional[str],
                direct_counter: Optional[str], direct_meter: Optional[str]) -> None:
     name = t["name"]
     pt = info.tables.add()
@@ -567,14 +575,16 @@ def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHi
     if default_name is not None:
         if th.const_default_action or default.get("action_const"):
             pt.const_default_action_id = symbols.id(PREFIX_ACTION, default_name)
-        if default_name != "NoAction":
-            # Recent p4c also records the initial default action and its arguments.
-            call = pt.initial_default_action
-            call.action_id = symbols.id(PREFIX_ACTION, default_name)
-            for param_id, value in enumerate(default.get("action_data", []) or [], start=1):
-                arg = call.arguments.add()
-                arg.param_id = param_id
-                arg.value = _canonical_bytes(value)
+        # Recent p4c records every table's initial default action (the implicit NoAction
+        # included, const or not), each argument at its parameter's full byte width.
+        call = pt.initial_default_action
+        call.action_id = symbols.id(PREFIX_ACTION, default_name)
+        bitwidths = param_widths.get(default["action_id"], [])
+        for param_id, value in enumerate(default.get("action_data", []) or [], start=1):
+            arg = call.arguments.add()
+            arg.param_id = param_id
+            width = bitwidths[param_id - 1] if param_id <= len(bitwidths) else 0
+            arg.value = _param_bytes(value, width)
 
     if impl:
         pt.implementation_id = symbols.id(PREFIX_ACTION_PROFILE, impl)
@@ -591,12 +601,14 @@ def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHi
         pt.has_initial_entries = True
 
 
-def _canonical_bytes(value: object) -> bytes:
-    """P4Runtime's canonical byte string of a BMv2 action-data value (hex string or int)."""
+def _param_bytes(value: object, bitwidth: int) -> bytes:
+    """A BMv2 action-data value (hex string or int) as p4c writes it in P4Info: big-endian,
+    as many bytes as the parameter's width needs."""
     number = int(value, 16) if isinstance(value, str) else int(value)  # type: ignore[arg-type]
     if number < 0:
         raise P4TargetError(f"negative action argument {value!r} in a default entry")
-    return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
+    size = max(1, (bitwidth + 7) // 8, (number.bit_length() + 7) // 8)
+    return number.to_bytes(size, "big")
 
 
 def _digest_specs(bmv2: dict, hints: P4InfoHints, widths: _FieldWidths) -> list[tuple[str, list[tuple[str, int]]]]:

@@ -16,7 +16,7 @@ from p4target.compiler.call_order import CallHoister
 from p4target.compiler.context import Context
 from p4target.compiler.expressions import Env, ExpressionLowering, to_data
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool, VoidT
+from p4target.compiler.types import Bits, Bool, VoidT, bit_width
 from p4target.compiler.values import (ActionSymbol, BlockInstance, ConstValue, ControlContext,
                                       DynamicStackElement, ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       PacketValue, StackValue, StructValue,
@@ -408,6 +408,11 @@ class StatementLowering:
         return ExprValue(j, t if not isinstance(jt, Bool) else jt)
 
     def inline_action(self, sym: ActionSymbol, c: ast.MethodCallExpression) -> list[Item]:
+        if self.block_kind == "control" and not self.in_parser:
+            self.ctx.direct_actions.setdefault(sym.name, [
+                (p.name, bit_width(self.ctx.scope.resolve(p.type))) for p in sym.decl.params
+                if p.direction is None])
+            self.ctx.action_annotations.setdefault(sym.name, self.ctx.annotations_text(sym.decl.annotations))
         env = self.env.child()
         pairs = self.bind_args(sym.decl.params, c.args, c)
         for p, a in pairs:

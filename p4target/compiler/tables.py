@@ -86,7 +86,9 @@ class ActionLowering:
         sl = StatementLowering(self.ctx, aenv, sym.control, block_kind="action")
         items = sl.block(sym.decl.body.statements)
         primitives = action_primitives(self.ctx, items, sym.decl)
-        name = self.ctx.action_name(sym.name)
+        # one P4 action bound to different arguments (e.g. a global action used by ingress and
+        # egress) gives several BMv2 actions of the same name, as in p4c's JSON
+        name = self.ctx.reserve_action_name(sym.name)
         aid = self.ctx.out.add_action(name, [(n, bit_width(t)) for n, t in data_params], primitives)
         self.ctx.action_annotations[name] = self.ctx.annotations_text(sym.decl.annotations)
         self.cache[key] = (aid, name, data_params)

@@ -126,12 +126,14 @@ class Translator:
     # -- indexing ------------------------------------------------------------------------
     def _index_actions(self, engine: Engine) -> None:
         json_actions = {a["name"]: a for a in engine.program.json.get("actions", [])}
+        in_tables = {ref.id for t in self.p4info.tables for ref in t.action_refs}
         for a in self.p4info.actions:
             name = a.preamble.name
             ja = json_actions.get(name)
-            if ja is None:
+            if ja is None and a.preamble.id in in_tables:
                 raise invalid(f"P4Info action '{name}' is not in the BMv2 JSON")
-            if len(ja.get("runtime_data", [])) != len(a.params):
+            # an action only called directly from control code may be inlined in the JSON
+            if ja is not None and len(ja.get("runtime_data", [])) != len(a.params):
                 raise invalid(f"P4Info action '{name}' has {len(a.params)} parameter(s), "
                               f"the BMv2 JSON {len(ja.get('runtime_data', []))}")
             info = ActionInfo(a.preamble.id, name, [ParamInfo(p.id, p.name, p.bitwidth) for p in a.params])

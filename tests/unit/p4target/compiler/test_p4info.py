@@ -491,8 +491,10 @@ def test_initial_default_action_arguments_and_noaction():
     idx = P4InfoIndex(info)
     ecmp = idx.table("MyIngress.ecmp")  # default set_port(0)
     assert ecmp.initial_default_action.action_id == idx.action_id("MyIngress.set_port")
-    assert [(a.param_id, a.value) for a in ecmp.initial_default_action.arguments] == [(1, b"\x00")]
-    assert not idx.table("MyIngress.classify").HasField("initial_default_action")  # NoAction default
+    # arguments at the parameter's full byte width, as p4c writes them (9-bit port: 2 bytes)
+    assert [(a.param_id, a.value) for a in ecmp.initial_default_action.arguments] == [(1, b"\x00\x00")]
+    # recent p4c records the NoAction default too
+    assert idx.table("MyIngress.classify").initial_default_action.action_id == idx.action_id("NoAction")
 
 
 def test_text_files_carry_p4cs_schema_header(tmp_path):
@@ -535,3 +537,44 @@ def test_p4runtime_shell_reads_our_p4info(tmp_path):
     assert ctx.get_name_from_id(21257015) == "NoAction"
     assert ctx.get_mf_id("MyIngress.classify", "meta.flow") == 2
     assert ctx.get_param_id("MyIngress.ipv4_forward", "port") == 2
+
+
+_P4C_NAMING = r"""
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { }
+action global_drop(inout standard_metadata_t sm) { mark_to_drop(sm); }
+parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control VC(inout H hdr, inout M m) { apply { } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    action mark() { hdr.h.a = 1; }
+    table t { key = { hdr.h.a: exact; } actions = { global_drop(sm); NoAction; } }
+    apply { mark(); t.apply(); }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    table te { key = { hdr.h.a: exact; } actions = { global_drop(sm); } default_action = global_drop(sm); }
+    apply { te.apply(); }
+}
+control CC(inout H hdr, inout M m) { apply { } }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_p4info_names_actions_like_p4c():
+    from p4target.compiler import compile_text
+    c = compile_text(_P4C_NAMING, "naming.p4")
+    idx = P4InfoIndex(c.p4info)
+    names = sorted(a.preamble.name for a in c.p4info.actions)
+    # the directly called action is listed; the global action used in both controls keeps its
+    # name (two BMv2 actions, one P4Info action); NoAction carries core.p4's @noWarn
+    assert names == ["I.mark", "NoAction", "global_drop"]
+    assert [a["name"] for a in c.bmv2_json["actions"]].count("global_drop") == 2
+    assert list(idx.action("NoAction").preamble.annotations) == ['@noWarn("unused")']
+    # every table states its initial default action, the implicit NoAction included
+    assert idx.table("I.t").initial_default_action.action_id == idx.action_id("NoAction")
+    assert idx.table("E.te").initial_default_action.action_id == idx.action_id("global_drop")
