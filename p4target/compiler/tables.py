@@ -240,9 +240,7 @@ class TableBuilder:
                         selector_inputs: list[dict], pipeline: dict, sym: TableSymbol) -> None:
         prop = d.property("implementation")
         if not isinstance(prop, ast.ExpressionProperty):
-            if selector_inputs:
-                raise fail(d, f"table '{d.name}' has selector keys but no action_selector")
-            return
+            return  # selector keys without an action_selector select nothing (p4c drops them)
         v = prop.value
         if isinstance(v, ast.MethodCallExpression):
             kind = source_text(v.method).rstrip("()")
