@@ -45,6 +45,7 @@ class Context:
         # actions called directly from a control's apply block (inlined, yet p4c lists them in
         # P4Info): name -> directionless (name, bitwidth) parameters
         self.direct_actions: dict[str, list[tuple[str, int]]] = {}
+        self.serializable_enums: dict[str, Any] = {}  # name -> EnumT (for P4Info type_info)
         self.extern_annotations: dict[str, list[str]] = {}
         self.hidden: set[str] = set()
         self.direct_meter_targets: dict[str, list] = {}

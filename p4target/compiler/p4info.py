@@ -134,6 +134,8 @@ class P4InfoHints:
     hidden: set[str] = field(default_factory=set)
     # actions called directly from control code: name -> [(param, bitwidth)]; p4c lists them
     direct_actions: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    # serializable enums a table key or action parameter uses: name -> (bitwidth, [(member, value)])
+    serializable_enums: dict[str, tuple[int, list[tuple[str, int]]]] = field(default_factory=dict)
     counter_units: dict[str, str] = field(default_factory=dict)
 
 
@@ -514,6 +516,14 @@ def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info
                 member = struct.members.add()
                 member.name = fname
                 member.type_spec.bitstring.bit.bitwidth = int(width)
+
+    for enum_name, (width, members) in hints.serializable_enums.items():
+        spec = info.type_info.serializable_enums[enum_name]
+        spec.underlying_type.bitwidth = int(width)
+        for member_name, value in members:
+            m = spec.members.add()
+            m.name = member_name
+            m.value = _param_bytes(value & ((1 << width) - 1), width)
     return info
 
 

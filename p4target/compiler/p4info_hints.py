@@ -21,6 +21,8 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
             direct_meter=info.direct_meter, size=info.size)
     hints.action_annotations = {k: v for k, v in ctx.action_annotations.items() if v}
     hints.direct_actions = dict(ctx.direct_actions)
+    hints.serializable_enums = {name: (bit_width(t.underlying), list(t.members.items()))
+                                for name, t in ctx.serializable_enums.items()}
     hints.extern_annotations = dict(ctx.extern_annotations)
     for name, inst in ctx.externs.items():
         if inst.kind in ("counter", "direct_counter"):

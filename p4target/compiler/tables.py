@@ -8,7 +8,7 @@ from p4target.compiler import ast
 from p4target.compiler.bmv2_json import data_hex
 from p4target.compiler.expressions import ExpressionLowering, to_data
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool, bit_width
+from p4target.compiler.types import Bits, Bool, EnumT, bit_width
 from p4target.compiler.values import (ActionSymbol, ExprValue, ExternInstance, FieldValue,
                                       HeaderValue, RuntimeDataValue, TableSymbol)
 from p4target.errors import UnsupportedError
@@ -83,6 +83,7 @@ class ActionLowering:
             else:
                 aenv.define(p.name, RuntimeDataValue(len(data_params), t))
                 data_params.append((p.name, t))
+                _note_serializable_enum(self.ctx, t)
         sl = StatementLowering(self.ctx, aenv, sym.control, block_kind="action")
         items = sl.block(sym.decl.body.statements)
         primitives = action_primitives(self.ctx, items, sym.decl)
@@ -93,6 +94,12 @@ class ActionLowering:
         self.ctx.action_annotations[name] = self.ctx.annotations_text(sym.decl.annotations)
         self.cache[key] = (aid, name, data_params)
         return self.cache[key]
+
+
+def _note_serializable_enum(ctx: Any, t: Any) -> None:
+    """p4c's P4Info describes the serializable enums of keys and action data in type_info."""
+    if isinstance(t, EnumT) and t.underlying is not None:
+        ctx.serializable_enums[t.name] = t
 
 
 def _match_type(kinds: list[str]) -> str:
@@ -138,6 +145,7 @@ class TableBuilder:
             target, width, t = self._key_target(ex, el.expression, pre, sym)
             keys.append({"match_type": mk, "name": name, "target": target, "mask": None})
             key_types.append(t)
+            _note_serializable_enum(self.ctx, t)
             info.key_names.append(name)
             info.key_bitwidths.append(width)
         # actions

@@ -578,3 +578,12 @@ def test_p4info_names_actions_like_p4c():
     # every table states its initial default action, the implicit NoAction included
     assert idx.table("I.t").initial_default_action.action_id == idx.action_id("NoAction")
     assert idx.table("E.te").initial_default_action.action_id == idx.action_id("global_drop")
+
+
+def test_serializable_enums_of_table_keys_go_to_type_info():
+    from p4target.compiler import compile_text
+    src = _P4C_NAMING.replace("header h_t { bit<8> a; }", "enum bit<8> Kind { A = 1, B = 0xab }\nheader h_t { Kind a; }")
+    src = src.replace("hdr.h.a = 1;", "hdr.h.a = Kind.A;")
+    enums = compile_text(src, "enums.p4").p4info.type_info.serializable_enums
+    assert enums["Kind"].underlying_type.bitwidth == 8
+    assert [(m.name, m.value) for m in enums["Kind"].members] == [("A", b"\x01"), ("B", b"\xab")]
