@@ -329,6 +329,8 @@ def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
                           f"'{htype.name}' has none")
         size = sl.ex.lower(c.args[1], Bits(32))[0]
         return [Prims([{"op": "__extract_VL", "parameters": [target, _as_expression(size)]}])]
+    if m.member == "lookahead" and sl.in_parser:
+        return []  # a lookahead whose value is unused has no effect (p4c drops it too)
     if m.member == "advance":
         return [Prims([{"op": "__advance", "parameters": [sl.ex.lower(c.args[0], Bits(32))[0]]}])]
     if m.member == "emit":

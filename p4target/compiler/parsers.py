@@ -98,20 +98,25 @@ class ParserLowering:
 
     def build(self) -> dict:
         states: list[dict] = []
-        work = [(self.main, st.name, st.statements, st.transition, st) for st in self.decl.states]
+        # (frame, BMv2 state, statements, transition, node, scope of the P4 state's locals)
+        work = [(self.main, st.name, st.statements, st.transition, st, None) for st in self.decl.states]
         while work:
-            frame, name, statements, transition, node = work.pop(0)
+            frame, name, statements, transition, node, env = work.pop(0)
+            env = env or frame.env.child()
             split = self._sub_parser_call(frame, statements)
             if split is None:
-                state = self._state(frame, name, statements, transition, node)
+                state = self._state(frame, env, name, statements, transition, node)
             else:
                 i, inst = split
-                cont = self._fresh_state(f"{name}_after_{inst.decl.name}")
-                pre, sub = self._inline(frame, inst, statements[i].call, cont)
-                state = self._state(frame, name, statements[:i], None, node, pre_ops=pre,
+                cont = self._fresh_state(f"{name}_after_{inst.name.rsplit('.', 1)[-1]}")
+                sl = StatementLowering(self.ctx, env, frame.control, in_parser=True, block_kind="parser")
+                pre_items = sl.block(statements[:i])  # first: the call may use locals declared here
+                pre, sub = self._inline(sl, inst, statements[i].call, cont)
+                state = self._state(frame, env, name, (), None, node, pre_items=pre_items, pre_ops=pre,
                                     next_state=sub.states["start"])
-                work += [(sub, sub.states[st.name], st.statements, st.transition, st) for st in sub.decl.states]
-                work.append((frame, cont, statements[i + 1:], transition, node))
+                work += [(sub, sub.states[st.name], st.statements, st.transition, st, None)
+                         for st in sub.decl.states]
+                work.append((frame, cont, statements[i + 1:], transition, node, env))
             if frame.states.get("start") == name and frame.init_ops:
                 state["parser_ops"] = frame.init_ops + state["parser_ops"]
             states.append(state)
@@ -146,11 +151,10 @@ class ParserLowering:
                                         frame.control.qualify(m.expr.name), ())
         return None
 
-    def _inline(self, frame: _ParserFrame, inst: BlockInstance, call: ast.MethodCallExpression,
+    def _inline(self, sl: StatementLowering, inst: BlockInstance, call: ast.MethodCallExpression,
                 cont: str) -> tuple[list[dict], _ParserFrame]:
         """Copy-in operations at the call and the frame of the inlined sub-parser (out and inout
         arguments are bound by reference, in arguments copied into temporaries)."""
-        sl = StatementLowering(self.ctx, frame.env, frame.control, in_parser=True, block_kind="parser")
         bindings: dict[str, Value] = dict(inst.ctor)
         pre: list[dict] = []
         for p, a in sl.bind_args(inst.decl.params, call.args, call):
@@ -187,11 +191,12 @@ class ParserLowering:
                 out.append({"op": "primitive", "parameters": [p]})
         return out
 
-    def _state(self, frame: _ParserFrame, name: str, statements: tuple, tr: Any, node: Any,
-               pre_ops: Optional[list[dict]] = None, next_state: Optional[str] = None) -> dict:
+    def _state(self, frame: _ParserFrame, env: Env, name: str, statements: tuple, tr: Any, node: Any,
+               pre_items: Optional[list] = None, pre_ops: Optional[list[dict]] = None,
+               next_state: Optional[str] = None) -> dict:
         """One BMv2 parse state; with ``next_state`` it ends in that state instead of ``tr``."""
-        sl = StatementLowering(self.ctx, frame.env.child(), frame.control, in_parser=True, block_kind="parser")
-        items = sl.block(statements)
+        sl = StatementLowering(self.ctx, env, frame.control, in_parser=True, block_kind="parser")
+        items = (pre_items or []) + sl.block(statements)
         ops = self._ops(predicate(self.ctx, items, node)) + (pre_ops or [])
         out = {"name": name, "id": 0, "parser_ops": ops, "transition_key": [], "transitions": []}
         if next_state is not None:

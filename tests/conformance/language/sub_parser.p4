@@ -1,6 +1,6 @@
 // Sub-parsers: an instance applied from a state (in, inout and out arguments, a local
 // variable, its own select, `reject`), the statements after the call running once it
-// accepts, and a direct type invocation `TagParser.apply(...)` from a second state.
+// accepts (state locals stay in scope), and a direct type invocation `TagParser.apply(...)`.
 #include "lang_common.p4"
 
 header tag_t {
@@ -52,8 +52,10 @@ parser SpParser(packet_in pkt, out sp_headers_t hdr, inout meta_t meta, inout st
         }
     }
     state second {
-        TagParser.apply(pkt, hdr.tags, hdr.h.b, meta.count, seen2);
+        bit<8> bonus = hdr.h.b;
+        TagParser.apply(pkt, hdr.tags, bonus, meta.count, seen2);
         meta.sum = meta.sum + seen2;
+        hdr.h.b = bonus + 1;
         transition accept;
     }
 }

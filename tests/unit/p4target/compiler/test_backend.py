@@ -309,3 +309,28 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     assert seen[(5, 20)] == bytes([0, 1])     # t hit and ttl > 10: proto 1, so u misses: ttl 0
     assert seen[(5, 5)] == bytes([5, 17])
     assert seen[(6, 20)] == bytes([20, 17])
+
+
+def test_selector_keys_without_a_selector_are_dropped() -> None:
+    src = PRELUDE + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action a(bit<9> p) { sm.egress_spec = p; }
+    table t { key = { hdr.ip.dst: exact; hdr.ip.ttl: selector; } actions = { a; } }
+    apply { t.apply(); }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    doc = compile_text(src, "sel.p4").bmv2_json
+    t = next(t for t in doc["pipelines"][0]["tables"] if t["name"] == "I.t")
+    assert [k["target"] for k in t["key"]] == [["ip", "dst"]] and t["type"] == "simple"
+
+
+def test_unused_lookahead_statement_is_accepted() -> None:
+    src = PRELUDE.replace("state parse_ip { pkt.extract(hdr.ip);",
+                          "state parse_ip { pkt.lookahead<bit<64>>(); pkt.extract(hdr.ip);") + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    doc = compile_text(src, "look.p4").bmv2_json
+    ops = doc["parsers"][0]["parse_states"][1]["parser_ops"]
+    assert [o["op"] for o in ops] == ["extract"]
