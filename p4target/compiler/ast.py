@@ -417,6 +417,26 @@ class EmptyStatement(Statement):
     pass
 
 
+@_node
+class ForStatement(Statement):
+    """``for (init; condition; update) body``; init and update are comma-separated simple
+    statements (declarations, assignments, calls)."""
+    init: Tuple[Statement, ...] = ()
+    condition: Optional[Expression] = None
+    update: Tuple[Statement, ...] = ()
+    body: Optional[Statement] = None
+
+
+@_node
+class BreakStatement(Statement):
+    pass
+
+
+@_node
+class ContinueStatement(Statement):
+    pass
+
+
 # --------------------------------------------------------------------------- declarations
 @_node
 class Declaration(Statement):

@@ -23,7 +23,7 @@ struct switch table transition true tuple type typedef value_set varbit void
 
 # Keywords of newer P4_16 revisions we do not support; reported as unsupported when parsed
 # in a position where they would start a construct.
-UNSUPPORTED_KEYWORDS = frozenset({"list", "this", "for", "break", "continue"})
+UNSUPPORTED_KEYWORDS = frozenset({"list", "this"})
 
 _PUNCT = ["&&&", "|+|", "|-|", "...", "..", "++", "<<", "<=", ">=", "==", "!=", "&&", "||",
           "{", "}", "(", ")", "[", "]", "<", ">", ";", ":", ",", ".", "=", "+", "-", "*", "/",

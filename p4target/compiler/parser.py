@@ -739,6 +739,13 @@ class Parser(ExpressionParsing):
                                "declarations, not in a block")
         if kind == "id" and tok.text in UNSUPPORTED_KEYWORDS:
             self.unsupported_at(tok, f"'{tok.text}' statement")
+        if kind == "id" and tok.text == "for" and self.peek(1).kind == "(":
+            return self.parse_for()
+        if kind == "id" and tok.text in ("break", "continue") and self.peek(1).kind == ";":
+            self.advance()
+            self.advance()
+            return ast.BreakStatement(loc=tok.loc) if tok.text == "break" else \
+                ast.ContinueStatement(loc=tok.loc)
         if self._starts_local_declaration():
             return self.parse_local_declaration(anns, "block")
         target = self.parse_expression()
@@ -752,6 +759,53 @@ class Parser(ExpressionParsing):
             return ast.MethodCallStatement(loc=tok.loc, call=target)
         self.error_at(self.peek(), "expected an assignment or a method call, found "
                       f"{self.describe(self.peek())}")
+        raise AssertionError
+
+    def parse_for(self) -> ast.ForStatement:
+        start = self.advance()
+        self.expect("(", "'(' after for")
+        init = self._for_clauses(";")
+        self.expect(";", "';' after the for loop's initialization")
+        cond = None if self.at(";") else self.parse_expression()
+        self.expect(";", "';' after the for loop's condition")
+        update = self._for_clauses(")")
+        self.expect(")", "')' closing the for loop header")
+        body = self.parse_statement()
+        return ast.ForStatement(loc=start.loc, init=tuple(init), condition=cond,
+                                update=tuple(update), body=body)
+
+    def _for_clauses(self, end: str) -> list:
+        out: list = []
+        if self.at(end):
+            return out
+        out.append(self._for_clause())
+        while self.accept(","):
+            out.append(self._for_clause())
+        return out
+
+    @staticmethod
+    def _is_in(tok: Token) -> bool:
+        return tok.kind == "in" or (tok.kind == "id" and tok.text == "in")
+
+    def _for_clause(self) -> ast.Statement:
+        tok = self.peek()
+        if tok.kind == "id" and self._is_in(self.peek(1)):
+            self.unsupported_at(self.peek(1), "'for ... in' loops")
+        if self._starts_local_declaration():
+            type_ = self.parse_type()
+            name = self.expect_name("a variable name")
+            if self._is_in(self.peek()):
+                self.unsupported_at(self.peek(), "'for ... in' loops")
+            init = self.parse_expression() if self.accept("=") else None
+            return ast.VariableDecl(loc=tok.loc, name=name.text, annotations=(), type=type_,
+                                    initializer=init)
+        target = self.parse_expression()
+        if self.accept("="):
+            return ast.AssignmentStatement(loc=tok.loc, target=target, value=self.parse_expression())
+        if isinstance(target, ast.MethodCallExpression):
+            return ast.MethodCallStatement(loc=tok.loc, call=target)
+        self.error_at(self.peek(), "expected a declaration, an assignment or a call in the for "
+                                   f"loop header, found {self.describe(self.peek())}")
         raise AssertionError
 
     def _starts_local_declaration(self) -> bool:

@@ -75,6 +75,25 @@ class ReturnItem(Item):
 
 
 @dataclass
+class LoopItem(Item):
+    """A ``for`` loop inside an action (BMv2 runs it with `_jump_if_zero` / `_jump`)."""
+    init: list[Item]
+    cond: Optional[dict]
+    body: list[Item]
+    update: list[Item]
+
+
+@dataclass
+class BreakItem(Item):
+    pass
+
+
+@dataclass
+class ContinueItem(Item):
+    pass
+
+
+@dataclass
 class SubBlock(Item):
     """An inlined sub-control: ``return`` inside it continues after it."""
     items: list[Item]
@@ -102,10 +121,13 @@ class StatementLowering:
         self.in_parser = in_parser
         self.block_kind = block_kind
         self.ex = ExpressionLowering(ctx.scope, env, in_parser)
+        self.in_loop = False  # inside a for loop's body: break / continue allowed
 
     def with_env(self, env: Env) -> "StatementLowering":
-        return StatementLowering(self.ctx, env, self.control, self.in_parser, self.block_kind,
-                                 self.return_target)
+        sl = StatementLowering(self.ctx, env, self.control, self.in_parser, self.block_kind,
+                               self.return_target)
+        sl.in_loop = self.in_loop
+        return sl
 
     # ------------------------------------------------------------------ blocks
     def block(self, statements: tuple) -> list[Item]:
@@ -148,6 +170,13 @@ class StatementLowering:
             return [self.switch_statement(s)]
         if isinstance(s, ast.ExitStatement):
             return [ExitItem()]
+        if isinstance(s, ast.ForStatement):
+            return [self.for_statement(s)]
+        if isinstance(s, (ast.BreakStatement, ast.ContinueStatement)):
+            if not self.in_loop:
+                raise fail(s, f"'{'break' if isinstance(s, ast.BreakStatement) else 'continue'}' "
+                              "outside a for loop")
+            return [BreakItem() if isinstance(s, ast.BreakStatement) else ContinueItem()]
         if isinstance(s, ast.ReturnStatement):
             if s.value is None:
                 return [ReturnItem()]
@@ -155,6 +184,20 @@ class StatementLowering:
                 raise fail(s, "return with a value outside a function")
             return [Prims(self.assign_value(self.return_target, s.value, s)), ReturnItem()]
         raise UnsupportedError.at(s.loc, f"statement {type(s).__name__} here")
+
+    def for_statement(self, s: ast.ForStatement) -> Item:
+        """A ``for`` loop; BMv2 can loop only inside an action (jumps), as p4c compiles it."""
+        if self.block_kind != "action" or self.in_parser:
+            raise UnsupportedError.at(s.loc, "'for' loops outside actions",
+                                      "BMv2 runs loops only inside an action body")
+        loop = self.with_env(self.env.child())
+        init = loop.block(s.init)
+        cond = loop.ex.lower_bool(s.condition) if s.condition is not None else None
+        inner = loop.with_env(loop.env.child())
+        inner.in_loop = True
+        body = inner.statement(s.body)
+        update = loop.block(s.update)
+        return LoopItem(init, cond, body, update)
 
     def if_statement(self, s: ast.IfStatement) -> Item:
         apply_call = _table_apply_in(s.condition)
@@ -637,6 +680,8 @@ def action_primitives(ctx: Context, items: list[Item], node: Any) -> list[dict]:
 
 def _branches_do_more_than_assign(items: list[Item], inside_branch: bool) -> bool:
     for it in items:
+        if isinstance(it, LoopItem):
+            return True
         if isinstance(it, SubBlock) and _branches_do_more_than_assign(it.items, inside_branch):
             return True
         if isinstance(it, IfItem) and (_branches_do_more_than_assign(it.then, True) or
@@ -656,6 +701,7 @@ class _Jumps:
         self.ctx = ctx
         self.node = node
         self.out: list[dict] = []
+        self.loops: list[tuple[list[int], list[int]]] = []  # (break jumps, continue jumps)
 
     def _here(self) -> dict:
         from p4target.compiler.bmv2_json import hexstr
@@ -689,6 +735,12 @@ class _Jumps:
                     self.out[skip]["parameters"] = [self._here()]
                 else:
                     self.out[branch]["parameters"][1] = self._here()
+            elif isinstance(it, LoopItem):
+                self._emit_loop(it, returns)
+            elif isinstance(it, (BreakItem, ContinueItem)):
+                breaks, continues = self.loops[-1]
+                (breaks if isinstance(it, BreakItem) else continues).append(len(self.out))
+                self.out.append({"op": "_jump", "parameters": [None]})
             elif isinstance(it, ReturnItem):
                 returns.append(len(self.out))
                 self.out.append({"op": "_jump", "parameters": [None]})
@@ -696,3 +748,24 @@ class _Jumps:
                 self.out.append(prim("exit"))
             else:
                 raise fail(self.node, "tables cannot be applied inside an action")
+
+    def _emit_loop(self, loop: LoopItem, returns: list[int]) -> None:
+        """init; top: if !cond goto end; body; (continue lands here) update; goto top; end:"""
+        from p4target.compiler.bmv2_json import hexstr
+        self._emit(loop.init, returns)
+        top = len(self.out)
+        test = None
+        if loop.cond is not None:
+            test = len(self.out)
+            self.out.append({"op": "_jump_if_zero", "parameters": [expr("b2d", None, loop.cond), None]})
+        self.loops.append(([], []))
+        self._emit(loop.body, returns)
+        breaks, continues = self.loops.pop()
+        for i in continues:
+            self.out[i]["parameters"] = [self._here()]
+        self._emit(loop.update, returns)
+        self.out.append({"op": "_jump", "parameters": [hexstr(top)]})
+        if test is not None:
+            self.out[test]["parameters"][1] = self._here()
+        for i in breaks:
+            self.out[i]["parameters"] = [self._here()]

@@ -139,6 +139,9 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     ("table t { key = { hdr.ip.dst: fuzzy; } actions = { NoAction; } }\n apply { t.apply(); }",
      "unknown match kind 'fuzzy'"),
     ("apply { if (hdr.ip.ttl) { } }", "condition must be bool"),
+    ("apply { for (bit<8> i = 0; i < 4; i = i + 1) { hdr.ip.ttl = hdr.ip.ttl - 1; } }",
+     "unsupported construct: 'for' loops outside actions"),
+    ("action a() { break; } apply { a(); }", "'break' outside a for loop"),
 ])
 def test_semantic_errors_name_the_problem(body: str, message: str) -> None:
     src = PRELUDE + "control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {\n" + \
