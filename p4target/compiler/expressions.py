@@ -13,7 +13,7 @@ from p4target.compiler.bmv2_json import expr, hexstr
 from p4target.compiler.semantics import ProgramScope, fail
 from p4target.compiler.types import (Bits, Bool, EnumT, ErrorT, HeaderT, InfInt, P4Type, StackT,
                                      StringT, StructLike, UnionT, bit_width)
-from p4target.compiler.values import (ConstValue, DynamicStackElement, ExprValue, FieldValue,
+from p4target.compiler.values import (ConstValue, DynamicStackElement, DynamicStackField, ExprValue, FieldValue,
                                       HeaderValue, RuntimeDataValue, StackLastValue, StackValue,
                                       StructValue, TypeValue, UnionValue, Value)
 from p4target.errors import UnsupportedError
@@ -165,13 +165,14 @@ class ExpressionLowering:
                 raise fail(node, f"'{base.stack.type.element.name}' has no field '{name}'")
             if self.in_parser:
                 return ExprValue({"type": "stack_field", "value": [base.stack.name, name]}, ftype)
-            return ExprValue(self._dyn_field(base.stack, expr("last_stack_index", None,
-                             {"type": "header_stack", "value": base.stack.name}), name), ftype)
+            last = expr("last_stack_index", None, {"type": "header_stack", "value": base.stack.name})
+            return DynamicStackField(self._dyn_field(base.stack, last, name), ftype, base.stack, last, name)
         if isinstance(base, DynamicStackElement):
             ftype = base.stack.type.element.field_type(name)
             if ftype is None:
                 raise fail(node, f"'{base.stack.type.element.name}' has no field '{name}'")
-            return ExprValue(self._dyn_field(base.stack, base.index_json, name), ftype)
+            return DynamicStackField(self._dyn_field(base.stack, base.index_json, name), ftype,
+                                     base.stack, base.index_json, name)
         raise fail(node, f"cannot take member '{name}' here")
 
     @staticmethod
@@ -190,6 +191,9 @@ class ExpressionLowering:
         if isinstance(v, RuntimeDataValue):
             j = {"type": "runtime_data", "value": v.index}
             return (expr("d2b", None, j), v.type) if isinstance(v.type, Bool) else (j, v.type)
+        if isinstance(v, DynamicStackField):
+            chain = by_index(v.index_json, v.element_fields(), hexstr(0))
+            return (expr("d2b", None, chain), v.type) if isinstance(v.type, Bool) else (chain, v.type)
         if isinstance(v, ExprValue):
             if isinstance(v.type, Bool) and v.json.get("type") in ("field", "runtime_data", "stack_field"):
                 return expr("d2b", None, v.json), v.type
@@ -407,9 +411,8 @@ class ExpressionLowering:
             if isinstance(base, UnionValue):
                 return expr("valid_union", None, {"type": "header_union", "value": base.name}), Bool()
             if isinstance(base, DynamicStackElement):
-                deref = expr("dereference_header_stack", {"type": "header_stack", "value": base.stack.name},
-                             base.index_json)
-                return expr("d2b", None, expr("valid", None, deref)), Bool()
+                valid = [{"type": "field", "value": [h, "$valid$"]} for h in base.stack.elements]
+                return expr("d2b", None, by_index(base.index_json, valid, hexstr(0))), Bool()
             raise fail(e, "isValid() needs a header or header union")
         if isinstance(m, ast.MemberExpression) and m.member == "lookahead":
             if not e.type_args:
@@ -449,6 +452,14 @@ class ExpressionLowering:
                 v.json["value"].get("op") == "access_field":
             return v
         raise fail(e, "expression cannot be assigned to")
+
+
+def by_index(index: dict, choices: list[dict], otherwise: dict) -> dict:
+    """``choices[index]`` as a chain of ``?:`` (``otherwise`` past the end)."""
+    out = otherwise
+    for k in reversed(range(len(choices))):
+        out = expr("?", choices[k], out, cond=expr("==", index, hexstr(k)))
+    return out
 
 
 def struct_like(t: P4Type) -> bool:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from p4target.compiler import ast, externs
 from p4target.compiler.bmv2_json import hexstr
+from p4target.compiler.call_order import CallHoister
 from p4target.compiler.expressions import Env, to_data
 from p4target.compiler.semantics import fail
 from p4target.compiler.statements import Prims, StatementLowering, predicate
@@ -210,7 +211,12 @@ class ParserLowering:
         if not isinstance(tr, ast.SelectExpression):
             raise fail(tr, "transition must name a state or be a select")
         widths = []
-        for k in tr.keys:
+        hoister = CallHoister(sl)
+        keys = tr.keys
+        if hoister.has_call(keys):  # calls in select keys run at the end of the state, in order
+            keys = hoister.value(ast.ListExpression(loc=tr.loc, elements=tuple(keys))).elements
+            ops += self._ops(predicate(self.ctx, hoister.items, node))
+        for k in keys:
             j, t = sl.ex.lower(k)
             if isinstance(t, Bool):
                 j, t = to_data(j, t), Bits(1)

@@ -18,7 +18,7 @@ from p4target.compiler.expressions import Env, ExpressionLowering, to_data
 from p4target.compiler.semantics import fail
 from p4target.compiler.types import Bits, Bool, VoidT, bit_width
 from p4target.compiler.values import (ActionSymbol, BlockInstance, ConstValue, ControlContext,
-                                      DynamicStackElement, ExprValue, ExternInstance, FieldValue, HeaderValue,
+                                      DynamicStackElement, DynamicStackField, ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       PacketValue, StackValue, StructValue,
                                       TableSymbol, TypeValue, UnionValue, Value)
 from p4target.errors import CompileError, UnsupportedError
@@ -308,10 +308,12 @@ class StatementLowering:
             mask = ((1 << width) - 1) << lo
             full = (1 << base.type.width) - 1
             from p4target.compiler.bmv2_json import hexstr
-            place = base.json() if isinstance(base, FieldValue) else base.json
-            kept = expr("&", place, hexstr(full & ~mask))
+            old = base.json() if isinstance(base, FieldValue) else self.ex.rvalue(base, target)[0]
+            kept = expr("&", old, hexstr(full & ~mask))
             new = expr("&", expr("<<", v, hexstr(lo)), hexstr(mask))
-            return [assign(place, expr("|", kept, new))]
+            if isinstance(base, FieldValue):
+                return [assign(base.json(), expr("|", kept, new))]
+            return self._write(base, expr("|", kept, new))
         dst = self.ex.lvalue(target)
         return self.assign_value(dst, value, target)
 
@@ -328,13 +330,25 @@ class StatementLowering:
                             [Prims(self.assign_value(element, s.value, s))], chain)]
         return SubBlock(steps + chain)
 
+    def _write(self, dst: ExprValue, value: dict) -> list[dict]:
+        """Assign a run-time stack element's field: each element takes ``value`` if the index
+        (saved first) names it, else keeps its own; an index past the end writes nothing."""
+        if not isinstance(dst, DynamicStackField):
+            return [assign(dst.json, value)]
+        from p4target.compiler.bmv2_json import hexstr
+        index = self.ctx.storage.variable("stack_index", Bits(32), None)
+        out = [assign(index.json(), dst.index_json)]
+        for k, f in enumerate(dst.element_fields()):
+            out.append(assign(f, expr("?", value, f, cond=expr("==", index.json(), hexstr(k)))))
+        return out
+
     def assign_value(self, dst: Value, value: ast.Expression, node: Any) -> list[dict]:
         if isinstance(dst, FieldValue):
             j, t = self.ex.lower(value, dst.type)
             return [assign(dst.json(), to_data(j, t))]
         if isinstance(dst, ExprValue):  # dynamic stack field
             j, t = self.ex.lower(value, dst.type)
-            return [assign(dst.json, to_data(j, t))]
+            return self._write(dst, to_data(j, t))
         if isinstance(value, (ast.ListExpression, ast.StructExpression)):
             return self._assign_initializer(dst, value, node)
         src = self.ex.value_of(value)
@@ -356,7 +370,7 @@ class StatementLowering:
             return [assign(dst.json(), to_data(j, t))]
         if isinstance(dst, ExprValue):  # dynamic stack field
             j, t = self.ex.rvalue(src, node, dst.type)
-            return [assign(dst.json, to_data(j, t))]
+            return self._write(dst, to_data(j, t))
         if isinstance(dst, StackValue) and isinstance(src, StackValue):
             return [prim("assign_header_stack", {"type": "header_stack", "value": dst.name},
                          {"type": "header_stack", "value": src.name})]
@@ -461,13 +475,33 @@ class StatementLowering:
         for p, a in pairs:
             if a is None:
                 raise fail(c, f"missing argument for parameter '{p.name}' of action '{sym.decl.name}'")
+        copy_in, copy_out = self.bind_parameters(pairs, env, c, sym.decl.name)
+        lowering = StatementLowering(self.ctx, env, self.control, self.in_parser, "action")
+        return [copied_call(copy_in, lowering.block(sym.decl.body.statements), copy_out)]
+
+    def bind_parameters(self, pairs: list[tuple[ast.Parameter, ast.Expression]], env: Env, node: Any,
+                        callee: str) -> tuple[list[dict], list[dict]]:
+        """P4's copy-in/copy-out: each parameter becomes a fresh variable in ``env`` (``in`` and
+        ``inout`` ones start as their argument, ``out`` headers invalid); returns the copy-in
+        primitives and the copy-out ones (``out``/``inout`` back to their arguments, in order).
+        Constant ``in`` arguments are used as they are."""
+        copy_in: list[dict] = []
+        copy_out: list[dict] = []
+        for p, a in pairs:
             t = self.ctx.scope.resolve(p.type)
             if p.direction in ("out", "inout"):
-                env.define(p.name, self.ex.lvalue(a))
+                arg = self.ex.lvalue(a)
+                param = self.ctx.storage.variable(f"{callee}_{p.name}", t, p)
+                copy_in += self.copy(param, arg, node) if p.direction == "inout" else _invalidate(param)
+                copy_out += self.copy(arg, param, node)
+            elif isinstance(a, (ast.IntLiteral, ast.BoolLiteral)):
+                j, jt = self.ex.lower(a, t)
+                param = ExprValue(j, t if not isinstance(jt, Bool) else jt)
             else:
-                env.define(p.name, self._in_argument(a, t))
-        lowering = StatementLowering(self.ctx, env, self.control, self.in_parser, "action")
-        return [SubBlock(lowering.block(sym.decl.body.statements))]
+                param = self.ctx.storage.variable(f"{callee}_{p.name}", t, p)
+                copy_in += self.assign_value(param, a, node)
+            env.define(p.name, param)
+        return copy_in, copy_out
 
     def function_of(self, e: Any) -> Optional[ast.FunctionDecl]:
         """The P4 function ``e`` calls, if it is such a call."""
@@ -477,34 +511,23 @@ class StatementLowering:
         return None
 
     def inline_function(self, c: ast.MethodCallExpression, target: Optional[Value]) -> Item:
-        """A P4 function call, inlined with copy-in/copy-out: every parameter is a fresh
-        variable (``in``/``inout`` copied in, ``out`` headers invalid), ``return e`` assigns
-        ``target`` and leaves the body, then ``out``/``inout`` parameters are copied back in
-        parameter order."""
+        """A P4 function call, inlined with copy-in/copy-out; ``return e`` assigns ``target``
+        and leaves the body."""
         decl = self.function_of(c)
         assert decl is not None
         if target is None and decl.prototype.return_type is not None:
             t = self.ctx.scope.resolve(decl.prototype.return_type)
             if not isinstance(t, VoidT):  # called as a statement: the value is dropped
                 target = self.ctx.storage.variable(f"{decl.name}_result", t, c)
-        env = self.ctx.global_env.child()
-        copy_in: list[dict] = []
-        copy_out: list[dict] = []
-        for p, a in self.bind_args(decl.prototype.params, c.args, c):
+        pairs = self.bind_args(decl.prototype.params, c.args, c)
+        for p, a in pairs:
             if a is None:
                 raise fail(c, f"missing argument for parameter '{p.name}' of function '{decl.name}'")
-            t = self.ctx.scope.resolve(p.type)
-            param = self.ctx.storage.variable(f"{decl.name}_{p.name}", t, p)
-            env.define(p.name, param)
-            if p.direction in ("out", "inout"):
-                arg = self.ex.lvalue(a)
-                copy_in += self.copy(param, arg, c) if p.direction == "inout" else _invalidate(param)
-                copy_out += self.copy(arg, param, c)
-            else:
-                copy_in += self.assign_value(param, a, c)
+        env = self.ctx.global_env.child()
+        copy_in, copy_out = self.bind_parameters(pairs, env, c, decl.name)
         body = StatementLowering(self.ctx, env, self.control, self.in_parser, self.block_kind,
                                  return_target=target).block(decl.body.statements)
-        return SubBlock([Prims(copy_in), SubBlock(body), Prims(copy_out)])
+        return copied_call(copy_in, body, copy_out)
 
     def constructor_bindings(self, decl: Any, args: tuple, node: Any) -> dict[str, Value]:
         """Values of a parser's or control's constructor parameters: instances passed by name
@@ -551,6 +574,33 @@ def _table_apply_in(cond: ast.Expression) -> Optional[tuple[ast.MethodCallExpres
             and e.expr.method.member == "apply":
         return e.expr, e.member, negate
     return None
+
+
+def copied_call(copy_in: list[dict], body: list[Item], copy_out: list[dict]) -> Item:
+    """An inlined call: copy-in, the body (its ``return`` leaves just the body), copy-out; an
+    ``exit`` in the body copies out first, as p4c does for actions."""
+    return SubBlock([Prims(copy_in), SubBlock(_copy_out_before_exit(body, copy_out)), Prims(copy_out)])
+
+
+def _copy_out_before_exit(items: list[Item], copy_out: list[dict]) -> list[Item]:
+    if not copy_out:
+        return items
+    out: list[Item] = []
+    for it in items:
+        if isinstance(it, ExitItem):
+            out += [Prims(list(copy_out)), it]
+        elif isinstance(it, SubBlock):
+            out.append(SubBlock(_copy_out_before_exit(it.items, copy_out)))
+        elif isinstance(it, (IfItem, HitItem)):
+            out.append(dataclasses.replace(it, then=_copy_out_before_exit(it.then, copy_out),
+                                           otherwise=_copy_out_before_exit(it.otherwise, copy_out)))
+        elif isinstance(it, SwitchItem):
+            out.append(dataclasses.replace(
+                it, cases=[(labels, _copy_out_before_exit(body, copy_out)) for labels, body in it.cases],
+                default=None if it.default is None else _copy_out_before_exit(it.default, copy_out)))
+        else:
+            out.append(it)
+    return out
 
 
 def _invalidate(v: Value) -> list[dict]:

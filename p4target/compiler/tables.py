@@ -33,7 +33,8 @@ def source_text(e: ast.Expression) -> str:
     if isinstance(e, ast.SliceExpression):
         return f"{source_text(e.expr)}[{source_text(e.high)}:{source_text(e.low)}]"
     if isinstance(e, ast.MethodCallExpression):
-        return f"{source_text(e.method)}()"
+        args = (a.value if isinstance(a, ast.NamedArgument) else a for a in e.args)
+        return f"{source_text(e.method)}({', '.join(source_text(a) for a in args)})"
     if isinstance(e, ast.CastExpression):
         return f"({_type_text(e.type)}){source_text(e.expr)}"
     if isinstance(e, ast.BinaryExpression):
@@ -58,34 +59,27 @@ class ActionLowering:
 
     def lower(self, sym: ActionSymbol, env: "Env", bound_args: tuple, node: Any) -> tuple[int, str, list]:
         """(BMv2 action id, name, [(param, type)] of action data)."""
-        from p4target.compiler.statements import StatementLowering, action_primitives
+        from p4target.compiler.statements import StatementLowering, action_primitives, copied_call
         key = (id(sym.decl), sym.name, tuple(source_text(a) for a in bound_args))
         if key in self.cache:
             return self.cache[key]
         aenv = env.child()
-        ex = ExpressionLowering(self.ctx.scope, env)
         data_params = []
         params = list(sym.decl.params)
-        directional = [p for p in params if p.direction is not None]
         if len(bound_args) > len(params):
             raise fail(node, f"too many arguments for action '{sym.decl.name}'")
-        for i, p in enumerate(params):
-            t = self.ctx.scope.resolve(p.type)
-            if i < len(bound_args):
-                a = bound_args[i]
-                if p.direction in ("out", "inout"):
-                    aenv.define(p.name, ex.lvalue(a))
-                else:
-                    j, jt = ex.lower(a, t)
-                    aenv.define(p.name, ExprValue(j, jt))
-            elif p.direction is not None and p in directional:
+        bound = list(zip(params, bound_args))
+        for p in params[len(bound_args):]:
+            if p.direction is not None:
                 raise fail(node, f"action '{sym.decl.name}': parameter '{p.name}' needs an argument")
-            else:
-                aenv.define(p.name, RuntimeDataValue(len(data_params), t))
-                data_params.append((p.name, t))
-                _note_serializable_enum(self.ctx, t)
+            t = self.ctx.scope.resolve(p.type)
+            aenv.define(p.name, RuntimeDataValue(len(data_params), t))
+            data_params.append((p.name, t))
+            _note_serializable_enum(self.ctx, t)
+        outer = StatementLowering(self.ctx, env, sym.control, block_kind="action")
+        copy_in, copy_out = outer.bind_parameters(bound, aenv, node, sym.decl.name)
         sl = StatementLowering(self.ctx, aenv, sym.control, block_kind="action")
-        items = sl.block(sym.decl.body.statements)
+        items = [copied_call(copy_in, sl.block(sym.decl.body.statements), copy_out)]
         primitives = action_primitives(self.ctx, items, sym.decl)
         # one P4 action bound to different arguments (e.g. a global action used by ingress and
         # egress) gives several BMv2 actions of the same name, as in p4c's JSON
@@ -142,7 +136,7 @@ class TableBuilder:
                 selector_inputs.append(j if j.get("type") == "field" else
                                        {"type": "expression", "value": j, "bitwidth": bit_width(t)})
                 continue
-            target, width, t = self._key_target(ex, el.expression, pre, sym)
+            target, width, t = self._key_target(ex, self._run_calls(el.expression, env, pre), pre, sym)
             keys.append({"match_type": mk, "name": name, "target": target, "mask": None})
             key_types.append(t)
             _note_serializable_enum(self.ctx, t)
@@ -214,6 +208,17 @@ class TableBuilder:
             table["entries"] = self._entries(ex, entries, keys, key_types, by_p4_name, sym)
         ctx.tables[sym.name] = info
         return table, pre, {p4: lowered[1] for p4, lowered in by_p4_name.items()}
+
+    def _run_calls(self, e: ast.Expression, env: "Env", pre: list[dict]) -> ast.Expression:
+        """A key expression whose function calls run (into ``pre``) before the lookup."""
+        from p4target.compiler.call_order import CallHoister
+        from p4target.compiler.statements import StatementLowering, predicate
+        hoister = CallHoister(StatementLowering(self.ctx, env, None))
+        if not hoister.has_call(e):
+            return e
+        e = hoister.value(e)
+        pre += predicate(self.ctx, hoister.items, e)
+        return e
 
     def _key_target(self, ex: ExpressionLowering, e: ast.Expression, pre: list[dict],
                     sym: TableSymbol) -> tuple[list, int, Any]:

@@ -91,6 +91,20 @@ class DynamicStackElement(Value):
 
 
 @dataclass
+class DynamicStackField(ExprValue):
+    """``stack[i].f`` with a run-time ``i`` (``json`` is BMv2's dereference of it). Reads and
+    writes go element by element, as p4c lowers run-time indices for BMv2: an index past the
+    end reads 0 and writes nothing."""
+    stack: Optional[StackValue] = None
+    index_json: Optional[dict] = None
+    field: str = ""
+
+    def element_fields(self) -> list[dict]:
+        assert self.stack is not None
+        return [{"type": "field", "value": [e, self.field]} for e in self.stack.elements]
+
+
+@dataclass
 class StackLastValue(Value):
     """``stack.last`` in a parser (the last extracted element)."""
     stack: StackValue
