@@ -491,6 +491,9 @@ class StatementLowering:
             t = self.ctx.scope.resolve(p.type)
             if p.direction in ("out", "inout"):
                 arg = self.ex.lvalue(a)
+                if isinstance(arg, HeaderValue) and arg.metadata:  # standard_metadata: by reference,
+                    env.define(p.name, arg)                         # the externs take it as is
+                    continue
                 param = self.ctx.storage.variable(f"{callee}_{p.name}", t, p)
                 copy_in += self.copy(param, arg, node) if p.direction == "inout" else _invalidate(param)
                 copy_out += self.copy(arg, param, node)
