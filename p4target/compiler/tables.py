@@ -259,7 +259,9 @@ class TableBuilder:
             kind = source_text(v.method).rstrip("()")
             args = [self.ctx.scope.const_eval(a, ex._const_lookup) if not isinstance(a, ast.MemberExpression)
                     else a.member for a in v.args]
-            name = f"{sym.name}_{'selector' if kind == 'action_selector' else 'profile'}"
+            # p4c takes the instance's name from the property's @name, as written
+            name = (_annotated_name(prop.annotations) or "").lstrip(".") or \
+                f"{sym.name}_{'selector' if kind == 'action_selector' else 'profile'}"
         else:
             inst = ex.value_of(v)
             if not isinstance(inst, ExternInstance) or inst.kind not in ("action_profile", "action_selector"):

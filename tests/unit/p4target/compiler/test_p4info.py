@@ -587,3 +587,13 @@ def test_serializable_enums_of_table_keys_go_to_type_info():
     enums = compile_text(src, "enums.p4").p4info.type_info.serializable_enums
     assert enums["Kind"].underlying_type.bitwidth == 8
     assert [(m.name, m.value) for m in enums["Kind"].members] == [("A", b"\x01"), ("B", b"\xab")]
+
+
+def test_inline_implementation_takes_the_property_name_annotation():
+    from p4target.compiler import compile_text
+    src = _P4C_NAMING.replace(
+        "table t { key = { hdr.h.a: exact; } actions = { global_drop(sm); NoAction; } }",
+        "table t { key = { hdr.h.a: exact; } actions = { global_drop(sm); NoAction; }\n"
+        "          @name(\"ap\") implementation = action_profile(32w128); }")
+    c = compile_text(src, "ap.p4")
+    assert [p.preamble.name for p in c.p4info.action_profiles] == ["ap"]
