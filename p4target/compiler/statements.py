@@ -489,6 +489,16 @@ class StatementLowering:
         copy_out: list[dict] = []
         for p, a in pairs:
             t = self.ctx.scope.resolve(p.type)
+            if p.direction in ("out", "inout") and isinstance(a, ast.SliceExpression):
+                # a slice argument: copied like a value, written back as a slice assignment
+                param = self.ctx.storage.variable(f"{callee}_{p.name}", t, p)
+                if p.direction == "inout":
+                    copy_in += self.assign_value(param, a, node)
+                hidden = self.ctx.fresh(f"__{callee}_{p.name}")
+                self.env.define(hidden, param)
+                copy_out += self.assignment(a, ast.PathExpression(loc=a.loc, name=hidden))
+                env.define(p.name, param)
+                continue
             if p.direction in ("out", "inout"):
                 arg = self.ex.lvalue(a)
                 if isinstance(arg, HeaderValue) and arg.metadata:  # standard_metadata: by reference,

@@ -9,7 +9,7 @@ from p4target.compiler.bmv2_json import data_hex
 from p4target.compiler.expressions import ExpressionLowering, to_data
 from p4target.compiler.semantics import fail
 from p4target.compiler.types import Bits, Bool, EnumT, bit_width
-from p4target.compiler.values import (ActionSymbol, ExprValue, ExternInstance, FieldValue,
+from p4target.compiler.values import (ActionSymbol, ExternInstance, FieldValue,
                                       HeaderValue, RuntimeDataValue, TableSymbol)
 from p4target.errors import UnsupportedError
 

@@ -1,6 +1,6 @@
 // Directly called actions copy their directional arguments in and out: inside the body a
 // parameter is its own variable (writing it does not change the argument until the action
-// ends), and `exit` still copies out first.
+// ends), `exit` still copies out first, and a slice argument is written back as a slice.
 #include "lang_common.p4"
 
 struct meta_t {
@@ -20,6 +20,9 @@ control CopyInOut(inout headers_t hdr, inout meta_t meta, inout standard_metadat
             y = 32w70;
         }
     }
+    action nibble(inout bit<4> x) {
+        x = x + 4w1;
+    }
     action leave(inout bit<16> x) {
         x = 16w0xE;
         exit;
@@ -27,6 +30,7 @@ control CopyInOut(inout headers_t hdr, inout meta_t meta, inout standard_metadat
     apply {
         sm.egress_spec = 1;
         alias(hdr.h.a);
+        nibble(hdr.h.b[7:4]);
         both(hdr.h.d, hdr.h.d);
         if (hdr.h.e == 32w1) {
             leave(hdr.h.c);
