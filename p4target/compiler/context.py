@@ -50,6 +50,7 @@ class Context:
         self.hidden: set[str] = set()
         self.direct_meter_targets: dict[str, list] = {}
         self.digests: dict[str, tuple[str, list[tuple[str, int]]]] = {}
+        self.explicit_ids: dict[str, int] = {}  # @id of tables and actions (P4Info)
         self.value_sets: dict[str, Any] = {}  # BMv2 name -> element type (for P4Info matches)
         self._names: dict[str, int] = {}
         self._used_action_names: set[str] = set()

@@ -24,6 +24,7 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
     hints.serializable_enums = {name: (bit_width(t.underlying), list(t.members.items()))
                                 for name, t in ctx.serializable_enums.items()}
     hints.extern_annotations = dict(ctx.extern_annotations)
+    hints.explicit_ids.update(ctx.explicit_ids)
     for name, inst in ctx.externs.items():
         if inst.kind in ("counter", "direct_counter"):
             unit = inst.args[1] if inst.kind == "counter" and len(inst.args) > 1 else (

@@ -74,7 +74,7 @@ class ActionLowering:
                 raise fail(node, f"action '{sym.decl.name}': parameter '{p.name}' needs an argument")
             t = self.ctx.scope.resolve(p.type)
             aenv.define(p.name, RuntimeDataValue(len(data_params), t))
-            data_params.append((p.name, t))
+            data_params.append((_control_plane_name(p), t))
             _note_serializable_enum(self.ctx, t)
         outer = StatementLowering(self.ctx, env, sym.control, block_kind="action")
         copy_in, copy_out = outer.bind_parameters(bound, aenv, node, sym.decl.name)
@@ -86,8 +86,24 @@ class ActionLowering:
         name = self.ctx.reserve_action_name(sym.name)
         aid = self.ctx.out.add_action(name, [(n, bit_width(t)) for n, t in data_params], primitives)
         self.ctx.action_annotations[name] = self.ctx.annotations_text(sym.decl.annotations)
+        _note_explicit_id(self.ctx, name, sym.decl.annotations)
         self.cache[key] = (aid, name, data_params)
         return self.cache[key]
+
+
+def _control_plane_name(p: ast.Parameter) -> str:
+    """An action parameter's name for the control plane: its ``@name`` if given."""
+    ann = ast.find_annotation(p.annotations, "name")
+    if ann is not None and ann.args and isinstance(ann.args[0], ast.StringLiteral):
+        return ann.args[0].value
+    return p.name
+
+
+def _note_explicit_id(ctx: Any, name: str, annotations: Any) -> None:
+    """``@id(N)`` on a table or action fixes its P4Info id."""
+    ann = ast.find_annotation(annotations, "id")
+    if ann is not None and ann.args and isinstance(ann.args[0], ast.IntLiteral):
+        ctx.explicit_ids[name] = ann.args[0].value
 
 
 def _note_serializable_enum(ctx: Any, t: Any) -> None:
@@ -194,7 +210,8 @@ class TableBuilder:
         table: dict = {
             "name": sym.name, "id": ctx.fresh_table_id(), "key": keys,
             "match_type": _match_type([k["match_type"] for k in keys]),
-            "type": "simple", "max_size": size, "with_counters": False, "support_timeout": False,
+            "type": "simple", "max_size": size, "with_counters": False,
+            "support_timeout": self._bool_property(d, "support_timeout", ex),
             "direct_meters": None, "action_ids": action_ids, "actions": action_names,
             "base_default_next": None, "next_tables": {},
             "default_entry": {"action_id": aid, "action_const": const_default,
@@ -207,6 +224,7 @@ class TableBuilder:
             info.is_const_table = entries.is_const
             table["entries"] = self._entries(ex, entries, keys, key_types, by_p4_name, sym)
         ctx.tables[sym.name] = info
+        _note_explicit_id(ctx, sym.name, d.annotations)
         return table, pre, {p4: lowered[1] for p4, lowered in by_p4_name.items()}
 
     def _run_calls(self, e: ast.Expression, env: "Env", pre: list[dict]) -> ast.Expression:
@@ -248,6 +266,12 @@ class TableBuilder:
                 v = int(v)
             out.append(data_hex(int(v), bit_width(t)))
         return out
+
+    def _bool_property(self, d: ast.TableDecl, name: str, ex: ExpressionLowering) -> bool:
+        prop = d.property(name)
+        if not isinstance(prop, ast.ExpressionProperty):
+            return False
+        return bool(self.ctx.scope.const_eval(prop.value, ex._const_lookup))
 
     def _implementation(self, d: ast.TableDecl, table: dict, info: Any, ex: ExpressionLowering,
                         selector_inputs: list[dict], pipeline: dict, sym: TableSymbol) -> None:

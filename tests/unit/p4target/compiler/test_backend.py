@@ -337,3 +337,25 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     doc = compile_text(src, "look.p4").bmv2_json
     ops = doc["parsers"][0]["parse_states"][1]["parser_ops"]
     assert [o["op"] for o in ops] == ["extract"]
+
+
+def test_table_and_action_ids_timeouts_and_param_names() -> None:
+    src = PRELUDE + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    @id(0x01000007) action fwd(@name("port") bit<9> p) { sm.egress_spec = p; }
+    @id(0x02000009)
+    table t { key = { hdr.ip.dst: exact; } actions = { fwd; } support_timeout = true; }
+    apply { t.apply(); }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    compiled = compile_text(src, "ids.p4")
+    t = next(t for t in compiled.bmv2_json["pipelines"][0]["tables"] if t["name"] == "I.t")
+    assert t["support_timeout"] is True
+    a = next(a for a in compiled.bmv2_json["actions"] if a["name"] == "I.fwd")
+    assert a["runtime_data"] == [{"name": "port", "bitwidth": 9}]
+    info = compiled.p4info
+    pt = next(x for x in info.tables if x.preamble.name == "I.t")
+    pa = next(x for x in info.actions if x.preamble.name == "I.fwd")
+    assert pt.preamble.id == 0x02000009 and pt.idle_timeout_behavior == pt.NOTIFY_CONTROL
+    assert pa.preamble.id == 0x01000007 and [p.name for p in pa.params] == ["port"]
