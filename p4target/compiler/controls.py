@@ -28,7 +28,7 @@ class ControlLowering:
         self.control = ControlContext(prefix, decl)
         self.env = ctx.global_env.child(bindings)
         self.block_kind = block_kind
-        self.init: list[dict] = []
+        self.init: list[Item] = []
         sl = StatementLowering(ctx, self.env, self.control, block_kind=block_kind)
         for local in decl.locals:
             self._declare(local, sl)
@@ -39,9 +39,7 @@ class ControlLowering:
             t = ctx.scope.resolve(d.type)
             self.env.define(d.name, ConstValue(ctx.scope.const_eval(d.value, sl.ex._const_lookup, t), t))
         elif isinstance(d, ast.VariableDecl):
-            for item in sl.statement(d):
-                assert isinstance(item, Prims)
-                self.init += item.primitives
+            self.init += sl.statement(d)
         elif isinstance(d, ast.ActionDecl):
             self.env.define(d.name, ActionSymbol(d, self.control.qualify(d.name, d.annotations), self.control))
         elif isinstance(d, ast.TableDecl):
@@ -68,7 +66,7 @@ class ControlLowering:
     def apply_items(self) -> list[Item]:
         sl = StatementLowering(self.ctx, self.env.child(), self.control, block_kind=self.block_kind)
         items = sl.block(self.decl.body.statements)
-        return ([Prims(list(self.init))] if self.init else []) + items
+        return list(self.init) + items
 
 
 class PipelineLinker:

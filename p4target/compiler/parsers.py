@@ -10,7 +10,7 @@ from p4target.compiler.bmv2_json import hexstr
 from p4target.compiler.call_order import CallHoister
 from p4target.compiler.expressions import Env, to_data
 from p4target.compiler.semantics import fail
-from p4target.compiler.statements import Prims, StatementLowering, predicate
+from p4target.compiler.statements import StatementLowering, predicate
 from p4target.compiler.types import Bits, BlockT, Bool, EnumT, ExternT, P4Type, StructT, TupleT, bit_width
 from p4target.compiler.values import (BlockInstance, ConstValue, ControlContext, ExprValue, PacketValue,
                                       TypeValue, Value, ValueSetSymbol)
@@ -67,7 +67,7 @@ class ParserLowering:
         for d in decl.locals:
             if isinstance(d, (ast.VariableDecl, ast.ConstDecl)):
                 for item in sl.statement(d):
-                    frame.init_ops += self._ops(item.primitives if isinstance(item, Prims) else [])
+                    frame.init_ops += self._ops(predicate(self.ctx, [item], d))
             elif isinstance(d, ast.InstantiationDecl):
                 t = self.ctx.scope.resolve(d.type)
                 name = control.qualify(d.name, d.annotations)

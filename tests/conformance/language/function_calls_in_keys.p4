@@ -1,5 +1,5 @@
-// P4 function calls in a parser's select key and in a table key: they run before the
-// transition / the lookup.
+// P4 function calls in a parser's select key, in a table key (they run before the transition /
+// the lookup) and in the initializers of parser and control locals.
 #include "lang_common.p4"
 
 struct meta_t {
@@ -17,6 +17,7 @@ bit<8> plus_one(in bit<8> v) {
 }
 
 parser CallParser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    bit<8> ten = plus_one(8w9);
     state start {
         pkt.extract(hdr.h);
         transition select(low_bit(hdr.h.a)) {
@@ -26,11 +27,13 @@ parser CallParser(packet_in pkt, out headers_t hdr, inout meta_t meta, inout sta
     }
     state odd {
         hdr.h.b = 8w0x0D;
+        hdr.h.e[7:0] = ten;
         transition accept;
     }
 }
 
 control Keys(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    bit<8> first = plus_one(hdr.h.a);
     action set_c(bit<16> v) {
         hdr.h.c = v;
     }
@@ -50,6 +53,7 @@ control Keys(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t s
     apply {
         sm.egress_spec = 1;
         t.apply();
+        hdr.h.d[7:0] = first;
     }
 }
 
