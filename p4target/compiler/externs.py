@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 from p4target.compiler import ast
 from p4target.compiler.bmv2_json import hexstr
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool, EnumT, ExternT, VarbitT, bit_width
+from p4target.compiler.types import Bits, Bool, EnumT, ExternT, StructLike, VarbitT, bit_width
 from p4target.compiler.values import (ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       StackValue, StructValue, UnionValue, Value)
 from p4target.errors import UnsupportedError
@@ -330,7 +330,15 @@ def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
         size = sl.ex.lower(c.args[1], Bits(32))[0]
         return [Prims([{"op": "__extract_VL", "parameters": [target, _as_expression(size)]}])]
     if m.member == "lookahead" and sl.in_parser:
-        return []  # a lookahead whose value is unused has no effect (p4c drops it too)
+        # the value is unused, but the check is not: too few bytes left is PacketTooShort
+        # (p4c keeps it, p4c issue 1768); the bits go to a scratch field
+        width = _lookahead_width(sl.ctx.scope.resolve(c.type_args[0]), c) if c.type_args else 0
+        if width == 0:
+            return []
+        scratch = sl.ctx.out.add_scalar("lookahead_tmp", Bits(width))
+        return [Prims([{"op": "assign", "parameters": [
+            {"type": "field", "value": ["scalars", scratch]},
+            {"type": "lookahead", "value": [0, width]}]}])]
     if m.member == "advance":
         return [Prims([{"op": "__advance", "parameters": [sl.ex.lower(c.args[0], Bits(32))[0]]}])]
     if m.member == "emit":
@@ -358,3 +366,12 @@ def _emit_order(v: Value, node: Any) -> list[str]:
             out += _emit_order(m, node)
         return out
     raise fail(node, "emit() needs a header, stack, union or struct of those")
+
+
+def _lookahead_width(t: Any, node: Any) -> int:
+    """Bits a ``lookahead<T>()`` peeks at: T's width, a header's or struct's summed up."""
+    if isinstance(t, StructLike):
+        return sum(_lookahead_width(ft, node) for _, ft in t.fields)
+    if isinstance(t, VarbitT):
+        raise fail(node, "lookahead of a type with a varbit field")
+    return bit_width(t)
