@@ -12,6 +12,7 @@ from .profiles import ActionProfiles
 from .replication import Replication
 from .state import PipelineState
 from .tables import TableEntries
+from .value_sets import ValueSets
 
 
 class Entities:
@@ -23,6 +24,7 @@ class Entities:
         self.profiles = ActionProfiles(state)
         self.externs = Externs(state)
         self.replication = Replication(state)
+        self.value_sets = ValueSets(state)
         self.digests = digests
 
     def write(self, update: p4runtime_pb2.Update) -> None:
@@ -51,6 +53,8 @@ class Entities:
             self.replication.write(op, e.packet_replication_engine_entry)
         elif kind == "digest_entry":
             self.digests.write(op, e.digest_entry)
+        elif kind == "value_set_entry":
+            self.value_sets.write(op, e.value_set_entry)
         elif kind is None:
             raise invalid("update has no entity")
         else:
@@ -79,6 +83,8 @@ class Entities:
             return self.replication.read(e.packet_replication_engine_entry)
         if kind == "digest_entry":
             return self.digests.read(e.digest_entry)
+        if kind == "value_set_entry":
+            return self.value_sets.read(e.value_set_entry)
         if kind is None:
             raise invalid("read request entity is empty")
         raise unimplemented(f"{kind} entities are not supported")

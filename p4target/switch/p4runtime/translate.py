@@ -87,6 +87,15 @@ class ResourceInfo:
 
 
 @dataclass
+class ValueSetInfo:
+    """A parser value set: its match fields (id, bitwidth, match type) in P4Info order."""
+    id: int
+    name: str
+    size: int
+    fields: list[tuple[int, int, int]]
+
+
+@dataclass
 class DigestInfo:
     id: int
     name: str
@@ -110,6 +119,7 @@ class Translator:
         self.tables: dict[int, TableInfo] = {}
         self.profiles: dict[int, ProfileInfo] = {}
         self.resources: dict[int, ResourceInfo] = {}
+        self.value_sets: dict[int, ValueSetInfo] = {}
         self.digests: dict[int, DigestInfo] = {}
         self.controller_headers: dict[str, ControllerHeader] = {}
         self._by_name: dict[tuple[str, str], int] = {}
@@ -207,6 +217,11 @@ class Translator:
         for m in self.p4info.direct_meters:
             self._direct(m, "direct_meter")
             self.tables[m.direct_table_id].direct_meter_id = m.preamble.id
+        for vs in self.p4info.value_sets:
+            check("value set", vs.preamble.name, engine.parse_vset)
+            self.value_sets[vs.preamble.id] = ValueSetInfo(
+                vs.preamble.id, vs.preamble.name, vs.size,
+                [(m.id, m.bitwidth, m.match_type) for m in vs.match])
         for r in self.p4info.registers:
             check("register", r.preamble.name, engine.register)
             width = engine.register(r.preamble.name).bitwidth
@@ -259,6 +274,12 @@ class Translator:
         if r is None or r.kind != kind:
             raise not_found(f"unknown {kind.replace('_', ' ')} id {res_id}")
         return r
+
+    def value_set(self, vs_id: int) -> ValueSetInfo:
+        vs = self.value_sets.get(vs_id)
+        if vs is None:
+            raise not_found(f"unknown value set id {vs_id}")
+        return vs
 
     def resources_of(self, kind: str) -> list[ResourceInfo]:
         return [r for r in self.resources.values() if r.kind == kind]

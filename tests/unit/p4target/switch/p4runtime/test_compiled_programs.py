@@ -172,3 +172,29 @@ def test_compiled_const_entries_read_back_in_priority_order_and_are_read_only(sw
     with pytest.raises(grpc.RpcError) as e:
         c.write(helpers.update("DELETE", "table_entry", got[0]))
     assert helpers.write_errors(e.value)[0][0] == code_pb2.PERMISSION_DENIED
+
+
+def test_compiled_value_sets_written_and_read(switch, helpers):
+    bmv2, p4info = compiled(LANG / "value_set.p4")
+    c = switch.client()
+    c.set_pipeline(bmv2, p4info)
+    vsets = {v.preamble.name: v for v in p4info.value_sets}
+    pairs = vsets["VsParser.pairs"]
+    assert [(m.name, m.bitwidth) for m in pairs.match] == [("kind", 8), ("c", 16)]
+    entry = P.ValueSetEntry(value_set_id=pairs.preamble.id)
+    member = entry.members.add()
+    member.match.add(field_id=1).exact.value = b"\x66"
+    member.match.add(field_id=2).exact.value = b"\x00\x05"
+    c.write(helpers.update("MODIFY", "value_set_entry", entry))
+    assert switch.target.engine.parse_vset_get("VsParser.pairs") == [0x660005]
+    tagged = P.ValueSetEntry(value_set_id=vsets["VsParser.tagged"].preamble.id)
+    tagged.members.add().match.add(field_id=1).exact.value = b"\x20"
+    c.write(helpers.update("MODIFY", "value_set_entry", tagged))
+    # a = 0x20 is now tagged, and (kind 0x66, c 5) is a pair: h.b = 1, h.e = all ones
+    switch.target.receive(0, bytes.fromhex("20000005" "00000003" "00000004" "6655"))
+    assert switch.sink.get() == (1, bytes.fromhex("20010005" "00000003" "ffffffff" "6655"))
+    read = list(c.read(P.Entity(value_set_entry=P.ValueSetEntry(value_set_id=pairs.preamble.id))))
+    got = read[0].value_set_entry.members[0]
+    assert [(m.field_id, m.exact.value) for m in got.match] == [(1, b"\x66"), (2, b"\x05")]
+    with pytest.raises(grpc.RpcError):
+        c.write(helpers.update("INSERT", "value_set_entry", entry))
