@@ -42,7 +42,9 @@ extern packet_out {
 /* In a parser: when check is false, stop parsing with error toSignal. */
 extern void verify(in bool check, in error toSignal);
 
-/* The action that does nothing; tables use it as their default. */
+/* The action that does nothing; tables use it as their default. (Current p4c marks it
+   @corelib, and both annotations reach P4Info.) */
+@corelib
 @noWarn("unused")
 action NoAction() {}
 

@@ -574,7 +574,7 @@ def test_p4info_names_actions_like_p4c():
     # name (two BMv2 actions, one P4Info action); NoAction carries core.p4's @noWarn
     assert names == ["I.mark", "NoAction", "global_drop"]
     assert [a["name"] for a in c.bmv2_json["actions"]].count("global_drop") == 2
-    assert list(idx.action("NoAction").preamble.annotations) == ['@noWarn("unused")']
+    assert list(idx.action("NoAction").preamble.annotations) == ["@corelib", '@noWarn("unused")']
     # every table states its initial default action, the implicit NoAction included
     assert idx.table("I.t").initial_default_action.action_id == idx.action_id("NoAction")
     assert idx.table("E.te").initial_default_action.action_id == idx.action_id("global_drop")
