@@ -103,8 +103,14 @@ class ExpressionLowering:
             return self.member(self.value_of(e.expr), e.member, e)
         if isinstance(e, ast.IndexExpression):
             base = self.value_of(e.expr)
+            if isinstance(base, StructValue) and base.type.name.startswith("tuple<"):
+                # a tuple variable (stored as members f0, f1, ...): constant index only
+                i = int(self.scope.const_eval(e.index, self._const_lookup))
+                if not 0 <= i < len(base.members):
+                    raise fail(e, f"tuple index {i} out of range")
+                return base.members[f"f{i}"]
             if not isinstance(base, StackValue):
-                raise fail(e, "only header stacks can be indexed")
+                raise fail(e, "only header stacks and tuples can be indexed")
             try:
                 i = self.scope.const_eval(e.index, self._const_lookup)
             except Exception:

@@ -6,7 +6,7 @@ from typing import Any
 from p4target.compiler.bmv2_json import Bmv2Program
 from p4target.compiler.semantics import fail
 from p4target.compiler.types import (Bits, Bool, EnumT, ErrorT, HeaderT, P4Type, StackT, StructT,
-                                     UnionT)
+                                     TupleT, UnionT)
 from p4target.compiler.values import (FieldValue, HeaderValue, StackValue, StructValue, UnionValue,
                                       Value)
 from p4target.errors import UnsupportedError
@@ -80,6 +80,10 @@ class Storage:
             return self.union(name, t)
         if isinstance(t, StructT):
             return StructValue(t, {f: self.variable(f"{name}.{f}", ft, node) for f, ft in t.fields})
+        if isinstance(t, TupleT):
+            # a tuple is stored like a struct whose members are its elements, in order
+            st = StructT(str(t), [(f"f{i}", et) for i, et in enumerate(t.elements)])
+            return self.variable(name, st, node)
         raise UnsupportedError.at(getattr(node, "loc", None), f"variable of type {t}")
 
     def headers_param(self, t: P4Type, node: Any = None, prefix: str = "") -> Value:
