@@ -93,7 +93,7 @@ def test_garbage_requests_never_crash_the_server(loaded, ids, helpers):
     with pytest.raises(grpc.RpcError) as e:
         c.write(*bad)
     assert len(helpers.write_errors(e.value)) == len(bad)
-    for entity in (P.Entity(), P.Entity(value_set_entry=P.ValueSetEntry()),
+    for entity in (P.Entity(), P.Entity(value_set_entry=P.ValueSetEntry(value_set_id=12345)),
                    P.Entity(table_entry=P.TableEntry(table_id=12345)),
                    P.Entity(direct_counter_entry=P.DirectCounterEntry(table_entry=P.TableEntry(
                        table_id=ids.table("MyIngress.t_tern"))))):
