@@ -33,6 +33,8 @@ def source_text(e: ast.Expression) -> str:
     if isinstance(e, ast.SliceExpression):
         return f"{source_text(e.expr)}[{source_text(e.high)}:{source_text(e.low)}]"
     if isinstance(e, ast.MethodCallExpression):
+        if isinstance(e.method, ast.MemberExpression) and e.method.member == "isValid" and not e.args:
+            return f"{source_text(e.method.expr)}.$valid$"  # p4c's name for a validity key
         args = (a.value if isinstance(a, ast.NamedArgument) else a for a in e.args)
         return f"{source_text(e.method)}({', '.join(source_text(a) for a in args)})"
     if isinstance(e, ast.CastExpression):

@@ -114,6 +114,12 @@ def parse_stf(text: str, file: str = "<stf>") -> list[Command]:
                                                  "any": kw == "expect" and not data}))
         elif kw == "wait":
             commands.append(Command("wait", lineno))
+        elif kw == "no_packet":
+            commands.append(Command("no_packet", lineno))
+        elif kw == "remove":
+            if [t.lower() for t in toks] != ["all"]:
+                raise StfSyntaxError(file, lineno, "remove supports only 'remove all'")
+            commands.append(Command("remove", lineno, {"all": True}))
         elif kw == "mirroring_add":
             if len(toks) < 2:
                 raise StfSyntaxError(file, lineno, "mirroring_add needs SESSION PORT")
@@ -151,6 +157,10 @@ def parse_stf(text: str, file: str = "<stf>") -> list[Command]:
 
 
 def _parse_add(rest: str, file: str, lineno: int) -> Command:
+    entry_id = None
+    named = re.match(r"^(.*\))\s*=\s*\$?(\w+)\s*$", rest)
+    if named:  # `add ... action(...) = ID` names the entry for check_counter(ID)
+        rest, entry_id = named.group(1), named.group(2)
     m = re.search(r"[A-Za-z_][\w.$]*\s*\(.*\)\s*$", rest)
     if not m:
         raise StfSyntaxError(file, lineno, "add needs TABLE [PRIORITY] KEY:VALUE ... ACTION(...)")
@@ -165,11 +175,11 @@ def _parse_add(rest: str, file: str, lineno: int) -> Command:
         head = head[1:]
     keys = [parse_key_value(tok, file, lineno) for tok in head]
     return Command("add", lineno, {"table": table, "priority": priority, "keys": keys,
-                                   "action": action, "params": params})
+                                   "action": action, "params": params, "entry_id": entry_id})
 
 
 def _parse_check_counter(rest: str, file: str, lineno: int) -> Command:
-    m = re.match(r"^([\w.$]+)\s*\(\s*(\w+)\s*\)\s*(.*)$", rest)
+    m = re.match(r"^([\w.$]+)\s*\(\s*(\$?\w+)\s*\)\s*(.*)$", rest)
     if not m:
         raise StfSyntaxError(file, lineno, "check_counter needs COUNTER(INDEX) [packets|bytes] [==] VALUE")
     toks = m.group(3).split()
@@ -179,7 +189,12 @@ def _parse_check_counter(rest: str, file: str, lineno: int) -> Command:
     op = "=="
     if toks and toks[0] in ("==", "!=", "<", ">", "<=", ">="):
         op, toks = toks[0], toks[1:]
-    if len(toks) != 1:
+    if len(toks) > 1 or (not toks and m.group(3).strip()):
         raise StfSyntaxError(file, lineno, "check_counter needs an expected VALUE")
-    return Command("check_counter", lineno, {"name": m.group(1), "index": _int(m.group(2), file, lineno),
-                                             "kind": kind, "op": op, "value": _int(toks[0], file, lineno)})
+    value = _int(toks[0], file, lineno) if toks else 0  # p4c's grammar: no check means == 0
+    where = m.group(2)
+    # an index, or the ID an `add ... = ID` gave an entry (its direct counter)
+    index = None if where.startswith("$") or not where[0].isdigit() else _int(where, file, lineno)
+    entry = where.lstrip("$") if index is None else None
+    return Command("check_counter", lineno, {"name": m.group(1), "index": index, "entry": entry,
+                                             "kind": kind, "op": op, "value": value})

@@ -43,6 +43,22 @@ def _resolve(name: str, names, what: str) -> str:
     raise StfError(f"unknown {what} '{name}'" + (f" (ambiguous: {', '.join(cands)})" if cands else ""))
 
 
+def _resolve_key(name: str, names, what: str) -> str:
+    """A table key field as STF names it: p4c's driver reads `f$0` as `f[0]`, and `h.$valid`
+    or `h.valid` as the validity key `h.$valid$`."""
+    name = re.sub(r"\$(\d+)", r"[\1]", name)
+    names = list(names)
+    tries = [name, name + "$"]
+    if name.endswith(".valid"):
+        tries.append(name[:-len("valid")] + "$valid$")
+    for t in tries:
+        try:
+            return _resolve(t, names, what)
+        except StfError:
+            continue
+    return _resolve(name, names, what)
+
+
 def _match_hex(expected: str, actual: str, exact_end: bool) -> bool:
     if len(actual) < len(expected):
         return False
@@ -67,6 +83,7 @@ class StfRunner:
         self.expected: dict[int, list[Command]] = {}
         self.received: dict[int, list[str]] = {}
         self.nodes: list[int] = []
+        self.entries: dict[str, tuple[str, int]] = {}  # `add ... = ID`: (table, handle)
         self.test_ports: set[int] = set()
 
     def say(self, text: str) -> None:
@@ -115,7 +132,7 @@ class StfRunner:
         by_name = {}
         for kname, kind, vals in a["keys"]:
             field_names = [k.name for k in table.keys]
-            resolved = _resolve(kname, field_names, f"key field of '{tname}'")
+            resolved = _resolve_key(kname, field_names, f"key field of '{tname}'")
             by_name[resolved] = (kind, vals)
         key = []
         for kf in table.keys:
@@ -146,9 +163,18 @@ class StfRunner:
         if table.profile is not None:
             # STF names an action directly; like p4c's BMv2 STF backend, give it a member
             member = self.engine.act_prof_add_member(table.profile.name, action, data)
-            self.engine.table_add(tname, key, priority=priority, member=member)
+            handle = self.engine.table_add(tname, key, priority=priority, member=member)
         else:
-            self.engine.table_add(tname, key, action, data, priority)
+            handle = self.engine.table_add(tname, key, action, data, priority)
+        if a.get("entry_id"):
+            self.entries[a["entry_id"]] = (tname, handle)
+
+    def _do_remove(self, cmd: Command) -> None:
+        for tname in self.engine.table_names():
+            self.engine.table_clear(tname)
+
+    def _do_no_packet(self, cmd: Command) -> None:
+        """p4c's `no_packet`: nothing more is expected; packets nobody expects fail anyway."""
 
     def _do_setdefault(self, cmd: Command) -> None:
         a = cmd.args
@@ -187,10 +213,17 @@ class StfRunner:
         a = cmd.args
         self._check_outputs(final=False)
         prog = self.engine.program
-        names = list(prog.counters)
-        name = _resolve(a["name"], names, "counter")
-        c = prog.counters[name]
-        pk, by = c.read(a["index"])
+        if a.get("entry") is not None:
+            # a direct counter, read through the entry an `add ... = ID` named
+            if a["entry"] not in self.entries:
+                raise StfError(f"no entry was added as '{a['entry']}'")
+            pk, by = self.engine.table_entry_counter(*self.entries[a["entry"]])
+            name = a["name"]
+            a = dict(a, index=f"${a['entry']}")
+        else:
+            names = list(prog.counters)
+            name = _resolve(a["name"], names, "counter")
+            pk, by = prog.counters[name].read(a["index"])
         got = pk if a["kind"] == "packets" else by
         if _OPS[a["op"]](got, a["value"]):
             self.say(f"ok   counter {name}[{a['index']}] {a['kind']} {got} {a['op']} {a['value']}")

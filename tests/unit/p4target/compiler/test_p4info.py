@@ -104,7 +104,7 @@ def _full_program() -> dict:
          "key": [{"match_type": "ternary", "name": "hdr.ipv4.diffserv", "target": ["ipv4", "diffserv"], "mask": None},
                  {"match_type": "range", "name": "meta.flow", "target": ["meta", "flow"], "mask": None},
                  {"match_type": "optional", "name": "hdr.ipv4.protocol", "target": ["ipv4", "protocol"], "mask": None},
-                 {"match_type": "exact", "name": "hdr.ipv4.isValid()", "target": ["ipv4", "$valid$"], "mask": None},
+                 {"match_type": "exact", "name": "hdr.ipv4.$valid$", "target": ["ipv4", "$valid$"], "mask": None},
                  {"match_type": "exact", "name": "hdr.ethernet.srcAddr[7:0]", "target": ["ethernet", "srcAddr"], "mask": "0xff"}],
          "match_type": "ternary", "type": "simple", "max_size": 64, "with_counters": True,
          "support_timeout": True, "direct_meters": "MyIngress.classify_meter",
@@ -175,7 +175,7 @@ def test_every_object_kind():
         ("hdr.ipv4.diffserv", 8, p4info_pb2.MatchField.TERNARY),
         ("meta.flow", 16, p4info_pb2.MatchField.RANGE),
         ("hdr.ipv4.protocol", 8, p4info_pb2.MatchField.OPTIONAL),
-        ("hdr.ipv4.isValid()", 1, p4info_pb2.MatchField.EXACT),
+        ("hdr.ipv4.$valid$", 1, p4info_pb2.MatchField.EXACT),
         ("hdr.ethernet.srcAddr[7:0]", 8, p4info_pb2.MatchField.EXACT)]
     refs = {idx.name("actions", r.id): r for r in cls.action_refs}
     assert refs["NoAction"].scope == p4info_pb2.ActionRef.DEFAULT_ONLY

@@ -94,6 +94,19 @@ def test_parser_understands_all_key_forms():
         parse_stf("expect 1 0g\n", "f.stf")
 
 
+def test_parser_reads_entry_ids_counter_checks_remove_and_no_packet():
+    cmds = parse_stf("add t a:1 act() = A\ncheck_counter c($A) bytes >= 3\ncheck_counter c(4)\n"
+                     "remove all\nno_packet\n")
+    assert cmds[0].args["entry_id"] == "A" and cmds[0].args["action"] == "act"
+    assert (cmds[1].args["entry"], cmds[1].args["kind"], cmds[1].args["op"], cmds[1].args["value"]) == \
+        ("A", "bytes", ">=", 3)
+    # p4c's grammar: a check_counter without a condition means packets == 0
+    assert (cmds[2].args["index"], cmds[2].args["kind"], cmds[2].args["value"]) == (4, "packets", 0)
+    assert [c.kind for c in cmds[3:]] == ["remove", "no_packet"]
+    with pytest.raises(StfSyntaxError):
+        parse_stf("remove t 3\n", "f.stf")
+
+
 def test_missing_compiler_or_file_is_one_line_error(tmp_path, capsys):
     assert main(["x.p4", str(tmp_path / "missing.stf")]) == 2
     assert "cannot read" in capsys.readouterr().err
