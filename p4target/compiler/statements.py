@@ -148,7 +148,12 @@ class StatementLowering:
             if isinstance(s.target, ast.IndexExpression):
                 place = self.ex.value_of(s.target)
                 if isinstance(place, DynamicStackElement):
-                    return [self._assign_stack_element(place, s)]
+                    return [self.for_element(place, s, lambda h: self.assign_value(h, s.value, s))]
+            if isinstance(s.value, ast.IndexExpression):
+                source = self.ex.value_of(s.value)
+                if isinstance(source, DynamicStackElement):
+                    dst = self.ex.lvalue(s.target)
+                    return [self.for_element(source, s, lambda h: self.copy(dst, h, s))]
             return [Prims(self.assignment(s.target, s.value))]
         if isinstance(s, ast.MethodCallStatement):
             return self.call(s.call)
@@ -159,6 +164,10 @@ class StatementLowering:
             self.env.define(s.name, v)
             if s.initializer is None:
                 return []
+            if isinstance(s.initializer, ast.IndexExpression):
+                source = self.ex.value_of(s.initializer)
+                if isinstance(source, DynamicStackElement):
+                    return [self.for_element(source, s, lambda h: self.copy(v, h, s))]
             return [Prims(self.assign_value(v, s.initializer, s))]
         if isinstance(s, ast.ConstDecl):
             t = self.ctx.scope.resolve(s.type)
@@ -317,18 +326,16 @@ class StatementLowering:
         dst = self.ex.lvalue(target)
         return self.assign_value(dst, value, target)
 
-    def _assign_stack_element(self, place: DynamicStackElement, s: ast.AssignmentStatement) -> Item:
-        """``stack[i] = value`` with a run-time ``i``: BMv2 cannot name that header, so one
-        branch per element (the index saved first); an index past the end changes nothing."""
+    def for_element(self, place: DynamicStackElement, node: Any, step) -> Item:
+        """``step(stack[i])`` with a run-time ``i``: BMv2 cannot name that header, so one branch
+        per element (the index saved first), as p4c does; an index past the end does nothing."""
         from p4target.compiler.bmv2_json import hexstr
-        index = self.ctx.storage.variable("stack_index", Bits(32), s)
-        steps: list[Item] = [Prims([assign(index.json(), place.index_json)])]
+        index = self.ctx.storage.variable("stack_index", Bits(32), node)
         chain: list[Item] = []
         for i in reversed(range(len(place.stack.elements))):
             element = HeaderValue(place.stack.elements[i], place.stack.type.element)
-            chain = [IfItem(expr("==", index.json(), hexstr(i)),
-                            [Prims(self.assign_value(element, s.value, s))], chain)]
-        return SubBlock(steps + chain)
+            chain = [IfItem(expr("==", index.json(), hexstr(i)), [Prims(step(element))], chain)]
+        return SubBlock([Prims([assign(index.json(), place.index_json)])] + chain)
 
     def _write(self, dst: ExprValue, value: dict) -> list[dict]:
         """Assign a run-time stack element's field: each element takes ``value`` if the index
@@ -412,8 +419,10 @@ class StatementLowering:
                 base = BlockInstance(decl, self.control.qualify(m.expr.name))
             if isinstance(base, BlockInstance) and m.member == "apply":
                 return [self.inline_block(base, c)]
-            if isinstance(base, HeaderValue) and m.member in ("setValid", "setInvalid"):
+            if isinstance(base, (HeaderValue, DynamicStackElement)) and m.member in ("setValid", "setInvalid"):
                 op = "add_header" if m.member == "setValid" else "remove_header"
+                if isinstance(base, DynamicStackElement):
+                    return [self.for_element(base, c, lambda h: [prim(op, {"type": "header", "value": h.name})])]
                 return [Prims([prim(op, {"type": "header", "value": base.name})])]
             if isinstance(base, StackValue) and m.member in ("push_front", "pop_front"):
                 n = int(self.ctx.scope.const_eval(c.args[0], self.ex._const_lookup))

@@ -1,5 +1,5 @@
-// Run-time stack indices past the end, as p4c lowers them for BMv2: reads give 0, writes and
-// `inout` arguments change nothing, isValid() is false.
+// Run-time stack indices, lowered element by element as p4c does for BMv2; past the end reads
+// give 0, writes, `inout` arguments, header copies and setInvalid() do nothing, isValid() is false.
 #include "lang_common.p4"
 
 struct meta_t {
@@ -26,6 +26,12 @@ control RuntimeIndex(inout headers_t hdr, inout meta_t meta, inout standard_meta
         hdr.h.c[15:8] = s[1].b;
         if (s[hdr.h.a].isValid()) {
             hdr.h.d = 32w1;
+        }
+        h_t picked = s[hdr.h.a];
+        hdr.h.e[7:0] = picked.b;
+        s[hdr.h.a].setInvalid();
+        if (!s[1].isValid()) {
+            hdr.h.e[15:8] = 8w0xFF;
         }
     }
 }
