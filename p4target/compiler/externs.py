@@ -1,7 +1,7 @@
 """v1model externs: instances become BMv2 arrays, calls become BMv2 primitives."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from p4target.compiler import ast
 from p4target.compiler.bmv2_json import hexstr
@@ -119,6 +119,63 @@ def _field_list(sl: "StatementLowering", e: ast.Expression) -> list[dict]:
     return _value_fields(sl, v, e)
 
 
+def _hash_inputs(sl: "StatementLowering", e: ast.Expression) -> tuple[list[dict], list[dict]]:
+    """Calculation inputs of hash()'s data and the assignments filling them. Like p4c, every
+    non-constant element is first copied into a scalar: the hash then sees the value even
+    when its header is invalid (BMv2 leaves out the fields of invalid headers)."""
+    def flat(x: ast.Expression) -> list[ast.Expression]:
+        if isinstance(x, (ast.ListExpression, ast.StructExpression)):
+            elems = x.elements if isinstance(x, ast.ListExpression) else tuple(f.value for f in x.fields)
+            return [y for el in elems for y in flat(el)]
+        return [x]
+
+    inputs: list[dict] = []
+    copies: list[dict] = []
+    for x in flat(e):
+        v = sl.ex.value_of(x)
+        if isinstance(v, (HeaderValue, StructValue)):  # whole aggregates: field by field
+            items = [(j, _width_of(sl, v, j)) for j in _value_fields(sl, v, x)]
+        elif isinstance(v, FieldValue):
+            if isinstance(v.type, VarbitT):  # hashed at its per-packet size, so not copied
+                inputs.append(v.json())
+                continue
+            items = [(v.json(), bit_width(v.type))]
+        else:
+            j = _value_fields(sl, v, x)[0]
+            if j.get("type") == "hexstr":
+                inputs.append(j)
+                continue
+            items = [(j["value"], j.get("bitwidth", 32))]
+        for src, width in items:
+            tmp = sl.ctx.out.add_scalar("hash_tmp", Bits(width))
+            dst = {"type": "field", "value": ["scalars", tmp]}
+            copies.append({"op": "assign", "parameters": [dst, src]})
+            inputs.append(dst)
+    return inputs, copies
+
+
+def _width_of(sl: "StatementLowering", v: Value, j: dict) -> int:
+    """Bit width of field ``j`` of the header or struct value ``v``."""
+    def find(val: Value) -> Optional[int]:
+        if isinstance(val, FieldValue):
+            return bit_width(val.type) if val.json() == j else None
+        if isinstance(val, HeaderValue):
+            for f, t in val.type.fields:
+                if [val.name, f] == j["value"]:
+                    return bit_width(t)
+            return None
+        if isinstance(val, StructValue):
+            for m in val.members.values():
+                w = find(m)
+                if w is not None:
+                    return w
+        return None
+    w = find(v)
+    if w is None:
+        raise fail(None, f"internal: no width for hash input {j}")
+    return w
+
+
 def _value_fields(sl: "StatementLowering", v: Value, node: Any) -> list[dict]:
     if isinstance(v, FieldValue):
         return [v.json()]
@@ -151,10 +208,11 @@ def function_call(sl: "StatementLowering", name: str, c: ast.MethodCallExpressio
         algo = _enum_member(a[1], "HashAlgorithm")
         if algo not in HASH_ALGORITHMS:
             raise fail(a[1], f"unknown hash algorithm '{algo}'")
-        calc = ctx.out.add_calculation(HASH_ALGORITHMS[algo], _field_list(sl, a[3]))
+        inputs, copies = _hash_inputs(sl, a[3])
+        calc = ctx.out.add_calculation(HASH_ALGORITHMS[algo], inputs)
         base, _ = ex.lower(a[2], dst_v.type)
         maximum, _ = ex.lower(a[4], Bits(64))
-        return [{"op": "modify_field_with_hash_based_offset", "parameters": [
+        return copies + [{"op": "modify_field_with_hash_based_offset", "parameters": [
             _out_field(sl, a[0]), base, {"type": "calculation", "value": calc}, maximum]}]
     if name == "digest":
         receiver, _ = ex.lower(a[0], Bits(32))
