@@ -245,16 +245,22 @@ def function_call(sl: "StatementLowering", name: str, c: ast.MethodCallExpressio
     if name == "log_msg":
         if not isinstance(a[0], ast.StringLiteral):
             raise fail(a[0], "log_msg needs a string literal")
-        params = [{"type": "string", "value": a[0].value}]
+        fmt = a[0].value
         if len(a) > 1:
             elems = a[1].elements if isinstance(a[1], ast.ListExpression) else (a[1],)
-            vals = []
-            for x in elems:
-                j, t = ex.lower(x)
-                from p4target.compiler.expressions import to_data
-                vals.append(to_data(j, t))
-            params.append({"type": "parameters_vector", "value": vals})
-        return [{"op": "log_msg", "parameters": params}]
+            pieces = fmt.split("{}")
+            vals: list[dict] = []
+            out = pieces[0]
+            for i, x in enumerate(elems):
+                piece, xs = _log_msg_argument(sl, x)
+                vals += xs
+                if i + 1 < len(pieces):  # the i-th "{}" becomes the argument's piece
+                    out += piece + pieces[i + 1]
+            for rest in pieces[len(elems) + 1:]:  # placeholders without an argument stay
+                out += "{}" + rest
+            return [{"op": "log_msg", "parameters": [{"type": "string", "value": out},
+                                                     {"type": "parameters_vector", "value": vals}]}]
+        return [{"op": "log_msg", "parameters": [{"type": "string", "value": fmt}]}]
     if name == "verify":
         if not sl.in_parser:
             raise fail(c, "verify() is only allowed in a parser")
@@ -346,6 +352,30 @@ def _ensure_field_list(ctx: "Context", index: int, node: Any) -> None:
     if ctx.metadata is not None:
         walk(ctx.metadata, None)
     ctx.out.field_lists.append({"id": index, "name": f"field_list{index}", "elements": elements})
+
+
+def _log_msg_argument(sl: "StatementLowering", e: ast.Expression) -> tuple[str, list[dict]]:
+    """(format piece, values) of one log_msg argument: a header or struct prints as
+    ``(field:{},...)`` over its fields, as p4c flattens it."""
+    from p4target.compiler.expressions import to_data
+    v = sl.ex.value_of(e) if isinstance(e, (ast.PathExpression, ast.MemberExpression)) else None
+
+    def flat(v: Value) -> tuple[str, list[dict]]:
+        if isinstance(v, (HeaderValue, StructValue)):
+            parts, vals = [], []
+            members = v.members if isinstance(v, StructValue) else {f: v.field(f) for f, _ in v.type.fields}
+            for fname, m in members.items():
+                piece, xs = flat(m)
+                parts.append(f"{fname}:{piece}")
+                vals += xs
+            return "(" + ",".join(parts) + ")", vals
+        j, t = sl.ex.rvalue(v, e)
+        return "{}", [to_data(j, t)]
+
+    if isinstance(v, (HeaderValue, StructValue)):
+        return flat(v)
+    j, t = sl.ex.lower(e)
+    return "{}", [to_data(j, t)]
 
 
 def _anonymous_field_list(sl: "StatementLowering", e: ast.Expression) -> int:

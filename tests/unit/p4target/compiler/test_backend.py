@@ -361,3 +361,22 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     pa = next(x for x in info.actions if x.preamble.name == "I.fwd")
     assert pt.preamble.id == 0x02000009 and pt.idle_timeout_behavior == pt.NOTIFY_CONTROL
     assert pa.preamble.id == 0x01000007 and [p.name for p in pa.params] == ["port"]
+
+
+def test_log_msg_prints_headers_and_structs_field_by_field() -> None:
+    from p4target.engine import Engine
+    src = PRELUDE + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply {
+        meta.m = 7;
+        log_msg("ip={} m={} end {}", { hdr.ip, meta, 8w9 });
+    }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    doc = compile_text(src, "log.p4").bmv2_json
+    logs: list[str] = []
+    e = Engine(doc)
+    e.set_log_callback(logs.append)
+    e.process(0, bytes(12) + b"\x08\x00" + bytes([64, 6]) + bytes([10, 0, 0, 1]))
+    assert "ip=(ttl:64,proto:6,dst:167772161) m=(m:7,flag:0) end 9" in logs
