@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from p4target.compiler import ast
 from p4target.compiler.semantics import fail
 from p4target.compiler.types import Bool, InfInt, P4Type, VoidT
-from p4target.compiler.values import ActionSymbol, ConstValue
+from p4target.compiler.values import ActionSymbol, ConstValue, HeaderValue, StructValue
 from p4target.errors import CompileError
 
 if TYPE_CHECKING:
@@ -157,6 +157,10 @@ class CallHoister:
 
     def _type_of(self, a: ast.Expression, b: ast.Expression) -> P4Type:
         ex = self.lowering.ex
+        if isinstance(a, ast.PathExpression):
+            v = ex.value_of(a)
+            if isinstance(v, (HeaderValue, StructValue)):  # a header or struct result
+                return v.type
         _, at = ex.lower(a)
         if not isinstance(at, InfInt):
             return at

@@ -29,6 +29,12 @@ void split(inout bit<32> x, out bit<32> y) {
     }
 }
 
+h_t with_e(in h_t x, in bit<32> e) {
+    h_t y = x;
+    y.e = e;
+    return y;
+}
+
 control Calls(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     apply {
         sm.egress_spec = 1;
@@ -39,6 +45,7 @@ control Calls(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t 
         hdr.h.e[7:0] = hdr.h.b > 8w100 ? 8w0 : bump(hdr.h.a);
         split(hdr.h.d, hdr.h.d);
         bump(hdr.h.a);
+        hdr.h = hdr.h.b == 8w3 ? with_e(hdr.h, 32w0x33) : with_e(hdr.h, hdr.h.e);
     }
 }
 
