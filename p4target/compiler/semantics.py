@@ -128,6 +128,8 @@ class ProgramScope:
                 self.resolved[name] = out
                 out.fields.extend((f.name, self.resolve(f.type)) for f in d.fields)
                 out.field_annotations.update({f.name: f.annotations for f in d.fields})
+                if any(isinstance(ft, StructT) for _, ft in out.fields):
+                    _flatten_header(out)
                 for fname, ft in out.fields:
                     if not isinstance(ft, (Bits, Bool, VarbitT, EnumT)):
                         raise fail(d, f"header field '{name}.{fname}' must be bit<>, int<>, bool, "
@@ -220,6 +222,22 @@ class ProgramScope:
         if isinstance(e, ast.TernaryExpression):
             return self._eval(e.then if self._eval(e.condition, lookup) else e.otherwise, lookup)
         raise fail(e, "expression is not a compile-time constant")
+
+
+def _flatten_header(h: HeaderT) -> None:
+    """Store a header with struct fields flat (p4c's names: ``_a0``, ``_row_alt0_valid1``...)."""
+    flat: list[tuple[str, P4Type]] = []
+
+    def walk(path: str, t: P4Type) -> Any:
+        if isinstance(t, StructT):
+            return (t, {m: walk(f"{path}_{m}", mt) for m, mt in t.fields})
+        fname = f"_{path}{len(flat)}"
+        flat.append((fname, t))
+        return fname
+
+    renamed = {f: walk(f, ft) for f, ft in h.fields}
+    h.fields[:] = flat
+    h.renamed = renamed
 
 
 def _literal_width(e: ast.Expression) -> Optional[int]:

@@ -105,7 +105,10 @@ class StructLike(P4Type):
 
 
 class HeaderT(StructLike):
-    """``header``."""
+    """``header``. A header with struct-typed fields is stored flat, as p4c does: every field
+    renamed ``_<path>_<index>``; ``renamed`` maps each P4 field name to its flat field name,
+    or (for a struct) to ``(StructT, {member: ...})`` recursively."""
+    renamed: Optional[dict] = None
 
     def width(self) -> int:
         return sum(bit_width(t) for _, t in self.fields)

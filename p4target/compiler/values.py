@@ -34,9 +34,19 @@ class HeaderValue(Value):
     type: StructLike
     metadata: bool = False
 
-    def field(self, name: str) -> Optional[FieldValue]:
+    def field(self, name: str) -> Optional[Value]:
+        """The field named ``name`` (a struct of fields for struct-typed fields of a header)."""
+        renamed = getattr(self.type, "renamed", None)
+        if renamed and name in renamed:
+            return self._flat(renamed[name])
         ftype = self.type.field_type(name)
         return None if ftype is None else FieldValue(self.name, name, ftype)
+
+    def _flat(self, entry: Any) -> Value:
+        if isinstance(entry, str):
+            return FieldValue(self.name, entry, self.type.field_type(entry))
+        struct_t, members = entry
+        return StructValue(struct_t, {m: self._flat(e) for m, e in members.items()})
 
 
 @dataclass
