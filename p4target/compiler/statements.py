@@ -149,6 +149,14 @@ class StatementLowering:
                 place = self.ex.value_of(s.target)
                 if isinstance(place, DynamicStackElement):
                     return [self.for_element(place, s, lambda h: self.assign_value(h, s.value, s))]
+            if isinstance(s.value, ast.TernaryExpression) and \
+                    isinstance(self.ex.lvalue(s.target), (HeaderValue, StructValue, UnionValue, StackValue)):
+                # a header or struct `?:`: BMv2 expressions are scalar, so choose with an `if`
+                v = s.value
+                return self.statement(ast.IfStatement(
+                    loc=s.loc, condition=v.condition,
+                    then=dataclasses.replace(s, value=v.then),
+                    otherwise=dataclasses.replace(s, value=v.otherwise)))
             if isinstance(s.value, ast.IndexExpression):
                 source = self.ex.value_of(s.value)
                 if isinstance(source, DynamicStackElement):

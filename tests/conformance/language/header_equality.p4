@@ -1,5 +1,5 @@
 // `==` / `!=` on headers (equal when both are invalid, or both valid with equal fields) and on
-// structs (member by member).
+// structs (member by member); a header-valued `?:`.
 #include "lang_common.p4"
 
 struct meta_t {
@@ -34,6 +34,8 @@ control Equality(inout headers_t hdr, inout meta_t meta, inout standard_metadata
         if (p == q) {
             r[3:3] = 1;
         }
+        h_t swapped = {hdr.h.b, hdr.h.a, hdr.h.c, hdr.h.d, 32w0};
+        hdr.h = r == 32w6 ? swapped : hdr.h;
         hdr.h.e = r;
     }
 }
