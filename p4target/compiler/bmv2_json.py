@@ -41,6 +41,7 @@ class Bmv2Program:
         self.enums: list[dict] = []
         self.parsers: list[dict] = []
         self.parse_vsets: list[dict] = []
+        self.header_union_stacks: list[dict] = []
         self.deparsers: list[dict] = []
         self.meter_arrays: list[dict] = []
         self.counter_arrays: list[dict] = []
@@ -81,6 +82,12 @@ class Bmv2Program:
         for h in self.headers:
             if h["name"] == name:
                 return h["id"]
+        raise KeyError(name)
+
+    def header_union_id(self, name: str) -> int:
+        for u in self.header_unions:
+            if u["name"] == name:
+                return u["id"]
         raise KeyError(name)
 
     def add_scalar(self, base: str, t: P4Type) -> str:
@@ -130,7 +137,7 @@ class Bmv2Program:
             "header_stacks": self.header_stacks,
             "header_union_types": self.header_union_types,
             "header_unions": self.header_unions,
-            "header_union_stacks": [],
+            "header_union_stacks": self.header_union_stacks,
             "field_lists": self.field_lists,
             "errors": self.errors,
             "enums": self.enums,

@@ -12,7 +12,7 @@ from p4target.compiler import ast
 from p4target.compiler.bmv2_json import expr, hexstr
 from p4target.compiler.semantics import ProgramScope, fail
 from p4target.compiler.types import (Bits, Bool, EnumT, ErrorT, HeaderT, InfInt, P4Type, StackT,
-                                     StringT, StructLike, UnionT, bit_width)
+                                     StringT, StructLike, StructT, UnionT, bit_width)
 from p4target.compiler.values import (ConstValue, DynamicStackElement, DynamicStackField, ExprValue, FieldValue,
                                       HeaderValue, RuntimeDataValue, StackLastValue, StackValue,
                                       StructValue, TypeValue, UnionValue, Value)
@@ -114,10 +114,14 @@ class ExpressionLowering:
             try:
                 i = self.scope.const_eval(e.index, self._const_lookup)
             except Exception:
+                if base.unions is not None:
+                    raise UnsupportedError.at(e.loc, "run-time index into a stack of header unions")
                 idx, _ = self.lower(e.index, Bits(32))
                 return DynamicStackElement(base, idx)
             if not 0 <= int(i) < len(base.elements):
                 raise fail(e, f"index {i} out of range for stack of size {len(base.elements)}")
+            if base.unions is not None:
+                return base.unions[int(i)]
             return HeaderValue(base.elements[int(i)], base.type.element)
         j, t = self.lower(e)
         return ExprValue(j, t)
@@ -437,7 +441,7 @@ class ExpressionLowering:
         if not call.type_args:
             raise fail(call, "lookahead needs a type argument")
         t = self.scope.resolve(call.type_args[0])
-        if not isinstance(t, HeaderT):
+        if not isinstance(t, (HeaderT, StructT)) or not all(ft.is_scalar() for _, ft in t.fields):
             raise fail(e, f"lookahead<{t}>() has no fields")
         offset = 0
         for fname, ft in t.fields:

@@ -396,10 +396,22 @@ def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
         if len(c.args) not in (1, 2):
             raise fail(c, f"extract() takes a header and an optional size, got {len(c.args)} arguments")
         arg = c.args[0]
-        if isinstance(arg, ast.MemberExpression) and arg.member == "next":
+        union_next = isinstance(arg, ast.MemberExpression) and isinstance(arg.expr, ast.MemberExpression) \
+            and arg.expr.member == "next"
+        if union_next:  # stack_of_unions.next.member
+            stack = sl.ex.value_of(arg.expr.expr)
+            if not isinstance(stack, StackValue) or stack.unions is None:
+                raise fail(arg, "'.next.<member>' needs a stack of header unions")
+            htype = stack.type.element.field_type(arg.member)
+            if htype is None:
+                raise fail(arg, f"union '{stack.type.element.name}' has no member '{arg.member}'")
+            target = {"type": "union_stack", "value": [stack.name, arg.member]}
+        elif isinstance(arg, ast.MemberExpression) and arg.member == "next":
             stack = sl.ex.value_of(arg.expr)
             if not isinstance(stack, StackValue):
                 raise fail(arg, "'.next' needs a header stack")
+            if stack.unions is not None:
+                raise fail(arg, "extract into a stack of header unions names the member: '.next.<member>'")
             target, htype = {"type": "stack", "value": stack.name}, stack.type.element
         else:
             v = sl.ex.value_of(arg)
@@ -445,6 +457,8 @@ def _emit_order(v: Value, node: Any) -> list[str]:
     if isinstance(v, HeaderValue):
         return [v.name]
     if isinstance(v, StackValue):
+        if v.unions is not None:
+            return [h.name for u in v.unions for h in u.members.values()]
         return list(v.elements)
     if isinstance(v, UnionValue):
         return [h.name for h in v.members.values()]

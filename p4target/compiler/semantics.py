@@ -93,8 +93,8 @@ class ProgramScope:
             return MatchKindT()
         if isinstance(t, ast.HeaderStackType):
             elem = self.resolve(t.element, params)
-            if not isinstance(elem, HeaderT):
-                raise UnsupportedError.at(t.loc, "stack of non-header elements")
+            if not isinstance(elem, (HeaderT, UnionT)):
+                raise fail(t, f"stack elements must be headers or header unions, not {elem}")
             return StackT(elem, int(self.const_eval(t.size, lambda n: None)))
         if isinstance(t, ast.TupleType):
             return TupleT([self.resolve(e, params) for e in t.elements])

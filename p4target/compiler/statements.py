@@ -433,6 +433,8 @@ class StatementLowering:
                     return [self.for_element(base, c, lambda h: [prim(op, {"type": "header", "value": h.name})])]
                 return [Prims([prim(op, {"type": "header", "value": base.name})])]
             if isinstance(base, StackValue) and m.member in ("push_front", "pop_front"):
+                if base.unions is not None:
+                    raise UnsupportedError.at(c.loc, f"{m.member} on a stack of header unions")
                 n = int(self.ctx.scope.const_eval(c.args[0], self.ex._const_lookup))
                 from p4target.compiler.bmv2_json import hexstr
                 return [Prims([prim("push" if m.member == "push_front" else "pop",

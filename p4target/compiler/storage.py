@@ -36,6 +36,8 @@ class Storage:
         return HeaderValue(name, t, metadata)
 
     def stack(self, name: str, t: StackT) -> StackValue:
+        if isinstance(t.element, UnionT):
+            return self.union_stack(name, t)
         name = self.unique_instance(name)
         self.out.add_header_type(t.element.name, t.element.fields)
         elems = []
@@ -49,6 +51,14 @@ class Storage:
                                        "header_type": t.element.name, "size": t.size,
                                        "header_ids": ids})
         return StackValue(name, t, elems)
+
+    def union_stack(self, name: str, t: StackT) -> StackValue:
+        name = self.unique_instance(name)
+        unions = [self.union(f"{name}[{i}]", t.element) for i in range(t.size)]
+        self.out.header_union_stacks.append({
+            "name": name, "id": len(self.out.header_union_stacks), "union_type": t.element.name,
+            "header_union_ids": [self.out.header_union_id(u.name) for u in unions]})
+        return StackValue(name, t, [u.name for u in unions], unions)
 
     def union(self, name: str, t: UnionT) -> UnionValue:
         name = self.unique_instance(name)

@@ -124,8 +124,8 @@ class UnionT(StructLike):
 
 @dataclass(frozen=True)
 class StackT(P4Type):
-    """Header stack ``element[size]``."""
-    element: HeaderT
+    """Header stack ``element[size]`` (``element`` may also be a header union)."""
+    element: "HeaderT | UnionT"
     size: int
 
     def __str__(self) -> str:

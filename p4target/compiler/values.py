@@ -51,10 +51,12 @@ class HeaderValue(Value):
 
 @dataclass
 class StackValue(Value):
-    """A header stack; ``elements`` are the BMv2 header instance names."""
+    """A header stack; ``elements`` are the BMv2 header instance names. A stack of header
+    unions (BMv2 ``header_union_stacks``) has ``unions`` and its union names as ``elements``."""
     name: str
     type: StackT
     elements: list[str]
+    unions: Optional[list["UnionValue"]] = None
 
 
 @dataclass

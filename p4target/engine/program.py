@@ -188,8 +188,16 @@ class _Compiler:
         self.unions: dict[str, list[int]] = {}
         for u in j.get("header_unions", []):
             self.unions[u["name"]] = [self.header_index[self._header_name_by_id(i)] for i in u["header_ids"]]
+        # stacks of header unions: each element a union's header ids; their next index follows
+        # the header stacks' in NX
+        union_names = {u["id"]: u["name"] for u in j.get("header_unions", [])}
+        union_members = {t["name"]: [m for m, _ in t["headers"]] for t in j.get("header_union_types", [])}
+        self.union_stacks: dict[str, tuple[int, list[list[int]], list[str]]] = {}
+        for k, us in enumerate(j.get("header_union_stacks", [])):
+            elems = [self.unions[union_names[i]] for i in us["header_union_ids"]]
+            self.union_stacks[us["name"]] = (len(self.stacks) + k, elems, union_members.get(us["union_type"], []))
         self.F0, self.V0 = F0, V0
-        self.NX0 = [0] * len(self.stacks)
+        self.NX0 = [0] * (len(self.stacks) + len(self.union_stacks))
         self.errors = {e[0]: e[1] for e in j.get("errors", [])}
         self.ns["HB"] = self.header_base
         self.ns["STK"] = [ids for ids in self.stacks.values()]
@@ -752,6 +760,15 @@ class _Compiler:
                         body += [f"_i = NX[{sid}]",
                                  f"if _i >= {size}: raise ParserException({oob})",
                                  f"_EXT[STK[{sid}][_i]]({args}); NX[{sid}] = _i + 1"]
+                    elif p0["type"] == "union_stack":
+                        usid, elems, members = self.union_stacks[p0["value"][0]]
+                        m = members.index(p0["value"][1])
+                        self._check_extract(elems[0][m], f"{p0['value'][0]}.{p0['value'][1]}", kind)
+                        ids = self.const("ustk", elems)
+                        body += [f"_i = NX[{usid}]",
+                                 f"if _i >= {len(elems)}: raise ParserException({oob})",
+                                 f"_u = {ids}[_i]; _EXT[_u[{m}]]({args}); NX[{usid}] = _i + 1",
+                                 f"for _k, _h in enumerate(_u): V[_h] = V[_h] if _k == {m} else 0"]
                     else:
                         raise ProgramLoadError(f"unsupported extract target '{p0['type']}'")
                 elif kind == "set":
