@@ -33,6 +33,9 @@ def instantiate(ctx: "Context", d: ast.InstantiationDecl, name: str, t: ExternT,
     if ann:
         ctx.extern_annotations[name] = ann
     if kind == "register":
+        if t.type_args and not t.type_args[0].is_scalar():
+            raise UnsupportedError.at(d.loc, f"register of {t.type_args[0]} values",
+                                      "BMv2 registers hold bit<W> or int<W> values")
         width = bit_width(t.type_args[0]) if t.type_args else 32
         out.register_arrays.append({"name": name, "id": len(out.register_arrays),
                                     "size": int(args[0]), "bitwidth": width})

@@ -380,3 +380,16 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     e.set_log_callback(logs.append)
     e.process(0, bytes(12) + b"\x08\x00" + bytes([64, 6]) + bytes([10, 0, 0, 1]))
     assert "ip=(ttl:64,proto:6,dst:167772161) m=(m:7,flag:0) end 9" in logs
+
+
+def test_register_of_structs_is_reported_at_its_declaration() -> None:
+    src = PRELUDE + """
+struct pair_t { bit<8> x; bit<8> y; }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    register<pair_t>(32w4) r;
+    apply { }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    with pytest.raises(CompileError, match=r"^reg\.p4:\d+:\d+: error: unsupported construct: register of pair_t"):
+        compile_text(src, "reg.p4")
