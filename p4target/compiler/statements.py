@@ -425,6 +425,9 @@ class StatementLowering:
                 if decl.ctor_params:
                     raise fail(c, f"control '{decl.name}' has constructor parameters; instantiate it")
                 base = BlockInstance(decl, self.control.qualify(m.expr.name))
+            if (base is None or isinstance(base, TypeValue)) and m.member == "apply" \
+                    and isinstance(m.expr, ast.PathExpression) and m.expr.name in self.ctx.scope.parsers:
+                raise UnsupportedError.at(c.loc, "sub-parser calls outside a parser state's top level")
             if isinstance(base, BlockInstance) and m.member == "apply":
                 return [self.inline_block(base, c)]
             if isinstance(base, (HeaderValue, DynamicStackElement)) and m.member in ("setValid", "setInvalid"):

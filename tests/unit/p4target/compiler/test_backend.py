@@ -393,3 +393,36 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
     with pytest.raises(CompileError, match=r"^reg\.p4:\d+:\d+: error: unsupported construct: register of pair_t"):
         compile_text(src, "reg.p4")
+
+
+SUB_PARSER_UNDER_IF = """
+#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
+header ip_t { bit<8> ttl; bit<8> proto; bit<32> dst; }
+struct headers_t { eth_t eth; ip_t ip; }
+struct meta_t { }
+parser Sub(packet_in pkt, out ip_t ip) {
+    state start { pkt.extract(ip); transition accept; }
+}
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    Sub() sub;
+    state start {
+        pkt.extract(hdr.eth);
+        if (hdr.eth.type == 0x0800) { CALL }
+        transition accept;
+    }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+@pytest.mark.parametrize("call", ["sub.apply(pkt, hdr.ip);", "Sub.apply(pkt, hdr.ip);"])
+def test_sub_parser_under_an_if_is_reported(call: str) -> None:
+    with pytest.raises(CompileError, match=r"^sub\.p4:\d+:\d+: error: unsupported construct: sub-parser calls outside"):
+        compile_text(SUB_PARSER_UNDER_IF.replace("CALL", call), "sub.p4")
