@@ -168,6 +168,10 @@ class ExpressionLowering:
             if name == "nextIndex":
                 return ExprValue(expr("size_stack_index", None, {"type": "header_stack", "value": base.name}),
                                  Bits(32))
+            if name == "next" and self.in_parser and base.unions is None:
+                # read as a value: the element at nextIndex (extract handles `.next` itself)
+                return DynamicStackElement(base, expr("size_stack_index", None,
+                                                      {"type": "header_stack", "value": base.name}))
             raise fail(node, f"header stack has no member '{name}'")
         if isinstance(base, StackLastValue):
             ftype = base.stack.type.element.field_type(name)

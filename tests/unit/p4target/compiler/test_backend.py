@@ -426,3 +426,35 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 def test_sub_parser_under_an_if_is_reported(call: str) -> None:
     with pytest.raises(CompileError, match=r"^sub\.p4:\d+:\d+: error: unsupported construct: sub-parser calls outside"):
         compile_text(SUB_PARSER_UNDER_IF.replace("CALL", call), "sub.p4")
+
+
+def test_stack_next_read_in_a_parser_is_the_element_at_next_index() -> None:
+    from p4target.engine import Engine
+    src = """
+#include <core.p4>
+#include <v1model.p4>
+header t_t { bit<8> y; }
+struct headers_t { t_t[3] s; }
+struct meta_t { bit<8> peek; }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start {
+        hdr.s[1].setValid();
+        hdr.s[1].y = 8w7;
+        pkt.extract(hdr.s.next);
+        meta.peek = hdr.s.next.y;
+        transition accept;
+    }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { hdr.s[0].y = meta.peek; }
+}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.s); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    doc = compile_text(src, "next.p4").bmv2_json
+    out = Engine(doc).process(0, bytes([0x55, 0x66]))
+    # s[0] extracted (0x55 replaced by the peeked s[1].y = 7), s[1] emitted, 0x66 payload
+    assert out == [(0, bytes([0x07, 0x07, 0x66]))]
