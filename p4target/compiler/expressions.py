@@ -166,11 +166,11 @@ class ExpressionLowering:
             if name == "size":
                 return ConstValue(len(base.elements), Bits(32))
             if name == "nextIndex":
-                return ExprValue(expr("size_stack_index", None, {"type": "header_stack", "value": base.name}),
+                return ExprValue(expr("size_stack", None, {"type": "header_stack", "value": base.name}),
                                  Bits(32))
             if name == "next" and self.in_parser and base.unions is None:
                 # read as a value: the element at nextIndex (extract handles `.next` itself)
-                return DynamicStackElement(base, expr("size_stack_index", None,
+                return DynamicStackElement(base, expr("size_stack", None,
                                                       {"type": "header_stack", "value": base.name}))
             raise fail(node, f"header stack has no member '{name}'")
         if isinstance(base, StackLastValue):

@@ -319,7 +319,7 @@ class _Compiler:
             return f"STK[{L}][{R}]"
         if op == "last_stack_index":
             return f"(NX[{R}] - 1)"
-        if op == "size_stack_index":
+        if op == "size_stack":  # BMv2's count of a stack's elements in use (nextIndex)
             return f"NX[{R}]"
         if op == "access_field":
             return f"F[HB[{L}] + {R}]"

@@ -2,6 +2,7 @@
 robustness (a broken program is a CompileError, never another exception)."""
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -455,6 +456,7 @@ control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.s); } }
 V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
     doc = compile_text(src, "next.p4").bmv2_json
+    assert '"op": "size_stack"' in json.dumps(doc)  # BMv2's name for nextIndex
     out = Engine(doc).process(0, bytes([0x55, 0x66]))
     # s[0] extracted (0x55 replaced by the peeked s[1].y = 7), s[1] emitted, 0x66 payload
     assert out == [(0, bytes([0x07, 0x07, 0x66]))]
