@@ -206,7 +206,7 @@ class ExpressionParsing:
     def parse_expression(self) -> ast.Expression:
         cond = self._parse_binary(1)
         if self.at("?"):
-            tok = self.advance()
+            self.advance()
             then = self.parse_expression()
             self.expect(":", "':' of the conditional expression")
             otherwise = self.parse_expression()

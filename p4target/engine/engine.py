@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from . import program as pg
-from .errors import (InvalidEntryError, NoProgramError, NoSuchHandleError, ProgramLoadError,
-                     UnknownNameError)
+from .errors import (InvalidEntryError, NoProgramError, NoSuchHandleError, UnknownNameError)
 from .externs import CounterArray, MeterArray, ParseValueSet, RegisterArray
 from .match import MatchValue
 from .program import PacketState, Program, load_program

@@ -969,7 +969,6 @@ class _Compiler:
         next_by_action = {self.actions_by_id[aid].name: nt.get(self.actions_by_id[aid].name, base_next)
                           for aid in t.get("action_ids", [])}
         acts = actions
-        sm_len = None
         result_target = None
         if dm is not None and dm.get("result_target"):
             result_target = self.fidx(dm["result_target"])

@@ -52,7 +52,7 @@ def l3_router() -> dict:
             {"name": "ipv4", "id": 3, "header_type": "ipv4_t", "metadata": False, "pi_omit": True},
         ],
         "header_stacks": [], "header_union_types": [], "header_unions": [], "header_union_stacks": [],
-        "field_lists": [], "learn_lists": [],
+        "field_lists": [],
         "errors": ERRORS,
         "enums": [],
         "parsers": [{

@@ -4,7 +4,6 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass, field
-from typing import Callable
 
 from p4target.engine import Engine, EngineError, Exact, Lpm, Range, Ternary, Optional
 

@@ -78,7 +78,7 @@ def test_failed_batch_is_rolled_back(p4rt_server, primary, codec, failing):
         return None
     p4rt_server.fail_hook = fail_once
     changes = diff(entries_of(POLICY_B, codec), read_class(primary, codec))
-    with pytest.raises(errors.WriteError, match=f"update .: RESOURCE_EXHAUSTED: no room"):
+    with pytest.raises(errors.WriteError, match="update .: RESOURCE_EXHAUSTED: no room"):
         apply_changes(primary, codec, changes)
     assert failed and snapshot(p4rt_server) == before
 

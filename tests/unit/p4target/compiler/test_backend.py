@@ -10,7 +10,7 @@ import pytest
 
 from p4target.compiler import compile_file, compile_text
 from p4target.engine import Engine, Exact, Lpm
-from p4target.errors import CompileError, UnsupportedError
+from p4target.errors import CompileError
 
 ROOT = Path(__file__).resolve().parents[4]
 LANG = ROOT / "tests" / "conformance" / "language"

@@ -1,7 +1,7 @@
 """v1model features on small hand-built BMv2 JSON programs: match kinds and priorities,
 multicast, clone, resubmit, recirculate, registers, meters, hashes, digests, exit, stacks."""
 from p4target.engine import (Engine, Exact, Optional, Range, Ternary, GREEN, YELLOW, RED,
-                             INGRESS_CLONE, REPLICATION, RESUBMIT, RECIRC, InvalidEntryError)
+                             INGRESS_CLONE, REPLICATION, RESUBMIT, InvalidEntryError)
 from p4target.engine import hashes
 from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, hexv, op
 import pytest
