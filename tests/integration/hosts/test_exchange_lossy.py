@@ -33,19 +33,25 @@ def _exchange(agents, tmp_path, loss, rounds, recv_flags, send_flags, blackhole=
     return recv_rounds, send_rounds, dropped
 
 
+def _first_chunk_of_layer0(data: bytes) -> bool:
+    hdr = wire.unpack_header(data)
+    return hdr.kind == wire.KIND_DATA and hdr.layer_id == 0 and hdr.chunk_seq == 0
+
+
 def test_lossy_exchange_meets_bound_per_layer_and_closes_before_every_packet_arrived(agents, tmp_path):
+    # 10% random loss, and layer 0's first chunk (1 of 65) never gets through, resends included:
+    # a receiver that waited for everything would only ever close at the 5 s deadline.
     bounds = (0.1, 0.05)
     recv_rounds, send_rounds, dropped = _exchange(
         agents, tmp_path, 0.1, 20,
-        ["--layer-bounds", ",".join(map(str, bounds)), "--deadline-ms", "5000"], [])
+        ["--layer-bounds", ",".join(map(str, bounds)), "--deadline-ms", "5000"], [],
+        blackhole=_first_chunk_of_layer0)
     assert dropped > 0
     for r in recv_rounds:
         assert r["closed_by"] == ["bound"]          # early close, never the 5 s deadline
+        assert r["delivered"][0] < 1.0
         for frac, bound in zip(r["delivered"], bounds):
             assert frac >= 1 - bound
-    # the round ends at the bound: most rounds close with holes left behind
-    with_holes = [r for r in recv_rounds if min(r["delivered"]) < 1.0]
-    assert len(with_holes) >= len(recv_rounds) // 2
     # the sender resent only part of what it had to: a fraction of its packets, not everything
     total_retx = sum(s["retransmissions"] for s in send_rounds)
     assert 0 < total_retx < sum(s["data_packets"] - s["retransmissions"] for s in send_rounds)
