@@ -8,15 +8,15 @@ setns), so the test process sends and receives "as the host" without extra proce
 import ctypes
 import os
 import queue
-import signal
 import socket
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass
 
 import pytest
+
+from support.switch_process import SwitchProcess
 
 CLONE_NEWNET = 0x40000000
 PY = sys.executable
@@ -100,69 +100,6 @@ def open_ns_socket():
         sock.close()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class SwitchProcess:
-    """`python -m p4target switch ARGS` in the root namespace; stopped by PID."""
-
-    def __init__(self, args: list[str]) -> None:
-        self.grpc_addr = f"127.0.0.1:{free_port()}"
-        self.proc = subprocess.Popen([PY, "-m", "p4target", "switch", *args, "--", "--grpc-server-addr",
-                                      self.grpc_addr], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        self.lines: list[str] = []
-        self._q: queue.Queue = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        self.thrift_port = int(self.wait_for("Thrift server listening on port").rsplit(" ", 1)[1])
-        self.wait_for("switch ready")
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self._q.put(line)
-        self._q.put(None)
-
-    def wait_for(self, text: str, timeout: float = 60.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            for line in self.lines:
-                if text in line:
-                    return line
-            try:
-                line = self._q.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                line = None
-            if line is None:
-                err = self.proc.stderr.read() if self.proc.poll() is not None else ""
-                raise AssertionError(f"switch never printed {text!r}: {self.lines} {err}")
-            self.lines.append(line)
-
-    def cli(self, commands: str) -> str:
-        r = subprocess.run([os.path.join(os.path.dirname(PY), "simple_switch_CLI"), "--thrift-port",
-                            str(self.thrift_port)], input=commands, capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
-        return r.stdout
-
-    def stop(self) -> int:
-        """SIGTERM by PID; returns the exit code (SIGKILL if it does not exit)."""
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-            return -9
-        finally:
-            self._reader.join(timeout=5)
-            self.proc.stdout.close()
-            self.proc.stderr.close()
-
-
 @pytest.fixture
 def start_switch():
     """start_switch(args) -> SwitchProcess; every process started is stopped afterwards."""
@@ -171,7 +108,7 @@ def start_switch():
     def start(args: list[str]) -> SwitchProcess:
         sw = SwitchProcess(args)
         started.append(sw)
-        return sw
+        return sw.wait_ready()
 
     yield start
     for sw in started:

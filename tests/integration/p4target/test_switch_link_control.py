@@ -74,7 +74,7 @@ class Stream:
 
 
 def impair(sw, *args: str) -> str:
-    r = subprocess.run([sys.executable, "-m", "p4target.switch.impair", "--thrift-port", str(sw.thrift_port),
+    r = subprocess.run([sys.executable, "-m", "p4target.switch.impair", "--thrift-port", str(sw.thrift_port()),
                         *args], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     return r.stdout
@@ -116,7 +116,7 @@ def test_loss_set_at_run_time_stops_delivery_and_off_restores_it(two_hosts, star
 
 def test_rate_burst_cuts_the_delivered_rate_during_its_window(two_hosts, start_switch, open_ns_socket, tmp_path):
     sw, s1, s2 = start(two_hosts, start_switch, open_ns_socket, tmp_path)
-    transport = TTransport.TBufferedTransport(TSocket.TSocket("127.0.0.1", sw.thrift_port))
+    transport = TTransport.TBufferedTransport(TSocket.TSocket("127.0.0.1", sw.thrift_port()))
     transport.open()
     links = LinkClient(TMultiplexedProtocol.TMultiplexedProtocol(TBinaryProtocol.TBinaryProtocol(transport),
                                                                  SERVICE))

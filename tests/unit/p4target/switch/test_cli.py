@@ -2,12 +2,10 @@
 --use-files end to end, log lines, and one-line errors for bad input."""
 import json
 import os
-import queue
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -16,6 +14,7 @@ from scapy.layers.l2 import Ether
 
 from p4target.engine.sample_programs import l3_router
 from p4target.switch.pcap import PcapWriter, read_pcap
+from support.switch_process import SwitchProcess as Switch
 
 PY = sys.executable
 
@@ -33,71 +32,6 @@ def write_json(tmp_path, prog=None) -> str:
     path = tmp_path / "prog.json"
     path.write_text(json.dumps(prog or l3_router()))
     return str(path)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Switch:
-    """A switch process started with `args`; stopped by PID in `stop()`."""
-
-    def __init__(self, args, cwd=None):
-        if "--" not in args:  # never the default 0.0.0.0:9559, which other switches may hold
-            self.grpc_addr = f"127.0.0.1:{free_port()}"
-            args = [*args, "--", "--grpc-server-addr", self.grpc_addr]
-        self.proc = subprocess.Popen([PY, "-m", "p4target", "switch", *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, cwd=cwd)
-        self.lines: list[str] = []
-        self._new = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self._new.put(line)
-        self._new.put(None)
-
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            for line in self.lines:
-                if text in line:
-                    return line
-            try:
-                line = self._new.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            if line is None:
-                break
-            self.lines.append(line)
-        raise AssertionError(f"switch never printed {text!r}; stdout={self.lines} "
-                             f"stderr={self.proc.stderr.read() if self.proc.poll() is not None else ''}")
-
-    def thrift_port(self) -> int:
-        return int(self.wait_for("Thrift server listening on port").rsplit(" ", 1)[1])
-
-    def stop(self, sig=signal.SIGTERM) -> int:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, sig)
-        try:
-            return self.proc.wait(timeout=15)
-        finally:
-            if self.proc.poll() is None:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-            self._reader.join(timeout=5)
-            while True:
-                try:
-                    line = self._new.get_nowait()
-                except queue.Empty:
-                    break
-                if line is not None:
-                    self.lines.append(line)
-            self.proc.stdout.close()
-            self.proc.stderr.close()
 
 
 def run_error(args, cwd=None) -> tuple[int, str]:
