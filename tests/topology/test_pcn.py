@@ -7,6 +7,8 @@ where background TCP goes). Each burst's first packet carries the queue depth it
 (tele_max_qdepth). Same lead time between the (PCN-)decision and the burst in both arms.
 Background TCP is Reno with ECN (this kernel defaults to BBR, which ignores ECN marks), and the
 bottleneck links get a user-space delay so the flows have a bandwidth-delay product to shrink.
+One stream per background host, as in the paper: with two each, six flows at their minimum
+window kept about 14 packets queued, above the PCN threshold, and the two arms overlapped.
 """
 import statistics
 import time
@@ -40,7 +42,7 @@ def test_pcn_lowers_queue_at_burst_start(network, traffic, tmp_path):
     sink_ip = topo.hosts["bs"].ip
     for i, name in enumerate(background):
         t.tcp_server("bs", 5201 + i)
-        t.command(name, "iperf3", "-c", sink_ip, "-p", str(5201 + i), "-t", "90", "-C", "reno", "-P", "2")
+        t.command(name, "iperf3", "-c", sink_ip, "-p", str(5201 + i), "-t", "90", "-C", "reno")
     time.sleep(8)  # background reaches its steady queue
     ps_ip = topo.hosts["ps"].ip
     plain, pcn = [], []
