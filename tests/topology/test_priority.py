@@ -21,6 +21,7 @@ def test_high_priority_layer_sees_less_queueing(network, traffic):
         t.result(s)
     report = t.result(rx)
     high, low = report["layers"]["0"], report["layers"]["10"]
+    print("queueing delay mean (us): high", high["qdelay_us_mean"], "low", low["qdelay_us_mean"])
     assert high["hops"] == 2 and low["hops"] == 2
     assert low["max_qdepth"] > 20, f"no congestion built at the bottleneck: {report['layers']}"
     # If both layers queue alike, the bottleneck port is not shaped as a whole: with BMv2's
