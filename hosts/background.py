@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 
-from hosts.cli import die_with_parent, resolve_ipv4, run_agent
+from hosts.cli import agent_main, resolve_ipv4
 from hosts.errors import ConfigError, PeerTimeout
 from hosts.jsonlog import JsonLog
 
@@ -257,10 +257,7 @@ def run(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.die_with_parent:
-        die_with_parent()
-    return run_agent(lambda: run(args), args.pid_file, "hosts.background")
+    return agent_main(build_parser(), run, "hosts.background", argv)
 
 
 if __name__ == "__main__":

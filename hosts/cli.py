@@ -1,6 +1,7 @@
 """Plumbing every agent shares: PID file, clean SIGTERM exit, one-line errors, flag parsing."""
 from __future__ import annotations
 
+import argparse
 import ctypes
 import os
 import signal
@@ -58,6 +59,15 @@ def run_agent(body: Callable[[], None], pid_file: str | None = None,
                 os.unlink(pid_file)
             except OSError:
                 pass
+
+
+def agent_main(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace], None],
+               prog: str, argv: list[str] | None = None) -> int:
+    """The `main()` of an agent: parse `argv`, honour `--die-with-parent`, then `run_agent`."""
+    args = parser.parse_args(argv)
+    if getattr(args, "die_with_parent", False):
+        die_with_parent()
+    return run_agent(lambda: run(args), getattr(args, "pid_file", None), prog)
 
 
 def parse_hostport(text: str, what: str, default_port: int | None = None) -> tuple[str, int]:

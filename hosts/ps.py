@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from hosts import wire
-from hosts.cli import check_port, die_with_parent, run_agent
+from hosts.cli import agent_main, check_port
 from hosts.errors import ConfigError
 from hosts.exchange.config import add_transport_arguments, config_from_args
 from hosts.exchange.factory import server_exchange
@@ -119,10 +119,7 @@ def serve(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.die_with_parent:
-        die_with_parent()
-    return run_agent(lambda: serve(args), args.pid_file, "hosts.ps")
+    return agent_main(build_parser(), serve, "hosts.ps", argv)
 
 
 if __name__ == "__main__":

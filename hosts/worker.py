@@ -11,7 +11,7 @@ import sys
 import time
 
 from hosts import wire
-from hosts.cli import check_port, die_with_parent, resolve_ipv4, run_agent
+from hosts.cli import agent_main, check_port, resolve_ipv4
 from hosts.errors import ConfigError
 from hosts.exchange.config import add_transport_arguments, config_from_args
 from hosts.exchange.factory import worker_exchange
@@ -90,10 +90,7 @@ def work(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.die_with_parent:
-        die_with_parent()
-    return run_agent(lambda: work(args), args.pid_file, "hosts.worker")
+    return agent_main(build_parser(), work, "hosts.worker", argv)
 
 
 if __name__ == "__main__":
