@@ -428,6 +428,16 @@ class ForStatement(Statement):
 
 
 @_node
+class ForInStatement(Statement):
+    """``for (T name in collection) body`` (``type`` None: ``name`` is an existing variable);
+    the collection is a ``RangeExpression``, a list expression or a header stack."""
+    type: Optional[Type] = None
+    name: str = ""
+    collection: Optional[Expression] = None
+    body: Optional[Statement] = None
+
+
+@_node
 class BreakStatement(Statement):
     pass
 

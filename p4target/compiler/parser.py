@@ -761,9 +761,12 @@ class Parser(ExpressionParsing):
                       f"{self.describe(self.peek())}")
         raise AssertionError
 
-    def parse_for(self) -> ast.ForStatement:
+    def parse_for(self) -> ast.Statement:
         start = self.advance()
         self.expect("(", "'(' after for")
+        for_in = self._parse_for_in(start)
+        if for_in is not None:
+            return for_in
         init = self._for_clauses(";")
         self.expect(";", "';' after the for loop's initialization")
         cond = None if self.at(";") else self.parse_expression()
@@ -773,6 +776,29 @@ class Parser(ExpressionParsing):
         body = self.parse_statement()
         return ast.ForStatement(loc=start.loc, init=tuple(init), condition=cond,
                                 update=tuple(update), body=body)
+
+    def _parse_for_in(self, start: Token) -> Optional[ast.ForInStatement]:
+        """``for (T x in e) body`` / ``for (x in e) body`` (``e``: ``lo .. hi``, a list, a stack),
+        or None (the cursor unmoved) for a C-style header."""
+        mark = self.k
+        type_ = None
+        if not (self.peek().kind == "id" and self._is_in(self.peek(1))):
+            if not self._starts_local_declaration():
+                return None
+            type_ = self.parse_type()
+            if not (self.peek().kind == "id" and self._is_in(self.peek(1))):
+                self.k = mark
+                return None
+        name = self.advance()
+        self.advance()  # in
+        collection = self.parse_expression()
+        if self.at(".."):
+            op = self.advance()
+            collection = ast.RangeExpression(loc=op.loc, low=collection, high=self.parse_expression())
+        self.expect(")", "')' closing the for loop header")
+        body = self.parse_statement()
+        return ast.ForInStatement(loc=start.loc, type=type_, name=name.text, collection=collection,
+                                  body=body)
 
     def _for_clauses(self, end: str) -> list:
         out: list = []
@@ -789,13 +815,9 @@ class Parser(ExpressionParsing):
 
     def _for_clause(self) -> ast.Statement:
         tok = self.peek()
-        if tok.kind == "id" and self._is_in(self.peek(1)):
-            self.unsupported_at(self.peek(1), "'for ... in' loops")
         if self._starts_local_declaration():
             type_ = self.parse_type()
             name = self.expect_name("a variable name")
-            if self._is_in(self.peek()):
-                self.unsupported_at(self.peek(), "'for ... in' loops")
             init = self.parse_expression() if self.accept("=") else None
             return ast.VariableDecl(loc=tok.loc, name=name.text, annotations=(), type=type_,
                                     initializer=init)

@@ -15,6 +15,7 @@ from p4target.compiler.bmv2_json import expr
 from p4target.compiler.call_order import CallHoister
 from p4target.compiler.context import Context
 from p4target.compiler.expressions import Env, ExpressionLowering, to_data
+from p4target.compiler.loops import lower_for, lower_for_in
 from p4target.compiler.semantics import fail
 from p4target.compiler.types import Bits, Bool, VoidT, bit_width
 from p4target.compiler.values import (ActionSymbol, BlockInstance, ConstValue, ControlContext,
@@ -76,7 +77,8 @@ class ReturnItem(Item):
 
 @dataclass
 class LoopItem(Item):
-    """A ``for`` loop inside an action (BMv2 runs it with `_jump_if_zero` / `_jump`)."""
+    """A ``for`` loop inside an action that is not unrolled (BMv2 runs it with `_jump_if_zero` /
+    `_jump`; see `loops`)."""
     init: list[Item]
     cond: Optional[dict]
     body: list[Item]
@@ -188,7 +190,9 @@ class StatementLowering:
         if isinstance(s, ast.ExitStatement):
             return [ExitItem()]
         if isinstance(s, ast.ForStatement):
-            return [self.for_statement(s)]
+            return lower_for(self, s)
+        if isinstance(s, ast.ForInStatement):
+            return lower_for_in(self, s)
         if isinstance(s, (ast.BreakStatement, ast.ContinueStatement)):
             if not self.in_loop:
                 raise fail(s, f"'{'break' if isinstance(s, ast.BreakStatement) else 'continue'}' "
@@ -201,20 +205,6 @@ class StatementLowering:
                 raise fail(s, "return with a value outside a function")
             return [Prims(self.assign_value(self.return_target, s.value, s)), ReturnItem()]
         raise UnsupportedError.at(s.loc, f"statement {type(s).__name__} here")
-
-    def for_statement(self, s: ast.ForStatement) -> Item:
-        """A ``for`` loop; BMv2 can loop only inside an action (jumps), as p4c compiles it."""
-        if self.block_kind != "action" or self.in_parser:
-            raise UnsupportedError.at(s.loc, "'for' loops outside actions",
-                                      "BMv2 runs loops only inside an action body")
-        loop = self.with_env(self.env.child())
-        init = loop.block(s.init)
-        cond = loop.ex.lower_bool(s.condition) if s.condition is not None else None
-        inner = loop.with_env(loop.env.child())
-        inner.in_loop = True
-        body = inner.statement(s.body)
-        update = loop.block(s.update)
-        return LoopItem(init, cond, body, update)
 
     def if_statement(self, s: ast.IfStatement) -> Item:
         apply_call = _table_apply_in(s.condition)

@@ -140,8 +140,15 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     ("table t { key = { hdr.ip.dst: fuzzy; } actions = { NoAction; } }\n apply { t.apply(); }",
      "unknown match kind 'fuzzy'"),
     ("apply { if (hdr.ip.ttl) { } }", "condition must be bool"),
-    ("apply { for (bit<8> i = 0; i < 4; i = i + 1) { hdr.ip.ttl = hdr.ip.ttl - 1; } }",
-     "unsupported construct: 'for' loops outside actions"),
+    ("apply { for (bit<8> i = 0; i < hdr.ip.ttl; i = i + 1) { hdr.ip.ttl = hdr.ip.ttl - 1; } }",
+     "unsupported construct: 'for' loop in a control whose iterations are not known at compile time "
+     "(its condition does not compare the loop variable with a constant"),
+    ("apply { for (bit<8> i = 0; i < 4; i = i + 1) { i = 2; } }", "(its body assigns 'i'"),
+    ("apply { for (bit<8> i = 1; i != 0; i = i + 2) { } }", "does not end within 1000 iterations"),
+    ("apply { for (bit<8> i in 0 .. hdr.ip.ttl) { } }",
+     "unsupported construct: 'for ... in' loop in a control over a range whose bounds are not "
+     "compile-time constants"),
+    ("apply { for (bit<8> i in hdr.ip) { } }", "'for ... in' needs a range"),
     ("action a() { break; } apply { a(); }", "'break' outside a for loop"),
 ])
 def test_semantic_errors_name_the_problem(body: str, message: str) -> None:

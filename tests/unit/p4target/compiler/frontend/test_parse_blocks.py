@@ -243,3 +243,18 @@ def test_direct_control_application_and_sub_instances():
     inst = c.locals[0]
     assert isinstance(inst, ast.InstantiationDecl) and inst.type.name == "Sub"
     assert c.body.statements[0].call.method.member == "apply"
+
+
+def test_for_in_loops_over_ranges_lists_and_stacks():
+    rng, lst, stack, c_style = stmts("""
+        for (bit<8> i in 1 .. x) { }
+        for (x in {1, 2}) { }
+        for (h_t e in hdr.s) { }
+        for (bit<8> i = 0, x = 1; i < 3; i = i + 1) { }
+    """)
+    assert isinstance(rng, ast.ForInStatement) and rng.name == "i" and isinstance(rng.type, ast.BitType)
+    assert isinstance(rng.collection, ast.RangeExpression)
+    assert isinstance(lst, ast.ForInStatement) and lst.type is None
+    assert isinstance(lst.collection, ast.ListExpression)
+    assert isinstance(stack.collection, ast.MemberExpression) and stack.name == "e"
+    assert isinstance(c_style, ast.ForStatement) and len(c_style.init) == 2

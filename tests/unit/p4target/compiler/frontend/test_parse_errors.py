@@ -43,8 +43,6 @@ def test_syntax_errors_with_locations(text, line, col, fragment):
 
 
 @pytest.mark.parametrize("text,construct", [
-    ("control C() { apply { for (a in b) {} } }", "'for ... in' loops"),
-    ("control C() { apply { for (bit<8> a in b) {} } }", "'for ... in' loops"),
     ("extern E { E(); abstract void f(); }\ncontrol C() { E() e = { void f() {} }; apply {} }",
      "instantiation with an initializer block"),
     ("typedef header h { } h2;", "typedef of an inline type declaration"),
