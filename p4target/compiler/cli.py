@@ -169,10 +169,7 @@ def run(args: argparse.Namespace) -> int:
     if not os.path.isfile(source):
         raise P4TargetError(f"{source}: not a regular file")
 
-    try:
-        from p4target.compiler import compile_file  # the back end (semantic analysis, lowering)
-    except ImportError:
-        raise P4TargetError("the compiler back end (p4target.compiler.compile_file) is not available") from None
+    from p4target.compiler import compile_file  # here, not at the top: this module is part of that package
     try:
         program = compile_file(source, include_dirs=list(args.include), defines=defines)
         files = [(output, (json.dumps(program.bmv2_json, indent=2) + "\n").encode("utf-8"))]

@@ -1,9 +1,8 @@
 """Fixtures of the scripted topology tests: real Mininet networks of P4 switches, run as root.
 
 Every test builds its network through `topo.session.RunSession` (the code `make run` uses),
-in its own log folder, and stops everything it started by PID. A part that is genuinely not
-there yet (a module that does not import, a command that does not exist, a switch whose data
-path reports it is not built) makes the dependent tests skip with a reason naming it.
+in its own log folder, and stops everything it started by PID. Nothing here is optional: a
+machine without root or Mininet, or a switch that does not start, fails the tests with a reason.
 """
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from topo.switch_node import port_accepts
 from topo.toolchain import compiler_tool, switch_tool
 
 sys.path.insert(0, str(Path(__file__).parent))
-from topology_support import REPO, HostTraffic, need  # noqa: E402
+from topology_support import REPO, HostTraffic  # noqa: E402
 
 PROBE_GRPC_PORT = 50990
 PROBE_THRIFT_PORT = 9990
@@ -36,17 +35,15 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session", autouse=True)
 def _needs_root_and_mininet():
     if os.geteuid() != 0:
-        pytest.skip("topology tests need root (Mininet)")
+        pytest.fail("topology tests need root (Mininet); run them as root", pytrace=False)
     if not agents.available("mininet.net"):
-        pytest.skip("topology tests need the mininet module")
+        pytest.fail("topology tests need the mininet module (make setup installs it)", pytrace=False)
 
 
 @pytest.fixture(scope="session")
 def build_dir(tmp_path_factory) -> str:
     """p4src/gradlane.p4 compiled with $P4C (real or embedded) into a fresh folder."""
     tool = compiler_tool()
-    if tool.kind == "embedded" and not agents.available("p4target.compiler.cli"):
-        pytest.skip("embedded compiler CLI (p4target.compiler.cli) not built yet")
     out = tmp_path_factory.mktemp("build")
     argv = [*tool.argv, "--arch", "v1model", "--p4v", "16", "-I", str(REPO / "p4src"),
             "--p4runtime-files", str(out / "gradlane.p4info.txtpb"), "-o", str(out / "gradlane.json"),
@@ -58,7 +55,7 @@ def build_dir(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="session")
 def switch_works(tmp_path_factory) -> None:
-    """Skip when $SWITCH cannot run at all yet (probe: --no-p4, no ports, gRPC must come up)."""
+    """Fail early when $SWITCH cannot run at all (probe: --no-p4, no ports, gRPC must come up)."""
     tool = switch_tool()
     log = tmp_path_factory.mktemp("probe") / "probe.log"
     argv = [*tool.argv, "--no-p4", "--thrift-port", str(PROBE_THRIFT_PORT), "--log-console",
@@ -69,7 +66,8 @@ def switch_works(tmp_path_factory) -> None:
         while time.monotonic() < deadline:
             if not proc.alive():
                 out = proc.output().strip().splitlines()
-                pytest.skip(f"switch ({tool.describe()}) does not run yet: {out[-1] if out else 'no output'}")
+                pytest.fail(f"switch ({tool.describe()}) does not run: {out[-1] if out else 'no output'}",
+                            pytrace=False)
             if port_accepts(PROBE_GRPC_PORT):
                 return
             time.sleep(0.2)
@@ -84,7 +82,6 @@ def network(build_dir, switch_works, tmp_path):
     from topo.session import RunConfig, RunSession
     from topo.topologies import TopoParams
 
-    need(agents.CONTROLLER_MODULE, "controller daemon")
     sessions: list[RunSession] = []
 
     def start(topo_name: str, policy: str | None = None, pcap: bool = False, **params) -> RunSession:

@@ -1,5 +1,5 @@
 """A live policy change through gradctl changes the switches' drop behaviour without a restart."""
-from topology_support import budget_policy, gradctl_json, need, selective_drops
+from topology_support import budget_policy, gradctl_json, selective_drops
 
 PER_LAYER = 200
 BOUND = 0.2
@@ -16,7 +16,6 @@ def _round(t, ps_ip, round_):
 
 
 def test_policy_change_takes_effect_live(network, traffic, tmp_path):
-    need("controller.gradctl", "gradctl")
     strict = budget_policy(tmp_path / "strict.yaml", 0.0)
     session = network("incast", policy=strict, workers=2, background=0, bottleneck_pps=400, queue_depth=1000)
     ps_ip = session.topo.hosts["ps"].ip

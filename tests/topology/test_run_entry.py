@@ -2,7 +2,7 @@
 import subprocess
 import sys
 
-from topology_support import REPO, need
+from topology_support import REPO
 
 
 def _run(build_dir, tmp_path, *args, stdin=""):
@@ -12,8 +12,6 @@ def _run(build_dir, tmp_path, *args, stdin=""):
 
 
 def test_cli_train_command(build_dir, switch_works, tmp_path):
-    need("controller.daemon", "controller daemon")
-    need("hosts.ps", "parameter-server agent")
     done = _run(build_dir, tmp_path, stdin="train 4 2\ngradctl policy show\nexit\n")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     out = done.stdout
@@ -23,8 +21,6 @@ def test_cli_train_command(build_dir, switch_works, tmp_path):
 
 
 def test_demo_exits_zero_with_summary(build_dir, switch_works, tmp_path):
-    need("controller.daemon", "controller daemon")
-    need("hosts.ps", "parameter-server agent")
     done = _run(build_dir, tmp_path, "--demo", "--rounds", "5")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     for needle in ("training: finished", "5 round(s)", "layer 0:", "accuracy: 0.", "switch statistics"):

@@ -1,14 +1,10 @@
 """A short training job over the network converges (PS + workers on Mininet hosts)."""
-from topology_support import need
-
 from topo.summary import deadline_rounds, final_accuracy, per_layer, rounds_completed
 
 ROUNDS = 30
 
 
 def test_short_training_converges(network):
-    need("hosts.ps", "parameter-server agent")
-    need("hosts.worker", "worker agent")
     session = network("incast", workers=2, background=0, bottleneck_pps=2000)
     result = session.train(rounds=ROUNDS, workers=2, timeout=400)
     assert result.ok, {name: open(path).read()[-1500:] for name, path in result.logs.items()}

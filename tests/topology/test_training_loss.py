@@ -1,8 +1,6 @@
 """Training over a Mininet path with injected loss (user-space, in the embedded switch, since
 this kernel has no netem) reaches an accuracy within 1 point of the same job on a loss-free path,
 and every layer closed by its bound got at least (1 - bound) of its gradient."""
-from topology_support import need
-
 from topo.summary import final_accuracy, per_layer, rounds_completed
 
 # Six epochs: at two (40 rounds) the model was still climbing and two loss-free runs differed
@@ -21,8 +19,6 @@ def _train(network, loss_pct: float):
 
 
 def test_lossy_path_trains_within_one_point_of_loss_free(network):
-    need("hosts.ps", "parameter-server agent")
-    need("hosts.worker", "worker agent")
     clean, _ = _train(network, 0.0)
     lossy, impairments = _train(network, 3.0)
     assert any("loss" in line for line in impairments), impairments

@@ -7,19 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 
-from topo import agents
 from topo.processes import ManagedProcess
 
 REPO = Path(__file__).resolve().parents[2]
 TRAFFIC = str(Path(__file__).with_name("traffic.py"))
-
-
-def need(module: str, what: str) -> None:
-    """Skip the test when another package's module is missing."""
-    if not agents.available(module):
-        pytest.skip(f"{what} not available yet (python -m {module} missing)")
 
 
 class HostTraffic:
@@ -72,8 +64,7 @@ class HostTraffic:
 
 
 def gradctl_json(session, *args: str) -> object:
-    """`gradctl ARGS --json` against the session's controller, parsed (skip if gradctl is missing)."""
-    need(agents.GRADCTL_MODULE, "gradctl")
+    """`gradctl ARGS --json` against the session's controller, parsed."""
     done = session.gradctl("--json", *args)
     assert done.returncode == 0, f"gradctl {' '.join(args)} failed: {done.stderr}"
     return json.loads(done.stdout)

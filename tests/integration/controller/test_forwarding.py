@@ -15,12 +15,9 @@ from pathlib import Path
 
 import pytest
 
-try:
-    from p4target.compiler import compile_file
-    from p4target.switch.p4runtime import start_p4runtime_server
-    from p4target.switch.target import SwitchTarget
-except ImportError as exc:  # pragma: no cover - until the embedded target lands
-    pytest.skip(f"embedded target not available: {exc}", allow_module_level=True)
+from p4target.compiler import compile_file
+from p4target.switch.p4runtime import start_p4runtime_server
+from p4target.switch.target import SwitchTarget
 
 from controller import p4names as N
 from controller.manager import NetworkController

@@ -8,13 +8,10 @@ import json
 
 import pytest
 
-try:
-    from p4target.compiler import compile_file
-    from p4target.switch.p4runtime import start_p4runtime_server
-    from p4target.switch.target import SwitchTarget
-    from p4target.switch.thrift_server import ThriftServer
-except ImportError as exc:  # pragma: no cover - until the embedded target lands
-    pytest.skip(f"embedded target not available: {exc}", allow_module_level=True)
+from p4target.compiler import compile_file
+from p4target.switch.p4runtime import start_p4runtime_server
+from p4target.switch.target import SwitchTarget
+from p4target.switch.thrift_server import ThriftServer
 
 from controller import errors
 from controller.manager import NetworkController

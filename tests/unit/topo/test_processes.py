@@ -1,7 +1,6 @@
 """ManagedProcess launch: death signal without a preexec_fn, clear error for a missing program."""
 from __future__ import annotations
 
-import shutil
 import signal
 import sys
 
@@ -12,7 +11,6 @@ from topo.processes import ManagedProcess
 from topo.switch_node import dying_with_parent
 
 
-@pytest.mark.skipif(shutil.which("setpriv") is None, reason="util-linux setpriv missing")
 def test_started_process_gets_sigterm_death_signal_and_keeps_its_pid(tmp_path):
     probe = ("import ctypes, os, sys; v = ctypes.c_int(); "
              "ctypes.CDLL(None).prctl(2, ctypes.byref(v), 0, 0, 0); "  # PR_GET_PDEATHSIG

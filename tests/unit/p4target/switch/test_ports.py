@@ -214,9 +214,6 @@ def test_transmit_to_unknown_port_is_dropped(tmp_path):
 
 
 # -- interface ports on a veth pair (root) -------------------------------------------------
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="raw sockets and veth need root")
-
-
 @pytest.fixture
 def veth():
     """A veth pair (switch side, peer side), both up, IPv6 off so the kernel stays quiet."""
@@ -256,7 +253,6 @@ def next_test_frame(got: queue.Queue, timeout: float = 3.0) -> tuple[int, bytes]
             return port, data
 
 
-@needs_root
 def test_interface_port_receives_any_mac_and_never_rereceives_its_own_frames(veth, tmp_path):
     sw, peer = veth
     got = queue.Queue()
@@ -283,7 +279,6 @@ def test_interface_port_receives_any_mac_and_never_rereceives_its_own_frames(vet
     assert [seq(r.data) for r in outs] == [6]
 
 
-@needs_root
 def test_interface_port_applies_loss_on_egress(veth):
     sw, peer = veth
     sp = SwitchPorts({1: sw}, lambda p, d: None, impairments=dict([parse_impairment("1:loss=1")]))
@@ -299,13 +294,11 @@ def test_interface_port_applies_loss_on_egress(veth):
         sp.stop()
 
 
-@needs_root
 def test_missing_interface_is_a_port_error():
     with pytest.raises(PortError, match="does not exist"):
         SwitchPorts({1: "gtp-nosuch0"}, lambda p, d: None)
 
 
-@needs_root
 def test_stop_closes_sockets_and_threads(veth):
     sw, _ = veth
     before = threading.active_count()
@@ -316,7 +309,6 @@ def test_stop_closes_sockets_and_threads(veth):
     assert threading.active_count() <= before
 
 
-@needs_root
 def test_send_failures_are_counted_and_warned_once(veth):
     import io
 
