@@ -14,6 +14,9 @@ HERE = Path(__file__).resolve().parent
 
 def main(argv: list[str]) -> int:
     names = sorted(p.stem for p in HERE.glob("*.py") if not p.stem.startswith("_"))
+    if argv and argv[0] in ("-h", "--help"):
+        print(f"usage: python -m benchmarks [NAME ...]\n{__doc__.strip()}\nbenchmarks: {', '.join(names)}")
+        return 0
     chosen = argv or names
     unknown = [n for n in chosen if n not in names]
     if unknown:
