@@ -19,7 +19,8 @@ from p4target.errors import UnsupportedError
 if TYPE_CHECKING:
     from p4target.compiler.context import Context
 
-PARSER_OPS = {"__extract": "extract", "__extract_VL": "extract_VL", "__advance": "advance", "assign": "set", "verify": "verify"}
+PARSER_OPS = {"__extract": "extract", "__extract_VL": "extract_VL", "__advance": "advance", "assign": "set",
+              "assign_VL": "set", "verify": "verify"}
 
 
 def range_masks(lo: int, hi: int, width: int) -> list[tuple[int, int]]:

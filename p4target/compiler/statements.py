@@ -17,7 +17,7 @@ from p4target.compiler.context import Context
 from p4target.compiler.expressions import Env, ExpressionLowering, to_data
 from p4target.compiler.loops import lower_for, lower_for_in
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool, VoidT, bit_width
+from p4target.compiler.types import Bits, Bool, VarbitT, VoidT, bit_width
 from p4target.compiler.values import (ActionSymbol, BlockInstance, ConstValue, ControlContext,
                                       DynamicStackElement, DynamicStackField, ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       PacketValue, StackValue, StructValue,
@@ -350,7 +350,7 @@ class StatementLowering:
     def assign_value(self, dst: Value, value: ast.Expression, node: Any) -> list[dict]:
         if isinstance(dst, FieldValue):
             j, t = self.ex.lower(value, dst.type)
-            return [assign(dst.json(), to_data(j, t))]
+            return [_assign_field(dst, to_data(j, t), node)]
         if isinstance(dst, ExprValue):  # dynamic stack field
             j, t = self.ex.lower(value, dst.type)
             return self._write(dst, to_data(j, t))
@@ -372,7 +372,7 @@ class StatementLowering:
             return out
         if isinstance(dst, FieldValue):
             j, t = self.ex.rvalue(src, node, dst.type)
-            return [assign(dst.json(), to_data(j, t))]
+            return [_assign_field(dst, to_data(j, t), node)]
         if isinstance(dst, ExprValue):  # dynamic stack field
             j, t = self.ex.rvalue(src, node, dst.type)
             return self._write(dst, to_data(j, t))
@@ -599,6 +599,16 @@ def _table_apply_in(cond: ast.Expression) -> Optional[tuple[ast.MethodCallExpres
             and e.expr.method.member == "apply":
         return e.expr, e.member, negate
     return None
+
+
+def _assign_field(dst: FieldValue, src: dict, node: Any) -> dict:
+    """``dst = src``; a varbit field takes the source's size too (BMv2's ``assign_VL``, which p4c
+    uses for varbit fields and variables; a parser writes it as ``set``)."""
+    if isinstance(dst.type, VarbitT):
+        if src.get("type") != "field":
+            raise fail(node, "a varbit value can only be assigned from a varbit field or variable")
+        return prim("assign_VL", dst.json(), src)
+    return assign(dst.json(), src)
 
 
 def copied_call(copy_in: list[dict], body: list[Item], copy_out: list[dict]) -> Item:

@@ -6,7 +6,7 @@ from typing import Any
 from p4target.compiler.bmv2_json import Bmv2Program
 from p4target.compiler.semantics import fail
 from p4target.compiler.types import (Bits, Bool, EnumT, ErrorT, HeaderT, P4Type, StackT, StructT,
-                                     TupleT, UnionT)
+                                     TupleT, UnionT, VarbitT)
 from p4target.compiler.values import (FieldValue, HeaderValue, StackValue, StructValue, UnionValue,
                                       Value)
 from p4target.errors import UnsupportedError
@@ -84,6 +84,10 @@ class Storage:
             return FieldValue("scalars", self.out.add_scalar(name, t), t)
         if isinstance(t, HeaderT):
             return self.header(name, t)
+        if isinstance(t, VarbitT):
+            # as p4c: a metadata header of its own (BMv2 allows one varbit field per header)
+            h = self.header(name, HeaderT(f"$varbit{t.width}", [("field", t)]), metadata=True)
+            return FieldValue(h.name, "field", t)
         if isinstance(t, StackT):
             return self.stack(name, t)
         if isinstance(t, UnionT):

@@ -361,6 +361,12 @@ class _Compiler:
             return f"{target} = _tcm({src}, {width})"
         return f"{target} = ({src}) & {(1 << width) - 1}"
 
+    def _assign_vl(self, dst: dict, src: dict) -> list[str]:
+        if dst.get("type") != "field" or src.get("type") != "field":
+            raise ProgramLoadError("assign_VL needs two fields")
+        d, s = self.fidx(dst["value"]), self.fidx(src["value"])
+        return [f"F[{d}] = F[{s}]", f"_copy_vl(P, {d}, {s}, 1)"]
+
     def header_ref(self, p: dict) -> str:
         t = p.get("type")
         if t == "header":
@@ -373,6 +379,8 @@ class _Compiler:
         a = p.get("parameters", [])
         if op in ("assign", "modify_field"):
             return [self.assign(a[0], self.ex(a[1]))]
+        if op == "assign_VL":  # a varbit field: value and per-packet size
+            return self._assign_vl(a[0], a[1])
         if op in _LEGACY_ARITH:  # simple_switch's P4_14-era primitives (p4c-bm's JSON)
             if op in ("add_to_field", "subtract_from_field"):
                 return [self.assign(a[0], f"({self.ex(a[0])} {_LEGACY_ARITH[op]} {self.ex(a[1])})")]
@@ -772,7 +780,10 @@ class _Compiler:
                     else:
                         raise ProgramLoadError(f"unsupported extract target '{p0['type']}'")
                 elif kind == "set":
-                    body.append(self.assign(params[0], self.ex(params[1])))
+                    if params[0].get("type") == "field" and self.fidx(params[0]["value"]) in self.varbit_slots:
+                        body += self._assign_vl(params[0], params[1])  # BMv2's parser set does assign_VL
+                    else:
+                        body.append(self.assign(params[0], self.ex(params[1])))
                 elif kind == "verify":
                     body.append(f"if not {self.ex(params[0])}: raise ParserException({self.ex(params[1])})")
                 elif kind == "primitive":

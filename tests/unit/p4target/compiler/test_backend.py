@@ -467,3 +467,23 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     out = Engine(doc).process(0, bytes([0x55, 0x66]))
     # s[0] extracted (0x55 replaced by the peeked s[1].y = 7), s[1] emitted, 0x66 payload
     assert out == [(0, bytes([0x07, 0x07, 0x66]))]
+
+
+def test_varbit_variables_are_metadata_headers_copied_with_assign_vl() -> None:
+    src = PRELUDE.replace("struct headers_t { eth_t eth; ip_t ip; }",
+                          "header o_t { varbit<32> v; }\nstruct headers_t { eth_t eth; ip_t ip; o_t o; }") + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    varbit<32> keep;
+    apply { keep = hdr.o.v; hdr.o.v = keep; }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    j = compile_text(src, "vb.p4").bmv2_json
+    (vtype,) = [t for t in j["header_types"] if t["name"] == "$varbit32"]
+    assert vtype["fields"] == [["field", "*"]] and vtype["max_length"] == 4
+    (inst,) = [h for h in j["headers"] if h["header_type"] == "$varbit32"]
+    assert inst["metadata"] is True and inst["name"] == "I.keep"
+    ops = [p["op"] for a in j["actions"] for p in a["primitives"]]
+    assert ops.count("assign_VL") == 2 and "assign" not in ops
+    with pytest.raises(CompileError, match="varbit value can only be assigned from a varbit field"):
+        compile_text(src.replace("keep = hdr.o.v;", "keep = hdr.o.v; keep = 1;"), "vb.p4")
