@@ -77,6 +77,8 @@ class ExpressionLowering:
         self.scope = scope
         self.env = env
         self.in_parser = in_parser
+        # parser ``verify`` primitives that must run before the expressions lowered so far
+        self.bounds_checks: list[dict] = []
 
     # ------------------------------------------------------------------ values
     def value_of(self, e: ast.Expression) -> Value:
@@ -171,7 +173,8 @@ class ExpressionLowering:
             if name == "next" and self.in_parser and base.unions is None:
                 # read as a value: the element at nextIndex (extract handles `.next` itself)
                 return DynamicStackElement(base, expr("size_stack", None,
-                                                      {"type": "header_stack", "value": base.name}))
+                                                      {"type": "header_stack", "value": base.name}),
+                                           parser_next=True)
             raise fail(node, f"header stack has no member '{name}'")
         if isinstance(base, StackLastValue):
             ftype = base.stack.type.element.field_type(name)
@@ -182,12 +185,29 @@ class ExpressionLowering:
             last = expr("last_stack_index", None, {"type": "header_stack", "value": base.stack.name})
             return DynamicStackField(self._dyn_field(base.stack, last, name), ftype, base.stack, last, name)
         if isinstance(base, DynamicStackElement):
+            self._check_next(base)
             ftype = base.stack.type.element.field_type(name)
             if ftype is None:
                 raise fail(node, f"'{base.stack.type.element.name}' has no field '{name}'")
             return DynamicStackField(self._dyn_field(base.stack, base.index_json, name), ftype,
                                      base.stack, base.index_json, name)
         raise fail(node, f"cannot take member '{name}' here")
+
+    def _check_next(self, element: DynamicStackElement) -> None:
+        """A parser reading ``stack.next`` when every element is filled signals
+        ``error.StackOutOfBounds`` (P4_16 spec): queue a ``verify`` on ``nextIndex < size``."""
+        code = self.scope.errors.get("StackOutOfBounds")
+        if not element.parser_next or code is None:
+            return
+        size = len(element.stack.elements)
+        check = {"op": "verify", "parameters": [expr("<", element.index_json, hexstr(size)), hexstr(code)]}
+        if check not in self.bounds_checks:
+            self.bounds_checks.append(check)
+
+    def take_bounds_checks(self) -> list[dict]:
+        """The queued bounds checks (emptied)."""
+        checks, self.bounds_checks = self.bounds_checks, []
+        return checks
 
     @staticmethod
     def _dyn_field(stack: StackValue, index: dict, name: str) -> dict:
@@ -425,6 +445,7 @@ class ExpressionLowering:
             if isinstance(base, UnionValue):
                 return expr("valid_union", None, {"type": "header_union", "value": base.name}), Bool()
             if isinstance(base, DynamicStackElement):
+                self._check_next(base)
                 valid = [{"type": "field", "value": [h, "$valid$"]} for h in base.stack.elements]
                 return expr("d2b", None, by_index(base.index_json, valid, hexstr(0))), Bool()
             raise fail(e, "isValid() needs a header or header union")

@@ -217,6 +217,7 @@ class ParserLowering:
         if hoister.has_call(keys):  # calls in select keys run at the end of the state, in order
             keys = hoister.value(ast.ListExpression(loc=tr.loc, elements=tuple(keys))).elements
             ops += self._ops(predicate(self.ctx, hoister.items, node))
+        checks_at = len(ops)
         for k in keys:
             j, t = sl.ex.lower(k)
             if isinstance(t, Bool):
@@ -232,6 +233,7 @@ class ParserLowering:
                 j = dst
             out["transition_key"].append(j)
             widths.append(bit_width(t))
+        ops[checks_at:checks_at] = self._ops(sl.ex.take_bounds_checks())
         transitions = []
         for case in tr.cases:
             target = self._target(frame, case.state, case)

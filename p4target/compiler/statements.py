@@ -139,6 +139,11 @@ class StatementLowering:
         return _merge(items)
 
     def statement(self, s: ast.Statement) -> list[Item]:
+        items = self._statement(s)
+        checks = self.ex.take_bounds_checks()
+        return [Prims(checks)] + items if checks else items
+
+    def _statement(self, s: ast.Statement) -> list[Item]:
         if isinstance(s, ast.BlockStatement):
             return self.with_env(self.env.child()).block(s.statements)
         if isinstance(s, ast.EmptyStatement):
@@ -733,6 +738,9 @@ class _Predicator:
                     elif p["op"] == "assign":
                         dst, src = p["parameters"]
                         out.append(assign(dst, expr("?", src, dst, cond=guard)))
+                    elif p["op"] == "verify":  # parser only: a check that holds when skipped
+                        check, error = p["parameters"]
+                        out.append({"op": "verify", "parameters": [expr("or", expr("not", None, guard), check), error]})
                     else:
                         raise self._unsupported(f"'{p['op']}' under a condition inside an action",
                                                 "move the condition into the control's apply block")

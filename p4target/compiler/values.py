@@ -97,9 +97,11 @@ class RuntimeDataValue(Value):
 
 @dataclass
 class DynamicStackElement(Value):
-    """``stack[expr]`` with a run-time index."""
+    """``stack[expr]`` with a run-time index; ``parser_next`` marks a parser's ``stack.next``
+    (reading it past the end is ``error.StackOutOfBounds``)."""
     stack: StackValue
     index_json: dict
+    parser_next: bool = False
 
 
 @dataclass
