@@ -25,7 +25,9 @@ struct switch table transition true tuple type typedef value_set varbit void
 # in a position where they would start a construct.
 UNSUPPORTED_KEYWORDS = frozenset({"list", "this"})
 
-_PUNCT = ["&&&", "|+|", "|-|", "...", "..", "++", "<<", "<=", ">=", "==", "!=", "&&", "||",
+# compound assignments (P4_16 1.2.4) first; ``>>=`` lexes as ``>`` ``>=`` (``>`` stays single)
+_PUNCT = ["|+|=", "|-|=", "<<=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=",
+          "&&&", "|+|", "|-|", "...", "..", "++", "<<", "<=", ">=", "==", "!=", "&&", "||",
           "{", "}", "(", ")", "[", "]", "<", ">", ";", ":", ",", ".", "=", "+", "-", "*", "/",
           "%", "&", "|", "^", "~", "!", "?", "@"]
 

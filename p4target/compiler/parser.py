@@ -754,6 +754,10 @@ class Parser(ExpressionParsing):
             value = self.parse_expression()
             self.expect(";", "';' after the assignment")
             return ast.AssignmentStatement(loc=tok.loc, target=target, value=value)
+        compound = self._compound_assignment(tok, target)
+        if compound is not None:
+            self.expect(";", "';' after the assignment")
+            return compound
         if isinstance(target, ast.MethodCallExpression):
             self.expect(";", "';' after the method call")
             return ast.MethodCallStatement(loc=tok.loc, call=target)
@@ -776,6 +780,18 @@ class Parser(ExpressionParsing):
         body = self.parse_statement()
         return ast.ForStatement(loc=start.loc, init=tuple(init), condition=cond,
                                 update=tuple(update), body=body)
+
+    def _compound_assignment(self, tok: Token, target: ast.Expression) -> Optional[ast.AssignmentStatement]:
+        """``target op= value`` as ``target = target op value`` (P4 evaluates the target once,
+        so a target with a call in it is not rewritten)."""
+        op = self.compound_assignment_op()
+        if op is None:
+            return None
+        if any(isinstance(n, ast.MethodCallExpression) for n in ast.walk(target)):
+            self.unsupported_at(tok, f"'{op}=' on a target that calls a function or method")
+        value = self.parse_expression()
+        return ast.AssignmentStatement(loc=tok.loc, target=target,
+                                       value=ast.BinaryExpression(loc=tok.loc, op=op, left=target, right=value))
 
     def _parse_for_in(self, start: Token) -> Optional[ast.ForInStatement]:
         """``for (T x in e) body`` / ``for (x in e) body`` (``e``: ``lo .. hi``, a list, a stack),
@@ -824,6 +840,9 @@ class Parser(ExpressionParsing):
         target = self.parse_expression()
         if self.accept("="):
             return ast.AssignmentStatement(loc=tok.loc, target=target, value=self.parse_expression())
+        compound = self._compound_assignment(tok, target)
+        if compound is not None:
+            return compound
         if isinstance(target, ast.MethodCallExpression):
             return ast.MethodCallStatement(loc=tok.loc, call=target)
         self.error_at(self.peek(), "expected a declaration, an assignment or a call in the for "

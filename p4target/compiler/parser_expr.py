@@ -19,6 +19,7 @@ _BINARY_PRECEDENCE = {
     "%": 10,
 }
 _PREFIX_OPS = frozenset({"!", "~", "-", "+"})
+COMPOUND_ASSIGNMENTS = frozenset({"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", "|+|=", "|-|="})
 _BASE_TYPE_KEYWORDS = frozenset({"bit", "int", "varbit", "bool", "error", "string", "void",
                                  "match_kind", "tuple", "_"})
 # Keyword tokens accepted as names after '.' (``t.apply()``) and as table property names.
@@ -89,6 +90,20 @@ class ExpressionParsing:
         a = self.tokens[self.k]
         b = self.peek(1)
         return a.kind == ">" and b.kind == ">" and b.offset == a.end
+
+    def compound_assignment_op(self) -> Optional[str]:
+        """The operator of a compound assignment at the cursor (``+=`` -> ``+``, ``>>=`` ->
+        ``>>``), consuming it, or None."""
+        tok = self.tokens[self.k]
+        if tok.kind in COMPOUND_ASSIGNMENTS:
+            self.advance()
+            return tok.kind[:-1]
+        nxt = self.peek(1)
+        if tok.kind == ">" and nxt.kind == ">=" and nxt.offset == tok.end:
+            self.advance()
+            self.advance()
+            return ">>"
+        return None
 
     # ------------------------------------------------------------------ types
     def starts_type(self, offset: int = 0) -> bool:
@@ -221,6 +236,8 @@ class ExpressionParsing:
             op = tok.kind
             if op == ">" and self._is_shift_right():
                 op = ">>"
+            elif op == ">" and self.peek(1).kind == ">=" and self.peek(1).offset == tok.end:
+                return left  # ``>>=``
             prec = _BINARY_PRECEDENCE.get(op)
             if prec is None or prec < min_prec:
                 return left

@@ -258,3 +258,13 @@ def test_for_in_loops_over_ranges_lists_and_stacks():
     assert isinstance(lst.collection, ast.ListExpression)
     assert isinstance(stack.collection, ast.MemberExpression) and stack.name == "e"
     assert isinstance(c_style, ast.ForStatement) and len(c_style.init) == 2
+
+
+def test_compound_assignments_become_plain_ones():
+    add, shr, sat = stmts("x += 1; x >>= 2; hdr.h.t[7:0] |-|= 3;")
+    assert isinstance(add, ast.AssignmentStatement) and add.value.op == "+"
+    assert add.value.left == add.target
+    assert shr.value.op == ">>" and sat.value.op == "|-|"
+    assert isinstance(sat.target, ast.SliceExpression)
+    (cmp,) = stmts("x = (bit<8>)(x > 1 ? 1 : 0);")  # '>' followed by a number stays a comparison
+    assert isinstance(cmp, ast.AssignmentStatement)
