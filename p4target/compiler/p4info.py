@@ -63,6 +63,9 @@ _COUNTER_UNITS = {
     "both": p4info_pb2.CounterSpec.BOTH,
 }
 
+# The PkgInfo fields p4c fills from ``@pkginfo`` keys (``arch`` overrides the compiler's).
+PKG_INFO_KEYS = ("name", "version", "arch", "organization", "contact", "url")
+
 _METER_UNITS = {"packets": p4info_pb2.MeterSpec.PACKETS, "bytes": p4info_pb2.MeterSpec.BYTES}
 
 # Annotations p4c consumes itself and never copies into P4Info.
@@ -137,6 +140,11 @@ class P4InfoHints:
     # serializable enums a table key or action parameter uses: name -> (bitwidth, [(member, value)])
     serializable_enums: dict[str, tuple[int, list[tuple[str, int]]]] = field(default_factory=dict)
     counter_units: dict[str, str] = field(default_factory=dict)
+    # ``@pkginfo(key="value", ...)`` on the main package instance (name, version, arch,
+    # organization, contact, url) and the instance's other annotations (@brief/@description
+    # become ``pkg_info.doc``)
+    pkg_info: dict[str, str] = field(default_factory=dict)
+    pkg_annotations: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------
@@ -381,6 +389,11 @@ def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info
 
     info = p4info_pb2.P4Info()
     info.pkg_info.arch = hints.arch
+    for key, value in hints.pkg_info.items():
+        if key not in PKG_INFO_KEYS:
+            raise P4TargetError(f"@pkginfo: unknown key '{key}' (one of {', '.join(PKG_INFO_KEYS)})")
+        setattr(info.pkg_info, key, value)
+    _apply_annotations(info.pkg_info, hints.pkg_annotations)
 
     direct_counter_of = {c.get("binding"): c["name"] for c in counters if c.get("is_direct")}
     direct_meter_of = {m.get("binding"): m["name"] for m in meters if m.get("is_direct")}

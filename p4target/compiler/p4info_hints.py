@@ -5,9 +5,10 @@ from typing import Any
 
 from p4target.compiler import ast
 from p4target.compiler.context import Context
-from p4target.compiler.p4info import (ControllerHeaderHint, DigestHint, P4InfoHints, TableHints,
-                                      build_p4info)
+from p4target.compiler.p4info import (PKG_INFO_KEYS, ControllerHeaderHint, DigestHint, P4InfoHints,
+                                      TableHints, build_p4info)
 from p4target.compiler.types import HeaderT, P4Type, StructT, TupleT, bit_width, is_signed
+from p4target.errors import CompileError
 
 
 def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
@@ -43,6 +44,11 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
                 hints.controller_headers.append(ControllerHeaderHint(
                     name=t.name, controller_header=ann.args[0].value,
                     fields=[(f, bit_width(ft)) for f, ft in t.fields]))
+    main = ctx.scope.instances.get("main")
+    if main is not None:
+        hints.pkg_info = package_info(main.annotations)
+        hints.pkg_annotations = [a for a in ctx.annotations_text(main.annotations)
+                                 if not a.startswith("@pkginfo")]
     for name, element in ctx.value_sets.items():
         hints.value_set_matches[name] = _value_set_matches(element)
     widths = _field_widths(bmv2_json)
@@ -56,6 +62,29 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
             fields.append((fname, widths.get(ref, 32)))
         hints.digests.append(DigestHint(name=ll["name"], type_name=ll["name"], fields=fields))
     return hints
+
+
+def package_info(annotations: Any) -> dict[str, str]:
+    """The P4Info ``pkg_info`` fields an ``@pkginfo(key="value", ...)`` annotation sets, as
+    p4c reads it: string values only; keys other than PkgInfo's are ignored (p4c warns)."""
+    out: dict[str, str] = {}
+    for ann in annotations:
+        if ann.name != "pkginfo":
+            continue
+        if ann.raw and not ann.args:
+            raise CompileError.at(ann.loc, "@pkginfo takes a list of key = \"value\" pairs")
+        for arg in ann.args:
+            if not isinstance(arg, ast.NamedArgument):
+                raise CompileError.at(ann.loc, "@pkginfo takes a list of key = \"value\" pairs")
+            if arg.name not in PKG_INFO_KEYS:
+                continue
+            if not isinstance(arg.value, ast.StringLiteral):
+                raise CompileError.at(arg.loc, f"value for '{arg.name}' key in @pkginfo annotation "
+                                               "is not a string")
+            if arg.name in out:
+                raise CompileError.at(arg.loc, f"duplicate key '{arg.name}' in @pkginfo annotation")
+            out[arg.name] = arg.value.value
+    return out
 
 
 def _value_set_matches(element: P4Type) -> list[tuple[str, int, str]]:
