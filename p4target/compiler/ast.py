@@ -425,6 +425,7 @@ class ForStatement(Statement):
     condition: Optional[Expression] = None
     update: Tuple[Statement, ...] = ()
     body: Optional[Statement] = None
+    annotations: Annotations = ()
 
 
 @_node
@@ -435,6 +436,7 @@ class ForInStatement(Statement):
     name: str = ""
     collection: Optional[Expression] = None
     body: Optional[Statement] = None
+    annotations: Annotations = ()
 
 
 @_node

@@ -4,7 +4,8 @@
 BMv2's pipelines and parsers are acyclic, so a loop there is unrolled at compile time, as p4c's
 UnrollLoops pass does: a C-style loop whose condition compares its loop variable with a
 constant, whose init sets that variable to a constant and whose update is the only other write
-to it; a ``for ... in`` over a constant range, a list or a stack. The body then sees the loop
+to it; a ``for ... in`` over a constant range, a list or a stack; not a loop marked
+``@nounroll``. The body then sees the loop
 variable as a constant; ``break`` / ``continue`` become flags guarding the statements after them
 (and the later iterations). Inside an action a loop that cannot be unrolled runs with BMv2's
 jump primitives instead (`LoopItem`); anywhere else it is reported as unsupported.
@@ -42,6 +43,7 @@ def lower_for(sl: "StatementLowering", s: ast.ForStatement) -> list["Item"]:
     loop = sl.with_env(sl.env.child())
     init = loop.block(s.init)
     try:
+        _check_unroll_allowed(s)
         name, t, values = _c_style_iterations(loop, s)
     except _NotUnrollable as e:
         if not _can_jump(sl):
@@ -71,17 +73,23 @@ def lower_for_in(sl: "StatementLowering", s: ast.ForInStatement) -> list["Item"]
     coll = s.collection
     if isinstance(coll, ast.RangeExpression):
         try:
+            _check_unroll_allowed(s)
             lo = loop.ctx.scope.const_eval(coll.low, loop.ex._const_lookup, t)
             hi = loop.ctx.scope.const_eval(coll.high, loop.ex._const_lookup, t)
-        except CompileError:
+        except (CompileError, _NotUnrollable) as e:
             if not _can_jump(sl):
-                raise UnsupportedError.at(s.loc, f"'for ... in' loop in a {sl.block_kind} over a range "
-                                                 "whose bounds are not compile-time constants",
-                                          "BMv2 loops only inside an action") from None
+                reason = e.reason if isinstance(e, _NotUnrollable) else \
+                    "its range bounds are not compile-time constants"
+                raise UnsupportedError.at(s.loc, f"'for ... in' loop in a {sl.block_kind} whose "
+                                                 "iterations are not known at compile time",
+                                          f"{reason}; BMv2 loops only inside an action") from None
             return [_range_jumps(loop, s, coll)]
         if hi - lo + 1 > MAX_ITERATIONS:
             raise UnsupportedError.at(s.loc, f"'for ... in' loop of more than {MAX_ITERATIONS} iterations")
         elements: list[ast.Expression] = [ast.IntLiteral(loc=coll.loc, value=v) for v in range(lo, hi + 1)]
+    elif any(a.name == "nounroll" for a in s.annotations):
+        raise UnsupportedError.at(s.loc, "'for ... in' loop over a list or a header stack marked "
+                                         "@nounroll", "BMv2 loops only over a range inside an action")
     elif isinstance(coll, ast.ListExpression):
         elements = list(coll.elements)
     else:
@@ -146,6 +154,11 @@ def _c_style_iterations(loop: "StatementLowering", s: ast.ForStatement) -> tuple
             raise _NotUnrollable(f"its update of '{name}' is not a constant step") from None
         if len(values) > MAX_ITERATIONS:
             raise _NotUnrollable(f"it does not end within {MAX_ITERATIONS} iterations")
+
+
+def _check_unroll_allowed(s: ast.Statement) -> None:
+    if any(a.name == "nounroll" for a in getattr(s, "annotations", ())):
+        raise _NotUnrollable("it is marked @nounroll")
 
 
 def _constant(loop: "StatementLowering", e: Optional[ast.Expression], t: Optional[P4Type]) -> Optional[Any]:
@@ -289,9 +302,7 @@ class _Flags:
         return it, False  # a LoopItem's own break/continue stay its jumps
 
     def _branch(self, items: list["Item"]) -> tuple[list["Item"], bool]:
-        before = (self.brk, self.cont)
-        out = self.remove_jumps(items)
-        return out, _mentions_jump(items) or (self.brk, self.cont) != before
+        return self.remove_jumps(items), _mentions_jump(items)
 
 
 def _mentions_jump(items: list["Item"]) -> bool:

@@ -8,6 +8,7 @@ parenthesized expression. Expressions and types live in :mod:`parser_expr`.
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -740,7 +741,7 @@ class Parser(ExpressionParsing):
         if kind == "id" and tok.text in UNSUPPORTED_KEYWORDS:
             self.unsupported_at(tok, f"'{tok.text}' statement")
         if kind == "id" and tok.text == "for" and self.peek(1).kind == "(":
-            return self.parse_for()
+            return dataclasses.replace(self.parse_for(), annotations=tuple(anns))
         if kind == "id" and tok.text in ("break", "continue") and self.peek(1).kind == ";":
             self.advance()
             self.advance()

@@ -1,5 +1,6 @@
-// `for` loops inside actions (BMv2 runs them with _jump_if_zero / _jump, as p4c compiles
-// them): run-time bounds, nested loops, `break`, `continue`, and `return` out of a loop.
+// `for` loops inside actions that are not unrolled (BMv2 runs them with _jump_if_zero / _jump,
+// as p4c compiles them): run-time bounds or `@nounroll`, nested loops, `break`, `continue`, and
+// `return` out of a loop.
 #include "lang_common.p4"
 
 struct meta_t { }
@@ -23,7 +24,7 @@ control Loops(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t 
             }
         }
         hdr.h.c = 0;
-        for (bit<8> k = 0; k < 10; k = k + 1) {
+        @nounroll for (bit<8> k = 0; k < 10; k = k + 1) {  // constant bounds, jumps all the same
             if (k[0:0] == 0) {
                 continue;
             }

@@ -146,8 +146,10 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     ("apply { for (bit<8> i = 0; i < 4; i = i + 1) { i = 2; } }", "(its body assigns 'i'"),
     ("apply { for (bit<8> i = 1; i != 0; i = i + 2) { } }", "does not end within 1000 iterations"),
     ("apply { for (bit<8> i in 0 .. hdr.ip.ttl) { } }",
-     "unsupported construct: 'for ... in' loop in a control over a range whose bounds are not "
-     "compile-time constants"),
+     "unsupported construct: 'for ... in' loop in a control whose iterations are not known at "
+     "compile time (its range bounds are not compile-time constants"),
+    ("apply { @nounroll for (bit<8> i = 0; i < 4; i = i + 1) { } }", "(it is marked @nounroll;"),
+    ("apply { @nounroll for (bit<8> i in 0 .. 3) { } }", "(it is marked @nounroll;"),
     ("apply { for (bit<8> i in hdr.ip) { } }", "'for ... in' needs a range"),
     ("action a() { break; } apply { a(); }", "'break' outside a for loop"),
 ])
@@ -487,3 +489,22 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     assert ops.count("assign_VL") == 2 and "assign" not in ops
     with pytest.raises(CompileError, match="varbit value can only be assigned from a varbit field"):
         compile_text(src.replace("keep = hdr.o.v;", "keep = hdr.o.v; keep = 1;"), "vb.p4")
+
+
+def test_action_loops_unroll_when_their_iterations_are_known() -> None:
+    def ops(loop: str) -> list[str]:
+        src = PRELUDE + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action a() { LOOP { hdr.ip.ttl = hdr.ip.ttl + 1; } }
+    table t { key = { } actions = { a; } default_action = a(); }
+    apply { t.apply(); }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+""".replace("LOOP", loop)
+        j = compile_text(src, "a.p4").bmv2_json
+        return [p["op"] for a in j["actions"] if a["name"].endswith(".a") for p in a["primitives"]]
+    assert ops("for (bit<8> i = 0; i < 3; i = i + 1)") == ["assign"] * 7  # init, (body, update) x3
+    assert "_jump" in ops("@nounroll for (bit<8> i = 0; i < 3; i = i + 1)")
+    assert "_jump" in ops("for (bit<8> i = 0; i < hdr.ip.proto; i = i + 1)")
+    assert "_jump" in ops("for (bit<8> i in 1 .. hdr.ip.proto)")
+    assert "_jump" not in ops("for (bit<8> i in 1 .. 3)")
