@@ -20,6 +20,7 @@ class TableInfo:
     is_const_table: bool = False
     key_names: list[str] = field(default_factory=list)
     key_bitwidths: list[int] = field(default_factory=list)
+    key_type_names: list[Optional[str]] = field(default_factory=list)  # P4 ``type`` of each key
     implementation: Optional[str] = None
     direct_counter: Optional[str] = None
     direct_meter: Optional[str] = None
@@ -45,6 +46,8 @@ class Context:
         # actions called directly from a control's apply block (inlined, yet p4c lists them in
         # P4Info): name -> directionless (name, bitwidth) parameters
         self.direct_actions: dict[str, list[tuple[str, int]]] = {}
+        # action name -> the P4 ``type`` of each action-data parameter (None: a plain type)
+        self.action_param_types: dict[str, list[Optional[str]]] = {}
         self.serializable_enums: dict[str, Any] = {}  # name -> EnumT (for P4Info type_info)
         self.extern_annotations: dict[str, list[str]] = {}
         self.hidden: set[str] = set()

@@ -90,6 +90,7 @@ class TableHints:
     is_const_table: bool = False                                # had `const entries`
     key_names: Optional[list[str]] = None                       # override match field names
     key_bitwidths: Optional[list[int]] = None                   # override widths (expressions, slices)
+    key_type_names: Optional[list[Optional[str]]] = None        # P4 ``type`` of each key (P4Info type_name)
     implementation: Optional[str] = None                        # action profile/selector name
     direct_counter: Optional[str] = None
     direct_meter: Optional[str] = None
@@ -103,6 +104,7 @@ class ControllerHeaderHint:
     controller_header: str          # "packet_in" / "packet_out"
     fields: list[tuple[str, int]]   # (field name, bitwidth) in order
     annotations: list[str] = field(default_factory=list)
+    type_names: list[Optional[str]] = field(default_factory=list)  # P4 ``type`` of each field
 
 
 @dataclass
@@ -111,6 +113,20 @@ class DigestHint:
     name: str                       # BMv2 learn_list name
     type_name: str                  # struct type name: the P4Info digest name and type_info key
     fields: list[tuple[str, int]]
+    type_names: list[Optional[str]] = field(default_factory=list)  # P4 ``type`` of each field
+
+
+@dataclass
+class NewTypeHint:
+    """A P4 ``type`` declaration for ``type_info.new_types``: its underlying type (``bitwidth``
+    and ``signed``, or ``is_bool``), or with ``uri`` set its ``@p4runtime_translation`` to
+    ``sdn_bitwidth`` bits (None: to strings)."""
+    bitwidth: int = 0
+    signed: bool = False
+    is_bool: bool = False
+    uri: Optional[str] = None
+    sdn_bitwidth: Optional[int] = None
+    annotations: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -145,6 +161,10 @@ class P4InfoHints:
     # become ``pkg_info.doc``)
     pkg_info: dict[str, str] = field(default_factory=dict)
     pkg_annotations: list[str] = field(default_factory=list)
+    # P4 ``type`` declarations by name, and the types of action parameters and registers
+    new_types: dict[str, NewTypeHint] = field(default_factory=dict)
+    action_param_types: dict[str, list[Optional[str]]] = field(default_factory=dict)
+    register_type_names: dict[str, str] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------
@@ -312,6 +332,51 @@ class _FieldWidths:
         return self._by_header.get(header, {}).get(fname)
 
 
+class _NewTypes:
+    """P4Info of values declared with a P4 ``type``, as p4c writes it: a ``type_name``
+    reference, the controller's bit width for a translated type (0 for a string translation),
+    and a ``type_info.new_types`` entry for every type referenced."""
+
+    def __init__(self, hints: dict[str, NewTypeHint]) -> None:
+        self.hints = hints
+        self.used: set[str] = set()
+
+    def reference(self, type_name: Optional[str]) -> bool:
+        """Record a use of ``type_name``; False when it is not a P4 ``type``."""
+        if not type_name or type_name not in self.hints:
+            return False
+        self.used.add(type_name)
+        return True
+
+    def describe(self, msg: Any, type_name: Optional[str], width: int) -> None:
+        """Set ``bitwidth`` (and ``type_name``) of a match field, action parameter or
+        controller header field of data-plane width ``width``."""
+        msg.bitwidth = int(width)
+        if self.reference(type_name):
+            msg.type_name.name = type_name
+            nt = self.hints[type_name]
+            if nt.uri is not None:
+                msg.bitwidth = nt.sdn_bitwidth or 0
+
+    def write(self, type_info: Any) -> None:
+        for name in sorted(self.used):
+            nt = self.hints[name]
+            spec = type_info.new_types[name]
+            _apply_annotations(spec, [a for a in nt.annotations
+                                      if _annotation_name(a) != "p4runtime_translation"])
+            if nt.uri is not None:
+                spec.translated_type.uri = nt.uri
+                if nt.sdn_bitwidth is None:
+                    spec.translated_type.sdn_string.SetInParent()
+                else:
+                    spec.translated_type.sdn_bitwidth = nt.sdn_bitwidth
+            elif nt.is_bool:
+                spec.original_type.bool.SetInParent()
+            else:
+                bits = spec.original_type.bitstring.int if nt.signed else spec.original_type.bitstring.bit
+                bits.bitwidth = nt.bitwidth
+
+
 def _pipeline_objects(bmv2: dict, key: str) -> list[dict]:
     out: list[dict] = []
     for pipe in bmv2.get("pipelines", []):
@@ -343,6 +408,7 @@ def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info
         raise P4TargetError(f"architecture '{hints.arch}' is not supported (only v1model)")
     widths = _FieldWidths(bmv2_json)
     symbols = SymbolIds(hints.explicit_ids)
+    new_types = _NewTypes(hints.new_types)
 
     tables = _pipeline_objects(bmv2_json, "tables")
     profiles = _unique_by_name(_pipeline_objects(bmv2_json, "action_profiles"))
@@ -423,7 +489,7 @@ def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info
                 raise P4TargetError(f"table '{t['name']}' uses action profile '{impl}' "
                                     "which the BMv2 JSON does not declare")
             implementation_of[t["name"]] = impl
-        _add_table(info, symbols, t, th, widths, action_by_id, param_widths, impl,
+        _add_table(info, symbols, t, th, widths, new_types, action_by_id, param_widths, impl,
                    th.direct_counter or direct_counter_of.get(t["name"]),
                    th.direct_meter or direct_meter_of.get(t["name"]))
 
@@ -431,11 +497,12 @@ def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info
         pa = info.actions.add()
         _preamble(pa.preamble, symbols, PREFIX_ACTION, a["name"],
                   hints.action_annotations.get(a["name"], []))
+        param_types = hints.action_param_types.get(a["name"], [])
         for i, rd in enumerate(a.get("runtime_data", []), start=1):
             param = pa.params.add()
             param.id = i
             param.name = rd["name"]
-            param.bitwidth = int(rd["bitwidth"])
+            new_types.describe(param, param_types[i - 1] if i <= len(param_types) else None, rd["bitwidth"])
 
     for p in profiles:
         ap = info.action_profiles.add()
@@ -494,7 +561,7 @@ def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info
             md = cpm.metadata.add()
             md.id = i
             md.name = fname
-            md.bitwidth = int(width)
+            new_types.describe(md, ch.type_names[i - 1] if i <= len(ch.type_names) else None, width)
 
     for vs in value_sets:
         pvs = info.value_sets.add()
@@ -515,20 +582,29 @@ def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info
         _preamble(pr.preamble, symbols, PREFIX_REGISTER, r["name"],
                   hints.extern_annotations.get(r["name"], []))
         pr.size = int(r.get("size", 0))
+        if new_types.reference(hints.register_type_names.get(r["name"])):
+            pr.type_spec.new_type.name = hints.register_type_names[r["name"]]
+            continue
         width, signed = hints.register_types.get(r["name"], (int(r.get("bitwidth", 0)), False))
         bits = pr.type_spec.bitstring.int if signed else pr.type_spec.bitstring.bit
         bits.bitwidth = int(width)
 
+    digest_type_names = {d.type_name: d.type_names for d in hints.digests}
     for type_name, fields in digests:
         dg = info.digests.add()
         _preamble(dg.preamble, symbols, PREFIX_DIGEST, type_name, [])
         dg.type_spec.struct.name = type_name
         struct = info.type_info.structs[type_name]
         if not struct.members:
-            for fname, width in fields:
+            member_types = digest_type_names.get(type_name, [])
+            for i, (fname, width) in enumerate(fields):
                 member = struct.members.add()
                 member.name = fname
-                member.type_spec.bitstring.bit.bitwidth = int(width)
+                member_type = member_types[i] if i < len(member_types) else None
+                if new_types.reference(member_type):
+                    member.type_spec.new_type.name = member_type
+                else:
+                    member.type_spec.bitstring.bit.bitwidth = int(width)
 
     for enum_name, (width, members) in hints.serializable_enums.items():
         spec = info.type_info.serializable_enums[enum_name]
@@ -537,6 +613,7 @@ def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info
             m = spec.members.add()
             m.name = member_name
             m.value = _param_bytes(value & ((1 << width) - 1), width)
+    new_types.write(info.type_info)
     return info
 
 
@@ -548,7 +625,7 @@ def _preamble(pre: Any, symbols: SymbolIds, prefix: int, name: str, annotations:
 
 
 def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHints,
-               widths: _FieldWidths, action_by_id: dict[int, str],
+               widths: _FieldWidths, new_types: _NewTypes, action_by_id: dict[int, str],
                param_widths: dict[int, list[int]], impl: Optional[str],
                direct_counter: Optional[str], direct_meter: Optional[str]) -> None:
     name = t["name"]
@@ -575,7 +652,8 @@ def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHi
         width = key_bitwidths[i] if key_bitwidths is not None else widths.width(target)
         if width is None:
             raise P4TargetError(f"table '{name}': cannot find the width of key '{mf.name}'")
-        mf.bitwidth = int(width)
+        type_names = th.key_type_names or []
+        new_types.describe(mf, type_names[i] if i < len(type_names) else None, width)
         match_type = str(key.get("match_type", "exact")).lower()
         if match_type in _MATCH_TYPES:
             mf.match_type = _MATCH_TYPES[match_type]

@@ -5,9 +5,10 @@ from typing import Any
 
 from p4target.compiler import ast
 from p4target.compiler.context import Context
-from p4target.compiler.p4info import (PKG_INFO_KEYS, ControllerHeaderHint, DigestHint, P4InfoHints,
-                                      TableHints, build_p4info)
-from p4target.compiler.types import HeaderT, P4Type, StructT, TupleT, bit_width, is_signed
+from p4target.compiler.p4info import (PKG_INFO_KEYS, ControllerHeaderHint, DigestHint, NewTypeHint,
+                                      P4InfoHints, TableHints, build_p4info)
+from p4target.compiler.types import (Bits, Bool, HeaderT, NewType, P4Type, StructT, TupleT, bit_width,
+                                     is_signed, new_type_name)
 from p4target.errors import CompileError
 
 
@@ -18,10 +19,14 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
             annotations=list(info.annotations), action_scopes=dict(info.action_scopes),
             const_default_action=info.const_default_action, is_const_table=info.is_const_table,
             key_names=list(info.key_names), key_bitwidths=list(info.key_bitwidths),
+            key_type_names=list(info.key_type_names),
             implementation=info.implementation, direct_counter=info.direct_counter,
             direct_meter=info.direct_meter, size=info.size)
     hints.action_annotations = {k: v for k, v in ctx.action_annotations.items() if v}
     hints.direct_actions = dict(ctx.direct_actions)
+    hints.action_param_types = dict(ctx.action_param_types)
+    hints.new_types = {name: _new_type_hint(ctx, nt) for name, nt in ctx.scope.new_types.items()
+                       if isinstance(nt.underlying, (Bits, Bool))}
     hints.serializable_enums = {name: (bit_width(t.underlying), list(t.members.items()))
                                 for name, t in ctx.serializable_enums.items()}
     hints.extern_annotations = dict(ctx.extern_annotations)
@@ -34,6 +39,8 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
         elif inst.kind == "register" and inst.type_args:
             t = inst.type_args[0]
             hints.register_types[name] = (bit_width(t), is_signed(t))
+            if new_type_name(t):
+                hints.register_type_names[name] = new_type_name(t)
         explicit = _id_annotation(inst.decl.annotations)
         if explicit is not None:
             hints.explicit_ids[name] = explicit
@@ -43,7 +50,8 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
             if ann is not None and ann.args and isinstance(ann.args[0], ast.StringLiteral):
                 hints.controller_headers.append(ControllerHeaderHint(
                     name=t.name, controller_header=ann.args[0].value,
-                    fields=[(f, bit_width(ft)) for f, ft in t.fields]))
+                    fields=[(f, bit_width(ft)) for f, ft in t.fields],
+                    type_names=[new_type_name(ft) for _, ft in t.fields]))
     main = ctx.scope.instances.get("main")
     if main is not None:
         hints.pkg_info = package_info(main.annotations)
@@ -55,13 +63,25 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
     for ll in bmv2_json.get("learn_lists", []):
         t = ctx.scope.resolved.get(ll["name"])
         names = [f for f, _ in t.fields] if t is not None and hasattr(t, "fields") else []
+        types = [new_type_name(ft) for _, ft in t.fields] if names else []
         fields = []
         for i, e in enumerate(ll["elements"]):
             ref = tuple(e["value"])
             fname = names[i] if i < len(names) else ref[1].split(".")[-1]
             fields.append((fname, widths.get(ref, 32)))
-        hints.digests.append(DigestHint(name=ll["name"], type_name=ll["name"], fields=fields))
+        hints.digests.append(DigestHint(name=ll["name"], type_name=ll["name"], fields=fields,
+                                        type_names=types[:len(fields)]))
     return hints
+
+
+def _new_type_hint(ctx: Context, nt: NewType) -> NewTypeHint:
+    """P4Info's view of a ``type`` declaration (its underlying type or its translation)."""
+    under = nt.underlying
+    hint = NewTypeHint(bitwidth=bit_width(under), signed=is_signed(under), is_bool=isinstance(under, Bool),
+                       annotations=ctx.annotations_text(nt.annotations))
+    if nt.translation is not None:
+        hint.uri, hint.sdn_bitwidth = nt.translation.uri, nt.translation.sdn_bitwidth
+    return hint
 
 
 def package_info(annotations: Any) -> dict[str, str]:

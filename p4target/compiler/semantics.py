@@ -2,12 +2,13 @@
 errors and match kinds numbered, blocks and actions indexed by name."""
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Optional
 
 from p4target.compiler import ast
 from p4target.compiler.types import (Bits, Bool, EnumT, ErrorT, ExternT, HeaderT, InfInt, MatchKindT,
-                                     P4Type, StackT, StringT, StructLike, StructT, TupleT, UnionT,
-                                     VarbitT, VoidT, BlockT)
+                                     NewType, P4Type, StackT, StringT, StructLike, StructT, Translation,
+                                     TupleT, UnionT, VarbitT, VoidT, BlockT)
 from p4target.errors import CompileError, UnsupportedError
 
 
@@ -32,6 +33,7 @@ class ProgramScope:
         self.extern_functions: dict[str, list[ast.ExternFunctionDecl]] = {}
         self.functions: dict[str, ast.FunctionDecl] = {}
         self.instances: dict[str, ast.InstantiationDecl] = {}
+        self.new_types: dict[str, NewType] = {}  # ``type`` declarations resolved so far
         self._resolving: set[str] = set()
         for decl in program.declarations:
             self._declare(decl)
@@ -47,6 +49,8 @@ class ProgramScope:
                             ast.TypedefDecl, ast.NewTypeDecl, ast.ParserTypeDecl,
                             ast.ControlTypeDecl, ast.PackageTypeDecl)):
             self.type_decls[d.name] = d
+            if isinstance(d, ast.NewTypeDecl):
+                self.resolve_name(d.name, d)  # checked where declared, used or not, as p4c does
         elif isinstance(d, ast.ExternDecl):
             self.externs[d.name] = d
             self.type_decls[d.name] = d
@@ -121,8 +125,10 @@ class ProgramScope:
             raise fail(node, f"recursive type '{name}'")
         self._resolving.add(name)
         try:
-            if isinstance(d, (ast.TypedefDecl, ast.NewTypeDecl)):
+            if isinstance(d, ast.TypedefDecl):
                 out = self.resolve(d.type)
+            elif isinstance(d, ast.NewTypeDecl):
+                out = self._new_type(d)
             elif isinstance(d, ast.HeaderDecl):
                 out = HeaderT(name, [], {}, d.annotations)
                 self.resolved[name] = out
@@ -161,6 +167,21 @@ class ProgramScope:
             self._resolving.discard(name)
         self.resolved[name] = out
         return out
+
+    def _new_type(self, d: ast.NewTypeDecl) -> P4Type:
+        """``type T NAME``: values keep NAME (P4Info ``type_name``); the declaration is recorded
+        with its ``@p4runtime_translation``, which P4Runtime allows on bit<W>/int<W> only."""
+        under = self.resolve(d.type)
+        translation = p4runtime_translation(d.annotations)
+        if translation is not None and not isinstance(under, Bits):
+            raise fail(d, f"'{d.name}': P4Runtime requires the underlying type of a type with the "
+                          f"@p4runtime_translation annotation to be bit<W>; it cannot be '{under}'")
+        self.new_types[d.name] = NewType(d.name, under, translation, tuple(d.annotations))
+        if isinstance(under, Bits):
+            return Bits(under.width, under.signed, new_type=d.name)
+        if isinstance(under, Bool):
+            return Bool(new_type=d.name)
+        return under
 
     # ------------------------------------------------------------------ constants
     def const_eval(self, e: ast.Expression, lookup: Callable[[str], Any],
@@ -222,6 +243,25 @@ class ProgramScope:
         if isinstance(e, ast.TernaryExpression):
             return self._eval(e.then if self._eval(e.condition, lookup) else e.otherwise, lookup)
         raise fail(e, "expression is not a compile-time constant")
+
+
+_TRANSLATION_RE = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*,\s*'
+                             r'(?:(string)|bit\s*<\s*(0[xX][0-9a-fA-F]+|\d+)\s*>|(0[xX][0-9a-fA-F]+|\d+))\s*$')
+
+
+def p4runtime_translation(annotations: Any) -> Optional[Translation]:
+    """The ``@p4runtime_translation("URI", bit<W> | W | string)`` among ``annotations``, parsed
+    as p4c's annotation grammar accepts it (CompileError for any other argument form)."""
+    ann = ast.find_annotation(annotations, "p4runtime_translation")
+    if ann is None:
+        return None
+    m = _TRANSLATION_RE.match(ann.raw or "")
+    if m is None:
+        raise fail(ann, '@p4runtime_translation takes a URI string and a controller type: '
+                        '("URI", bit<W>), ("URI", W) or ("URI", string)')
+    uri = re.sub(r"\\(.)", r"\1", m.group(1))
+    width = m.group(3) or m.group(4)
+    return Translation(uri, None if m.group(2) else int(width, 0))
 
 
 def _flatten_header(h: HeaderT) -> None:

@@ -17,7 +17,7 @@ from p4target.compiler.context import Context
 from p4target.compiler.expressions import Env, ExpressionLowering, to_data
 from p4target.compiler.loops import lower_for, lower_for_in
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool, VarbitT, VoidT, bit_width
+from p4target.compiler.types import Bits, Bool, VarbitT, VoidT, bit_width, new_type_name
 from p4target.compiler.values import (ActionSymbol, BlockInstance, ConstValue, ControlContext,
                                       DynamicStackElement, DynamicStackField, ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       PacketValue, StackValue, StructValue,
@@ -483,9 +483,10 @@ class StatementLowering:
 
     def inline_action(self, sym: ActionSymbol, c: ast.MethodCallExpression) -> list[Item]:
         if self.block_kind == "control" and not self.in_parser:
+            data = [self.ctx.scope.resolve(p.type) for p in sym.decl.params if p.direction is None]
             self.ctx.direct_actions.setdefault(sym.name, [
-                (p.name, bit_width(self.ctx.scope.resolve(p.type))) for p in sym.decl.params
-                if p.direction is None])
+                (p.name, bit_width(t)) for p, t in zip((p for p in sym.decl.params if p.direction is None), data)])
+            self.ctx.action_param_types.setdefault(sym.name, [new_type_name(t) for t in data])
             self.ctx.action_annotations.setdefault(sym.name, self.ctx.annotations_text(sym.decl.annotations))
         env = self.env.child()
         pairs = self.bind_args(sym.decl.params, c.args, c)

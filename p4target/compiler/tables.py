@@ -8,7 +8,7 @@ from p4target.compiler import ast
 from p4target.compiler.bmv2_json import data_hex
 from p4target.compiler.expressions import ExpressionLowering, to_data
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool, EnumT, bit_width
+from p4target.compiler.types import Bits, Bool, EnumT, bit_width, new_type_name
 from p4target.compiler.values import (ActionSymbol, ExternInstance, FieldValue,
                                       HeaderValue, RuntimeDataValue, TableSymbol)
 from p4target.errors import UnsupportedError
@@ -88,6 +88,7 @@ class ActionLowering:
         name = self.ctx.reserve_action_name(sym.name)
         aid = self.ctx.out.add_action(name, [(n, bit_width(t)) for n, t in data_params], primitives)
         self.ctx.action_annotations[name] = self.ctx.annotations_text(sym.decl.annotations)
+        self.ctx.action_param_types[name] = [new_type_name(t) for _, t in data_params]
         _note_explicit_id(self.ctx, name, sym.decl.annotations)
         self.cache[key] = (aid, name, data_params)
         return self.cache[key]
@@ -160,6 +161,7 @@ class TableBuilder:
             _note_serializable_enum(self.ctx, t)
             info.key_names.append(name)
             info.key_bitwidths.append(width)
+            info.key_type_names.append(new_type_name(t))
         # actions
         acts_prop = d.property("actions")
         if not isinstance(acts_prop, ast.ActionsProperty):

@@ -16,9 +16,11 @@ class P4Type:
 
 @dataclass(frozen=True)
 class Bits(P4Type):
-    """``bit<W>`` / ``int<W>``."""
+    """``bit<W>`` / ``int<W>``; ``new_type`` names the P4 ``type`` declaration a value of it
+    was declared with (P4Info's ``type_name``; equality ignores it)."""
     width: int
     signed: bool = False
+    new_type: Optional[str] = field(default=None, compare=False)
 
     def is_scalar(self) -> bool:
         return True
@@ -37,6 +39,8 @@ class InfInt(P4Type):
 
 @dataclass(frozen=True)
 class Bool(P4Type):
+    new_type: Optional[str] = field(default=None, compare=False)  # as for Bits
+
     def is_scalar(self) -> bool:
         return True
 
@@ -167,6 +171,29 @@ class VarbitT(P4Type):
 
     def __str__(self) -> str:
         return f"varbit<{self.width}>"
+
+
+@dataclass(frozen=True)
+class Translation:
+    """``@p4runtime_translation(uri, bit<W> | W | string)`` on a ``type``: the controller sees
+    values of ``sdn_bitwidth`` bits, or strings when ``sdn_bitwidth`` is None."""
+    uri: str
+    sdn_bitwidth: Optional[int]
+
+
+@dataclass(eq=False)
+class NewType:
+    """A P4 ``type`` declaration: its underlying type (other new types resolved through) and
+    its P4Runtime translation, if annotated."""
+    name: str
+    underlying: P4Type
+    translation: Optional[Translation] = None
+    annotations: tuple = ()
+
+
+def new_type_name(t: P4Type) -> Optional[str]:
+    """The ``type`` declaration a scalar type came from (None for plain types)."""
+    return getattr(t, "new_type", None)
 
 
 # width BMv2 uses for error and non-serializable enum fields
