@@ -37,6 +37,7 @@ class TableEntries:
         key = self.tr.key_to_engine(table, te.match)
         priority = self.tr.priority_to_engine(table, te.priority)
         if op == Update.INSERT:
+            self.tr.check_key_widths(table)
             # the engine finds duplicates itself, except in exact tables (checked here by hash)
             if self.engine.table(table.name).match_type == "exact" and self._find(table, key, priority) is not None:
                 raise P4RuntimeError(Code.ALREADY_EXISTS, f"table '{table.name}' already has an entry with this key")

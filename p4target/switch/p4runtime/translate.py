@@ -3,6 +3,11 @@
 P4Info preamble names equal BMv2 JSON names (tables, actions, profiles, counters, meters,
 registers, learn lists); a table's match fields map onto the BMv2 JSON key list by name,
 else by position (p4c emits both in the table's key order).
+
+Values of ``@p4runtime_translation`` types are not translated, as in simple_switch_grpc (PI):
+they must fit the P4Info (controller) width, 0 bits for a string translation, and reach the
+data plane cut to its field width; a table whose key has a field of another byte width than
+its data-plane field takes no entries, as BMv2 rejects PI's key of the controller's width.
 """
 from __future__ import annotations
 
@@ -25,19 +30,31 @@ _KIND_NAMES = {MF.EXACT: "exact", MF.LPM: "lpm", MF.TERNARY: "ternary", MF.RANGE
 
 @dataclass
 class FieldInfo:
-    """A match field: P4Info id/name/width/match type and its engine key kind."""
+    """A match field: P4Info id/name/width/match type, its engine key kind and the data-plane
+    width (``dp_width``; other than ``bitwidth`` for translated types)."""
     id: int
     name: str
     bitwidth: int
     match_type: int
     engine_kind: str
+    dp_width: int = 0
+    type_name: str = ""
+
+    def __post_init__(self) -> None:
+        self.dp_width = self.dp_width or self.bitwidth
 
 
 @dataclass
 class ParamInfo:
+    """An action parameter: P4Info id/name/width and the data-plane width (as FieldInfo)."""
     id: int
     name: str
     bitwidth: int
+    dp_width: int = 0
+    type_name: str = ""
+
+    def __post_init__(self) -> None:
+        self.dp_width = self.dp_width or self.bitwidth
 
 
 @dataclass
@@ -146,7 +163,9 @@ class Translator:
             if ja is not None and len(ja.get("runtime_data", [])) != len(a.params):
                 raise invalid(f"P4Info action '{name}' has {len(a.params)} parameter(s), "
                               f"the BMv2 JSON {len(ja.get('runtime_data', []))}")
-            info = ActionInfo(a.preamble.id, name, [ParamInfo(p.id, p.name, p.bitwidth) for p in a.params])
+            dp_widths = [int(rd["bitwidth"]) for rd in ja.get("runtime_data", [])] if ja else [0] * len(a.params)
+            info = ActionInfo(a.preamble.id, name, [ParamInfo(p.id, p.name, p.bitwidth, w, p.type_name.name)
+                                                    for p, w in zip(a.params, dp_widths)])
             info.params_by_id = {p.id: i for i, p in enumerate(a.params)}
             self.actions[info.id] = info
             self._by_name[("action", name)] = info.id
@@ -167,7 +186,8 @@ class Translator:
                 i = by_name.get(mf.name, pos)
                 if fields[i] is not None:
                     i = pos
-                fields[i] = FieldInfo(mf.id, mf.name, mf.bitwidth, mf.match_type, et.keys[i].match_type)
+                fields[i] = FieldInfo(mf.id, mf.name, mf.bitwidth, mf.match_type, et.keys[i].match_type,
+                                      et.keys[i].width, mf.type_name.name)
             flist = [f for f in fields if f is not None]
             for f in flist:
                 if f.match_type not in _KIND_NAMES:
@@ -307,17 +327,30 @@ class Translator:
             given[pos] = fm
         return [self._field_to_engine(table, f, given.get(i)) for i, f in enumerate(table.fields)]
 
+    def check_key_widths(self, table: TableInfo) -> None:
+        """BMv2 takes PI's match key at the P4Info widths: a field of another byte width than
+        its data-plane field (a translated type) fails every insert (UNKNOWN, as PI reports)."""
+        for f in table.fields:
+            if (f.bitwidth + 7) // 8 != (f.dp_width + 7) // 8:
+                raise P4RuntimeError(Code.UNKNOWN, (
+                    f"Error when adding match entry to target: table '{table.name}' field '{f.name}' "
+                    f"is {f.bitwidth} bits in the P4Info{_of_type(f.type_name)} but {f.dp_width} bits "
+                    "in the data plane; like simple_switch_grpc, the switch does not translate "
+                    "P4Runtime values"))
+
     def _field_to_engine(self, table: TableInfo, f: FieldInfo, fm) -> MatchValue:
-        w, full = f.bitwidth, (1 << f.bitwidth) - 1
+        w, full = f.bitwidth, (1 << f.dp_width) - 1
         what = f"table '{table.name}' field '{f.name}'"
         kind = fm.WhichOneof("field_match_type") if fm is not None else None
         expected = _KIND_NAMES[f.match_type]
         if kind is not None and kind != expected:
             raise invalid(f"{what} is {expected}, got a {kind} match")
+        if kind is not None:
+            _check_not_string(w, what, f.type_name)
         if f.match_type == MF.EXACT:
             if kind is None:
                 raise invalid(f"{what}: exact match fields cannot be omitted")
-            v = bytestrings.decode(fm.exact.value, w, what)
+            v = bytestrings.decode(fm.exact.value, w, what) & full
             return Valid(bool(v)) if f.engine_kind == "valid" else Exact(v)
         if f.match_type == MF.LPM:
             if kind is None:
@@ -330,7 +363,10 @@ class Translator:
             v = bytestrings.decode(fm.lpm.value, w, what)
             if v & ((1 << (w - plen)) - 1):
                 raise invalid(f"{what}: LPM value has bits set beyond the /{plen} prefix")
-            return Lpm(v, plen)
+            if plen > f.dp_width:
+                raise P4RuntimeError(Code.UNKNOWN, f"Error when adding match entry to target: {what}: "
+                                                   f"prefix /{plen} is longer than the {f.dp_width}-bit field")
+            return Lpm(v & full, plen)
         if f.match_type == MF.TERNARY:
             if kind is None:
                 return Ternary(0, 0)
@@ -340,7 +376,7 @@ class Translator:
                 raise invalid(f"{what}: an all-zero ternary mask must be omitted (don't care)")
             if v & ~mask:
                 raise invalid(f"{what}: ternary value has bits set outside the mask")
-            return Ternary(v, mask)
+            return Ternary(v & full, mask & full)
         if f.match_type == MF.RANGE:
             if kind is None:
                 return Range(0, full)
@@ -348,13 +384,13 @@ class Translator:
             hi = bytestrings.decode(fm.range.high, w, what + " high")
             if lo > hi:
                 raise invalid(f"{what}: range low {lo} is above high {hi}")
-            if lo == 0 and hi == full:
+            if lo == 0 and hi == (1 << w) - 1:
                 raise invalid(f"{what}: a full range must be omitted (don't care)")
-            return Range(lo, hi)
+            return Range(lo & full, hi & full)
         # optional
         if kind is None:
             return Ternary(0, 0) if f.engine_kind == "ternary" else Optional(0, True)
-        v = bytestrings.decode(fm.optional.value, w, what)
+        v = bytestrings.decode(fm.optional.value, w, what) & full
         return Ternary(v, full) if f.engine_kind == "ternary" else Optional(v)
 
     def key_from_engine(self, table: TableInfo, key: tuple, out) -> None:
@@ -376,7 +412,7 @@ class Translator:
                     tern = out.add(field_id=f.id).ternary
                     tern.value, tern.mask = bytestrings.encode(v.value), bytestrings.encode(v.mask)
             elif mt == MF.RANGE:
-                if v.low != 0 or v.high != (1 << f.bitwidth) - 1:
+                if v.low != 0 or v.high != (1 << f.dp_width) - 1:
                     rng = out.add(field_id=f.id).range
                     rng.low, rng.high = bytestrings.encode(v.low), bytestrings.encode(v.high)
             elif not ((isinstance(v, Ternary) and v.mask == 0) or (isinstance(v, Optional) and v.wildcard)):
@@ -409,7 +445,9 @@ class Translator:
             if values[pos] is not None:
                 raise invalid(f"action '{info.name}': parameter id {p.param_id} given twice")
             spec = info.params[pos]
-            values[pos] = bytestrings.decode(p.value, spec.bitwidth, f"action '{info.name}' parameter '{spec.name}'")
+            what = f"action '{info.name}' parameter '{spec.name}'"
+            _check_not_string(spec.bitwidth, what, spec.type_name)
+            values[pos] = bytestrings.decode(p.value, spec.bitwidth, what) & ((1 << spec.dp_width) - 1)
         missing = [info.params[i].name for i, v in enumerate(values) if v is None]
         if missing:
             raise invalid(f"action '{info.name}': missing parameter(s) {', '.join(missing)}")
@@ -430,3 +468,16 @@ class Translator:
             raise invalid(f"action id {action_id} cannot be the default action of '{table.name}' (@tableonly)")
         if not default and scope == p4info_pb2.ActionRef.DEFAULT_ONLY:
             raise invalid(f"action id {action_id} can only be the default action of '{table.name}' (@defaultonly)")
+
+
+def _of_type(type_name: str) -> str:
+    return f" (type '{type_name}')" if type_name else ""
+
+
+def _check_not_string(bitwidth: int, what: str, type_name: str) -> None:
+    """A 0-bit P4Info value is a string translation, which simple_switch_grpc does not
+    support: PI rejects every value as not fitting within 0 bits."""
+    if bitwidth == 0:
+        raise invalid(f"{what}: bytestring provided does not fit within 0 bits{_of_type(type_name)}: "
+                      "string translations (@p4runtime_translation(..., string)) are not supported, "
+                      "as in simple_switch_grpc")
