@@ -483,10 +483,9 @@ class StatementLowering:
 
     def inline_action(self, sym: ActionSymbol, c: ast.MethodCallExpression) -> list[Item]:
         if self.block_kind == "control" and not self.in_parser:
-            data = [self.ctx.scope.resolve(p.type) for p in sym.decl.params if p.direction is None]
-            self.ctx.direct_actions.setdefault(sym.name, [
-                (p.name, bit_width(t)) for p, t in zip((p for p in sym.decl.params if p.direction is None), data)])
-            self.ctx.action_param_types.setdefault(sym.name, [new_type_name(t) for t in data])
+            data = [(p.name, self.ctx.scope.resolve(p.type)) for p in sym.decl.params if p.direction is None]
+            self.ctx.direct_actions.setdefault(sym.name, [(name, bit_width(t)) for name, t in data])
+            self.ctx.action_param_types.setdefault(sym.name, [new_type_name(t) for _, t in data])
             self.ctx.action_annotations.setdefault(sym.name, self.ctx.annotations_text(sym.decl.annotations))
         env = self.env.child()
         pairs = self.bind_args(sym.decl.params, c.args, c)

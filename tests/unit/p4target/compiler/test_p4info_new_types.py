@@ -128,3 +128,10 @@ def test_bad_translations_are_located_errors(declaration, message):
     with pytest.raises(CompileError, match=message) as err:
         compile_text(src, "bad.p4").p4info
     assert "bad.p4:" in str(err.value)
+
+
+def test_directly_called_actions_name_their_parameter_types():
+    src = _PROGRAM.replace("action learn()", "action mark(port_t p) { m.port = p; }\n    action learn()")
+    src = src.replace("t.apply(); }", "t.apply(); mark((port_t)9w1); }")
+    params = P4InfoIndex(compile_text(src, "direct.p4").p4info).action("I.mark").params
+    assert [(p.name, p.bitwidth, p.type_name.name) for p in params] == [("p", 16, "port_t")]
