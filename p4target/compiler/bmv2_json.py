@@ -6,6 +6,16 @@ from typing import Any, Optional
 from p4target.compiler.types import P4Type, VarbitT, bit_width, is_signed
 
 
+def fresh_name(base: str, used: set[str]) -> str:
+    """`base`, or `base_0`, `base_1`, ... whichever is not in `used` yet; it is added to `used`."""
+    name, n = base, 0
+    while name in used:
+        name = f"{base}_{n}"
+        n += 1
+    used.add(name)
+    return name
+
+
 def hexstr(value: int, bitwidth: Optional[int] = None) -> dict:
     out: dict = {"type": "hexstr", "value": hex(value) if value >= 0 else "-" + hex(-value)}
     if bitwidth is not None:
@@ -92,12 +102,7 @@ class Bmv2Program:
 
     def add_scalar(self, base: str, t: P4Type) -> str:
         """A fresh field of the ``scalars`` metadata header; returns its (unique) name."""
-        name = base
-        n = 0
-        while name in self._scalar_names:
-            name = f"{base}_{n}"
-            n += 1
-        self._scalar_names.add(name)
+        name = fresh_name(base, self._scalar_names)
         self.scalar_fields.append([name, bit_width(t), is_signed(t)])
         return name
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from p4target.compiler.bmv2_json import Bmv2Program
+from p4target.compiler.bmv2_json import Bmv2Program, fresh_name
 from p4target.compiler.expressions import Env
 from p4target.compiler.semantics import ProgramScope
 from p4target.compiler.storage import Storage
@@ -82,12 +82,7 @@ class Context:
         return base if n is None else f"{base}_{n}"
 
     def action_name(self, base: str) -> str:
-        name, n = base, 0
-        while name in self._used_action_names:
-            name = f"{base}_{n}"
-            n += 1
-        self._used_action_names.add(name)
-        return name
+        return fresh_name(base, self._used_action_names)
 
     def reserve_action_name(self, name: str) -> str:
         """A P4 action's own name, kept from the compiler's generated action names."""

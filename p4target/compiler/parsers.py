@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from p4target.compiler import ast, externs
-from p4target.compiler.bmv2_json import hexstr
+from p4target.compiler.bmv2_json import fresh_name, hexstr
 from p4target.compiler.call_order import CallHoister
 from p4target.compiler.expressions import Env, to_data
 from p4target.compiler.semantics import fail
@@ -128,12 +128,7 @@ class ParserLowering:
         return {"name": "parser", "id": 0, "init_state": "start", "parse_states": states}
 
     def _fresh_state(self, base: str) -> str:
-        name, n = base, 0
-        while name in self._used_names:
-            name = f"{base}_{n}"
-            n += 1
-        self._used_names.add(name)
-        return name
+        return fresh_name(base, self._used_names)
 
     def _sub_parser_call(self, frame: _ParserFrame, statements: tuple) -> Optional[tuple[int, BlockInstance]]:
         """(index, instance) of the first statement applying a sub-parser, if any."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4target.compiler.bmv2_json import Bmv2Program
+from p4target.compiler.bmv2_json import Bmv2Program, fresh_name
 from p4target.compiler.semantics import fail
 from p4target.compiler.types import (Bits, Bool, EnumT, ErrorT, HeaderT, P4Type, StackT, StructT,
                                      TupleT, UnionT, VarbitT)
@@ -22,12 +22,7 @@ class Storage:
         self._instance_names: set[str] = {"scalars", "standard_metadata"}
 
     def unique_instance(self, base: str) -> str:
-        name, n = base, 0
-        while name in self._instance_names:
-            name = f"{base}_{n}"
-            n += 1
-        self._instance_names.add(name)
-        return name
+        return fresh_name(base, self._instance_names)
 
     def header(self, name: str, t: HeaderT, metadata: bool = False) -> HeaderValue:
         self.out.add_header_type(t.name, t.fields)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from . import program as pg
 from .errors import (InvalidEntryError, NoProgramError, NoSuchHandleError, UnknownNameError)
@@ -94,10 +94,7 @@ class Engine:
     # -- tables --------------------------------------------------------------------------
     def table(self, name: str) -> Table:
         """The runtime table object (read-only use: `.keys`, `.actions`, `.entries`)."""
-        t = self._prog().tables.get(name)
-        if t is None:
-            raise UnknownNameError(f"unknown table '{name}'")
-        return t
+        return _lookup(self._prog().tables, name, "table")
 
     def table_names(self) -> list[str]:
         return list(self._prog().tables)
@@ -182,10 +179,7 @@ class Engine:
 
     # -- action profiles -----------------------------------------------------------------
     def action_profile(self, name: str) -> ActionProfile:
-        p = self._prog().profiles.get(name)
-        if p is None:
-            raise UnknownNameError(f"unknown action profile '{name}'")
-        return p
+        return _lookup(self._prog().profiles, name, "action profile")
 
     def act_prof_add_member(self, profile: str, action: str, action_data: Sequence[int] = ()) -> int:
         with self.lock:
@@ -217,10 +211,7 @@ class Engine:
 
     # -- counters, meters, registers -----------------------------------------------------
     def counter(self, name: str) -> CounterArray:
-        c = self._prog().counters.get(name)
-        if c is None:
-            raise UnknownNameError(f"unknown counter '{name}'")
-        return c
+        return _lookup(self._prog().counters, name, "counter")
 
     def counter_read(self, name: str, index: int) -> tuple[int, int]:
         """(packets, bytes) of an indirect counter cell."""
@@ -233,10 +224,7 @@ class Engine:
         self.counter(name).reset()
 
     def meter(self, name: str) -> MeterArray:
-        m = self._prog().meters.get(name)
-        if m is None:
-            raise UnknownNameError(f"unknown meter '{name}'")
-        return m
+        return _lookup(self._prog().meters, name, "meter")
 
     def meter_set_rates(self, name: str, index: int, rates: list[tuple[float, int]]) -> None:
         """[(cir, cburst), (pir, pburst)], rates in units per microsecond (BMv2)."""
@@ -249,10 +237,7 @@ class Engine:
         self.meter(name).cell(index).reset()
 
     def register(self, name: str) -> RegisterArray:
-        r = self._prog().registers.get(name)
-        if r is None:
-            raise UnknownNameError(f"unknown register '{name}'")
-        return r
+        return _lookup(self._prog().registers, name, "register")
 
     def register_read(self, name: str, index: int) -> int:
         return self.register(name).read(index)
@@ -265,10 +250,7 @@ class Engine:
 
     # -- parser value sets ---------------------------------------------------------------
     def parse_vset(self, name: str) -> ParseValueSet:
-        vs = self._prog().value_sets.get(name)
-        if vs is None:
-            raise UnknownNameError(f"unknown parser value set '{name}'")
-        return vs
+        return _lookup(self._prog().value_sets, name, "parser value set")
 
     def parse_vset_add(self, name: str, value: int) -> None:
         """Add a value (the select key's components concatenated without padding)."""
@@ -625,3 +607,11 @@ class Engine:
                     msg = f"{fmt} {vals}"
                 self._log(msg)
             P.logs = None
+
+
+def _lookup(objects: dict, name: str, kind: str) -> Any:
+    """objects[name], or UnknownNameError naming the kind of object."""
+    obj = objects.get(name)
+    if obj is None:
+        raise UnknownNameError(f"unknown {kind} '{name}'")
+    return obj
