@@ -11,14 +11,19 @@ P4C ?= $(shell command -v p4c-bm2-ss 2>/dev/null || echo "$(PY) -m p4target comp
 SWITCH ?= $(shell command -v simple_switch_grpc 2>/dev/null || echo "$(PY) -m p4target switch")
 export P4C SWITCH
 
-.PHONY: all setup build run demo test test-unit test-conformance test-topology bench stop clean check-env
+.PHONY: all setup build run demo test test-unit test-conformance test-integration test-topology lint bench stop clean \
+        check-env
 
 all: build
 
 setup:
 	@bash scripts/setup.sh
 
-$(BUILD)/$(PROGRAM).json: setup $(wildcard p4src/*.p4)
+# The embedded compiler's own sources (and its v1model.p4) count as inputs; `setup` is order-only so
+# that an up-to-date program is not recompiled on every `make run`.
+COMPILER_SOURCES := $(shell find p4target/compiler -name '*.py' -o -name '*.p4')
+
+$(BUILD)/$(PROGRAM).json: $(wildcard p4src/*.p4) $(COMPILER_SOURCES) | setup
 	@mkdir -p $(BUILD)
 	$(P4C) --arch v1model --p4v 16 -I p4src \
 	  --p4runtime-files $(BUILD)/$(PROGRAM).p4info.txtpb \
@@ -41,8 +46,14 @@ test-unit: setup
 test-conformance: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/conformance
 
+test-integration: setup
+	$(PY) -m pytest -q -p no:cacheprovider tests/integration
+
 test-topology: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/topology
+
+lint: setup
+	$(VENV)/bin/ruff check .
 
 bench: setup
 	$(PY) -m benchmarks

@@ -8,19 +8,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
+from support.topology import REPO, HostTraffic
 from topo import agents
 from topo.processes import ManagedProcess
 from topo.switch_node import port_accepts
 from topo.toolchain import compiler_tool, switch_tool
 
-sys.path.insert(0, str(Path(__file__).parent))
-from topology_support import REPO, HostTraffic  # noqa: E402
 
 PROBE_GRPC_PORT = 50990
 PROBE_THRIFT_PORT = 9990

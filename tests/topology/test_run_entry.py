@@ -2,7 +2,7 @@
 import subprocess
 import sys
 
-from topology_support import REPO
+from support.topology import REPO
 
 
 def _run(build_dir, tmp_path, *args, stdin=""):

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 import struct
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -23,8 +21,7 @@ from controller import p4names as N
 from controller.manager import NetworkController
 from controller.topology import Topology
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "controller"))
-from ctl_topologies import diamond  # noqa: E402  (the unit tests' diamond topology)
+from support.controller_topologies import diamond
 
 
 def mac(text: str) -> bytes:

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 from scapy.layers.inet import UDP
 from scapy.layers.l2 import Ether
@@ -17,9 +16,7 @@ from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
 from thrift.transport import TSocket, TTransport
 
 from p4target.switch.thrift_links import SERVICE, LinkClient
-
-sys.path.insert(0, str(Path(__file__).parent))  # the probe helpers of the neighbouring test module
-from test_switch_process import is_probe, probe, program_file, routes  # noqa: E402
+from support.switch_probes import is_probe, probe, program_file, routes
 
 
 class Stream:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import random
 import struct
-import sys
 import threading
 import time
 from pathlib import Path
@@ -17,9 +16,8 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from p4target.compiler import compile_file
+from support.switch_probes import MARK_PORT, is_probe, probe, receive
 
-sys.path.insert(0, str(Path(__file__).parent))  # the probe helpers of the neighbouring test module
-from test_switch_process import MARK_PORT, is_probe, probe, receive  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 ROUTES = ("act_prof_create_member GradIngress.ecmp_selector GradIngress.set_nhop "

@@ -1,24 +1,28 @@
-"""Fixtures for the controller's unit tests: a P4Info of the data plane and a test P4Runtime server."""
+"""Fixtures for the controller's unit tests: the data plane's P4Info and a test P4Runtime server."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from p4.config.v1 import p4info_pb2
 
-sys.path.insert(0, str(Path(__file__).parent))
+from controller.entries import Codec
+from controller.p4info import P4Info
+from support.controller_topologies import diamond
+from support.dataplane import compile_dataplane
+from support.p4runtime_server import TestP4RuntimeServer
 
-import ctl_p4info  # noqa: E402
-from ctl_p4rt_server import TestP4RuntimeServer  # noqa: E402
-from ctl_topologies import diamond  # noqa: E402
 
-from controller.entries import Codec  # noqa: E402
-from controller.p4info import P4Info  # noqa: E402
+@pytest.fixture(scope="session")
+def dataplane_p4info() -> p4info_pb2.P4Info:
+    """The P4Info of the compiled `p4src` (compiled once per test session)."""
+    return compile_dataplane().p4info
 
 
 @pytest.fixture
-def p4info_msg():
-    return ctl_p4info.build()
+def p4info_msg(dataplane_p4info):
+    """A private copy of the data plane's P4Info (a test may change it)."""
+    info = p4info_pb2.P4Info()
+    info.CopyFrom(dataplane_p4info)
+    return info
 
 
 @pytest.fixture

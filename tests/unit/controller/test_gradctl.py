@@ -10,13 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
-from ctl_topologies import diamond
-from ctl_p4rt_server import TestP4RuntimeServer
 from google.protobuf import text_format
 
 from controller import api, errors
 from controller import p4names as N
 from controller.gradctl import main
+from controller.p4info import P4Info
+from support.controller_topologies import diamond
+from support.p4runtime_server import TestP4RuntimeServer
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -81,7 +82,8 @@ def network(tmp_path, p4info_msg):
     p4info.write_text(text_format.MessageToString(p4info_msg))
     bmv2 = tmp_path / "gradlane.json"
     bmv2.write_text('{"program": "test"}')
-    yield {"servers": servers, "topology": topo, "p4info": p4info, "bmv2": bmv2, "dir": tmp_path}
+    yield {"servers": servers, "topology": topo, "p4info": p4info, "p4info_msg": p4info_msg, "bmv2": bmv2,
+           "dir": tmp_path}
     for s in servers.values():
         s.stop()
 
@@ -134,8 +136,11 @@ def test_daemon_and_gradctl_end_to_end(network, capsys):
                            "--loss-bound", "0.05", "--priority", "7")
         assert code == 0 and out.splitlines()[0] == "s1: 0 inserted, 1 modified, 0 deleted"
         class_entries = network["servers"]["s2"].entities("table_entry")
-        bounds = sorted(int.from_bytes(p.value, "big") for e in class_entries if e.table_entry.table_id == 0x02000003
-                        for p in e.table_entry.action.action.params if p.param_id == 4)
+        info = P4Info(network["p4info_msg"])
+        class_table = info.table_id("GradIngress.gradient_class")
+        push_bound = info.param("GradIngress.set_class", "push_bound_bp").id
+        bounds = sorted(int.from_bytes(p.value, "big") for e in class_entries if e.table_entry.table_id == class_table
+                        for p in e.table_entry.action.action.params if p.param_id == push_bound)
         assert bounds == [0, 40, 500]   # the new 500 bp, the others unchanged
 
         code, _, err = run(capsys, *s, "policy", "set", "--job", "1", "--layers", "2-5", "--loss-bound", "0.1")

@@ -5,14 +5,14 @@ import socket
 import time
 
 import pytest
-from ctl_topologies import diamond
-from ctl_p4rt_server import TestP4RuntimeServer
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
 from controller import errors
 from controller import p4names as N
 from controller.manager import NetworkController
+from support.controller_topologies import diamond
+from support.p4runtime_server import TestP4RuntimeServer
 from controller.policy import assign_slots, parse_policy, translate
 from controller.sync import apply_changes, diff
 from controller.topology import Topology

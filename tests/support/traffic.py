@@ -1,7 +1,7 @@
 """Test traffic tool run inside Mininet hosts: sends gradient packets, receives and reports them.
 
-    python tests/topology/traffic.py send --dst IP --layers 0,10 --count 200 --rate 2000 [...]
-    python tests/topology/traffic.py recv --idle 2 [--pcn-ack] > report.json
+    python tests/support/traffic.py send --dst IP --layers 0,10 --count 200 --rate 2000 [...]
+    python tests/support/traffic.py recv --idle 2 [--pcn-ack] > report.json
 
 `send` paces packets (interleaving the layers round-robin); with `--pcn` it first sends a
 PCN-START control packet to the receiver, waits for the PCN-ACK, waits `--lead` seconds, then

@@ -15,7 +15,7 @@ TRAFFIC = str(Path(__file__).with_name("traffic.py"))
 
 
 class HostTraffic:
-    """Runs tests/topology/traffic.py in hosts and collects its JSON reports."""
+    """Runs tests/support/traffic.py in hosts and collects its JSON reports."""
 
     def __init__(self, session, log_dir: Path) -> None:
         self.session = session
