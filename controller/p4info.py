@@ -7,25 +7,42 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Union
 
-from google.protobuf import text_format
+from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
 
 from controller.errors import ConfigError, P4NameError
 
+# p4c's file suffixes for the three P4Info formats (`--p4runtime-files`).
+FORMATS_BY_SUFFIX = {".txt": "text", ".txtpb": "text", ".json": "json", ".bin": "binary"}
+
 
 def load_p4info(path: Union[str, Path]) -> p4info_pb2.P4Info:
-    """Read a P4Info file, text proto (p4c's ``.txt``/``.txtpb``) or binary."""
-    data = Path(path).read_bytes()
-    info = p4info_pb2.P4Info()
+    """Read a P4Info file in any format p4c writes: text proto (``.txt``/``.txtpb``), JSON
+    (``.json``) or binary (``.bin``); another suffix is tried as text, then JSON, then binary.
+    ConfigError (one line) when it cannot be read or is none of them."""
     try:
-        text_format.Parse(data.decode("utf-8"), info)
-        return info
-    except (UnicodeDecodeError, text_format.ParseError) as text_err:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read P4Info {path}: {exc.strerror}") from None
+    fmt = FORMATS_BY_SUFFIX.get(Path(path).suffix.lower())
+    errors: list[str] = []
+    for candidate in (fmt,) if fmt else ("text", "json", "binary"):
         try:
-            info.ParseFromString(data)
-            return info
-        except Exception:
-            raise ConfigError(f"{path}: not a P4Info file ({text_err})") from None
+            return _parse(data, candidate)
+        except Exception as exc:  # protobuf raises several unrelated types
+            errors.append(f"{candidate}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+    raise ConfigError(f"{path}: not a P4Info file ({'; '.join(errors)})")
+
+
+def _parse(data: bytes, fmt: str) -> p4info_pb2.P4Info:
+    info = p4info_pb2.P4Info()
+    if fmt == "text":
+        text_format.Parse(data.decode("utf-8"), info)
+    elif fmt == "json":
+        json_format.Parse(data.decode("utf-8"), info)
+    else:
+        info.ParseFromString(data)
+    return info
 
 
 class P4Info:

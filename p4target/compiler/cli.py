@@ -12,11 +12,11 @@ import json
 import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Optional
 
-from p4target.compiler.p4info import FORMATS_BY_SUFFIX, new_file_mode, p4info_format, serialize_p4info
+from p4target.atomic_files import write_files
+from p4target.compiler.p4info import FORMATS_BY_SUFFIX, p4info_format, serialize_p4info
 from p4target.errors import CompileError, P4TargetError
 
 PROG = "p4target compile"
@@ -111,42 +111,6 @@ def _check_language(args: argparse.Namespace) -> None:
             raise P4TargetError("P4_14 is not supported (only P4_16)")
 
 
-def _write_all(files: list[tuple[str, bytes]]) -> None:
-    """Write every file or none: stage all as temporaries, then rename them into place."""
-    staged: list[tuple[str, str]] = []
-    mode = new_file_mode()
-    try:
-        for path, data in files:
-            target = Path(path)
-            if target.is_dir():
-                raise P4TargetError(f"cannot write {path}: Is a directory")
-            try:
-                fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                                           dir=str(target.parent))
-            except OSError as exc:
-                raise P4TargetError(f"cannot write {path}: {exc.strerror}") from None
-            staged.append((tmp, path))
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                os.chmod(tmp, mode)
-            except OSError as exc:
-                raise P4TargetError(f"cannot write {path}: {exc.strerror}") from None
-        while staged:
-            tmp, path = staged[0]
-            try:
-                os.replace(tmp, path)
-            except OSError as exc:
-                raise P4TargetError(f"cannot write {path}: {exc.strerror}") from None
-            staged.pop(0)
-    finally:
-        for tmp, _ in staged:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-
-
 def run(args: argparse.Namespace) -> int:
     """Compile and write outputs for parsed arguments; returns the exit code."""
     _check_language(args)
@@ -182,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             raise
         raise P4TargetError(f"internal compiler error: {type(exc).__name__}: {exc} "
                             "(set P4TARGET_TRACEBACK=1 for the traceback)") from None
-    _write_all(files)
+    write_files(files)
     return EXIT_OK
 
 

@@ -16,11 +16,10 @@ from p4.config.v1 import p4info_pb2
 
 import p4target.compiler
 from p4target.compiler import cli
-from p4target.compiler.p4info import (
-    PREFIX_ACTION, PREFIX_TABLE, P4InfoHints, P4InfoIndex, build_p4info, hashed_id, read_p4info,
-)
+from p4target.compiler.p4info import PREFIX_ACTION, PREFIX_TABLE, P4InfoHints, build_p4info, hashed_id, read_p4info
 from p4target.engine.sample_programs import l3_router
-from p4target.errors import CompileError, P4TargetError
+from p4target.errors import CompileError
+from support.p4info_index import P4InfoIndex
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -114,28 +113,6 @@ def test_accepted_p4c_forms_parse():
                                          ("d.txtpb", "text"), ("e.pb", "text")]
     legacy = ap.parse_args(["--p4runtime-file", "x.out", "p.p4"])
     assert cli._p4info_outputs(legacy) == [("x.out", "binary")]  # p4c's default format
-
-
-def test_write_all_is_all_or_nothing(tmp_path):
-    good = tmp_path / "good.json"
-    good.write_text("old")
-    with pytest.raises(P4TargetError, match="cannot write .*missing/p.txt"):
-        cli._write_all([(str(good), b"new"), (str(tmp_path / "missing" / "p.txt"), b"x")])
-    assert good.read_text() == "old"
-    assert sorted(os.listdir(tmp_path)) == ["good.json"]
-    (tmp_path / "adir").mkdir()
-    with pytest.raises(P4TargetError, match="Is a directory"):
-        cli._write_all([(str(good), b"new"), (str(tmp_path / "adir"), b"x")])
-    assert good.read_text() == "old"
-    cli._write_all([(str(good), b"new"), (str(tmp_path / "adir" / "p.bin"), b"\x00")])
-    assert good.read_text() == "new" and (tmp_path / "adir" / "p.bin").read_bytes() == b"\x00"
-    mask = os.umask(0o022)
-    try:
-        cli._write_all([(str(good), b"x")])
-    finally:
-        os.umask(mask)
-    assert good.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
-    assert sorted(os.listdir(tmp_path)) == ["adir", "good.json"]
 
 
 # --- output writing, with a stand-in compile_file (in addition to the end-to-end tests) ----

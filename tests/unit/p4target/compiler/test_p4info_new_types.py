@@ -8,8 +8,8 @@ import pytest
 from google.protobuf import text_format
 
 from p4target.compiler import compile_text
-from p4target.compiler.p4info import P4InfoIndex
 from p4target.errors import CompileError
+from support.p4info_index import P4InfoIndex
 
 _PROGRAM = """
 #include <core.p4>
