@@ -17,6 +17,10 @@ class ConfigError(ControllerError):
     """A topology description, P4Info or command-line value is wrong."""
 
 
+class TopologyError(ConfigError):
+    """A topology description (docs/contracts.md) is malformed or inconsistent; names the key."""
+
+
 class PolicyError(ControllerError):
     """A policy document is invalid; names the source and the field (``FILE: a.b[1].c: msg``)."""
 

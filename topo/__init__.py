@@ -1,8 +1,9 @@
 """Mininet topologies for gradlane: `make run|demo|stop|check-env`.
 
 `topo` wires the other packages together. Modules, in the order a run uses them:
-`topologies` (built-in incast / leaf-spine / PCN tree) and `description` (the topology
-description JSON of docs/contracts.md); `shaping` (who makes link delay/loss: netem, the
+`topologies` (built-in incast / leaf-spine / PCN tree, built with the topology description
+model of docs/contracts.md, `controller.topology`, which topo writes and the controller reads);
+`shaping` (who makes link delay/loss: netem, the
 embedded switch's `--impair`, or nobody); `network` with `switch_node` (one `$SWITCH` process per
 switch, health-checked) and `host_node` (agent hosts); `session` (network + controller daemon
 + run record); `training` and `summary` (a job on the hosts and its report); `cli` (Mininet CLI

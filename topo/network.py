@@ -11,7 +11,7 @@ from typing import Any
 from mininet.link import Link, TCLink
 from mininet.net import Mininet
 
-from topo.description import Topology
+from controller.topology import Topology
 from topo.errors import SwitchStartError, TopoError
 from topo.host_node import GradHost
 from topo.pidfile import RunRecord

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from controller.topology import Topology
 from topo import agents
-from topo.description import Topology
 from topo.errors import ProcessStartError, RunError, TopoError, ToolchainError
 from topo.network import GradNetwork, NetworkOptions
 from topo.pidfile import RunRecord, delete_interface, is_same_process

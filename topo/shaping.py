@@ -12,7 +12,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 
-from topo.description import LinkDesc, Topology
+from controller.topology import Link, Topology
 
 
 def _tc_ok(*args: str) -> bool:
@@ -58,7 +58,7 @@ class ImpairmentPlan:
         return out
 
 
-def _spec(link: LinkDesc, bursts: tuple[str, ...]) -> str:
+def _spec(link: Link, bursts: tuple[str, ...]) -> str:
     items = []
     if link.delay_ms:
         items.append(f"delay={link.delay_ms:g}ms")
@@ -101,5 +101,5 @@ def plan_impairments(topo: Topology, *, netem: bool, switch_kind: str,
     return ImpairmentPlan({k: tuple(v) for k, v in specs.items()}, tuple(netem_links), tuple(unmade), tuple(bursts))
 
 
-def _is_bottleneck(link: LinkDesc) -> bool:
+def _is_bottleneck(link: Link) -> bool:
     return link.a_queue_rate_pps is not None or link.b_queue_rate_pps is not None

@@ -17,7 +17,7 @@ from typing import Any
 
 from mininet.node import Switch
 
-from topo.description import SwitchDesc
+from controller import topology
 from topo.errors import SwitchStartError
 from topo.pidfile import RunRecord, process_start_time, terminate
 from topo.toolchain import Tool
@@ -62,7 +62,7 @@ def port_accepts(port: int, host: str = "127.0.0.1") -> bool:
 class P4Switch(Switch):
     """Mininet switch running one `$SWITCH` process (BMv2-compatible flags)."""
 
-    def __init__(self, name: str, desc: SwitchDesc | None = None, tool: Tool | None = None,
+    def __init__(self, name: str, desc: topology.Switch | None = None, tool: Tool | None = None,
                  json_path: str | None = None, record: RunRecord | None = None,
                  impairments: tuple[str, ...] = (), pcap_dir: str | None = None,
                  port_rates: dict[int, float] | None = None,

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from topo.description import HostDesc, LinkDesc, SwitchDesc, Topology
+from controller.errors import TopologyError
+from controller.topology import Host, Link, Switch, Topology
 from topo.errors import DescriptionError
 
 
@@ -41,8 +42,8 @@ class _Plan:
     def switch(self, name: str, queue_depth: int | None = None) -> None:
         dev = len(self.topo.switches) + 1
         p = self.params
-        self.topo.switches[name] = SwitchDesc(
-            device_id=dev, grpc_addr=f"127.0.0.1:{p.grpc_base + dev}", thrift_port=p.thrift_base + dev,
+        self.topo.switches[name] = Switch(
+            name=name, device_id=dev, grpc_addr=f"127.0.0.1:{p.grpc_base + dev}", thrift_port=p.thrift_base + dev,
             router_mac=f"00:00:0a:00:{dev:02x}:fe", log=f"{p.log_dir}/{name}.log",
             queue_depth=queue_depth or p.queue_depth)
         self._next_port[name] = 1
@@ -57,14 +58,14 @@ class _Plan:
         dev = self.topo.switches[switch].device_id
         k = self._host_count[switch] = self._host_count[switch] + 1
         port = self._port(switch)
-        self.topo.hosts[name] = HostDesc(
-            ip=f"10.0.{dev}.{k}", prefix_len=24, mac=f"08:00:00:00:{dev:02x}:{k:02x}",
+        self.topo.hosts[name] = Host(
+            name=name, ip=f"10.0.{dev}.{k}", prefix_len=24, mac=f"08:00:00:00:{dev:02x}:{k:02x}",
             gateway=f"10.0.{dev}.254", switch=switch, switch_port=port, role=role)
-        self.topo.links.append(LinkDesc(a=name, b=switch, b_port=port, bw_mbps=self.params.bw_mbps))
+        self.topo.links.append(Link(a=name, b=switch, b_port=port, bw_mbps=self.params.bw_mbps))
 
-    def trunk(self, a: str, b: str, *, bottleneck: bool = False) -> LinkDesc:
+    def trunk(self, a: str, b: str, *, bottleneck: bool = False) -> Link:
         p = self.params
-        link = LinkDesc(a=a, b=b, a_port=self._port(a), b_port=self._port(b), bw_mbps=p.bw_mbps)
+        link = Link(a=a, b=b, a_port=self._port(a), b_port=self._port(b), bw_mbps=p.bw_mbps)
         if bottleneck:
             link.a_queue_rate_pps = p.bottleneck_pps
             link.delay_ms = p.delay_ms
@@ -146,5 +147,8 @@ def build_topology(name: str, params: TopoParams | None = None) -> Topology:
     if params.workers < 1 or params.background < 0:
         raise DescriptionError("need at least 1 worker and >= 0 background hosts")
     topo = factory(params)
-    topo.validate()
+    try:
+        topo.validate(f"topology '{name}'")
+    except TopologyError as exc:
+        raise DescriptionError(str(exc)) from None
     return topo

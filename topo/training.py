@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.topology import Topology
 from topo import agents
-from topo.description import Topology
 from topo.errors import RunError
 from topo.pidfile import RunRecord
 from topo.processes import ManagedProcess

@@ -47,3 +47,10 @@ def test_unknown_and_bad_params():
         build_topology("ring")
     with pytest.raises(DescriptionError, match="at least 1 worker"):
         build_topology("incast", TopoParams(workers=0))
+
+
+def test_params_the_description_contract_rejects_are_a_topo_error():
+    with pytest.raises(DescriptionError, match=r"topology 'incast': links\[\d+\]\.a_queue_rate_pps: 0 is not a rate > 0"):
+        build_topology("incast", TopoParams(bottleneck_pps=0))
+    with pytest.raises(DescriptionError, match=r"topology 'incast': links\[\d+\]\.loss_pct: 200 is not in 0\.\.100"):
+        build_topology("incast", TopoParams(loss_pct=200))
