@@ -20,7 +20,7 @@ Agents
   python -m hosts.pcn serve [--port 19527] | start --ps IP [--threshold 10 --count N]
   python -m hosts.background sink|flows|microburst|incast ...   (DCTCP if available, else cubic)
   python -m hosts.lossy_relay --listen H:P --target H:P --loss F [--data-only] [--seed S]
-        [--burst-loss 0.8 --burst-every-s 5 --burst-ms 100 --burst-count 3]   (microbursts)
+        [--burst START+DURATION@LOSS ...]   (loss bursts, the switch's syntax, e.g. 5s+100ms@0.8)
   python -m hosts.tensor_exchange recv|send ...   (the transport alone, random tensors, per-round
         JSON; used by benchmarks/transport.py and for path tests)
 

@@ -1,10 +1,10 @@
 """A user-space UDP relay that drops a chosen fraction of datagrams (no netem on this kernel),
-optionally with periodic microbursts of heavy loss.
+optionally with scheduled bursts of heavy loss (the switch's `START+DURATION@LOSS` syntax).
 
 Clients send to the relay's listen address; each client gets its own upstream socket toward the
 target, so the target sees distinct sources and its replies go back to the right client.
 Run: python -m hosts.lossy_relay --listen 127.0.0.1:19600 --target 127.0.0.1:19527 --loss 0.05
-       [--burst-loss 0.8 --burst-every-s 5 --burst-ms 100 --burst-count 3]
+       [--burst 5s+100ms@0.8 --burst 10s+100ms@0.8]
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import Callable
 from hosts import wire
 from hosts.cli import parse_hostport, run_agent
 from hosts.errors import ConfigError
-from hosts.loss_model import BurstLoss, LossModel
+from hosts.loss_model import BURST_SYNTAX, LossBurst, LossModel, parse_burst
 from hosts.transport.counters import Counters
 
 _BUF = 65535
@@ -28,15 +28,16 @@ _BUF = 65535
 
 class LossyRelay:
     """Forwards UDP both ways between clients and `target`, dropping each datagram with
-    probability `loss` (the burst's loss during a `burst`; only DATA datagrams when `data_only`)
+    probability `loss` (at least a burst's loss during one of `bursts`, timed from the relay's
+    creation; only DATA datagrams when `data_only`)
     and always when `blackhole(data)`. Deterministic for a seed and a given packet order.
     Use as a context manager or start()/stop()."""
 
     def __init__(self, listen: tuple[str, int], target: tuple[str, int], loss: float,
                  seed: int = 0, data_only: bool = False,
                  blackhole: "Callable[[bytes], bool] | None" = None,
-                 burst: BurstLoss | None = None) -> None:
-        self.model = LossModel(loss, seed, burst)
+                 bursts: "tuple[LossBurst, ...]" = ()) -> None:
+        self.model = LossModel(loss, seed, bursts)
         self.target = target
         self.data_only = data_only
         self.blackhole = blackhole
@@ -131,11 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--loss", type=float, default=0.0, help="drop probability per datagram")
     ap.add_argument("--data-only", action="store_true", help="drop only gradient DATA datagrams")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--burst-loss", type=float, help="loss rate during microbursts (e.g. 0.8)")
-    ap.add_argument("--burst-every-s", type=float, default=5.0, help="burst period")
-    ap.add_argument("--burst-ms", type=float, default=100.0, help="burst length")
-    ap.add_argument("--burst-start-s", type=float, default=0.0, help="first burst after this")
-    ap.add_argument("--burst-count", type=int, default=0, help="bursts (0 = unlimited)")
+    ap.add_argument("--burst", action="append", default=[], metavar=BURST_SYNTAX,
+                    help="a loss burst counted from relay start, e.g. 5s+100ms@0.8 (repeatable)")
     ap.add_argument("--pid-file", help="write this process's PID here")
     return ap
 
@@ -144,13 +142,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def body() -> None:
-        burst = None
-        if args.burst_loss is not None:
-            burst = BurstLoss(args.burst_loss, args.burst_every_s, args.burst_ms / 1000.0,
-                              args.burst_start_s, args.burst_count)
+        bursts = tuple(parse_burst(text) for text in args.burst)
         relay = LossyRelay(parse_hostport(args.listen, "--listen"),
                            parse_hostport(args.target, "--target"), args.loss, args.seed,
-                           args.data_only, burst=burst)
+                           args.data_only, bursts=bursts)
         try:
             relay.serve()
         finally:

@@ -73,21 +73,3 @@ def test_mean_over_delivered_values():
     prev = [np.array([5.0, 5.0, 5.0], dtype=np.float32)]
     assert mean_of_delivered([w0, w1], [m0, m1], HoleFill.ZEROS, prev)[0].tolist() == [2, 1, 0]
     assert mean_of_delivered([w0, w1], [m0, m1], HoleFill.PREVIOUS, prev)[0].tolist() == [2, 1, 5]
-
-
-def test_loss_model_steady_rate_and_microbursts():
-    from hosts.loss_model import BurstLoss, LossModel
-
-    steady = LossModel(0.1, seed=1)
-    drops = sum(steady.drop(0.0) for _ in range(10000))
-    assert 800 < drops < 1200
-    burst = BurstLoss(loss=0.9, period=1.0, length=0.1, start=0.5, count=2)
-    assert not burst.active(0.2) and burst.active(0.55) and not burst.active(0.7)
-    assert burst.active(1.55) and not burst.active(2.55)          # only two bursts
-    model = LossModel(0.0, seed=1, burst=burst)
-    assert sum(model.drop(0.55) for _ in range(1000)) > 850
-    assert sum(model.drop(0.7) for _ in range(1000)) == 0
-    with pytest.raises(ConfigError):
-        BurstLoss(loss=0.9, period=1.0, length=2.0)
-    with pytest.raises(ConfigError):
-        LossModel(1.5)

@@ -46,6 +46,8 @@ def test_help(module, capsys):
     (["hosts.lossy_relay", "--listen", "127.0.0.1", "--target", "127.0.0.1:1"], "--listen"),
     (["hosts.lossy_relay", "--listen", "127.0.0.1:0", "--target", "127.0.0.1:1", "--loss", "2"],
      "loss 2"),
+    (["hosts.lossy_relay", "--listen", "127.0.0.1:0", "--target", "127.0.0.1:1", "--burst", "2s@0.5"],
+     "bad burst '2s@0.5': expected START+DURATION@LOSS"),
     (["hosts.background", "flows", "--dst", "127.0.0.1", "--flows", "0"], "--flows"),
     (["hosts.pcn", "start", "--ps", "127.0.0.1", "--threshold", "80"], "--threshold"),
     (["hosts.tensor_exchange", "recv", "--layers", "10,a"], "--layers"),
