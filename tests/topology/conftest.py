@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from support.topology import REPO, HostTraffic
+from support.topology_helpers import REPO, HostTraffic
 from topo import agents
 from topo.processes import ManagedProcess
 from topo.switch_node import port_accepts

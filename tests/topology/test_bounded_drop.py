@@ -1,6 +1,6 @@
 """Bounded selective drop: only eligible packets are dropped, never past the bound, and the
 switch's counters agree with what the parameter server received."""
-from support.topology import budget_policy, classes, gradctl_json, selective_drops
+from support.topology_helpers import budget_policy, classes, gradctl_json, selective_drops
 
 BOUND = 0.2
 PER_LAYER = 200

@@ -9,7 +9,7 @@ from pathlib import Path
 from topo.network import root_interfaces
 from topo.pidfile import RunRecord, is_same_process
 from topo.topologies import TopoParams, build_topology
-from support.topology import REPO
+from support.topology_helpers import REPO
 
 
 def test_stop_after_killed_run(build_dir, switch_works, tmp_path):

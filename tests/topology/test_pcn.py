@@ -13,7 +13,7 @@ window kept about 14 packets queued, above the PCN threshold, and the two arms o
 import statistics
 import time
 
-from support.topology import pcn_policy
+from support.topology_helpers import pcn_policy
 
 TRIALS = 7  # the queue is a sawtooth: more bursts steady the means on a loaded machine
 LEAD_S = 1.0

@@ -1,5 +1,5 @@
 """A live policy change through gradctl changes the switches' drop behaviour without a restart."""
-from support.topology import budget_policy, gradctl_json, selective_drops
+from support.topology_helpers import budget_policy, gradctl_json, selective_drops
 
 PER_LAYER = 200
 BOUND = 0.2

@@ -2,7 +2,7 @@
 import subprocess
 import sys
 
-from support.topology import REPO
+from support.topology_helpers import REPO
 
 
 def _run(build_dir, tmp_path, *args, stdin=""):

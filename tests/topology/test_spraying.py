@@ -6,7 +6,7 @@ checked on its own.
 import time
 from pathlib import Path
 
-from support.topology import pcap_counts
+from support.topology_helpers import pcap_counts
 
 COUNT = 300
 
