@@ -199,7 +199,7 @@ class Topology:
             fail(f"hosts.{name}", "the name is also a switch's")
         for kind, names in (("hosts", self.hosts), ("switches", self.switches)):
             for name in names:
-                if not _NAME.match(name):
+                if not isinstance(name, str) or not _NAME.match(name):
                     fail(f"{kind}.{name}", "bad name: a lower-case letter, then letters or digits, "
                                            "at most 10 characters")
         ips: dict[str, str] = {}
