@@ -8,8 +8,7 @@ from controller import p4names as N
 from controller.entries import Group, TableEntry
 from controller.network import plan_switch
 from controller.topology import Topology
-
-topologies = pytest.importorskip("topo.topologies")
+from topo import topologies
 
 
 @pytest.mark.parametrize("name", sorted(topologies.TOPOLOGIES))
