@@ -19,6 +19,7 @@ ACTIONS = {
     "GradIngress.set_class": [("prio", 3), ("drop_eligible", 1), ("slot", 32),
                               ("push_bound_bp", 32), ("pull_bound_bp", 32), ("drop_threshold", 32)],
     "GradIngress.set_default_class": [],
+    "GradIngress.set_job_features": [("spray", 1), ("priority", 1), ("selective_drop", 1)],
     "GradIngress.set_dscp_class": [("prio", 3), ("drop_threshold", 32)],
     "GradEgress.set_ecn_thresholds": [("normal", 32), ("pcn", 32)],
     "NoAction": [],
@@ -33,6 +34,8 @@ TABLES = {
                                     ("hdr.gradient.layer_id", 16, RANGE),
                                     ("hdr.gradient.mag_class", 8, RANGE)],
                                    ["GradIngress.set_class", "GradIngress.set_default_class"], None),
+    "GradIngress.job_features": ([("hdr.gradient.job_id", 16, EXACT)],
+                                 ["GradIngress.set_job_features", "NoAction"], None),
     "GradIngress.dscp_class": ([("hdr.ipv4.diffserv", 6, TERNARY)],
                                ["GradIngress.set_dscp_class", "GradIngress.set_default_class"], None),
     "GradEgress.ecn_config": ([("standard_metadata.egress_port", 9, EXACT)],
@@ -44,6 +47,8 @@ COUNTERS = {
     "GradIngress.queue_dropped_ctr": 4096, "GradEgress.queue_tx_ctr": 4096,
     "GradEgress.queue_marked_ctr": 4096, "GradEgress.slot_marked_ctr": 1024,
     "GradEgress.pcn_start_ctr": 512, "GradEgress.pcn_arrival_ctr": 512,
+    "GradEgress.pcn_expired_ctr": 512,
+    "GradIngress.stage_seen_ctr": 2048, "GradIngress.stage_dropped_ctr": 2048,
 }
 
 
