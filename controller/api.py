@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from controller import errors
 from controller.manager import NetworkController
-from controller.policy import parse_policy, set_rule
+from controller.policy import parse_policy, set_features, set_rule
 
 MAX_MESSAGE = 16 << 20
 _SUN_PATH_MAX = 100   # AF_UNIX paths are limited to 107 bytes
@@ -55,6 +55,10 @@ def _policy_show(ctl: NetworkController, args: dict) -> Any:
                          "loss_bound": i.loss_bound, "pull_bound": i.pull_bound,
                          "priority": i.priority, "drop_eligible": i.drop_eligible}
                         for i in ctl.slot_infos()],
+            "jobs": [{"job": j.job_id, "name": j.name, "spray": j.features.spray,
+                      "prioritize": j.features.prioritize,
+                      "selective_drop": j.features.selective_drop}
+                     for j in ctl.state.policy.jobs],
             "job_states": {str(j): {"round": s.round, "critical": s.critical}
                            for j, s in ctl.state.job_states.items()}}
 
@@ -67,11 +71,28 @@ def _policy_apply(ctl: NetworkController, args: dict) -> Any:
     return ctl.apply_policy(policy)
 
 
+_RULE_FIELDS = ("loss_bound", "pull_bound", "priority", "drop_eligible", "drop_threshold")
+_JOB_SWITCHES = ("spray", "prioritize", "selective_drop")
+
+
 def _policy_set(ctl: NetworkController, args: dict) -> Any:
-    mags = _pair(args["mag_classes"], "mag_classes") if args.get("mag_classes") is not None else None
-    fields = {k: args.get(k) for k in ("loss_bound", "pull_bound", "priority", "drop_eligible",
-                                       "drop_threshold")}
-    policy = set_rule(ctl.state.policy, int(args["job"]), _pair(args["layers"], "layers"), mags, **fields)
+    job = int(args["job"])
+    switches = {k: args.get(k) for k in _JOB_SWITCHES if args.get(k) is not None}
+    for k, v in switches.items():
+        if not isinstance(v, bool):
+            raise errors.ConfigError(f"{k}: expected true or false, got {v!r}")
+    policy = ctl.state.policy
+    if args.get("layers") is not None:
+        mags = _pair(args["mag_classes"], "mag_classes") if args.get("mag_classes") is not None else None
+        fields = {k: args.get(k) for k in _RULE_FIELDS}
+        policy = set_rule(policy, job, _pair(args["layers"], "layers"), mags, **fields)
+    elif any(args.get(k) is not None for k in (*_RULE_FIELDS, "mag_classes")):
+        raise errors.ConfigError("policy.set: rule fields need layers (the rule's layer range)")
+    elif not switches:
+        raise errors.ConfigError("policy.set: nothing to change (give layers and rule fields, "
+                                 "or a job switch: spray, prioritize, selective_drop)")
+    if switches:
+        policy = set_features(policy, job, **switches)
     return ctl.apply_policy(policy)
 
 

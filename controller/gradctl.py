@@ -109,15 +109,22 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("file", help="policy file (YAML or JSON)")
     ap.add_argument("--check", action="store_true", help="only validate the file")
     _leaf(pol_sub, "show", help="the installed policy and its classes")
-    st = _leaf(pol_sub, "set", help="change (or add) one job's rule for a layer range")
+    st = _leaf(pol_sub, "set", help="change (or add) one job's rule for a layer range, "
+                                    "or the job's ablation switches")
     st.add_argument("--job", type=_nonneg, required=True, help="job id")
-    st.add_argument("--layers", type=_range, required=True, help="layer range LO-HI (or one layer)")
+    st.add_argument("--layers", type=_range, help="layer range LO-HI (or one layer); needed for rule fields")
     st.add_argument("--mag-classes", type=_range, help="magnitude class range LO-HI (default: the rule's)")
     st.add_argument("--loss-bound", type=_fraction, help="push-stage loss bound, 0..1")
     st.add_argument("--pull-bound", type=_fraction, help="pull-stage loss bound, 0..loss bound")
     st.add_argument("--priority", type=_prio, help="priority queue 0..7")
     st.add_argument("--drop-eligible", type=_yes_no, metavar="yes|no", help="may be selectively dropped")
     st.add_argument("--drop-threshold", type=_nonneg, help="queue depth (packets) where drops may start")
+    st.add_argument("--spray", type=_yes_no, metavar="yes|no",
+                    help="job switch: spray DATA packets per packet over equal-cost paths (no: per-flow hash)")
+    st.add_argument("--prioritize", type=_yes_no, metavar="yes|no",
+                    help="job switch: use the classes' priority queues (no: the DSCP queue of ordinary traffic)")
+    st.add_argument("--selective-drop", type=_yes_no, metavar="yes|no",
+                    help="job switch: budgeted selective drops (no: counted, never dropped)")
     ph = _leaf(pol_sub, "phase", help="report a job's round and regime (phase-scheduled bounds)")
     ph.add_argument("--job", type=_nonneg, required=True, help="job id")
     ph.add_argument("--round", type=_nonneg, required=True, help="current training round")
@@ -152,7 +159,9 @@ def request_of(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             return "policy.show", {}
         if args.action == "set":
             return "policy.set", {
-                "job": args.job, "layers": list(args.layers),
+                "spray": args.spray, "prioritize": args.prioritize,
+                "selective_drop": args.selective_drop,
+                "job": args.job, "layers": list(args.layers) if args.layers else None,
                 "mag_classes": list(args.mag_classes) if args.mag_classes else None,
                 "loss_bound": args.loss_bound, "pull_bound": args.pull_bound,
                 "priority": args.priority, "drop_eligible": args.drop_eligible,
@@ -166,6 +175,19 @@ def request_of(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         return "pcn.set", {"switch": args.switch, "port": args.port, "threshold": args.threshold,
                            "normal": args.normal}
     return "switches", {}
+
+
+def policy_set_problem(args: argparse.Namespace) -> Optional[str]:
+    """Why a ``policy set`` command line cannot be sent, or None."""
+    if args.command != "policy" or args.action != "set" or args.layers is not None:
+        return None
+    if any(v is not None for v in (args.loss_bound, args.pull_bound, args.priority, args.drop_eligible,
+                                   args.drop_threshold, args.mag_classes)):
+        return "policy set: rule fields need --layers LO-HI"
+    if all(v is None for v in (args.spray, args.prioritize, args.selective_drop)):
+        return ("policy set: nothing to change (give --layers and rule fields, "
+                "or --spray/--prioritize/--selective-drop)")
+    return None
 
 
 def run_direct(args: argparse.Namespace, cmd: str, cargs: dict[str, Any], sock: Path) -> Any:
@@ -211,14 +233,22 @@ def _fmt_switches(res: list[dict]) -> str:
                   ["SWITCH", "ADDRESS", "REACHABLE", "PRIMARY", "PIPELINE", "ERROR"])
 
 
+def _on_off(flag: bool) -> str:
+    return "on" if flag else "off"
+
+
 def _fmt_policy_show(res: dict) -> str:
     if not res["classes"]:
         return "no policy classes installed (every gradient packet gets the default class)"
-    return _table([[c["job"], c["name"], f"{c['layers'][0]}-{c['layers'][1]}",
-                    f"{c['mag_classes'][0]}-{c['mag_classes'][1]}", _pct(c["loss_bound"]),
-                    _pct(c["pull_bound"]), c["priority"], "yes" if c["drop_eligible"] else "no",
-                    c["slot"]] for c in res["classes"]],
-                  ["JOB", "NAME", "LAYERS", "MAG", "LOSS", "PULL", "PRIO", "DROPPABLE", "SLOT"])
+    classes = _table([[c["job"], c["name"], f"{c['layers'][0]}-{c['layers'][1]}",
+                       f"{c['mag_classes'][0]}-{c['mag_classes'][1]}", _pct(c["loss_bound"]),
+                       _pct(c["pull_bound"]), c["priority"], "yes" if c["drop_eligible"] else "no",
+                       c["slot"]] for c in res["classes"]],
+                     ["JOB", "NAME", "LAYERS", "MAG", "LOSS", "PULL", "PRIO", "DROPPABLE", "SLOT"])
+    jobs = _table([[j["job"], j["name"], _on_off(j["spray"]), _on_off(j["prioritize"]),
+                    _on_off(j["selective_drop"])] for j in res.get("jobs", [])],
+                  ["JOB", "NAME", "SPRAY", "PRIORITIZE", "SELECTIVE-DROP"])
+    return classes + "\n\n" + jobs
 
 
 def _fmt_apply(res: dict) -> str:
@@ -238,9 +268,11 @@ def _fmt_stats(res: dict) -> str:
         out.append(f"{sw}: classes")
         out.append(_table([[c["job"], f"{c['layers'][0]}-{c['layers'][1]}",
                             f"{c['mag_classes'][0]}-{c['mag_classes'][1]}", c["seen"], c["dropped"],
-                            c["marked"], _pct(c["loss"]), _pct(c["bound"]),
-                            "ok" if c["within_bound"] else "OVER"] for c in st["classes"]],
-                          ["JOB", "LAYERS", "MAG", "SEEN", "DROPPED", "MARKED", "LOSS", "BOUND", ""]))
+                            c["marked"], _pct(c["loss"]), _pct(c["bound"]), _stage(c, "push"),
+                            _stage(c, "pull"), "ok" if c["within_bound"] else "OVER"]
+                           for c in st["classes"]],
+                          ["JOB", "LAYERS", "MAG", "SEEN", "DROPPED", "MARKED", "LOSS", "BOUND",
+                           "PUSH DROPPED/SEEN (BOUND)", "PULL DROPPED/SEEN (BOUND)", ""]))
         busy = [q for q in st["queues"] if q["tx"] or q["dropped"] or q["marked"]]
         out.append(f"{sw}: queues" + ("" if busy else " (no traffic yet)"))
         if busy:
@@ -249,12 +281,19 @@ def _fmt_stats(res: dict) -> str:
     return "\n".join(out)
 
 
+def _stage(c: dict, stage: str) -> str:
+    st = c.get(stage)
+    if st is None:
+        return "-"
+    return f"{st['dropped']}/{st['seen']} ({_pct(st['bound'])})"
+
+
 def _fmt_pcn(res: list[dict]) -> str:
     return _table([[r["switch"], r.get("port"), r.get("peer"), r.get("normal"), r.get("pcn"),
-                    r.get("starts"), r.get("arrivals")] if r["reachable"]
-                   else [r["switch"], "-", "-", "-", "-", "-", f"unreachable: {r.get('error')}"]
+                    r.get("starts"), r.get("arrivals"), r.get("expired")] if r["reachable"]
+                   else [r["switch"], "-", "-", "-", "-", "-", "-", f"unreachable: {r.get('error')}"]
                    for r in res],
-                  ["SWITCH", "PORT", "PEER", "NORMAL", "PCN", "STARTS", "ARRIVALS"])
+                  ["SWITCH", "PORT", "PEER", "NORMAL", "PCN", "STARTS", "ARRIVALS", "EXPIRED"])
 
 
 FORMATS: dict[str, Callable[[Any], str]] = {
@@ -267,7 +306,11 @@ FORMATS: dict[str, Callable[[Any], str]] = {
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``gradctl`` console script."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    problem = policy_set_problem(args)
+    if problem:
+        parser.error(problem)
     sock = Path(args.socket) if args.socket else default_socket()
     try:
         cmd, cargs = request_of(args)

@@ -38,7 +38,7 @@ DIRECT_ELECTION_ID: ElectionId = (0, 200)   # gradctl --direct outranks a (dead)
 Log = Callable[[str], None]
 
 NETWORK_TABLES = (N.ARP_TABLE, N.ROUTE_TABLE, N.DSCP_TABLE, N.ECN_TABLE)
-POLICY_TABLES = (N.CLASS_TABLE,)
+POLICY_TABLES = (N.CLASS_TABLE, N.JOB_FEATURES_TABLE)
 
 
 def pipeline_cookie(p4info: p4info_pb2.P4Info, device_config: bytes) -> int:
@@ -147,7 +147,7 @@ class NetworkController:
     def policy_entries(self, policy: Optional[Policy] = None,
                        slots: Optional[dict[RuleKey, int]] = None,
                        job_states: Optional[dict[int, JobState]] = None) -> list[TableEntry]:
-        """The gradient_class entries of ``policy`` (default: the current one)."""
+        """The job_features and gradient_class entries of ``policy`` (default: the current one)."""
         return translate(policy or self.state.policy, slots if slots is not None else self.state.slots,
                          job_states if job_states is not None else self.state.job_states)
 
@@ -406,7 +406,7 @@ class NetworkController:
             entries = {e.match[0][1].value: e for e in self.installed(name, (N.ECN_TABLE,))
                        if isinstance(e, TableEntry) and e.action is not None}
             reqs = [self.codec.counter_request(c, p) for p in ports
-                    for c in (N.PCN_START_CTR, N.PCN_ARRIVAL_CTR)]
+                    for c in (N.PCN_START_CTR, N.PCN_ARRIVAL_CTR, N.PCN_EXPIRED_CTR)]
             counts = {(c, i): pk for c, i, pk, _ in map(self.codec.decode_counter, conn.read(reqs))}
             for p in ports:
                 e = entries.get(p)
@@ -415,7 +415,8 @@ class NetworkController:
                             "normal": e.action.param(N.SET_ECN_NORMAL) if e else None,
                             "pcn": e.action.param(N.SET_ECN_PCN) if e else None,
                             "starts": counts.get((N.PCN_START_CTR, p), 0),
-                            "arrivals": counts.get((N.PCN_ARRIVAL_CTR, p), 0)})
+                            "arrivals": counts.get((N.PCN_ARRIVAL_CTR, p), 0),
+                            "expired": counts.get((N.PCN_EXPIRED_CTR, p), 0)})
         return out
 
     # -- stats -----------------------------------------------------------------------------
@@ -435,6 +436,8 @@ class NetworkController:
             sw = self.topology.switches[name]
             reqs = [self.codec.counter_request(c, i.slot) for i in infos
                     for c in (N.SLOT_SEEN_CTR, N.SLOT_DROPPED_CTR, N.SLOT_MARKED_CTR)]
+            reqs += [self.codec.counter_request(c, N.stage_index(i.slot, pull)) for i in infos
+                     for pull in (False, True) for c in (N.STAGE_SEEN_CTR, N.STAGE_DROPPED_CTR)]
             queues = [(p, q) for p in sorted(self.topology.ports(name)) for q in range(sw.priority_queues)]
             reqs += [self.codec.counter_request(c, N.queue_index(p, q)) for p, q in queues
                      for c in (N.QUEUE_TX_CTR, N.QUEUE_DROPPED_CTR, N.QUEUE_MARKED_CTR)]
@@ -444,13 +447,21 @@ class NetworkController:
                 seen = counts.get((N.SLOT_SEEN_CTR, i.slot), 0)
                 dropped = counts.get((N.SLOT_DROPPED_CTR, i.slot), 0)
                 loss = dropped / seen if seen else 0.0
+                stages = {}
+                for stage, pull, bound in (("push", False, i.loss_bound), ("pull", True, i.pull_bound)):
+                    s_seen = counts.get((N.STAGE_SEEN_CTR, N.stage_index(i.slot, pull)), 0)
+                    s_dropped = counts.get((N.STAGE_DROPPED_CTR, N.stage_index(i.slot, pull)), 0)
+                    s_loss = s_dropped / s_seen if s_seen else 0.0
+                    stages[stage] = {"seen": s_seen, "dropped": s_dropped, "loss": s_loss,
+                                     "bound": bound, "within_bound": s_loss <= bound + 1e-12}
                 classes.append({"job": i.job_id, "name": i.job_name, "layers": list(i.layers),
                                 "mag_classes": list(i.mag_classes), "slot": i.slot,
                                 "priority": i.priority, "drop_eligible": i.drop_eligible,
                                 "seen": seen, "dropped": dropped,
                                 "marked": counts.get((N.SLOT_MARKED_CTR, i.slot), 0),
                                 "loss": loss, "bound": i.loss_bound, "pull_bound": i.pull_bound,
-                                "within_bound": loss <= i.loss_bound + 1e-12})
+                                **stages,
+                                "within_bound": all(st["within_bound"] for st in stages.values())})
             qrows = [{"port": p, "prio": q,
                       "tx": counts.get((N.QUEUE_TX_CTR, N.queue_index(p, q)), 0),
                       "dropped": counts.get((N.QUEUE_DROPPED_CTR, N.queue_index(p, q)), 0),

@@ -41,6 +41,14 @@ JOB_ID_BITS = 16
 LAYER_ID_MAX = 0xFFFF
 MAG_CLASS_MAX = 7
 
+# Per-job ablation switches (no entry = every mechanism on)
+JOB_FEATURES_TABLE = "GradIngress.job_features"
+JOB_FEATURES_KEY_JOB = "hdr.gradient.job_id"
+SET_JOB_FEATURES = "GradIngress.set_job_features"
+SET_JOB_FEATURES_SPRAY = "spray"
+SET_JOB_FEATURES_PRIORITY = "priority"
+SET_JOB_FEATURES_DROP = "selective_drop"
+
 # Traffic without the gradient header
 DSCP_TABLE = "GradIngress.dscp_class"
 DSCP_KEY = "hdr.ipv4.diffserv"   # the 6 DSCP bits (headers.p4 splits diffserv and ecn)
@@ -61,12 +69,20 @@ SET_ECN_PCN = "pcn"
 SLOT_SEEN_CTR = "GradIngress.slot_seen_ctr"
 SLOT_DROPPED_CTR = "GradIngress.slot_dropped_ctr"
 SLOT_MARKED_CTR = "GradEgress.slot_marked_ctr"
+STAGE_SEEN_CTR = "GradIngress.stage_seen_ctr"        # index slot * 2 + stage (0 push, 1 pull)
+STAGE_DROPPED_CTR = "GradIngress.stage_dropped_ctr"
 QUEUE_DROPPED_CTR = "GradIngress.queue_dropped_ctr"
 QUEUE_TX_CTR = "GradEgress.queue_tx_ctr"
 QUEUE_MARKED_CTR = "GradEgress.queue_marked_ctr"
 PCN_START_CTR = "GradEgress.pcn_start_ctr"
 PCN_ARRIVAL_CTR = "GradEgress.pcn_arrival_ctr"
+PCN_EXPIRED_CTR = "GradEgress.pcn_expired_ctr"
 PRIORITIES = 8
+
+
+def stage_index(slot: int, pull: bool) -> int:
+    """Index of a slot's push or pull stage in the per-stage counters."""
+    return slot * 2 + int(pull)
 
 
 def queue_index(port: int, prio: int) -> int:

@@ -8,7 +8,11 @@ the job is in a critical learning regime). The same model backs the policy file,
 policy set`` and the daemon. Errors name the field path (``jobs[0].layers[1].loss_bound``).
 
 Each rule becomes one ``gradient_class`` entry and owns one loss-budget slot, the switch's
-per-(job, layer range) budget and counters.
+per-(job, layer range) budget and counters. Each job also names which switch mechanisms help it
+(ablation switches, all on by default): ``spray`` (per-packet spraying of its DATA packets over
+equal-cost paths; off = per-flow hashing), ``prioritize`` (its classes' priority queues; off = the
+queue ordinary traffic of its DSCP gets) and ``selective_drop`` (budgeted drops; off = counted,
+never dropped); one ``job_features`` entry per job.
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from typing import Any, Mapping, Optional, Union
 import yaml
 
 from controller import p4names as N
-from controller.entries import Action, Range, TableEntry, Ternary
+from controller.entries import Action, Exact, Range, TableEntry, Ternary
 from controller.errors import PolicyError
 
 DEFAULT_DROP_THRESHOLD = 16
@@ -29,7 +33,8 @@ CLASS_ENTRY_PRIORITY = 1   # rules of one job never overlap, so one priority ser
 
 _TOP_KEYS = {"version", "defaults", "jobs"}
 _DEFAULT_KEYS = {"priority", "drop_eligible", "drop_threshold", "mag_classes"}
-_JOB_KEYS = {"job", "name", "layers", "phases"}
+_FEATURE_KEYS = ("spray", "prioritize", "selective_drop")
+_JOB_KEYS = {"job", "name", "layers", "phases", *_FEATURE_KEYS}
 _RULE_KEYS = {"range", "mag_classes", "loss_bound", "pull_bound", "priority", "drop_eligible",
               "drop_threshold", "phases"}
 _PHASE_KEYS = {"rounds", "low", "high"}
@@ -67,12 +72,22 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Features:
+    """A job's ablation switches: which switch mechanisms help its gradient packets."""
+
+    spray: bool = True
+    prioritize: bool = True
+    selective_drop: bool = True
+
+
+@dataclass(frozen=True)
 class Job:
-    """A training job's rules."""
+    """A training job's rules and ablation switches."""
 
     job_id: int
     name: str
     rules: tuple[Rule, ...]
+    features: Features = Features()
 
 
 @dataclass(frozen=True)
@@ -219,6 +234,7 @@ def parse_policy(doc: Any) -> Policy:
         if not isinstance(name, str) or not name:
             raise _fail(f"{jp}.name", f"must be a non-empty string, got {_kind(name)}")
         job_phases = _phases(rj["phases"], f"{jp}.phases") if "phases" in rj else ()
+        features = Features(*(_bool(rj.get(k, True), f"{jp}.{k}") for k in _FEATURE_KEYS))
         raw_rules = rj.get("layers")
         if not isinstance(raw_rules, list) or not raw_rules:
             raise _fail(f"{jp}.layers", "must be a non-empty list of layer rules")
@@ -234,7 +250,9 @@ def parse_policy(doc: Any) -> Policy:
                 if "mag_classes" in rr else d_mag
             loss = _bound(rr["loss_bound"], f"{rp}.loss_bound")
             pull = _bound(rr["pull_bound"], f"{rp}.pull_bound") if "pull_bound" in rr else loss
-            phases = _phases(rr["phases"], f"{rp}.phases") if "phases" in rr else job_phases
+            # a bound-0 (critical) rule never inherits the job's relaxing phases
+            phases = _phases(rr["phases"], f"{rp}.phases") if "phases" in rr \
+                else (job_phases if loss > 0 else ())
             tightest_push = min([loss] + [ph.low for ph in phases])
             if pull > tightest_push:
                 raise _fail(f"{rp}.pull_bound",
@@ -255,7 +273,7 @@ def parse_policy(doc: Any) -> Policy:
         n_rules += len(rules)
         if n_rules > N.NUM_SLOTS:
             raise _fail(f"{jp}.layers", f"more than {N.NUM_SLOTS} rules in all (the switch's slots)")
-        jobs.append(Job(job_id, name, tuple(rules)))
+        jobs.append(Job(job_id, name, tuple(rules), features))
     return Policy(tuple(jobs), copy.deepcopy(doc))
 
 
@@ -319,6 +337,21 @@ def set_rule(policy: Policy, job_id: int, layers: tuple[int, int],
     return parse_policy(doc)
 
 
+def set_features(policy: Policy, job_id: int, **changes: Optional[bool]) -> Policy:
+    """A copy of ``policy`` with ablation switches of ``job_id`` changed (``spray``,
+    ``prioritize``, ``selective_drop``; None = unchanged). Revalidated."""
+    unknown = set(changes) - set(_FEATURE_KEYS)
+    if unknown:
+        raise _fail(sorted(unknown)[0], f"unknown job switch (allowed: {', '.join(_FEATURE_KEYS)})")
+    doc = copy.deepcopy(dict(policy.document))
+    jobs = doc.get("jobs") or []
+    job = next((j for j in jobs if isinstance(j, dict) and j.get("job") == job_id), None)
+    if job is None:
+        raise _fail("job", f"no job {job_id} in the current policy (add a rule for it first)")
+    job.update({k: v for k, v in changes.items() if v is not None})
+    return parse_policy(doc)
+
+
 def _pair_of(v: Any) -> Optional[tuple[int, int]]:
     if isinstance(v, int):
         return (v, v)
@@ -354,13 +387,26 @@ def basis_points(bound: float) -> int:
     return int(round(bound * 10000))
 
 
+def features_entry(job: Job) -> TableEntry:
+    """The ``job_features`` entry of ``job`` (its ablation switches)."""
+    f = job.features
+    return TableEntry(N.JOB_FEATURES_TABLE, ((N.JOB_FEATURES_KEY_JOB, Exact(job.job_id)),),
+                      Action.of(N.SET_JOB_FEATURES, **{
+                          N.SET_JOB_FEATURES_SPRAY: int(f.spray),
+                          N.SET_JOB_FEATURES_PRIORITY: int(f.prioritize),
+                          N.SET_JOB_FEATURES_DROP: int(f.selective_drop)}))
+
+
 def translate(policy: Policy, slots: Mapping[RuleKey, int],
               states: Optional[Mapping[int, JobState]] = None) -> list[TableEntry]:
-    """The ``gradient_class`` entries of ``policy`` (one per rule) with the given slots."""
+    """The entries of ``policy``: one ``gradient_class`` entry per rule (with the given slots),
+    and a ``job_features`` entry for each job that turns a mechanism off (no entry = all on)."""
     states = states or {}
     out: list[TableEntry] = []
     for job in policy.jobs:
         st = states.get(job.job_id, JobState())
+        if job.features != Features():
+            out.append(features_entry(job))
         for rule in job.rules:
             push = rule.bound_at(st.round, st.critical)
             out.append(TableEntry(

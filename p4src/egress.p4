@@ -9,10 +9,16 @@ control GradEgress(inout headers_t hdr,
                    inout metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
 
-    /* PCN per egress port: pending bursts and the threshold to use while any is pending. */
+    /* PCN per egress port: pending bursts and the threshold to use while any is pending; the
+     * time the count expires (egress timestamp, us) and how often it expired so far. */
     register<bit<32>>(NUM_PORTS) pcn_count;
     register<bit<32>>(NUM_PORTS) pcn_threshold;
-    /* Per hashed (port, job, worker): 1 + the last round whose burst arrival was counted. */
+    register<bit<48>>(NUM_PORTS) pcn_deadline;
+    register<bit<32>>(NUM_PORTS) pcn_epoch;
+    /* Per hashed (port, job, worker): 1 + the round whose START was counted, the port's epoch
+     * then, and 1 + the last round whose burst arrival was counted. */
+    register<bit<32>>(NUM_PCN_SENDERS) pcn_started_round;
+    register<bit<32>>(NUM_PCN_SENDERS) pcn_started_epoch;
     register<bit<32>>(NUM_PCN_SENDERS) pcn_arrived_round;
 
     counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_tx_ctr;
@@ -20,6 +26,7 @@ control GradEgress(inout headers_t hdr,
     counter(NUM_SLOTS, CounterType.packets_and_bytes) slot_marked_ctr;
     counter(NUM_PORTS, CounterType.packets) pcn_start_ctr;
     counter(NUM_PORTS, CounterType.packets) pcn_arrival_ctr;
+    counter(NUM_PORTS, CounterType.packets) pcn_expired_ctr;
 
     bit<32> normal_threshold = 0xFFFFFFFF;
     bit<32> table_pcn_threshold = 0xFFFFFFFF;
@@ -27,6 +34,8 @@ control GradEgress(inout headers_t hdr,
     bit<32> qidx = 0;
     bit<1>  pcn_started = 0;
     bit<1>  pcn_arrived = 0;
+    bit<1>  pcn_expired = 0;
+    bit<48> pcn_expiry_us = PCN_EXPIRY_US;
 
     action set_ecn_thresholds(bit<32> normal, bit<32> pcn) {
         normal_threshold = normal;
@@ -42,29 +51,71 @@ control GradEgress(inout headers_t hdr,
         size = 512;
     }
 
-    /* One atomic update of one port's PCN state; picks the ECN threshold for this packet. */
+    action set_pcn_expiry(bit<48> expiry_us) {
+        pcn_expiry_us = expiry_us;
+    }
+
+    table pcn_config {
+        key = {
+            standard_metadata.egress_port: exact;
+        }
+        actions = { set_pcn_expiry; NoAction; }
+        default_action = NoAction();
+        size = 512;
+    }
+
+    /* One atomic update of one port's PCN state; picks the ECN threshold for this packet.
+     * A START counts once per (port, job, worker, round) however often it is resent; a newer
+     * round's START replaces the sender's earlier one whose burst never came; the count expires
+     * pcn_expiry_us after the port's last counted START (the epoch then turns, so senders
+     * counted before never decrement the fresh count). */
     action pcn_update(bit<32> sender) {
         bit<32> count;
         bit<32> thr;
+        bit<48> deadline;
+        bit<32> epoch;
+        bit<32> started;
+        bit<32> started_epoch;
         bit<32> last;
         bit<32> port = (bit<32>)standard_metadata.egress_port;
+        bit<48> now = standard_metadata.egress_global_timestamp;
         pcn_count.read(count, port);
         pcn_threshold.read(thr, port);
+        pcn_deadline.read(deadline, port);
+        pcn_epoch.read(epoch, port);
+        pcn_started_round.read(started, sender);
+        pcn_started_epoch.read(started_epoch, sender);
         pcn_arrived_round.read(last, sender);
+        bool expired = count != 0 && now > deadline;
+        count = expired ? 32w0 : count;
+        epoch = expired ? epoch + 1 : epoch;
+        bit<32> round1 = hdr.gradient.round + 1;
         bool start = hdr.gradient.isValid() && hdr.ipv4.diffserv[5:5] == 1;
+        bool counted = started == round1 && started_epoch == epoch;
+        bool pending = started != 0 && started_epoch == epoch && last != started;
+        bool fresh = start && started != round1;
         bit<32> carried = ((bit<32>)hdr.ipv4.diffserv[3:0]) * 5;
         thr = start ? (carried != 0 ? carried : table_pcn_threshold) : thr;
-        count = start ? count + 1 : count;
-        bool arrival = meta.is_grad_data == 1 && count != 0
+        count = (fresh && !pending) ? count + 1 : count;
+        deadline = fresh ? now + pcn_expiry_us : deadline;
+        started = fresh ? round1 : started;
+        started_epoch = fresh ? epoch : started_epoch;
+        counted = fresh || counted;
+        bool arrival = hdr.gradient.isValid() && hdr.gradient.kind == GRAD_KIND_DATA
                        && (hdr.gradient.flags & GRAD_FLAG_PULL) == 0
-                       && last != hdr.gradient.round + 1;
+                       && count != 0 && counted && last != round1;
         count = arrival ? count - 1 : count;
-        last = arrival ? hdr.gradient.round + 1 : last;
+        last = arrival ? round1 : last;
         pcn_count.write(port, count);
         pcn_threshold.write(port, thr);
+        pcn_deadline.write(port, deadline);
+        pcn_epoch.write(port, epoch);
+        pcn_started_round.write(sender, started);
+        pcn_started_epoch.write(sender, started_epoch);
         pcn_arrived_round.write(sender, last);
-        pcn_started = start ? 1w1 : 1w0;
+        pcn_started = fresh ? 1w1 : 1w0;
         pcn_arrived = arrival ? 1w1 : 1w0;
+        pcn_expired = expired ? 1w1 : 1w0;
         ecn_threshold = (count != 0) ? thr : normal_threshold;
     }
 
@@ -89,6 +140,7 @@ control GradEgress(inout headers_t hdr,
         queue_tx_ctr.count(qidx);
         if (hdr.ipv4.isValid()) {
             ecn_config.apply();
+            pcn_config.apply();
             bit<32> sender = 0;
             if (hdr.gradient.isValid()) {
                 hash(sender, HashAlgorithm.crc32, 32w0,
@@ -102,6 +154,9 @@ control GradEgress(inout headers_t hdr,
             }
             if (pcn_arrived == 1) {
                 pcn_arrival_ctr.count((bit<32>)standard_metadata.egress_port);
+            }
+            if (pcn_expired == 1) {
+                pcn_expired_ctr.count((bit<32>)standard_metadata.egress_port);
             }
             if (hdr.ipv4.ecn != 0 && (bit<32>)standard_metadata.enq_qdepth > ecn_threshold) {
                 mark_ce();

@@ -10,7 +10,9 @@ const bit<8>  IPPROTO_UDP    = 17;
 const bit<16> GRADLANE_UDP_PORT = 19527;
 
 const bit<4>  GRAD_KIND_DATA = 0;
-const bit<8>  GRAD_FLAG_PULL = 0x01;
+const bit<8>  GRAD_FLAG_PULL     = 0x01;
+const bit<8>  GRAD_FLAG_CRITICAL = 0x10;  /* must be delivered: never selectively dropped */
+const bit<8>  GRAD_FLAG_PLAIN    = 0x20;  /* no network assistance: forwarded as ordinary traffic */
 
 const bit<16> ARP_OPER_REQUEST = 1;
 const bit<16> ARP_OPER_REPLY   = 2;
@@ -20,6 +22,14 @@ const bit<32> NUM_SLOTS       = 1024;  /* loss-budget slots, one per (job, layer
 const bit<32> NUM_PORTS       = 512;
 const bit<32> NUM_QUEUES      = 4096;  /* NUM_PORTS * 8 priorities: index = port * 8 + prio */
 const bit<32> NUM_PCN_SENDERS = 4096;  /* hashed (port, job, worker) burst trackers */
+/* Loss budgets are counted per (slot, stage, lane): stage 0 push, 1 pull; lane = the push
+ * sender's worker_rank mod BUDGET_LANES, or a hash of a pull packet's destination address. */
+const bit<32> BUDGET_LANES    = 16;
+const bit<32> NUM_STAGE_SLOTS = 2048;   /* NUM_SLOTS * 2 stages: index = slot * 2 + stage */
+const bit<32> NUM_BUDGETS     = 32768;  /* NUM_STAGE_SLOTS * BUDGET_LANES */
+/* A pending PCN count expires this long after the port's last counted PCN-START (us), unless
+ * GradEgress.pcn_config gives the port another value. */
+const bit<48> PCN_EXPIRY_US   = 2000000;
 
 typedef bit<48> mac_addr_t;
 typedef bit<32> ipv4_addr_t;
@@ -111,7 +121,11 @@ struct metadata_t {
     bit<16> l4_dst;
     bit<16> lb_key;           /* selector key: random per packet (gradient DATA) or 5-tuple hash */
     bit<3>  prio;             /* chosen priority queue, carried to egress */
-    bit<1>  is_grad_data;     /* gradient header valid and kind == DATA */
+    bit<1>  is_grad_data;     /* gradient header valid, kind == DATA, not PLAIN */
+    bit<1>  is_plain;         /* gradient header with flag PLAIN: treated as ordinary traffic */
+    bit<1>  no_spray;         /* job_features: per-flow hash instead of per-packet spraying */
+    bit<1>  no_priority;      /* job_features: DATA queued as ordinary traffic (dscp_class) */
+    bit<1>  no_selective_drop;/* job_features: the loss budget counts but never drops */
     bit<1>  drop_eligible;
     bit<1>  has_slot;         /* a gradient class matched: slot/bounds below are set */
     bit<32> slot;             /* loss-budget slot */
@@ -119,6 +133,7 @@ struct metadata_t {
     bit<32> pull_bound_bp;    /* loss bound for pull-stage packets, basis points */
     bit<32> drop_threshold;   /* queue depth (packets) above which eligible packets may be dropped */
     bit<32> queue_index;      /* egress port * 8 + priority */
+    bit<32> stage_slot;       /* slot * 2 + stage (0 push, 1 pull) */
     bit<1>  ecn_marked;       /* set by egress when it CE-marks */
 }
 

@@ -1,5 +1,6 @@
 /* gradlane ingress: ARP replies, IPv4 LPM to (possibly equal-cost) next hops, gradient or
- * DSCP/ECN classification into priority queues, bounded selective drop per (job, layer) slot. */
+ * DSCP/ECN classification into priority queues, bounded selective drop per (job, layer range)
+ * slot, counted separately for push and pull and per sender lane; per-job ablation switches. */
 #ifndef GRADLANE_INGRESS_P4
 #define GRADLANE_INGRESS_P4
 #include "headers.p4"
@@ -9,13 +10,16 @@ control GradIngress(inout headers_t hdr,
                     inout metadata_t meta,
                     inout standard_metadata_t standard_metadata) {
 
-    /* Loss budget per slot: the round it counts, and packets seen/dropped in that round. */
-    register<bit<32>>(NUM_SLOTS) slot_round;
-    register<bit<32>>(NUM_SLOTS) slot_seen;
-    register<bit<32>>(NUM_SLOTS) slot_dropped;
+    /* Loss budget per (slot, stage, lane), index (slot * 2 + stage) * BUDGET_LANES + lane:
+     * the round it counts, and packets seen/dropped in that round. */
+    register<bit<32>>(NUM_BUDGETS) budget_round;
+    register<bit<32>>(NUM_BUDGETS) budget_seen;
+    register<bit<32>>(NUM_BUDGETS) budget_dropped;
 
     counter(NUM_SLOTS, CounterType.packets_and_bytes) slot_seen_ctr;
     counter(NUM_SLOTS, CounterType.packets_and_bytes) slot_dropped_ctr;
+    counter(NUM_STAGE_SLOTS, CounterType.packets_and_bytes) stage_seen_ctr;
+    counter(NUM_STAGE_SLOTS, CounterType.packets_and_bytes) stage_dropped_ctr;
     counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_dropped_ctr;
 
     action_selector(HashAlgorithm.crc16, 32w1024, 32w16) ecmp_selector;
@@ -67,6 +71,22 @@ control GradIngress(inout headers_t hdr,
         size = 1024;
     }
 
+    /* Ablation switches of one job (all on when the job has no entry). */
+    action set_job_features(bit<1> spray, bit<1> priority, bit<1> selective_drop) {
+        meta.no_spray = ~spray;
+        meta.no_priority = ~priority;
+        meta.no_selective_drop = ~selective_drop;
+    }
+
+    table job_features {
+        key = {
+            hdr.gradient.job_id: exact;
+        }
+        actions = { set_job_features; NoAction; }
+        default_action = NoAction();
+        size = 1024;
+    }
+
     action set_class(bit<3> prio, bit<1> drop_eligible, bit<32> slot,
                      bit<32> push_bound_bp, bit<32> pull_bound_bp, bit<32> drop_threshold) {
         standard_metadata.priority = prio;
@@ -111,17 +131,18 @@ control GradIngress(inout headers_t hdr,
         size = 64;
     }
 
-    /* One atomic read-modify-write of one slot's budget: restart on a new round, count the
-     * packet, and drop it only if congested, eligible, and dropped/seen stays within the bound. */
-    action gradient_budget() {
+    /* One atomic read-modify-write of one budget: restart on a new round, count the packet,
+     * and drop it only if congested, eligible (never CRITICAL, selective drop on for the job)
+     * and dropped/seen stays within the stage's bound. */
+    action gradient_budget(bit<32> budget) {
         bit<32> depth;
         bit<32> rnd;
         bit<32> seen;
         bit<32> dropped;
         qdepth_reg.read(depth, meta.queue_index);
-        slot_round.read(rnd, meta.slot);
-        slot_seen.read(seen, meta.slot);
-        slot_dropped.read(dropped, meta.slot);
+        budget_round.read(rnd, budget);
+        budget_seen.read(seen, budget);
+        budget_dropped.read(dropped, budget);
         bool fresh = rnd != hdr.gradient.round;
         seen = (fresh ? 32w0 : seen) + 1;
         dropped = fresh ? 32w0 : dropped;
@@ -129,11 +150,13 @@ control GradIngress(inout headers_t hdr,
                                                                       : meta.push_bound_bp;
         bool within = ((bit<64>)dropped + 1) * 10000 <= (bit<64>)seen * (bit<64>)bound;
         bool congested = depth > meta.drop_threshold;
-        sel_drop = (meta.drop_eligible == 1 && congested && within) ? 1w1 : 1w0;
+        bool eligible = meta.drop_eligible == 1 && meta.no_selective_drop == 0
+                        && (hdr.gradient.flags & GRAD_FLAG_CRITICAL) == 0;
+        sel_drop = (eligible && congested && within) ? 1w1 : 1w0;
         dropped = dropped + (bit<32>)sel_drop;
-        slot_round.write(meta.slot, hdr.gradient.round);
-        slot_seen.write(meta.slot, seen);
-        slot_dropped.write(meta.slot, dropped);
+        budget_round.write(budget, hdr.gradient.round);
+        budget_seen.write(budget, seen);
+        budget_dropped.write(budget, dropped);
     }
 
     /* Commodity form (no gradient header): Not-ECT packets are dropped above the threshold. */
@@ -151,8 +174,17 @@ control GradIngress(inout headers_t hdr,
             if (hdr.ipv4.ttl <= 1) {
                 drop();
             } else {
-                if (hdr.gradient.isValid() && hdr.gradient.kind == GRAD_KIND_DATA) {
-                    meta.is_grad_data = 1;
+                if (hdr.gradient.isValid()) {
+                    if ((hdr.gradient.flags & GRAD_FLAG_PLAIN) != 0) {
+                        meta.is_plain = 1;
+                    } else {
+                        job_features.apply();
+                        if (hdr.gradient.kind == GRAD_KIND_DATA) {
+                            meta.is_grad_data = 1;
+                        }
+                    }
+                }
+                if (meta.is_grad_data == 1 && meta.no_spray == 0) {
                     random(meta.lb_key, 16w0, 16w0xFFFF);
                 } else {
                     hash(meta.lb_key, HashAlgorithm.crc16, 16w0,
@@ -161,26 +193,51 @@ control GradIngress(inout headers_t hdr,
                          32w65536);
                 }
                 if (ipv4_lpm.apply().hit) {
-                if (hdr.gradient.isValid()) {
+                /* Packets no switch may drop selectively: gradient control kinds and CRITICAL. */
+                bool protected = hdr.gradient.isValid()
+                                 && (hdr.gradient.kind != GRAD_KIND_DATA
+                                     || (hdr.gradient.flags & GRAD_FLAG_CRITICAL) != 0);
+                bool by_dscp = false;
+                if (hdr.gradient.isValid() && meta.is_plain == 0) {
                     if (meta.is_grad_data == 1) {
                         gradient_class.apply();
+                        by_dscp = meta.no_priority == 1;
                     } else {
                         standard_metadata.priority = 7;
                         meta.prio = 7;
                     }
                 } else {
+                    by_dscp = true;
+                    meta.drop_eligible = (hdr.ipv4.ecn == 0 && !protected) ? 1w1 : 1w0;
+                }
+                if (by_dscp) {
+                    /* priority only: a gradient class keeps its slot, bounds and threshold */
+                    bit<1> kept_slot = meta.has_slot;
+                    bit<32> kept_threshold = meta.drop_threshold;
                     dscp_class.apply();
-                    meta.drop_eligible = (hdr.ipv4.ecn == 0) ? 1w1 : 1w0;
+                    if (meta.is_grad_data == 1) {
+                        meta.has_slot = kept_slot;
+                        meta.drop_threshold = kept_threshold;
+                    }
                 }
                 meta.queue_index = ((bit<32>)standard_metadata.egress_spec) * 8
                                    + (bit<32>)meta.prio;
                 if (meta.is_grad_data == 1 && meta.has_slot == 1) {
-                    gradient_budget();
+                    bit<32> stage = ((hdr.gradient.flags & GRAD_FLAG_PULL) != 0) ? 32w1 : 32w0;
+                    bit<32> lane = (bit<32>)hdr.gradient.worker_rank & (BUDGET_LANES - 1);
+                    if (stage == 1) {
+                        /* pull packets all come from the PS: the lane is their destination */
+                        hash(lane, HashAlgorithm.crc16, 32w0, { hdr.ipv4.dstAddr }, BUDGET_LANES);
+                    }
+                    meta.stage_slot = meta.slot * 2 + stage;
+                    gradient_budget(meta.stage_slot * BUDGET_LANES + lane);
                     slot_seen_ctr.count(meta.slot);
+                    stage_seen_ctr.count(meta.stage_slot);
                     if (sel_drop == 1) {
                         slot_dropped_ctr.count(meta.slot);
+                        stage_dropped_ctr.count(meta.stage_slot);
                     }
-                } else if (meta.is_grad_data == 0 && !hdr.gradient.isValid()) {
+                } else if (meta.is_grad_data == 0) {
                     commodity_drop_check();
                 }
                 if (sel_drop == 1) {

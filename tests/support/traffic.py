@@ -37,9 +37,11 @@ def send(args: argparse.Namespace) -> int:
     if args.pcn:
         ctl = _socket(wire.pcn_tos(start=True, threshold=args.pcn_threshold))
         ctl.bind(("0.0.0.0", wire.GRADLANE_UDP_PORT))
-        ctl.settimeout(2.0)
+        ctl.settimeout(args.pcn_resend_ms / 1000.0)
         start = wire.pack_header(wire.KIND_PCN_START, 0, args.job, args.rank, wire.ALL_LAYERS, args.round)
-        for _attempt in range(5):
+        report["pcn_starts"] = 0
+        for _attempt in range(args.pcn_tries):
+            report["pcn_starts"] += 1
             ctl.sendto(start, dst)
             try:
                 data, _ = ctl.recvfrom(2048)
@@ -61,7 +63,7 @@ def send(args: argparse.Namespace) -> int:
         layer = layers[i % len(layers)]
         seq = counts[layer]
         counts[layer] += 1
-        header = wire.pack_header(wire.KIND_DATA, 0, args.job, args.rank, layer, args.round, args.mag,
+        header = wire.pack_header(wire.KIND_DATA, args.flags, args.job, args.rank, layer, args.round, args.mag,
                                   len(payload), seq, seq * args.floats)
         sock.sendto(header + payload, dst)
         delay = t0 + (i + 1) * interval - time.monotonic()
@@ -78,6 +80,7 @@ def recv(args: argparse.Namespace) -> int:
     sock.bind(("0.0.0.0", wire.GRADLANE_UDP_PORT))
     print(json.dumps({"listening": True}), file=sys.stderr, flush=True)
     ack_sock = _socket(wire.pcn_tos(ack=True)) if args.pcn_ack else None
+    unanswered: dict[tuple[int, int, int], int] = {}
     layers: dict[int, dict[str, float]] = {}
     first: list[list[int]] = []
     sock.settimeout(args.max_wait)
@@ -92,6 +95,10 @@ def recv(args: argparse.Namespace) -> int:
         except Exception:  # not ours
             continue
         if h.kind == wire.KIND_PCN_START and ack_sock is not None:
+            key = (h.job_id, h.worker_rank, h.round)
+            unanswered[key] = unanswered.get(key, 0) + 1
+            if unanswered[key] <= args.pcn_ack_skip:
+                continue   # as if this ACK were lost: the sender resends its START
             ack = wire.pack_header(wire.KIND_PCN_ACK, 0, h.job_id, wire.PS_RANK, h.layer_id, h.round)
             ack_sock.sendto(ack, peer)
             continue
@@ -129,12 +136,17 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--eligible-tos", action="store_true", help="Not-ECT TOS (drop-eligible hint)")
     s.add_argument("--pcn", action="store_true", help="PCN-START / wait PCN-ACK before the burst")
     s.add_argument("--pcn-threshold", type=int, default=0)
+    s.add_argument("--pcn-resend-ms", type=float, default=2000.0, help="resend PCN-START after this long")
+    s.add_argument("--pcn-tries", type=int, default=5, help="PCN-STARTs sent at most")
+    s.add_argument("--flags", type=lambda v: int(v, 0), default=0, help="gradient header flags of DATA")
     s.add_argument("--lead", type=float, default=0.0, help="seconds between (PCN-ACK) and burst")
     r = sub.add_parser("recv")
     r.add_argument("--idle", type=float, default=2.0)
     r.add_argument("--max-wait", type=float, default=START_TIMEOUT)
     r.add_argument("--first", type=int, default=20)
     r.add_argument("--pcn-ack", action="store_true")
+    r.add_argument("--pcn-ack-skip", type=int, default=0,
+                   help="leave the first N PCN-STARTs of each (job, worker, round) unanswered")
     args = p.parse_args(argv)
     return send(args) if args.cmd == "send" else recv(args)
 

@@ -18,6 +18,14 @@ H1_MAC, H2_MAC, H3_MAC = 0x080000000101, 0x080000000202, 0x080000000303
 H1_IP, H2_IP, H3_IP = 0x0A000101, 0x0A000202, 0x0A000303
 GRAD_PORT = 19527
 PULL = 0x01
+CRITICAL = 0x10
+PLAIN = 0x20
+LANES = 16   # budget lanes per (slot, stage): p4src/README.md
+
+
+def budget(slot: int, lane: int = 0, pull: bool = False) -> int:
+    """Index of a (slot, stage, lane) loss budget in GradIngress.budget_*."""
+    return (slot * 2 + int(pull)) * LANES + lane
 
 
 def _mac(v: int) -> bytes:
@@ -143,7 +151,7 @@ def _send_grad(s: Scenario, g: Grad, port_out: int = 2, dropped: bool = False, t
     frame = grad_frame(g, dst_ip=dst_ip, tos=tos)
     s.packet(1, frame)
     if not dropped:
-        s.expect(port_out, routed(frame, ROUTER_MAC, dst_mac, grad=g.kind == 0))
+        s.expect(port_out, routed(frame, ROUTER_MAC, dst_mac, grad=g.kind == 0 and not g.flags & PLAIN))
 
 
 def priority_by_class() -> Scenario:
@@ -188,13 +196,13 @@ def bounded_drop() -> Scenario:
     for seq in range(8):
         s.add(f"register_write qdepth_reg {qidx} 10")
         _send_grad(s, Grad(layer_id=1, round=2, chunk_seq=seq), dropped=seq in (3, 7))
-    s.add("register_read GradIngress.slot_seen 5 8")
-    s.add("register_read GradIngress.slot_dropped 5 2")
+    s.add(f"register_read GradIngress.budget_seen {budget(5)} 8")
+    s.add(f"register_read GradIngress.budget_dropped {budget(5)} 2")
     s.comment("round 3 restarts the budget: first three pass, the fourth is dropped again")
     for seq in range(4):
         s.add(f"register_write qdepth_reg {qidx} 10")
         _send_grad(s, Grad(layer_id=1, round=3, chunk_seq=seq), dropped=seq == 3)
-    s.add("register_read GradIngress.slot_round 5 3")
+    s.add(f"register_read GradIngress.budget_round {budget(5)} 3")
     s.comment("pull stage uses the tighter bound (10 %): the 10th packet of round 4 is the first drop")
     for seq in range(10):
         s.add(f"register_write qdepth_reg {qidx} 10")
@@ -208,6 +216,143 @@ def bounded_drop() -> Scenario:
     s.add("check_counter GradIngress.slot_dropped_ctr(5) packets == 4")
     s.add(f"check_counter GradIngress.queue_dropped_ctr({qidx}) packets == 4")
     s.add("check_counter GradIngress.slot_dropped_ctr(6) packets == 0")
+    return s
+
+
+def stage_budgets() -> Scenario:
+    s = Scenario("stage_budgets", "push and pull have their own budget per (slot, round), and each "
+                                  "push sender its own lane: pull packets and other workers never "
+                                  "inherit drops")
+    _routes(s)
+    _class(s, prio=2, layers="0..3", eligible=1, slot=5, push_bp=2500, pull_bp=1000, threshold=4)
+    qidx = 2 * 8 + 2
+    s.comment("round 2 push of worker 0, congested: packets 4 and 8 dropped (25 %)")
+    for seq in range(8):
+        s.add(f"register_write qdepth_reg {qidx} 10")
+        _send_grad(s, Grad(layer_id=1, round=2, chunk_seq=seq), dropped=seq in (3, 7))
+    s.comment("round 2 pull (bound 10 %) starts its own count: the 10th pull packet is the first drop")
+    for seq in range(10):
+        s.add(f"register_write qdepth_reg {qidx} 10")
+        _send_grad(s, Grad(flags=PULL, layer_id=1, round=2, chunk_seq=seq, worker_rank=0xFFFF),
+                   dropped=seq == 9)
+    s.comment("the push budget of round 2 is untouched by the pull packets")
+    s.add(f"register_read GradIngress.budget_round {budget(5)} 2")
+    s.add(f"register_read GradIngress.budget_seen {budget(5)} 8")
+    s.add(f"register_read GradIngress.budget_dropped {budget(5)} 2")
+    s.comment("round 3: worker 0 sends 8 packets while the queue is short (none dropped), then worker "
+              "1 sends 4 under congestion: only its 4th goes (its own 25 %, not 3 of 4 on worker "
+              "0's budget)")
+    for seq in range(8):
+        _send_grad(s, Grad(layer_id=1, round=3, chunk_seq=seq))
+    for seq in range(4):
+        s.add(f"register_write qdepth_reg {qidx} 10")
+        _send_grad(s, Grad(layer_id=1, round=3, chunk_seq=seq, worker_rank=1), dropped=seq == 3)
+    s.add(f"register_read GradIngress.budget_seen {budget(5, lane=1)} 4")
+    s.add(f"register_read GradIngress.budget_dropped {budget(5, lane=1)} 1")
+    s.add("wait")
+    s.add("check_counter GradIngress.stage_seen_ctr(10) packets == 20")
+    s.add("check_counter GradIngress.stage_dropped_ctr(10) packets == 3")
+    s.add("check_counter GradIngress.stage_seen_ctr(11) packets == 10")
+    s.add("check_counter GradIngress.stage_dropped_ctr(11) packets == 1")
+    s.add("check_counter GradIngress.slot_seen_ctr(5) packets == 30")
+    s.add("check_counter GradIngress.slot_dropped_ctr(5) packets == 4")
+    return s
+
+
+def critical_never_dropped() -> Scenario:
+    s = Scenario("critical_never_dropped", "CRITICAL packets and control kinds are never dropped "
+                                           "selectively, even in a drop-eligible class")
+    _routes(s)
+    _class(s, prio=2, layers="0..3", eligible=1, slot=5, push_bp=5000, pull_bp=5000, threshold=4)
+    qidx = 2 * 8 + 2
+    s.comment("eligible class, bound 50 %, congested: CRITICAL DATA packets all pass")
+    for seq in range(6):
+        s.add(f"register_write qdepth_reg {qidx} 10")
+        _send_grad(s, Grad(flags=CRITICAL, layer_id=1, round=1, chunk_seq=seq))
+    s.comment("an ordinary packet of the same class right after is dropped (the budget is there)")
+    s.add(f"register_write qdepth_reg {qidx} 10")
+    _send_grad(s, Grad(layer_id=1, round=1, chunk_seq=6), dropped=True)
+    s.comment("control kinds (ACK, PROBE) at priority 7 pass a congested queue 7")
+    for kind in (1, 2):
+        s.add(f"register_write qdepth_reg {2 * 8 + 7} 99")
+        _send_grad(s, Grad(kind=kind, layer_id=1, round=1))
+    s.add("wait")
+    s.add("check_counter GradIngress.slot_seen_ctr(5) packets == 7")
+    s.add("check_counter GradIngress.slot_dropped_ctr(5) packets == 1")
+    return s
+
+
+def plain_traffic() -> Scenario:
+    s = Scenario("plain_traffic", "gradient packets flagged PLAIN are ordinary traffic: no class, "
+                                  "no slot counters, no telemetry, DSCP queue, commodity drop")
+    _routes(s)
+    _class(s, prio=6, layers="0..3", eligible=1, slot=7, push_bp=5000, pull_bp=5000, threshold=0)
+    s.add("add GradIngress.dscp_class 1 hdr.ipv4.diffserv:0x0a&&&0x3f "
+          "GradIngress.set_dscp_class(prio:5, drop_threshold:3)")
+    qidx = 2 * 8 + 5
+    s.comment(f"PLAIN DATA, DSCP 10 ECT(0) (TOS 0x2a): queue 5 of port 2 ({qidx}), forwarded untouched "
+              "(no telemetry, UDP checksum kept), even with the class queue congested")
+    s.add(f"register_write qdepth_reg {2 * 8 + 6} 99")
+    frame = grad_frame(Grad(flags=PLAIN, layer_id=1), tos=0x2A)
+    s.packet(1, frame)
+    s.expect(2, routed(frame, ROUTER_MAC, H2_MAC, grad=False))
+    s.comment("PLAIN DATA Not-ECT (TOS 0x28) above the DSCP threshold: dropped as ordinary traffic")
+    s.add(f"register_write qdepth_reg {qidx} 7")
+    s.packet(1, grad_frame(Grad(flags=PLAIN, layer_id=1, chunk_seq=1), tos=0x28))
+    s.comment("PLAIN CRITICAL DATA and a PLAIN control kind are never dropped selectively")
+    for g in (Grad(flags=PLAIN | CRITICAL, layer_id=1, chunk_seq=2), Grad(kind=1, flags=PLAIN)):
+        s.add(f"register_write qdepth_reg {qidx} 7")
+        frame = grad_frame(g, tos=0x28)
+        s.packet(1, frame)
+        s.expect(2, routed(frame, ROUTER_MAC, H2_MAC, grad=False))
+    s.comment("PLAIN without a DSCP entry: priority 0 (index 16)")
+    frame = grad_frame(Grad(flags=PLAIN, layer_id=1, chunk_seq=3))
+    s.packet(1, frame)
+    s.expect(2, routed(frame, ROUTER_MAC, H2_MAC, grad=False))
+    s.add("wait")
+    s.add("check_counter GradIngress.slot_seen_ctr(7) packets == 0")
+    s.add("check_counter GradIngress.slot_dropped_ctr(7) packets == 0")
+    s.add(f"check_counter GradIngress.queue_dropped_ctr({qidx}) packets == 1")
+    s.add(f"check_counter GradEgress.queue_tx_ctr({qidx}) packets == 3")
+    s.add("check_counter GradEgress.queue_tx_ctr(16) packets == 1")
+    s.add("check_counter GradEgress.queue_tx_ctr(22) packets == 0")
+    return s
+
+
+def job_features() -> Scenario:
+    s = Scenario("job_features", "per-job ablation switches: priority off queues DATA as ordinary "
+                                 "traffic, selective drop off counts but never drops")
+    _routes(s)
+    for job in (1, 2):
+        _class(s, prio=6, layers="0..3", eligible=1, slot=job, push_bp=5000, pull_bp=5000,
+               threshold=4, job=job)
+    s.add("add GradIngress.dscp_class 1 hdr.ipv4.diffserv:0x0a&&&0x3f "
+          "GradIngress.set_dscp_class(prio:3, drop_threshold:100)")
+    s.add("add GradIngress.job_features hdr.gradient.job_id:0x0002 "
+          "GradIngress.set_job_features(spray:1, priority:0, selective_drop:0)")
+    s.add("add GradIngress.job_features hdr.gradient.job_id:0x0001 "
+          "GradIngress.set_job_features(spray:1, priority:1, selective_drop:1)")
+    s.comment("job 1 (all on): class queue 6 (index 22); job 2 (priority off): its DSCP queue, "
+              "3 for TOS 0x28 (index 19), 0 without DSCP (index 16)")
+    _send_grad(s, Grad(job_id=1, layer_id=0), tos=0x28)
+    _send_grad(s, Grad(job_id=2, layer_id=0), tos=0x28)
+    _send_grad(s, Grad(job_id=2, layer_id=0, chunk_seq=1))
+    s.comment("congested queue, bound 50 %: job 1 drops its 2nd and 4th packet, job 2 none; "
+              "job 2's budget keeps the class's drop threshold (4), not the DSCP entry's")
+    for seq in range(4):
+        s.add(f"register_write qdepth_reg {2 * 8 + 6} 10")
+        _send_grad(s, Grad(job_id=1, layer_id=1, round=2, chunk_seq=seq), dropped=seq in (1, 3))
+    for seq in range(4):
+        s.add(f"register_write qdepth_reg {2 * 8 + 0} 10")
+        _send_grad(s, Grad(job_id=2, layer_id=1, round=2, chunk_seq=seq))
+    s.add("wait")
+    s.add("check_counter GradEgress.queue_tx_ctr(22) packets == 3")
+    s.add("check_counter GradEgress.queue_tx_ctr(19) packets == 1")
+    s.add("check_counter GradEgress.queue_tx_ctr(16) packets == 5")
+    s.add("check_counter GradIngress.slot_seen_ctr(1) packets == 5")
+    s.add("check_counter GradIngress.slot_dropped_ctr(1) packets == 2")
+    s.add("check_counter GradIngress.slot_seen_ctr(2) packets == 6")
+    s.add("check_counter GradIngress.slot_dropped_ctr(2) packets == 0")
     return s
 
 
@@ -278,6 +423,53 @@ def pcn_counting() -> Scenario:
     return s
 
 
+def pcn_resend() -> Scenario:
+    s = Scenario("pcn_resend", "a PCN-START counts once per (job, worker, round) however often it "
+                               "is resent; a newer round's START replaces one whose burst never "
+                               "came; a count expires")
+    _routes(s)
+    s.add("add GradEgress.ecn_config standard_metadata.egress_port:2 "
+          "GradEgress.set_ecn_thresholds(normal:40, pcn:10)")
+    s.comment("worker 1 sends the START of round 7 three times (lost ACKs): count 1")
+    for _ in range(3):
+        _send_grad(s, Grad(kind=6, worker_rank=1, round=7), tos=0x80)
+    s.add("register_read GradEgress.pcn_count 2 1")
+    s.comment("worker 2's START of round 7, resent once: count 2")
+    for _ in range(2):
+        _send_grad(s, Grad(kind=6, worker_rank=2, round=7), tos=0x80)
+    s.add("register_read GradEgress.pcn_count 2 2")
+    s.comment("worker 1's burst of round 7 never came; its START of round 8 replaces it: count 2")
+    _send_grad(s, Grad(kind=6, worker_rank=1, round=8), tos=0x80)
+    s.add("register_read GradEgress.pcn_count 2 2")
+    s.comment("a late packet of worker 1's round 7 no longer counts; its round 8 burst does: count 1")
+    _send_grad(s, Grad(worker_rank=1, round=7))
+    s.add("register_read GradEgress.pcn_count 2 2")
+    _send_grad(s, Grad(worker_rank=1, round=8))
+    s.add("register_read GradEgress.pcn_count 2 1")
+    s.comment("a push DATA packet of a worker that sent no START does not count: count 1")
+    _send_grad(s, Grad(worker_rank=3, round=7))
+    s.add("register_read GradEgress.pcn_count 2 1")
+    s.comment("worker 2's burst (a PLAIN one: PCN is the host's own choice) ends it: count 0")
+    _send_grad(s, Grad(flags=PLAIN, worker_rank=2, round=7))
+    s.add("register_read GradEgress.pcn_count 2 0")
+    s.comment("port 3 lets a count expire after 1 us: a START counts 1, the next packet leaving "
+              "the port finds it expired")
+    s.add("add GradEgress.pcn_config standard_metadata.egress_port:3 GradEgress.set_pcn_expiry(expiry_us:1)")
+    _send_grad(s, Grad(kind=6, worker_rank=4, round=1), tos=0x80, dst_ip=H3_IP, dst_mac=H3_MAC, port_out=3)
+    s.add("register_read GradEgress.pcn_count 3 1")
+    other = udp_frame(5000, dst_ip=H3_IP)
+    s.packet(1, other)
+    s.expect(3, routed(other, ROUTER_MAC, H3_MAC, grad=False))
+    s.add("register_read GradEgress.pcn_count 3 0")
+    s.add("register_read GradEgress.pcn_epoch 3 1")
+    s.add("wait")
+    s.add("check_counter GradEgress.pcn_start_ctr(2) packets == 3")
+    s.add("check_counter GradEgress.pcn_arrival_ctr(2) packets == 2")
+    s.add("check_counter GradEgress.pcn_start_ctr(3) packets == 1")
+    s.add("check_counter GradEgress.pcn_expired_ctr(3) packets == 1")
+    return s
+
+
 def forwarding() -> Scenario:
     s = Scenario("forwarding", "ARP answers for configured addresses, LPM routing, TTL expiry, "
                                "non-IPv4 dropped")
@@ -308,7 +500,8 @@ def forwarding() -> Scenario:
     return s
 
 
-SCENARIOS = (forwarding, priority_by_class, bounded_drop, dscp_fallback, pcn_counting)
+SCENARIOS = (forwarding, priority_by_class, bounded_drop, stage_budgets, critical_never_dropped,
+             plain_traffic, job_features, dscp_fallback, pcn_counting, pcn_resend)
 P4_STUB = "// gradlane's data plane under test ({name}.stf)\n#include \"../../../p4src/gradlane.p4\"\n"
 
 

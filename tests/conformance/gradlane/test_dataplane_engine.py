@@ -99,3 +99,50 @@ def test_ecn_marks_at_the_pcn_threshold_only_while_a_burst_is_pending(program: d
     assert engine.register_read("GradEgress.pcn_count", 2) == 1
     assert without_pcn == 0          # depth stays below the normal threshold (40)
     assert with_pcn >= 15            # above the PCN threshold (5) once the queue passes 5 packets
+
+
+def _ports_of(engine: Engine, frames: list[bytes]) -> Counter:
+    ports = Counter()
+    for frame in frames:
+        for port, _ in engine.process(1, frame):
+            ports[port] += 1
+    return ports
+
+
+def test_spraying_off_for_a_job_and_plain_packets_keep_one_path(program: dict) -> None:
+    engine = Engine(program, priority_queues=8)
+    _ecmp(engine, [2, 3, 4])
+    engine.table_add("GradIngress.job_features", [Exact(2)], "GradIngress.set_job_features", [0, 1, 1])
+    engine.table_add("GradIngress.job_features", [Exact(1)], "GradIngress.set_job_features", [1, 1, 1])
+    sprayed = _ports_of(engine, [grad_frame(Grad(job_id=1, chunk_seq=s)) for s in range(200)])
+    assert set(sprayed) == {2, 3, 4}, sprayed
+    hashed = _ports_of(engine, [grad_frame(Grad(job_id=2, chunk_seq=s)) for s in range(200)])
+    assert len(hashed) == 1 and sum(hashed.values()) == 200, hashed
+    plain = _ports_of(engine, [grad_frame(Grad(job_id=1, flags=_g.PLAIN, chunk_seq=s)) for s in range(200)])
+    assert len(plain) == 1 and sum(plain.values()) == 200, plain
+
+
+def test_pcn_count_expires_and_senders_of_an_expired_count_never_decrement_the_next(program: dict) -> None:
+    now = [0.0]
+    engine = Engine(program, priority_queues=8, clock_us=lambda: now[0])
+    engine.table_add("GradIngress.ipv4_lpm", [Lpm(H2_IP, 32)],
+                     member=engine.act_prof_add_member("GradIngress.ecmp_selector", "GradIngress.set_nhop",
+                                                       [ROUTER_MAC, H2_MAC, 2]))
+    engine.table_add("GradEgress.ecn_config", [Exact(2)], "GradEgress.set_ecn_thresholds", [40, 5])
+
+    def at(seconds: float, frame: bytes) -> int:
+        now[0] = seconds * 1e6
+        assert engine.process(1, frame), "packet not forwarded"
+        return engine.register_read("GradEgress.pcn_count", 2)
+
+    start = lambda rank, rnd: grad_frame(Grad(kind=6, worker_rank=rank, round=rnd), tos=0x80)  # noqa: E731
+    data = lambda rank, rnd: grad_frame(Grad(worker_rank=rank, round=rnd))  # noqa: E731
+    other = udp_frame(5000)
+    assert at(1.0, start(1, 5)) == 1
+    assert at(2.9, other) == 1            # default expiry: 2 s after the last counted START
+    assert at(3.1, other) == 0            # worker 1's burst never came: the count expired
+    assert engine.register_read("GradEgress.pcn_epoch", 2) == 1
+    assert at(4.0, start(2, 5)) == 1
+    assert at(4.1, data(1, 5)) == 1       # counted before the expiry: no longer decrements
+    assert at(4.2, data(2, 5)) == 0
+    assert engine.counter_read("GradEgress.pcn_expired_ctr", 2)[0] == 1

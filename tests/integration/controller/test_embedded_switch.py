@@ -88,7 +88,8 @@ def test_p4names_exist_in_the_compiled_p4info(program):
     info = P4Info(program.p4info)
     for table, keys in [(N.ARP_TABLE, [N.ARP_KEY_OPER, N.ARP_KEY_TPA]), (N.ROUTE_TABLE, [N.ROUTE_KEY_DST]),
                         (N.CLASS_TABLE, [N.CLASS_KEY_JOB, N.CLASS_KEY_LAYER, N.CLASS_KEY_MAG]),
-                        (N.DSCP_TABLE, [N.DSCP_KEY]), (N.ECN_TABLE, [N.ECN_KEY_PORT])]:
+                        (N.DSCP_TABLE, [N.DSCP_KEY]), (N.ECN_TABLE, [N.ECN_KEY_PORT]),
+                        (N.JOB_FEATURES_TABLE, [N.JOB_FEATURES_KEY_JOB])]:
         assert [info.match_field(table, k).name for k in keys] == keys
     for action, params in [(N.ARP_REPLY, [N.ARP_REPLY_MAC]),
                            (N.SET_NHOP, [N.SET_NHOP_SRC_MAC, N.SET_NHOP_DST_MAC, N.SET_NHOP_PORT]),
@@ -96,10 +97,13 @@ def test_p4names_exist_in_the_compiled_p4info(program):
                                           N.SET_CLASS_PUSH_BOUND, N.SET_CLASS_PULL_BOUND,
                                           N.SET_CLASS_DROP_THRESHOLD]),
                            (N.SET_DSCP_CLASS, [N.SET_DSCP_PRIO, N.SET_DSCP_DROP_THRESHOLD]),
-                           (N.SET_ECN, [N.SET_ECN_NORMAL, N.SET_ECN_PCN])]:
+                           (N.SET_ECN, [N.SET_ECN_NORMAL, N.SET_ECN_PCN]),
+                           (N.SET_JOB_FEATURES, [N.SET_JOB_FEATURES_SPRAY, N.SET_JOB_FEATURES_PRIORITY,
+                                                 N.SET_JOB_FEATURES_DROP])]:
         assert [info.param(action, p).name for p in params] == params
     for counter in (N.SLOT_SEEN_CTR, N.SLOT_DROPPED_CTR, N.SLOT_MARKED_CTR, N.QUEUE_DROPPED_CTR,
-                    N.QUEUE_TX_CTR, N.QUEUE_MARKED_CTR, N.PCN_START_CTR, N.PCN_ARRIVAL_CTR):
+                    N.QUEUE_TX_CTR, N.QUEUE_MARKED_CTR, N.PCN_START_CTR, N.PCN_ARRIVAL_CTR,
+                    N.PCN_EXPIRED_CTR, N.STAGE_SEEN_CTR, N.STAGE_DROPPED_CTR):
         assert info.counter_id(counter)
     assert info.action_profile_id(N.ECMP_PROFILE)
     assert info.match_field(N.DSCP_TABLE, N.DSCP_KEY).bitwidth == 6

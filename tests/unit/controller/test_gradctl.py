@@ -43,6 +43,9 @@ def test_help_everywhere(argv, capsys):
     (["policy", "set", "--job", "1", "--layers", "0-3", "--priority", "9"], "priority must be 0..7"),
     (["policy", "set", "--job", "1", "--layers", "0-3", "--drop-eligible", "maybe"], "expected yes or no"),
     (["policy", "set", "--layers", "0-3"], "the following arguments are required: --job"),
+    (["policy", "set", "--job", "1"], "policy set: nothing to change"),
+    (["policy", "set", "--job", "1", "--loss-bound", "0.1"], "policy set: rule fields need --layers LO-HI"),
+    (["policy", "set", "--job", "1", "--spray", "sometimes"], "expected yes or no, got 'sometimes'"),
     (["pcn", "set", "--switch", "s1", "--port", "x", "--threshold", "3"], "expected a non-negative integer"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
 ])
@@ -263,5 +266,59 @@ def test_api_rejects_malformed_requests(network):
         with pytest.raises(errors.RemoteError, match="unknown switch 's9'") as info:
             api.call(sock, "stats", {"switch": "s9"})
         assert info.value.kind == "ConfigError"
+    finally:
+        stop_daemon(proc)
+
+
+def test_job_switches_set_shown_and_installed(network, capsys):
+    proc, sock, _ = start_daemon(network, "--policy", "controller/policies/default.yaml")
+    try:
+        s = ["--socket", str(sock)]
+        code, out, err = run(capsys, *s, "policy", "set", "--job", "1", "--spray", "no", "--selective-drop", "no")
+        assert code == 0, err
+        assert out.splitlines()[0] == "s1: 1 inserted, 0 modified, 0 deleted"
+        tables = {t.preamble.name: t.preamble.id for t in network["servers"]["s1"].p4info.tables}
+        entries = [e.table_entry for e in network["servers"]["s3"].entities("table_entry")
+                   if e.table_entry.table_id == tables[N.JOB_FEATURES_TABLE]]
+        assert len(entries) == 1 and entries[0].match[0].exact.value == b"\x01"
+        # param ids: 1 spray, 2 priority, 3 selective_drop
+        assert {p.param_id: p.value for p in entries[0].action.action.params} == \
+            {1: b"\x00", 2: b"\x01", 3: b"\x00"}
+        code, out, _ = run(capsys, *s, "--json", "policy", "show")
+        assert json.loads(out)["jobs"] == [{"job": 1, "name": "default", "spray": False,
+                                            "prioritize": True, "selective_drop": False}]
+        code, out, _ = run(capsys, *s, "policy", "show")
+        header = next(line for line in out.splitlines() if "SPRAY" in line)
+        assert header.split() == ["JOB", "NAME", "SPRAY", "PRIORITIZE", "SELECTIVE-DROP"]
+        assert out.splitlines()[-1].split() == ["1", "default", "off", "on", "off"]
+        # all back on: the entry goes (no entry = every mechanism on)
+        code, out, _ = run(capsys, *s, "policy", "set", "--job", "1", "--spray", "yes", "--selective-drop", "yes")
+        assert code == 0 and out.splitlines()[0] == "s1: 0 inserted, 0 modified, 1 deleted"
+        code, _, err = run(capsys, *s, "policy", "set", "--job", "5", "--prioritize", "no")
+        assert code == 1 and "no job 5 in the current policy" in err
+    finally:
+        stop_daemon(proc)
+
+
+def test_stats_count_push_and_pull_against_their_own_bounds(network, capsys):
+    proc, sock, _ = start_daemon(network, "--policy", "controller/policies/default.yaml")
+    try:
+        s1 = network["servers"]["s1"]
+        s1.set_counter_sizes_from_p4info()
+        ids = {c.preamble.name: c.preamble.id for c in s1.p4info.counters}
+        # slot 0: layers 0-3, push bound 1.1 %, pull bound 0.5 %
+        s1.counters[(ids[N.SLOT_SEEN_CTR], 0)] = (3000, 0)
+        s1.counters[(ids[N.SLOT_DROPPED_CTR], 0)] = (20, 0)
+        s1.counters[(ids[N.STAGE_SEEN_CTR], N.stage_index(0, False))] = (2000, 0)
+        s1.counters[(ids[N.STAGE_DROPPED_CTR], N.stage_index(0, False))] = (10, 0)
+        s1.counters[(ids[N.STAGE_SEEN_CTR], N.stage_index(0, True))] = (1000, 0)
+        s1.counters[(ids[N.STAGE_DROPPED_CTR], N.stage_index(0, True))] = (10, 0)
+        code, out, _ = run(capsys, "--socket", str(sock), "--json", "stats", "--switch", "s1")
+        row = json.loads(out)["s1"]["classes"][0]
+        assert row["push"] == {"seen": 2000, "dropped": 10, "loss": 0.005, "bound": 0.011, "within_bound": True}
+        assert row["pull"] == {"seen": 1000, "dropped": 10, "loss": 0.01, "bound": 0.005, "within_bound": False}
+        assert row["within_bound"] is False   # 0.67 % in all is under 1.1 %, but the pull stage is over
+        code, out, _ = run(capsys, "--socket", str(sock), "stats", "--switch", "s1")
+        assert "10/2000 (1.10%)" in out and "10/1000 (0.50%)" in out and "OVER" in out
     finally:
         stop_daemon(proc)

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from controller import p4names as N
-from controller.entries import Action, Range, TableEntry, Ternary
+from controller.entries import Action, Exact, Range, TableEntry, Ternary
 from controller.errors import PolicyError
-from controller.policy import (JobState, assign_slots, basis_points, load_policy, parse_policy,
-                               set_rule, slot_table, translate)
+from controller.policy import (Features, JobState, assign_slots, basis_points, load_policy, parse_policy,
+                               set_features, set_rule, slot_table, translate)
 
 
 def doc(**rule):
@@ -140,3 +140,46 @@ def test_set_rule_changes_or_adds_and_revalidates():
     with pytest.raises(PolicyError, match=r"jobs\[0\].layers\[3\]: overlaps"):
         set_rule(policy, 1, (2, 5), loss_bound=0.05)
     assert basis_points(0.011) == 110
+
+
+def test_job_switches_default_on_and_only_a_job_turning_one_off_gets_an_entry():
+    policy = parse_policy({"jobs": [
+        {"job": 1, "layers": [{"range": [0, 3], "loss_bound": 0.01}]},
+        {"job": 2, "spray": False, "selective_drop": False,
+         "layers": [{"range": [0, 3], "loss_bound": 0.01}]}]})
+    assert policy.job(1).features == Features(True, True, True)
+    assert policy.job(2).features == Features(spray=False, prioritize=True, selective_drop=False)
+    entries = [e for e in translate(policy, assign_slots(policy)) if e.table == N.JOB_FEATURES_TABLE]
+    assert entries == [TableEntry(N.JOB_FEATURES_TABLE, ((N.JOB_FEATURES_KEY_JOB, Exact(2)),),
+                                  Action.of(N.SET_JOB_FEATURES, spray=0, priority=1, selective_drop=0))]
+
+
+@pytest.mark.parametrize("job, message", [
+    ({"spray": "no"}, "jobs[0].spray: must be true or false, got a string 'no'"),
+    ({"prioritize": 0}, "jobs[0].prioritize: must be true or false, got an integer 0"),
+    ({"selective_drop": None}, "jobs[0].selective_drop: must be true or false"),
+])
+def test_bad_job_switches_name_the_field(job, message):
+    with pytest.raises(PolicyError) as info:
+        parse_policy({"jobs": [{"job": 1, "layers": [{"range": [0, 3], "loss_bound": 0.01}], **job}]})
+    assert str(info.value).startswith(message)
+
+
+def test_set_features_changes_one_job_and_revalidates():
+    policy = load_policy("controller/policies/default.yaml")
+    off = set_features(policy, 1, prioritize=False, spray=None)
+    assert off.job(1).features == Features(spray=True, prioritize=False, selective_drop=True)
+    assert off.document["jobs"][0]["prioritize"] is False
+    assert set_features(off, 1, prioritize=True).job(1).features == Features()
+    with pytest.raises(PolicyError, match="no job 7 in the current policy"):
+        set_features(policy, 7, spray=False)
+
+
+def test_job_phases_never_relax_a_bound_0_rule():
+    policy = parse_policy({"jobs": [{"job": 1, "phases": [{"rounds": [0, 99], "low": 0.01, "high": 0.4}],
+                                     "layers": [{"range": [0, 3], "loss_bound": 0.01},
+                                                {"range": [4, 9], "loss_bound": 0}]}]})
+    slots = assign_slots(policy)
+    bounds = [e.action.param(N.SET_CLASS_PUSH_BOUND)
+              for e in translate(policy, slots, {1: JobState(round=5)}) if e.table == N.CLASS_TABLE]
+    assert bounds == [4000, 0]

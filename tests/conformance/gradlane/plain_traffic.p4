@@ -1,0 +1,2 @@
+// gradlane's data plane under test (plain_traffic.stf)
+#include "../../../p4src/gradlane.p4"
