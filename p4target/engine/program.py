@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import hashes
+from .codegen import Namespace, int_literal, str_literal
 from .errors import ProgramLoadError
 from .externs import CounterArray, MeterArray, ParseValueSet, RegisterArray
 from .tables import ActionProfile, ActionSpec, KeyField, Table
@@ -135,10 +136,9 @@ class _Compiler:
     def __init__(self, j: dict, log: Callable[[str], None]) -> None:
         self.j = j
         self.log = log
-        self.ns: dict[str, Any] = {"_tcm": _tcm, "_sat": _sat, "_rand": _random.randint,
-                                   "ParserException": ParserException, "ExitControl": ExitControl,
-                                   "AssertFailure": AssertFailure}
-        self.counter = 0
+        self.ns = Namespace({"_tcm": _tcm, "_sat": _sat, "_rand": _random.randint,
+                             "ParserException": ParserException, "ExitControl": ExitControl,
+                             "AssertFailure": AssertFailure})
 
     # -- layout ---------------------------------------------------------------------------
     def layout(self) -> None:
@@ -162,12 +162,16 @@ class _Compiler:
             self.header_index[h["name"]] = hid
             self.header_base.append(len(F0))
             fields = []
+            for f in ht["fields"]:
+                if not isinstance(f, list) or len(f) not in (2, 3) or type(f[0]) is not str or \
+                        not (f[1] == "*" or (type(f[1]) is int and f[1] >= 0)):
+                    raise ProgramLoadError(f"header type '{ht['name']}': bad field {f!r:.60}")
             fixed = sum(f[1] for f in ht["fields"] if f[1] != "*")
             for f in ht["fields"]:
                 name, width = f[0], f[1]
                 signed = bool(f[2]) if len(f) > 2 else False
                 if width == "*":
-                    width = max(0, int(ht.get("max_length", 0)) * 8 - fixed)
+                    width = max(0, int(int_literal(ht.get("max_length", 0), "max_length")) * 8 - fixed)
                     self.varbit_slots[len(F0)] = width
                 self.field_index[(h["name"], name)] = len(F0)
                 self.field_width[len(F0)] = width
@@ -198,7 +202,7 @@ class _Compiler:
             self.union_stacks[us["name"]] = (len(self.stacks) + k, elems, union_members.get(us["union_type"], []))
         self.F0, self.V0 = F0, V0
         self.NX0 = [0] * (len(self.stacks) + len(self.union_stacks))
-        self.errors = {e[0]: e[1] for e in j.get("errors", [])}
+        self.errors = {e[0]: int(int_literal(e[1], f"value of error {e[0]!r:.40}")) for e in j.get("errors", [])}
         self.ns["HB"] = self.header_base
         self.ns["STK"] = [ids for ids in self.stacks.values()]
         self.ns["HLEN"] = [len(self.header_fields[h["name"]]) for h in j.get("headers", [])]
@@ -226,10 +230,7 @@ class _Compiler:
         return self.header_index[name]
 
     def const(self, name: str, value: Any) -> str:
-        self.counter += 1
-        sym = f"_{name}{self.counter}"
-        self.ns[sym] = value
-        return sym
+        return self.ns.const(name, value)
 
     # -- expressions ----------------------------------------------------------------------
     def ex(self, e: Any) -> str:
@@ -252,7 +253,7 @@ class _Compiler:
         if t == "header_stack":
             return str(self.stack_id[v])
         if t in ("local", "runtime_data"):
-            return f"D[{v}]"
+            return f"D[{int_literal(v, t + ' index')}]"
         if t == "expression":
             return self.ex_op(v)
         if t == "stack_field":
@@ -262,9 +263,9 @@ class _Compiler:
             return f"F[HB[STK[{sid}][NX[{sid}] - 1]] + {off}]"
         if t == "lookahead":
             off, width = v
-            return f"_look(P, {off}, {width})"
+            return f"_look(P, {int_literal(off, 'lookahead offset')}, {int_literal(width, 'lookahead width')})"
         if t == "string":
-            return repr(v)
+            return str_literal(v, "string expression")
         raise ProgramLoadError(f"unsupported expression type '{t}'")
 
     def _header_name_by_hid(self, hid: int) -> str:
@@ -463,9 +464,9 @@ class _Compiler:
         if op == "generate_digest":
             return [f"P.digests = (P.digests or []) + [{self.ex(a[1])}]"]
         if op == "log_msg":
-            fmt = a[0]["value"]
+            fmt = str_literal(a[0]["value"], "log_msg format")
             vals = ", ".join(self.ex(x) for x in a[1]["value"]) if len(a) > 1 else ""
-            return [f"P.logs = (P.logs or []) + [({fmt!r}, ({vals}{',' if vals else ''}))]"]
+            return [f"P.logs = (P.logs or []) + [({fmt}, ({vals}{',' if vals else ''}))]"]
         if op in ("assert", "assume"):
             return [f"if not {self.ex(a[0])}: raise AssertFailure({op!r})"]
         if op == "truncate":
@@ -511,15 +512,8 @@ class _Compiler:
             raise ProgramLoadError(f"program lacks standard_metadata.{name}")
         return i
 
-    def compile_fn(self, name: str, args: str, body: list[str]) -> Callable:
-        src = [f"def {name}({args}):", "    F = P.F; V = P.V; NX = P.NX"]
-        src += ["    " + line for line in body] or ["    pass"]
-        code = "\n".join(src)
-        try:
-            exec(compile(code, f"<p4:{name}>", "exec"), self.ns)
-        except SyntaxError as exc:  # a bug in code generation, reported with the source
-            raise ProgramLoadError(f"internal: cannot compile {name}: {exc}\n{code}") from None
-        return self.ns[name]
+    def compile_fn(self, kind: str, args: str, body: list[str]) -> Callable:
+        return self.ns.compile_fn(kind, args, body)
 
     # -- calculations ---------------------------------------------------------------------
     def calc_inputs(self, inputs: list[dict]) -> tuple[str, bool]:
@@ -548,8 +542,9 @@ class _Compiler:
                 parts.append(f"(F[{i}], {guarded(inp['value'][0], w)})")
                 self._parts.append((f"F[{i}]", w))
             elif t == "hexstr":
-                parts.append(f"({int(inp['value'], 16)}, {inp.get('bitwidth', 8)})")
-                self._parts.append((str(int(inp['value'], 16)), int(inp.get('bitwidth', 8))))
+                bw = int_literal(inp.get("bitwidth", 8), "calculation input bitwidth")
+                parts.append(f"({int(inp['value'], 16)}, {bw})")
+                self._parts.append((str(int(inp['value'], 16)), int(bw)))
             elif t == "header":
                 h = inp["value"]
                 for fname, w, _ in self.header_fields[h]:
@@ -560,8 +555,9 @@ class _Compiler:
             elif t == "payload":
                 payload = True
             elif t == "expression":
-                parts.append(f"({self.ex(inp['value'])}, {inp.get('bitwidth', 32)})")
-                self._parts.append((self.ex(inp['value']), int(inp.get('bitwidth', 32))))
+                bw = int_literal(inp.get("bitwidth", 32), "calculation input bitwidth")
+                parts.append(f"({self.ex(inp['value'])}, {bw})")
+                self._parts.append((self.ex(inp['value']), int(bw)))
             else:
                 raise ProgramLoadError(f"unsupported calculation input '{t}'")
         return "[" + ", ".join(parts) + "]", payload
@@ -583,21 +579,23 @@ class _Compiler:
 
     def calculation(self, name: str) -> str:
         """Name of a compiled function `(P) -> int` for a named calculation."""
-        sym = f"_calc_{self.calc_ids[name]}"
-        if sym in self.ns:
-            return sym
+        if type(name) is not str or name not in self.calcs:
+            raise ProgramLoadError(f"unknown calculation {name!r:.60}")
+        if name in self.calc_syms:
+            return self.calc_syms[name]
         c = self.calcs[name]
         algo = c["algo"]
-        if algo not in hashes.ALGORITHMS:
-            raise ProgramLoadError(f"hash algorithm '{algo}' of '{name}' is not supported")
-        self.ns[f"_algo_{algo}"] = hashes.ALGORITHMS[algo]
+        if type(algo) is not str or algo not in hashes.ALGORITHMS:
+            raise ProgramLoadError(f"hash algorithm {algo!r:.60} of '{name}' is not supported")
+        algo_sym = self.const("algo", hashes.ALGORITHMS[algo])
         parts, payload = self.calc_inputs(c["input"])
         data = self._packer(parts)
         if self._guards:  # the fast packing when every header is valid, else skip the invalid
             valid = " and ".join(f"V[{h}]" for h in self._guards)
             data = f"({data} if {valid} else _pack({parts}))"
         data += " + _payload(P)" if payload else ""
-        self.compile_fn(sym, "P", [f"return _algo_{algo}({data})"])
+        fn = self.compile_fn("calc", "P", [f"return {algo_sym}({data})"])
+        sym = self.calc_syms[name] = self.const("calcfn", fn)
         return sym
 
     # -- whole program --------------------------------------------------------------------
@@ -605,7 +603,7 @@ class _Compiler:
         j = self.j
         self.layout()
         self.calcs = {c["name"]: c for c in j.get("calculations", [])}
-        self.calc_ids = {name: i for i, name in enumerate(self.calcs)}
+        self.calc_syms: dict[str, str] = {}
         self.ns["_pack"] = hashes.pack_bits
         self.ns["_payload"] = lambda P: P.data[P.off:]
         self.ns["_look"] = self._make_lookahead()
@@ -630,7 +628,7 @@ class _Compiler:
                 body = []
                 for p in prims:
                     body += self.primitive(p)
-            fn = self.compile_fn(f"_act_{a['id']}", "P, D", body)
+            fn = self.compile_fn("act", "P, D", body)
             spec = ActionSpec(a["name"], a["id"], [(rd["name"], rd["bitwidth"]) for rd in a.get("runtime_data", [])], fn)
             self.actions_by_id[a["id"]] = spec
             # p4c may emit several actions with one name (e.g. NoAction copies); keep the first
@@ -677,6 +675,7 @@ class _Compiler:
 
     def build_extractors(self) -> list[Callable]:
         exts = []
+        self.varbit_extractors: set[Callable] = set()
         too_short = self.errors_value("PacketTooShort")
         for name, hid in self.header_index.items():
             fields = self.header_fields[name]
@@ -699,7 +698,7 @@ class _Compiler:
                 val = f"(x >> {shift}) & {(1 << w) - 1}" if w else "0"
                 body.append(f"F[{base + i}] = _tcm({val}, {w})" if signed else f"F[{base + i}] = {val}")
             body.append(f"V[{hid}] = 1")
-            exts.append(self.compile_fn(f"_ext_{hid}", "P", body))
+            exts.append(self.compile_fn("ext", "P", body))
         self.ns["_EXT"] = exts
         return exts
 
@@ -726,13 +725,15 @@ class _Compiler:
             body.append(f"shift -= {width}; _v = (x >> shift) & ((1 << {width}) - 1)")
             body.append(f"F[{slot}] = _tcm(_v, {w})" if signed else f"F[{slot}] = _v")
         body += [f"P.VL[{vslot}] = n", f"V[{hid}] = 1"]
-        return self.compile_fn(f"_extvl_{hid}", "P, n", body)
+        fn = self.compile_fn("extvl", "P, n", body)
+        self.varbit_extractors.add(fn)
+        return fn
 
     def _check_extract(self, hid: int, name: str, kind: str) -> None:
         ext = self.ns["_EXT"][hid]
         if ext is None:
             raise ProgramLoadError(f"cannot extract header '{name}' (not byte-aligned)")
-        if (ext.__name__.startswith("_extvl_")) != (kind == "extract_VL"):
+        if (ext in self.varbit_extractors) != (kind == "extract_VL"):
             raise ProgramLoadError(f"'{kind}' of header '{name}' does not match its type "
                                    "(extract_VL is for headers with a varbit field)")
 
@@ -824,7 +825,8 @@ class _Compiler:
                     expr = f"(({expr}) << {w}) | (({src}) & {(1 << w) - 1})"
                 body.append(f"kc = {expr}")
             for tr in st.get("transitions", []):
-                nxt = repr(tr.get("next_state"))
+                nxt = tr.get("next_state")
+                nxt = "None" if nxt is None else str_literal(nxt, "next_state")
                 # older p4c writes a default transition as {"value": "default"} without a type
                 ttype = tr.get("type") or ("default" if tr.get("value") == "default" else "hexstr")
                 if ttype == "default":
@@ -847,7 +849,7 @@ class _Compiler:
                     raise ProgramLoadError(f"unsupported transition type '{ttype}'")
             else:
                 body.append("return None")
-            states[st["name"]] = self.compile_fn(f"_st_{len(states)}", "P", body)
+            states[st["name"]] = self.compile_fn("st", "P", body)
         init = parser.get("init_state")
         if init not in states:
             raise ProgramLoadError(f"parser init state '{init}' not defined")
@@ -877,15 +879,15 @@ class _Compiler:
                 if algo is None:
                     raise ProgramLoadError(f"selector algorithm '{sel.get('algo')}' is not supported")
                 parts, _ = self.calc_inputs(sel.get("input", []))
-                self.ns[f"_salgo_{prof['id']}"] = algo
-                selector = self.compile_fn(f"_sel_{prof['id']}", "P", [f"return _salgo_{prof['id']}(_pack({parts}))"])
+                salgo = self.const("salgo", algo)
+                selector = self.compile_fn("sel", "P", [f"return {salgo}(_pack({parts}))"])
             self.profiles[prof["name"]] = ActionProfile(prof["name"], {}, prof.get("max_size", 0), selector)
         direct_counters = {c["binding"]: c for c in self.j.get("counter_arrays", []) if c.get("is_direct")}
         direct_meters = {m["binding"]: m for m in self.j.get("meter_arrays", []) if m.get("is_direct")}
         for t in pipe.get("tables", []):
             nodes[t["name"]] = self.build_table(t, direct_counters, direct_meters)
         for c in pipe.get("conditionals", []):
-            cond = self.compile_fn(f"_cond_{c['id']}_{pipe['name']}", "P", [f"return {self.ex(c['expression'])}"])
+            cond = self.compile_fn("cond", "P", [f"return {self.ex(c['expression'])}"])
             nodes[c["name"]] = _cond_node(cond, c.get("true_next"), c.get("false_next"))
         for ac in pipe.get("action_calls", []):
             spec = self.actions_by_id[ac["action_id"]]
@@ -971,7 +973,7 @@ class _Compiler:
             table.add(key, spec.name, [int(x, 16) for x in ae.get("action_data", [])],
                       ent.get("priority") if table.match_type == "ternary" else None)
         table.const_entries = bool(t.get("entries"))
-        getter = self.compile_fn(f"_key_{t['id']}_{len(self.tables)}", "P",
+        getter = self.compile_fn("key", "P",
                                  [f"return ({', '.join(getters)}{',' if getters else ''})"])
         nt = t.get("next_tables", {})
         hit_next, miss_next = nt.get("__HIT__"), nt.get("__MISS__")
@@ -1034,8 +1036,8 @@ class _Compiler:
                 verify_body.append(f"if {cond} and ({calc}(P) & {(1 << w) - 1}) != F[{target}]: F[{cerr}] = 1")
             if c.get("update", True):
                 update_body.append(f"if {cond}: F[{target}] = {calc}(P) & {(1 << w) - 1}")
-        return (self.compile_fn("_verify_checksums", "P", verify_body),
-                self.compile_fn("_update_checksums", "P", update_body))
+        return (self.compile_fn("verify_checksums", "P", verify_body),
+                self.compile_fn("update_checksums", "P", update_body))
 
     def build_deparser(self) -> Callable:
         deps = self.j.get("deparsers", [])
@@ -1065,7 +1067,7 @@ class _Compiler:
             body.append(f"if V[{hid}]: out.append(({expr}).to_bytes({total // 8}, 'big'))")
         body.append("out.append(P.data[P.off:])")
         body.append("return b''.join(out)")
-        return self.compile_fn("_deparse", "P", body)
+        return self.compile_fn("deparse", "P", body)
 
 
 def _compress(padded: int, widths: list[int]) -> int:
@@ -1148,7 +1150,7 @@ def load_program(bmv2_json: dict, log: Callable[[str], None] | None = None) -> P
         prog = comp.build()
     except ProgramLoadError:
         raise
-    except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise ProgramLoadError(f"malformed BMv2 JSON: {type(exc).__name__}: {exc}") from None
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError, RecursionError) as exc:
+        raise ProgramLoadError(f"malformed BMv2 JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
     prog.log = messages
     return prog

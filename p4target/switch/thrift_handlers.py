@@ -572,7 +572,7 @@ class StandardHandler:
         try:
             parsed = json.loads(config_str)
             Engine(parsed)  # validate now, as BMv2 does before the swap
-        except (ValueError, ProgramLoadError, EngineError):
+        except (ValueError, RecursionError, ProgramLoadError, EngineError):
             raise InvalidSwapOperation(code=SwapOperationErrorCode.CONFIG_SWAP_DISABLED) from None
         self._staged = (parsed, config_str)
 
