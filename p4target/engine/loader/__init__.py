@@ -2,7 +2,7 @@
 
 | module | BMv2 concept |
 |---|---|
-| `validate` | `P4Objects::init_objects`' checks: node types, shapes, required keys, names |
+| `schema` | `P4Objects::init_objects`' checks: node types, shapes, required keys, names |
 | `layout` | `PHVFactory`: a slot per field, header ids, stacks, unions |
 | `expressions` | `Expression`: expression nodes to Python source |
 | `calculations` | `NamedCalculation`: hash and checksum inputs |
@@ -35,7 +35,7 @@ from .match_tables import ProgramActions, TableBuilder, build_profile
 from .names import LOOKAHEAD, lookahead
 from .parser import ParserBuilder
 from .pipeline import build_pipeline
-from .validate import validate
+from .schema import validate
 
 # the exceptions a JSON the validator let through can still raise while it is built
 _MALFORMED = (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError, RecursionError)
@@ -59,7 +59,7 @@ def _build(j: dict) -> Program:
                                            if e.get("type") == "field"])
                    for ll in j.get("learn_lists", [])}
     profiles = {}
-    tables = TableBuilder(j, layout, actions, externs.meters, profiles, ns)
+    tables = TableBuilder(j, layout, actions, externs.meters, profiles, calcs, ns)
     prog = Program(j, layout.field_index, layout.field_width, layout.header_index, layout.header_fields,
                    layout.metadata, layout.stacks, layout.errors, layout.F0, layout.V0, layout.NX0,
                    actions.by_name, actions.by_id, tables.tables, profiles, externs.counters,

@@ -124,6 +124,8 @@ class Expressions:
         """Target slot source, width and signedness of an assignable expression."""
         lay = self.layout
         t = e.get("type")
+        if t == "expression" and isinstance(e.get("value"), dict) and "type" in e["value"]:
+            return self.lvalue(e["value"])  # a parameter holding an expression node (p4c's shape)
         if t == "field":
             i = lay.fidx(e["value"])
             return f"F[{i}]", lay.field_width[i], lay.field_signed[i]

@@ -59,8 +59,9 @@ class TableBuilder:
     """Builds a program's tables: runtime `Table` objects and their apply nodes."""
 
     def __init__(self, j: dict, layout: Layout, actions: ProgramActions, meters: dict[str, MeterArray],
-                 profiles: dict[str, ActionProfile], ns: Namespace) -> None:
+                 profiles: dict[str, ActionProfile], calcs: Calculations, ns: Namespace) -> None:
         self.layout = layout
+        self.calcs = calcs
         self.actions = actions
         self.meters = meters
         self.profiles = profiles
@@ -93,6 +94,19 @@ class TableBuilder:
             keys.append(KeyField(mt, k.get("name", f"{target[0]}.{target[1]}"), w))
         return keys, getters
 
+    def _profile(self, t: dict) -> ActionProfile | None:
+        """An indirect table's action profile: named in `action_profile`, or, in the older
+        format BMv2 still reads, declared by the table itself (`act_prof_name`, `selector`)."""
+        if t.get("type", "simple") == "simple":
+            return None
+        if "action_profile" in t:
+            return self.profiles[t["action_profile"]]
+        name = t["act_prof_name"]
+        self.profiles[name] = build_profile({"name": name, "max_size": t.get("max_size", 0),
+                                             "selector": t.get("selector") if t["type"] == "indirect_ws" else None},
+                                            self.calcs)
+        return self.profiles[name]
+
     @staticmethod
     def _const_key(keys: list[KeyField], match_key: list[dict]) -> list[mm.MatchValue]:
         key: list[mm.MatchValue] = []
@@ -122,7 +136,7 @@ class TableBuilder:
         keys, getters = self._keys(t)
         where = f"table '{t['name']}'"
         actions = table_actions(t, self.actions)
-        profile = self.profiles.get(t.get("action_profile")) if t.get("action_profile") else None
+        profile = self._profile(t)
         if profile is not None:
             profile.actions.update(actions)
         dm = self.direct_meters.get(t["name"])

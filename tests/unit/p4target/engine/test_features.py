@@ -17,6 +17,15 @@ def assign(dst, src):
     return {"op": "assign", "parameters": [dst, src]}
 
 
+def _match_type(keys) -> str:
+    """The table match type p4c writes for these key match kinds."""
+    kinds = {mt for _, mt in keys}
+    for kind in ("range", "ternary", "optional", "lpm"):
+        if kind in kinds:
+            return "ternary" if kind == "optional" else kind
+    return "exact"
+
+
 def program(keys=(), actions=(), egress_actions=(), extra=None, table_type="simple", profiles=()):
     """h = {a:8, b:8, c:16, d:32}; ingress: table t (keys, actions, default = first action);
     egress: table te whose const default is the first of egress_actions (if any)."""
@@ -47,7 +56,7 @@ def program(keys=(), actions=(), egress_actions=(), extra=None, table_type="simp
         "pipelines": [
             {"name": "ingress", "id": 0, "init_table": "t", "action_profiles": list(profiles),
              "conditionals": [],
-             "tables": [{"name": "t", "id": 0, "type": table_type,
+             "tables": [{"name": "t", "id": 0, "type": table_type, "match_type": _match_type(keys),
                          "action_profile": profiles[0]["name"] if profiles else None,
                          "key": [{"match_type": mt, "name": f"h.{f}", "target": ["h", f], "mask": None} for f, mt in keys],
                          "max_size": 64, "with_counters": False, "direct_meters": None,
@@ -57,7 +66,7 @@ def program(keys=(), actions=(), egress_actions=(), extra=None, table_type="simp
                                            "action_entry_const": False}}]},
             {"name": "egress", "id": 1, "init_table": "te" if egress_actions else None, "action_profiles": [],
              "conditionals": [],
-             "tables": [{"name": "te", "id": 1, "type": "simple", "key": [], "max_size": 1,
+             "tables": [{"name": "te", "id": 1, "type": "simple", "match_type": "exact", "key": [], "max_size": 1,
                          "action_ids": [n_in], "actions": [egress_actions[0][0]], "base_default_next": None,
                          "next_tables": {egress_actions[0][0]: None},
                          "default_entry": {"action_id": n_in, "action_const": True, "action_data": [],

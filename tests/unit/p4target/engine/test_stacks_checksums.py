@@ -84,7 +84,8 @@ def csum_program():
                                              {"type": "parameters_vector", "value": [F("h", "x"), F(SM, "ingress_port")]}]},
             {"op": "assign", "parameters": [F(SM, "egress_spec"), hexv(1)]}]}],
         "pipelines": [{"name": "ingress", "id": 0, "init_table": "t", "conditionals": [],
-                       "tables": [{"name": "t", "id": 0, "type": "simple", "max_size": 4, "with_counters": True,
+                       "tables": [{"name": "t", "id": 0, "type": "simple", "match_type": "exact", "max_size": 4,
+                                   "with_counters": True,
                                    "direct_meters": "t_mtr",
                                    "key": [{"match_type": "exact", "name": "h.ck", "target": ["h", "ck"], "mask": None}],
                                    "action_ids": [0], "actions": ["a"], "base_default_next": None,
@@ -124,6 +125,7 @@ def test_header_union_set_valid_invalidates_the_other_member():
     j = stack_program([{"op": "add_header", "parameters": [{"type": "header", "value": "s[1]"}]},
                        {"op": "assign", "parameters": [F("s[1]", "v"), hexv(0x11)]}])
     # treat s[0] and s[1] as the two members of a union u
+    j["header_union_types"] = [{"name": "u_t", "id": 0, "headers": [["a", "s_t"], ["b", "s_t"]]}]
     j["header_unions"] = [{"name": "u", "id": 0, "union_type": "u_t", "header_ids": [2, 3]}]
     eng = Engine(j)
     # s[0] was parsed (more=0 stops); making s[1] valid drops s[0] from the output
