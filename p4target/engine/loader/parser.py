@@ -8,7 +8,7 @@ from ..errors import ProgramLoadError
 from ..packet import PacketState, ParserException
 from . import names
 from .actions import Primitives
-from .codegen import Namespace, str_literal
+from .codegen import Namespace, int_literal, str_literal
 from .expressions import Expressions
 from .externs import ExternObjects
 from .layout import Layout
@@ -142,13 +142,13 @@ class ParserBuilder:
             if params[0].get("type") == "field" and lay.fidx(params[0]["value"]) in lay.varbit_slots:
                 return x.assign_varbit(params[0], params[1])  # BMv2's parser set does assign_VL
             return [x.assign(params[0], x.ex(params[1]))]
-        if kind == "verify":
-            return [f"if not {x.ex(params[0])}: raise ParserException({x.ex(params[1])})"]
+        if kind == "verify":  # older JSON gives the error code as a plain integer
+            code = int_literal(params[1], "verify error") if type(params[1]) is int else x.ex(params[1])
+            return [f"if not {x.ex(params[0])}: raise ParserException({code})"]
         if kind == "primitive":
             return self.prims.primitive(params[0])
-        if kind == "shift":
-            p = params[0]
-            return [f"P.off += {int(p['value'], 16) if p.get('type') == 'hexstr' else x.ex(p)}"]
+        if kind == "shift":  # bytes, a plain integer in BMv2's JSON (deprecated for advance)
+            return [f"P.off += {int_literal(params[0], 'shift')}"]
         if kind == "advance":
             too_short = lay.error_value("PacketTooShort")
             return [f"_n = ({x.ex(params[0])}) // 8",
