@@ -38,9 +38,11 @@ class Layout:
             self.header_by_json_id[h["id"]] = h["name"]
             self.header_base.append(len(F0))
             for f in ht["fields"]:
-                if not isinstance(f, list) or len(f) not in (2, 3) or type(f[0]) is not str or \
+                if not isinstance(f, list) or len(f) not in (2, 3, 4) or type(f[0]) is not str or \
                         not (f[1] == "*" or (type(f[1]) is int and f[1] >= 0)):
                     raise ProgramLoadError(f"header type '{ht['name']}': bad field {f!r:.60}")
+                if len(f) == 4 and f[3]:
+                    raise ProgramLoadError(f"header type '{ht['name']}': saturating field '{f[0]}' is not supported")
             fixed = sum(f[1] for f in ht["fields"] if f[1] != "*")
             fields = []
             for f in ht["fields"]:

@@ -197,3 +197,54 @@ def test_deeply_nested_expressions_are_a_load_error_not_a_crash():
     j["pipelines"][0]["conditionals"][0]["expression"] = op("d2b", None, node)
     with pytest.raises(ProgramLoadError, match="nested too deeply"):
         Engine(j)
+
+
+def _paths(node, path=()):
+    yield path
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, path + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, path + (i,))
+
+
+_JUNK = [None, 0, -1, 7, "x", "0x1", "ipv4", [], {}, True, 1.5, [1, 2], ["ipv4", "ttl"],
+         {"op": "+", "left": None, "right": None}, {"type": "field", "value": ["ipv4", "nope"]},
+         {"type": "expression", "value": {"op": "+"}}, {"type": "hexstr", "value": "0xzz"}, 10 ** 30]
+
+
+def test_seeded_mutations_load_or_fail_with_a_load_error_and_loaded_ones_run():
+    """1500 random one-place mutations of a valid program: each one either loads (and runs
+    packets without crashing) or raises ProgramLoadError, never any other exception."""
+    import random
+
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    rng = random.Random(17)
+    base = l3_router()
+    paths = [p for p in _paths(base) if p]
+    frames = [bytes(Ether() / IP(dst="10.0.0.1") / UDP() / b"x"), b"\x00" * 5, bytes(60)]
+    loaded = refused = 0
+    for _ in range(1500):
+        j = copy.deepcopy(base)
+        path = rng.choice(paths)
+        parent = j
+        for k in path[:-1]:
+            parent = parent[k]
+        last = path[-1]
+        if isinstance(parent, dict) and rng.random() < 0.3:
+            del parent[last]
+        elif isinstance(parent, list) and rng.random() < 0.15:
+            parent.insert(last, copy.deepcopy(parent[last]))
+        else:
+            parent[last] = copy.deepcopy(rng.choice(_JUNK))
+        try:
+            eng = Engine(j)
+        except ProgramLoadError:
+            refused += 1
+            continue
+        loaded += 1
+        for f in frames:
+            eng.process(1, f)
+    assert refused > 500 and loaded > 100, (refused, loaded)
