@@ -49,6 +49,11 @@ class Expressions:
             hdr_ids = lay.stacks[v[0]]
             off = [n for n, _, _ in lay.header_fields[lay.header_name(hdr_ids[0])]].index(v[1])
             return f"F[HB[STK[{sid}][NX[{sid}] - 1]] + {off}]"
+        if t == "union_stack_field":  # [union stack, member, field]: of the last extracted element
+            usid, elems, members = lay.union_stacks[v[0]]
+            m = members.index(v[1])
+            off = [n for n, _, _ in lay.header_fields[lay.header_name(elems[0][m])]].index(v[2])
+            return f"F[HB[{self.ns.const('ustk', elems)}[NX[{usid}] - 1][{m}]] + {off}]"
         if t == "lookahead":
             off, width = v
             return f"_look(P, {int_literal(off, 'lookahead offset')}, {int_literal(width, 'lookahead width')})"

@@ -165,6 +165,10 @@ class ParserBuilder:
         if k["type"] == "stack_field":
             first = lay.header_name(lay.stacks[k["value"][0]][0])
             return dict((n, fw) for n, fw, _ in lay.header_fields[first])[k["value"][1]]
+        if k["type"] == "union_stack_field":
+            _, elems, members = lay.union_stacks[k["value"][0]]
+            member = lay.header_name(elems[0][members.index(k["value"][1])])
+            return dict((n, fw) for n, fw, _ in lay.header_fields[member])[k["value"][2]]
         return 32
 
     def _state(self, st: dict) -> Callable:

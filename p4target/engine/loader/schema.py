@@ -343,14 +343,14 @@ class _Validator:
         return v
 
     # -- expressions ----------------------------------------------------------------------
-    def expression(self, e: Any, path: str, local_ok: bool = False) -> None:
+    def expression(self, e: Any, path: str) -> None:
         """A node BMv2 passes to build_expression: null, or {"type": ..., "value": ...}."""
         if e is None:
             return
         self.obj(e, path)
         if "type" not in e:
             if self.allow and "op" in e:  # a bare operation node (see ALLOW_EMBEDDED_COMPILER_SHAPES)
-                self.operation(e, path, local_ok)
+                self.operation(e, path)
                 return
             self.fail(path, 'expression node needs "type"' + (
                 ' (a bare {"op", "left", "right"} node must be {"type": "expression", "value": {...}})'
@@ -361,7 +361,7 @@ class _Validator:
         v = self.key(e, "value", path)
         vp = f"{path}.value"
         if t == "expression":
-            self.operation(v, vp, local_ok)
+            self.operation(v, vp)
         elif t in ("header", "header_union", "header_stack", "header_union_stack"):
             table = {"header": self.headers, "header_union": self.unions, "header_stack": self.stacks,
                      "header_union_stack": self.union_stacks}[t]
@@ -379,12 +379,12 @@ class _Validator:
         elif t == "register":
             self.arr(v, vp, 2)
             self.ref(self.registers, "register array", v[0], f"{vp}[0]")
-            self.expression(v[1], f"{vp}[1]", local_ok)
+            self.expression(v[1], f"{vp}[1]")
 
-    def operation(self, v: Any, path: str, local_ok: bool) -> None:
+    def operation(self, v: Any, path: str) -> None:
         self.obj(v, path)
         if "type" in v and "op" not in v:  # BMv2 evaluates a typed node here (p4c's double wrap)
-            self.expression(v, path, local_ok)
+            self.expression(v, path)
             return
         op = self.string(self.key(v, "op", path), f"{path}.op")
         if op not in OPERATORS:
@@ -392,19 +392,19 @@ class _Validator:
         if "left" not in v or "right" not in v:
             self.fail(path, 'an operation needs "left" and "right" (null when unused)')
         if op in ("access_field", "access_union_header"):
-            self.expression(v["left"], f"{path}.left", local_ok)
+            self.expression(v["left"], f"{path}.left")
             self.integer(v["right"], f"{path}.right", 0)
             return
         if op == "?":
-            self.expression(self.key(v, "cond", path), f"{path}.cond", local_ok)
-        self.expression(v["left"], f"{path}.left", local_ok)
+            self.expression(self.key(v, "cond", path), f"{path}.cond")
+        self.expression(v["left"], f"{path}.left")
         if v["right"] is None:
             self.fail(f"{path}.right", f"operator '{op}' needs a right operand")
-        self.expression(v["right"], f"{path}.right", local_ok)
+        self.expression(v["right"], f"{path}.right")
 
-    def typed_value(self, p: dict, path: str, local_ok: bool = False) -> None:
+    def typed_value(self, p: dict, path: str) -> None:
         """The value of a {"type": "expression"} parameter or source: itself a typed node."""
-        self.expression(self.key(p, "value", path), f"{path}.value", local_ok)
+        self.expression(self.key(p, "value", path), f"{path}.value")
 
     # -- stateful objects, calculations ----------------------------------------------------
     def stateful(self) -> None:
@@ -510,7 +510,7 @@ class _Validator:
             if v >= nparams:
                 self.fail(vp, f"runtime_data {v} but the action has {nparams} parameter(s)")
         elif t == "expression":
-            self.typed_value(param, path, local_ok=True)
+            self.typed_value(param, path)
         elif t == "string":
             self.string(v, vp)
         elif t == "register":

@@ -130,3 +130,25 @@ def test_header_union_set_valid_invalidates_the_other_member():
     eng = Engine(j)
     # s[0] was parsed (more=0 stops); making s[1] valid drops s[0] from the output
     assert eng.process(0, bytes([0x05, 0xAA])) == [(1, bytes([0x11, 0xAA]))]
+
+
+def test_union_stack_field_in_a_select_key_reads_the_last_extracted_element():
+    """BMv2's `union_stack_field` transition key: u.next.a is extracted while its `more` bit is
+    set; the ingress then writes u[1].a.v, which only shows if u[1] was parsed."""
+    j = stack_program([{"op": "assign", "parameters": [F("u[1].a", "v"), hexv(0x7F)]}])
+    j["header_types"].append({"name": "b_t", "id": 3, "fields": [["x", 8, False]]})
+    j["headers"] = j["headers"][:2] + [
+        {"name": f"u[{i}].{m}", "id": 2 + 2 * i + k, "header_type": t, "metadata": False}
+        for i in range(2) for k, (m, t) in enumerate((("a", "s_t"), ("b", "b_t")))]
+    j["header_stacks"] = []
+    j["header_union_types"] = [{"name": "U", "id": 0, "headers": [["a", "s_t"], ["b", "b_t"]]}]
+    j["header_unions"] = [{"name": f"u[{i}]", "id": i, "union_type": "U", "header_ids": [2 + 2 * i, 3 + 2 * i]}
+                          for i in range(2)]
+    j["header_union_stacks"] = [{"name": "u", "id": 0, "union_type": "U", "header_union_ids": [0, 1]}]
+    state = j["parsers"][0]["parse_states"][0]
+    state["parser_ops"] = [{"op": "extract", "parameters": [{"type": "union_stack", "value": ["u", "a"]}]}]
+    state["transition_key"] = [{"type": "union_stack_field", "value": ["u", "a", "more"]}]
+    j["deparsers"][0]["order"] = ["u[0].a", "u[0].b", "u[1].a", "u[1].b"]
+    eng = Engine(j)
+    assert eng.process(0, bytes([0x81, 0x02, 0x77])) == [(1, bytes([0x81, 0x7F, 0x77]))]
+    assert eng.process(0, bytes([0x01, 0x02, 0x77])) == [(1, bytes([0x01, 0x02, 0x77]))]  # more=0: one element
