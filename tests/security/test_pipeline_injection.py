@@ -15,7 +15,7 @@ import threading
 import grpc
 import pytest
 from bm_runtime.standard import Standard
-from bm_runtime.standard.ttypes import InvalidSwapOperation
+from bm_runtime.standard.ttypes import InvalidSwapOperation, SwapOperationErrorCode
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
 from thrift.transport import TSocket, TTransport
@@ -263,3 +263,13 @@ def test_thrift_load_new_config_refuses_code_in_json(thrift, mutate, tmp_path):
         std.bm_load_new_config(json.dumps(crafted(mutate, marker)))
     assert not marker.exists()
     assert target.engine is running
+
+
+def test_thrift_a_second_config_before_the_swap_is_refused(thrift):
+    target, std = thrift
+    std.bm_load_new_config(json.dumps(l3_router()))
+    with pytest.raises(InvalidSwapOperation) as e:
+        std.bm_load_new_config(json.dumps(l3_router()))
+    assert e.value.code == SwapOperationErrorCode.ONGOING_SWAP
+    std.bm_swap_configs()
+    std.bm_load_new_config(json.dumps(l3_router()))  # after the swap, the next one is welcome
