@@ -54,6 +54,20 @@ PRIMITIVES = {
     "resubmit": 1, "recirculate": 1, "modify_field_with_hash_based_offset": 4, "no_op": 0,
     "execute_meter": 3, "count": 2, "register_read": 3, "register_write": 3, "truncate": 1,
 }
+# parameters whose kind a primitive fixes (BMv2 casts them when the action runs; a program whose
+# action could not run is refused at load): primitive -> {index: accepted parameter types}
+PARAMETER_KINDS = {
+    "count": {0: {"counter_array"}}, "execute_meter": {0: {"meter_array"}, 2: {"field"}},
+    "register_read": {0: {"field", "expression"}, 1: {"register_array"}}, "register_write": {0: {"register_array"}},
+    "modify_field_with_hash_based_offset": {2: {"calculation"}}, "push": {0: {"header_stack"}},
+    "pop": {0: {"header_stack"}}, "mark_to_drop": {0: {"header"}}, "log_msg": {0: {"string"}, 1: {"parameters_vector"}},
+    "assign_union": {0: {"header_union"}, 1: {"header_union"}},
+    "assign_header_stack": {0: {"header_stack"}, 1: {"header_stack"}},
+    "add_header": {0: {"header", "expression"}}, "remove_header": {0: {"header", "expression"}},
+    "add_header_fast": {0: {"header", "expression"}},
+    "assign_header": {0: {"header", "expression"}, 1: {"header", "expression"}},
+    "copy_header": {0: {"header", "expression"}, 1: {"header", "expression"}},
+}
 _COMPILER_PRIMITIVES = {"resubmit_preserving_field_list": 1, "recirculate_preserving_field_list": 1}
 _COMPILER_EXPRESSION_TYPES = frozenset({"runtime_data"})
 KEY_MATCH_TYPES = frozenset({"exact", "lpm", "ternary", "valid", "range"})
@@ -484,8 +498,12 @@ class _Validator:
         if len(params) != self.primitives[op] and not (self.allow and op == "log_msg" and len(params) == 1):
             self.fail(f"{path}.parameters", f"primitive '{op}' takes {self.primitives[op]} parameter(s), "
                                             f"got {len(params)}")
+        kinds = PARAMETER_KINDS.get(op, {})
         for k, param in enumerate(params):
             self.parameter(param, f"{path}.parameters[{k}]", nparams)
+            if k in kinds and param["type"] not in kinds[k]:
+                self.fail(f"{path}.parameters[{k}].type", f"primitive '{op}' needs {' or '.join(sorted(kinds[k]))} "
+                                                          f"here, got '{param['type']}'")
         if op in ("_jump", "_jump_if_zero"):
             target = params[-1]
             if target.get("type") != "hexstr" or not 0 <= int(target["value"], 16) <= nprims:

@@ -37,7 +37,12 @@ def verify(config: p4runtime_pb2.ForwardingPipelineConfig) -> dict:
         scratch = Engine(bmv2_json)
     except Exception as exc:  # whatever a config makes fail, the config cannot be realized
         raise invalid(f"device config rejected: {str(exc)[:2000]}") from None
-    Translator(config.p4info, scratch)
+    try:
+        Translator(config.p4info, scratch)
+    except P4RuntimeError:
+        raise
+    except Exception as exc:  # a P4Info the translator cannot read cannot be realized either
+        raise invalid(f"P4Info rejected: {str(exc)[:2000]}") from None
     return bmv2_json
 
 
