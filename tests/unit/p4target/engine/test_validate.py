@@ -1,8 +1,11 @@
 """The loader is at least as strict as BMv2's: every malformed shape BMv2 refuses (and JSON that
 could not run) is refused at load time, with the JSON path in the message."""
 import copy
+import random
 
 import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
 
 from p4target.engine import Engine, ProgramLoadError
 from p4target.engine.loader import schema
@@ -221,10 +224,6 @@ _JUNK = [None, 0, -1, 7, "x", "0x1", "ipv4", [], {}, True, 1.5, [1, 2], ["ipv4",
 def test_seeded_mutations_load_or_fail_with_a_load_error_and_loaded_ones_run():
     """1500 random one-place mutations of a valid program: each one either loads (and runs
     packets without crashing) or raises ProgramLoadError, never any other exception."""
-    import random
-
-    from scapy.layers.inet import IP, UDP
-    from scapy.layers.l2 import Ether
     rng = random.Random(17)
     base = l3_router()
     paths = [p for p in _paths(base) if p]
