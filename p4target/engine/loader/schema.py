@@ -70,6 +70,11 @@ PARAMETER_KINDS = {
 }
 _COMPILER_PRIMITIVES = {"resubmit_preserving_field_list": 1, "recirculate_preserving_field_list": 1}
 _COMPILER_EXPRESSION_TYPES = frozenset({"runtime_data"})
+# the kind of value an operator gives (BMv2's ExprOpcodesUtils::get_opcode_type); others: data
+_RESULT_KIND = {**{op: "bool" for op in ("==", "!=", ">", "<", ">=", "<=", "and", "or", "not", "valid",
+                                          "valid_union", "d2b")},
+                "dereference_header_stack": "header", "dereference_stack": "header",
+                "dereference_union_stack": "header_union"}
 KEY_MATCH_TYPES = frozenset({"exact", "lpm", "ternary", "valid", "range"})
 TABLE_MATCH_TYPES = frozenset({"exact", "lpm", "ternary", "range"})
 TABLE_TYPES = frozenset({"simple", "indirect", "indirect_ws"})
@@ -357,15 +362,15 @@ class _Validator:
         return v
 
     # -- expressions ----------------------------------------------------------------------
-    def expression(self, e: Any, path: str) -> None:
-        """A node BMv2 passes to build_expression: null, or {"type": ..., "value": ...}."""
+    def expression(self, e: Any, path: str) -> str | None:
+        """A node BMv2 passes to build_expression: null, or {"type": ..., "value": ...}. Returns
+        the kind of value it gives (BMv2's ExprType: data, bool, header, ...; None for null)."""
         if e is None:
-            return
+            return None
         self.obj(e, path)
         if "type" not in e:
             if self.allow and "op" in e:  # a bare operation node (see ALLOW_EMBEDDED_COMPILER_SHAPES)
-                self.operation(e, path)
-                return
+                return self.operation(e, path)
             self.fail(path, 'expression node needs "type"' + (
                 ' (a bare {"op", "left", "right"} node must be {"type": "expression", "value": {...}})'
                 if "op" in e else ""))
@@ -375,15 +380,17 @@ class _Validator:
         v = self.key(e, "value", path)
         vp = f"{path}.value"
         if t == "expression":
-            self.operation(v, vp)
-        elif t in ("header", "header_union", "header_stack", "header_union_stack"):
+            return self.operation(v, vp)
+        if t in ("header", "header_union", "header_stack", "header_union_stack"):
             table = {"header": self.headers, "header_union": self.unions, "header_stack": self.stacks,
                      "header_union_stack": self.union_stacks}[t]
             self.ref(table, t.replace("_", " "), v, vp)
-        elif t == "field":
+            return t
+        if t == "field":
             self.field(v, vp)
         elif t == "bool":
             self.boolean(v, vp)
+            return "bool"
         elif t == "hexstr":
             self.hexstr(v, vp)
         elif t in ("local", "runtime_data"):
@@ -394,27 +401,36 @@ class _Validator:
             self.arr(v, vp, 2)
             self.ref(self.registers, "register array", v[0], f"{vp}[0]")
             self.expression(v[1], f"{vp}[1]")
+        return "data"
 
-    def operation(self, v: Any, path: str) -> None:
+    def operation(self, v: Any, path: str) -> str | None:
+        """The value of an "expression" node: an operation; returns the kind of its result."""
         self.obj(v, path)
-        if "type" in v and "op" not in v:  # BMv2 evaluates a typed node here (p4c's double wrap)
-            self.expression(v, path)
-            return
+        if "type" in v and "op" not in v:
+            if not self.allow:  # BMv2 reads this node's "op": a typed node here has none
+                self.fail(path, 'an operation needs "op" (this is a typed node inside an expression node)')
+            return self.expression(v, path)
         op = self.string(self.key(v, "op", path), f"{path}.op")
         if op not in OPERATORS:
             self.fail(f"{path}.op", f"unknown operator '{op}'")
         if "left" not in v or "right" not in v:
             self.fail(path, 'an operation needs "left" and "right" (null when unused)')
         if op in ("access_field", "access_union_header"):
-            self.expression(v["left"], f"{path}.left")
+            want = "header" if op == "access_field" else "header_union"
+            if self.expression(v["left"], f"{path}.left") != want:
+                self.fail(f"{path}.left", f"'{op}' needs a {want.replace('_', ' ')} on its left")
             self.integer(v["right"], f"{path}.right", 0)
-            return
-        if op == "?":
-            self.expression(self.key(v, "cond", path), f"{path}.cond")
-        self.expression(v["left"], f"{path}.left")
+            return "data" if op == "access_field" else "header"
+        cond = self.expression(self.key(v, "cond", path), f"{path}.cond") if op == "?" else None
+        left = self.expression(v["left"], f"{path}.left")
         if v["right"] is None:
             self.fail(f"{path}.right", f"operator '{op}' needs a right operand")
-        self.expression(v["right"], f"{path}.right")
+        right = self.expression(v["right"], f"{path}.right")
+        if op in ("==", "!=", "?") and (left != right or left is None):
+            self.fail(path, f"operator '{op}' needs operands of one kind, got {left or 'nothing'} and {right}")
+        if op == "?" and cond != "bool":
+            self.fail(f"{path}.cond", f"the condition of '?' must be boolean, got {cond or 'nothing'}")
+        return _RESULT_KIND.get(op, left if op == "?" else "data")
 
     def typed_value(self, p: dict, path: str) -> None:
         """The value of a {"type": "expression"} parameter or source: itself a typed node."""

@@ -37,6 +37,14 @@ REFUSED = [
      "pipelines[0].conditionals[0].expression.type: invalid type in expression: 'lookahead'"),
     (lambda j: j["pipelines"][0]["conditionals"][0]["expression"]["value"].pop("left"),
      'pipelines[0].conditionals[0].expression.value: an operation needs "left" and "right" (null when unused)'),
+    (lambda j: j["pipelines"][0]["conditionals"][0].update(expression=op("==", F("ipv4", "ttl"), {"type": "bool", "value": True})),
+     "pipelines[0].conditionals[0].expression.value: operator '==' needs operands of one kind, got data and bool"),
+    (lambda j: j["pipelines"][0]["conditionals"][0].update(expression={"type": "expression", "value": {
+        "op": "?", "cond": F("ipv4", "ttl"), "left": {"type": "bool", "value": True}, "right": {"type": "bool", "value": False}}}),
+     "pipelines[0].conditionals[0].expression.value.cond: the condition of '?' must be boolean, got data"),
+    (lambda j: j["pipelines"][0]["conditionals"][0].update(expression={"type": "expression", "value": {
+        "op": "access_field", "left": F("ipv4", "ttl"), "right": 0}}),
+     "pipelines[0].conditionals[0].expression.value.left: 'access_field' needs a header on its left"),
     (lambda j: j.update(deparsers=[]),
      "deparsers: a program needs a deparser (simple_switch cannot send a packet without one)"),
     (lambda j: j["parsers"][0]["parse_states"][0]["transitions"][0].update(next_state="nowhere"),
@@ -169,7 +177,14 @@ def _log_msg_without_vector(j):
     j["actions"][0]["primitives"] = [{"op": "log_msg", "parameters": [{"type": "string", "value": "hi"}]}]
 
 
+def _typed_node_as_operation(j):
+    cond = j["pipelines"][0]["conditionals"][0]
+    cond["expression"] = {"type": "expression", "value": cond["expression"]}
+
+
 COMPILER_SHAPES = [
+    (_typed_node_as_operation, 'pipelines[0].conditionals[0].expression.value: an operation needs "op" '
+                               '(this is a typed node inside an expression node)'),
     (_bare_parameter, 'actions[2].primitives[3].parameters[1].value: expression node needs "type" '
                       '(a bare {"op", "left", "right"} node must be {"type": "expression", "value": {...}})'),
     (_bare_operand, 'pipelines[0].conditionals[0].expression.value.right: expression node needs "type" '
