@@ -16,7 +16,8 @@ from .. import hashes
 from ..errors import ProgramLoadError
 
 # Shapes today's embedded compiler (p4target/compiler) writes but BMv2 refuses:
-#  - a bare `{"op", "left", "right"}` node where BMv2 needs `{"type": "expression", "value": {...}}`;
+#  - a bare `{"op", "left", "right"}` node where BMv2 needs `{"type": "expression", "value": {...}}`,
+#    and a typed node where BMv2 reads an operation (the value of an "expression" node);
 #  - `runtime_data` nodes inside expressions (BMv2 reads action data there as `local`);
 #  - the key match kind "optional" (p4c writes "ternary");
 #  - primitives "resubmit_preserving_field_list" / "recirculate_preserving_field_list" (p4c writes
