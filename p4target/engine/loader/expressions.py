@@ -67,7 +67,7 @@ class Expressions:
             return self.ex(e)
         op = e["op"]
         L = self.ex(e["left"]) if e.get("left") is not None else None
-        R = self.ex(e["right"]) if e.get("right") is not None else None
+        R = self._operand(e.get("right"))
         if op in _SAME_BINARY:
             return f"({L} {op} {R})"
         if op == "-":
@@ -102,7 +102,7 @@ class Expressions:
             return f"_sat({L}, {R}, False)"
         if op == "sat_cast":
             return f"_sat({L}, {R}, True)"
-        if op == "dereference_header_stack":
+        if op in ("dereference_header_stack", "dereference_stack"):  # the second: BMv2's older name
             return f"STK[{L}][{R}]"
         if op == "last_stack_index":
             return f"(NX[{R}] - 1)"
@@ -117,6 +117,14 @@ class Expressions:
         if op == "min":
             return f"min({L}, {R})"
         raise ProgramLoadError(f"unsupported expression operator '{op}'")
+
+    def _operand(self, node: Any) -> str | None:
+        """A right operand; a plain integer is BMv2's field offset of `access_field`."""
+        if node is None:
+            return None
+        if type(node) is int:
+            return int_literal(node, "field offset")
+        return self.ex(node)
 
     def header_ref(self, p: dict) -> str:
         """Source of a header id: a named header, or an expression (stack element)."""
@@ -137,7 +145,7 @@ class Expressions:
         if t == "expression" and e["value"].get("op") == "access_field":
             ve = e["value"]
             hdr = self.ex(ve["left"])
-            off = int(self.ex(ve["right"]))
+            off = int(self._operand(ve["right"]))
             # width: all stack elements share one type; use the first element's field
             width, signed = self._stack_field_width(ve["left"], off)
             return f"F[HB[{hdr}] + {off}]", width, signed
@@ -145,7 +153,7 @@ class Expressions:
 
     def _stack_field_width(self, hexpr: dict, off: int) -> tuple[int, bool]:
         v = hexpr.get("value", {})
-        if isinstance(v, dict) and v.get("op") == "dereference_header_stack":
+        if isinstance(v, dict) and v.get("op") in ("dereference_header_stack", "dereference_stack"):
             stack = v["left"]["value"]
             first = self.layout.header_name(self.layout.stacks[stack][0])
             _, w, s = self.layout.header_fields[first][off]

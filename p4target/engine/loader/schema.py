@@ -18,7 +18,8 @@ from ..errors import ProgramLoadError
 # Shapes today's embedded compiler (p4target/compiler) writes but BMv2 refuses:
 #  - a bare `{"op", "left", "right"}` node where BMv2 needs `{"type": "expression", "value": {...}}`,
 #    and a typed node where BMv2 reads an operation (the value of an "expression" node);
-#  - `runtime_data` nodes inside expressions (BMv2 reads action data there as `local`);
+#  - `runtime_data` nodes inside expressions (BMv2 reads action data there as `local`), and the
+#    field offset of `access_field` as a hexstr node (BMv2 reads a plain integer);
 #  - the key match kind "optional" (p4c writes "ternary");
 #  - primitives "resubmit_preserving_field_list" / "recirculate_preserving_field_list" (p4c writes
 #    "resubmit" / "recirculate") and `log_msg` without its parameters vector;
@@ -420,7 +421,8 @@ class _Validator:
             want = "header" if op == "access_field" else "header_union"
             if self.expression(v["left"], f"{path}.left") != want:
                 self.fail(f"{path}.left", f"'{op}' needs a {want.replace('_', ' ')} on its left")
-            self.integer(v["right"], f"{path}.right", 0)
+            if not (self.allow and isinstance(v["right"], dict) and v["right"].get("type") == "hexstr"):
+                self.integer(v["right"], f"{path}.right", 0)
             return "data" if op == "access_field" else "header"
         cond = self.expression(self.key(v, "cond", path), f"{path}.cond") if op == "?" else None
         left = self.expression(v["left"], f"{path}.left")

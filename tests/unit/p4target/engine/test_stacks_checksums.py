@@ -152,3 +152,15 @@ def test_union_stack_field_in_a_select_key_reads_the_last_extracted_element():
     eng = Engine(j)
     assert eng.process(0, bytes([0x81, 0x02, 0x77])) == [(1, bytes([0x81, 0x7F, 0x77]))]
     assert eng.process(0, bytes([0x01, 0x02, 0x77])) == [(1, bytes([0x01, 0x02, 0x77]))]  # more=0: one element
+
+
+def test_assignment_to_a_stack_element_field_in_p4c_shape_and_older_operator_name():
+    """`s[i].v = 0x33` as p4c writes it: the parameter holds an expression node (access_field over
+    a stack element); `dereference_stack` is BMv2's older name of dereference_header_stack."""
+    for deref in ("dereference_header_stack", "dereference_stack"):
+        element = {"type": "expression", "value": {"op": deref, "left": {"type": "header_stack", "value": "s"},
+                                                   "right": hexv(1)}}
+        target = {"type": "expression", "value": {"type": "expression", "value": {
+            "op": "access_field", "left": element, "right": 1}}}
+        eng = Engine(stack_program([{"op": "assign", "parameters": [target, hexv(0x33)]}]))
+        assert eng.process(0, bytes([0x81, 0x02, 0x99])) == [(1, bytes([0x81, 0x33, 0x99]))]

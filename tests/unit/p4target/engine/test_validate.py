@@ -182,7 +182,14 @@ def _typed_node_as_operation(j):
     cond["expression"] = {"type": "expression", "value": cond["expression"]}
 
 
+def _access_field_offset_as_hexstr(j):
+    j["pipelines"][0]["conditionals"][0]["expression"] = op("d2b", None, {"type": "expression", "value": {
+        "op": "access_field", "left": {"type": "header", "value": "ipv4"}, "right": hexv(7)}})
+
+
 COMPILER_SHAPES = [
+    (_access_field_offset_as_hexstr,
+     "pipelines[0].conditionals[0].expression.value.right.value.right: must be an integer, got an object"),
     (_typed_node_as_operation, 'pipelines[0].conditionals[0].expression.value: an operation needs "op" '
                                '(this is a typed node inside an expression node)'),
     (_bare_parameter, 'actions[2].primitives[3].parameters[1].value: expression node needs "type" '
