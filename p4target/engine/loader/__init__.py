@@ -2,7 +2,7 @@
 
 | module | BMv2 concept |
 |---|---|
-| `schema` | `P4Objects::init_objects`' checks: node types, shapes, required keys, names |
+| `schema/` | `P4Objects::init_objects`' checks: node types, shapes, required keys, names (one module per BMv2 init step) |
 | `layout` | `PHVFactory`: a slot per field, header ids, stacks, unions |
 | `expressions` | `Expression`: expression nodes to Python source |
 | `calculations` | `NamedCalculation`: hash and checksum inputs |
