@@ -3,7 +3,7 @@ multicast, clone, resubmit, recirculate, registers, meters, hashes, digests, exi
 from p4target.engine import (Engine, Exact, Optional, Range, Ternary, GREEN, YELLOW, RED,
                              INGRESS_CLONE, REPLICATION, RESUBMIT, InvalidEntryError)
 from p4target.engine import hashes
-from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, hexv, op
+from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, expr_param, hexv, op
 import pytest
 
 SM = "standard_metadata"
@@ -139,7 +139,7 @@ def test_clone_i2e_sends_original_packet_to_session_port_with_truncation():
 
 def test_resubmit_reenters_ingress_with_preserved_field():
     # first pass (instance_type 0): m8 = 42, resubmit; second pass: h.b = m8, h.a = instance_type
-    first = [assign(F("scalars", "m8"), hexv(42)), {"op": "resubmit_preserving_field_list", "parameters": [hexv(1)]}]
+    first = [assign(F("scalars", "m8"), hexv(42)), {"op": "resubmit", "parameters": [hexv(1)]}]
     second = [assign(F("h", "b"), F("scalars", "m8")), assign(F("h", "a"), F(SM, "instance_type")),
               assign(F(SM, "egress_spec"), hexv(2))]
     act = ("go", [], [{"op": "assign", "parameters": [F("scalars", "m32"), F(SM, "instance_type")]}])
@@ -157,13 +157,13 @@ def test_resubmit_reenters_ingress_with_preserved_field():
 
 
 def test_recirculate_reenters_with_deparsed_packet():
-    j = program(actions=[("inc", [], [assign(F("h", "a"), op("&", op("+", F("h", "a"), hexv(1)), hexv(0xff))),
+    j = program(actions=[("inc", [], [assign(F("h", "a"), expr_param(op("&", op("+", F("h", "a"), hexv(1)), hexv(0xff)))),
                                       assign(F(SM, "egress_spec"), hexv(3))])],
                 egress_actions=[("rc", [], [])])
     j["pipelines"][1]["conditionals"] = [{"name": "c", "id": 0, "expression": op("<", F("h", "a"), hexv(4)),
                                           "true_next": "te", "false_next": None}]
     j["pipelines"][1]["init_table"] = "c"
-    j["actions"][-1]["primitives"] = [{"op": "recirculate_preserving_field_list", "parameters": [hexv(1)]}]
+    j["actions"][-1]["primitives"] = [{"op": "recirculate", "parameters": [hexv(1)]}]
     eng = Engine(j)
     assert eng.process(0, pkt(a=1)) == [(3, pkt(a=4))]
 
@@ -172,7 +172,7 @@ def test_registers_count_packets_and_control_plane_reads():
     j = program(actions=[("cnt", [], [
         {"op": "register_read", "parameters": [F("scalars", "m32"), {"type": "register_array", "value": "r"}, hexv(2)]},
         {"op": "register_write", "parameters": [{"type": "register_array", "value": "r"}, hexv(2),
-                                                op("+", F("scalars", "m32"), hexv(1))]},
+                                                expr_param(op("+", F("scalars", "m32"), hexv(1)))]},
         assign(F("h", "d"), F("scalars", "m32"))])],
         extra={"register_arrays": [{"name": "r", "id": 0, "size": 4, "bitwidth": 32}]})
     eng = Engine(j)
@@ -282,7 +282,7 @@ def test_exit_stops_control_and_assert_drops():
     j = program(actions=[("ex", [], [assign(F(SM, "egress_spec"), hexv(2)), {"op": "exit", "parameters": []},
                                      assign(F(SM, "egress_spec"), hexv(3))])])
     assert Engine(j).process(0, pkt()) == [(2, pkt())]
-    j = program(actions=[("as", [], [{"op": "assert", "parameters": [op("==", F("h", "a"), hexv(1))]}])])
+    j = program(actions=[("as", [], [{"op": "assert", "parameters": [expr_param(op("==", F("h", "a"), hexv(1)))]}])])
     eng = Engine(j)
     assert eng.process(0, pkt(a=1)) == [(0, pkt(a=1))]
     assert eng.process(0, pkt(a=2)) == []

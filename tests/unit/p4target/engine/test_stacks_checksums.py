@@ -1,7 +1,7 @@
 """Header stacks (extract next, push_front/pop_front), checksum verification, direct
 counters and meters, log_msg, on hand-built BMv2 JSON."""
 from p4target.engine import Engine, Exact, GREEN, RED
-from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, hexv, op
+from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, expr_param, hexv, op
 from p4target.engine import hashes
 
 SM = "standard_metadata"
@@ -39,7 +39,7 @@ def test_stack_extract_stops_at_bottom_and_out_of_bounds_sets_error():
     out_of_bounds = op("==", F(SM, "parser_error"), hexv(3))  # StackOutOfBounds
     choose = {"type": "expression", "value": {"op": "?", "left": hexv(0x7f), "right": hexv(0),
                                               "cond": out_of_bounds}}
-    j = stack_program([{"op": "assign", "parameters": [F("s[0]", "v"), choose]}])
+    j = stack_program([{"op": "assign", "parameters": [F("s[0]", "v"), expr_param(choose)]}])
     eng = Engine(j)
     # two headers parsed (the second has more=0), 0x33 stays payload; no error: v = 0
     assert eng.process(0, bytes([0x81, 0x02, 0x33])) == [(1, bytes([0x80, 0x02, 0x33]))]
