@@ -28,7 +28,7 @@ from .errors import (DuplicateEntryError, EngineError, InvalidEntryError, NoProg
                      NoSuchHandleError, ProgramLoadError, ResourceExhaustedError, UnknownNameError)
 from .externs import GREEN, RED, YELLOW
 from .match import Exact, Lpm, MatchValue, Optional, Range, Ternary, Valid
-from .program import (COALESCED, DROP_PORT, EGRESS_CLONE, INGRESS_CLONE, NORMAL, RECIRC,
+from .packet import (COALESCED, DROP_PORT, EGRESS_CLONE, INGRESS_CLONE, NORMAL, RECIRC,
                       REPLICATION, RESUBMIT)
 from .tables import TableEntry
 

@@ -13,11 +13,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from . import program as pg
+from . import packet as pg
 from .errors import (InvalidEntryError, NoProgramError, NoSuchHandleError, UnknownNameError)
 from .externs import CounterArray, MeterArray, ParseValueSet, RegisterArray
 from .match import MatchValue
-from .program import PacketState, Program, load_program
+from .loader import load_program
+from .packet import PacketState
+from .program import Program
 from .tables import ActionProfile, Table, TableEntry
 from .traffic_manager import TrafficManager
 

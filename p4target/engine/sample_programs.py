@@ -29,7 +29,13 @@ def hexv(v: int) -> dict:
 
 
 def op(o: str, left, right) -> dict:
+    """An expression node (an operand, a condition)."""
     return {"type": "expression", "value": {"op": o, "left": left, "right": right}}
+
+
+def expr_param(node: dict) -> dict:
+    """A primitive parameter holding an expression: BMv2 reads the value as an expression node."""
+    return {"type": "expression", "value": node}
 
 
 def l3_router() -> dict:
@@ -85,8 +91,8 @@ def l3_router() -> dict:
                  {"op": "assign", "parameters": [F("standard_metadata", "egress_spec"), {"type": "runtime_data", "value": 1}]},
                  {"op": "assign", "parameters": [F("ethernet", "srcAddr"), F("ethernet", "dstAddr")]},
                  {"op": "assign", "parameters": [F("ethernet", "dstAddr"), {"type": "runtime_data", "value": 0}]},
-                 {"op": "assign", "parameters": [F("ipv4", "ttl"),
-                                                 op("&", op("+", F("ipv4", "ttl"), hexv(0xff)), hexv(0xff))]},
+                 {"op": "assign", "parameters": [F("ipv4", "ttl"), expr_param(
+                     op("&", op("+", F("ipv4", "ttl"), hexv(0xff)), hexv(0xff)))]},
              ]},
             {"name": "act_count", "id": 3, "runtime_data": [],
              "primitives": [{"op": "count", "parameters": [{"type": "counter_array", "value": "MyIngress.rx"},

@@ -569,10 +569,15 @@ class StandardHandler:
         return hashlib.md5(self.config.get().encode()).digest()
 
     def bm_load_new_config(self, config_str: str) -> None:
+        """Stage a new program (checked now, as BMv2 builds it before the swap); like BMv2, a
+        second one before `swap_configs` is refused with ONGOING_SWAP. A program that does not
+        load is refused (BMv2's Thrift API has no code of its own for it)."""
+        if self._staged is not None:
+            raise InvalidSwapOperation(code=SwapOperationErrorCode.ONGOING_SWAP)
         try:
             parsed = json.loads(config_str)
             Engine(parsed)  # validate now, as BMv2 does before the swap
-        except (ValueError, ProgramLoadError, EngineError):
+        except (ValueError, RecursionError, ProgramLoadError, EngineError):
             raise InvalidSwapOperation(code=SwapOperationErrorCode.CONFIG_SWAP_DISABLED) from None
         self._staged = (parsed, config_str)
 

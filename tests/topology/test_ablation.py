@@ -1,7 +1,7 @@
 """Ablation switches on a real network: `gradctl policy set --job J --spray no` makes the
 switches hash the job's gradient packets per flow (one spine), `--spray yes` sprays them again
 (both spines); `policy show` reports the switch."""
-from topology_support import gradctl_json
+from support.topology_helpers import gradctl_json
 
 COUNT = 200
 

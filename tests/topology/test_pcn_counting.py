@@ -6,7 +6,7 @@ round's START; after the bursts every port's count is 0 again, so the normal thr
 import re
 
 from controller.thrift import run_commands
-from topology_support import gradctl_json, pcn_policy
+from support.topology_helpers import gradctl_json, pcn_policy
 
 # (round, burst): round 3's burst never comes (its START is replaced by round 4's)
 ROUNDS = ((1, True), (2, True), (3, False), (4, True))

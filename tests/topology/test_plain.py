@@ -1,7 +1,7 @@
 """Gradient packets flagged PLAIN (the MLT baseline's "no network assistance") cross a real
 network as ordinary traffic: delivered, but no switch classifies them (zero gradient-policy
 classifications in `gradctl stats`), while the same packets without the flag are classified."""
-from topology_support import gradctl_json
+from support.topology_helpers import gradctl_json
 
 PLAIN = "0x20"
 PACKETS = 60

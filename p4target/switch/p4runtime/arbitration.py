@@ -5,7 +5,8 @@ one seen) and a status: OK for the primary, ALREADY_EXISTS for a backup while a 
 exists, NOT_FOUND when there is none. When the primary changes every stream of the role is
 told; a client that did not set an election id is a backup that never becomes primary. A
 stream may move to another role with a later update. Writes need the primary's election id,
-or, as PI allows for tools and tests, no election id while the role has no primary.
+or, as PI allows for tools and tests, no election id while the role has no primary. Pipeline
+changes (SetForwardingPipelineConfig) always need the primary's election id.
 """
 from __future__ import annotations
 
@@ -100,6 +101,16 @@ class Arbitration:
             if role is None or role.primary is None:
                 return not election_id
             return election_id is not None and role.members.get(role.primary) == election_id
+
+    def is_primary(self, role_name: str, election_id: int | None) -> bool:
+        """Whether `election_id` is the election id of the role's primary client. Unlike
+        `may_write` there is no exception for a role without a primary: the P4Runtime spec asks
+        SetForwardingPipelineConfig (every action, VERIFY included) to come from the primary."""
+        with self._lock:
+            role = self._roles.get(role_name)
+            if role is None or role.primary is None or election_id is None:
+                return False
+            return role.members.get(role.primary) == election_id
 
     def is_primary_stream(self, stream: Any) -> bool:
         with self._lock:

@@ -29,15 +29,20 @@ def verify(config: p4runtime_pb2.ForwardingPipelineConfig) -> dict:
         raise invalid("the forwarding pipeline config has no device config (BMv2 JSON)")
     try:
         bmv2_json = json.loads(config.p4_device_config)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise invalid(f"device config is not BMv2 JSON: {exc}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise invalid(f"device config is not BMv2 JSON: {str(exc)[:200]}") from None
     if not isinstance(bmv2_json, dict):
         raise invalid("device config is not a BMv2 JSON object")
     try:
         scratch = Engine(bmv2_json)
-    except Exception as exc:
-        raise as_p4runtime_error(exc) from None
-    Translator(config.p4info, scratch)
+    except Exception as exc:  # whatever a config makes fail, the config cannot be realized
+        raise invalid(f"device config rejected: {str(exc)[:2000]}") from None
+    try:
+        Translator(config.p4info, scratch)
+    except P4RuntimeError:
+        raise
+    except Exception as exc:  # a P4Info the translator cannot read cannot be realized either
+        raise invalid(f"P4Info rejected: {str(exc)[:2000]}") from None
     return bmv2_json
 
 

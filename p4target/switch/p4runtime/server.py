@@ -119,7 +119,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def SetForwardingPipelineConfig(self, request, context):
         def run():
             self._check_device(request.device_id)
-            self._check_primary(request)
+            if not self.arbitration.is_primary(request.role, election_id_of(request)):
+                raise P4RuntimeError(Code.PERMISSION_DENIED, "SetForwardingPipelineConfig needs the election id "
+                                     "of this role's primary client (arbitrate on a StreamChannel first)")
             with self._control:
                 try:  # the running state, for RECONCILE_AND_COMMIT
                     current: PipelineState | None = self._current().state

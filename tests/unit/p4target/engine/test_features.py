@@ -3,7 +3,7 @@ multicast, clone, resubmit, recirculate, registers, meters, hashes, digests, exi
 from p4target.engine import (Engine, Exact, Optional, Range, Ternary, GREEN, YELLOW, RED,
                              INGRESS_CLONE, REPLICATION, RESUBMIT, InvalidEntryError)
 from p4target.engine import hashes
-from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, hexv, op
+from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, expr_param, hexv, op
 import pytest
 
 SM = "standard_metadata"
@@ -15,6 +15,15 @@ def rd(i):
 
 def assign(dst, src):
     return {"op": "assign", "parameters": [dst, src]}
+
+
+def _match_type(keys) -> str:
+    """The table match type p4c writes for these key match kinds."""
+    kinds = {mt for _, mt in keys}
+    for kind in ("range", "ternary", "optional", "lpm"):
+        if kind in kinds:
+            return "ternary" if kind == "optional" else kind
+    return "exact"
 
 
 def program(keys=(), actions=(), egress_actions=(), extra=None, table_type="simple", profiles=()):
@@ -47,7 +56,7 @@ def program(keys=(), actions=(), egress_actions=(), extra=None, table_type="simp
         "pipelines": [
             {"name": "ingress", "id": 0, "init_table": "t", "action_profiles": list(profiles),
              "conditionals": [],
-             "tables": [{"name": "t", "id": 0, "type": table_type,
+             "tables": [{"name": "t", "id": 0, "type": table_type, "match_type": _match_type(keys),
                          "action_profile": profiles[0]["name"] if profiles else None,
                          "key": [{"match_type": mt, "name": f"h.{f}", "target": ["h", f], "mask": None} for f, mt in keys],
                          "max_size": 64, "with_counters": False, "direct_meters": None,
@@ -57,7 +66,7 @@ def program(keys=(), actions=(), egress_actions=(), extra=None, table_type="simp
                                            "action_entry_const": False}}]},
             {"name": "egress", "id": 1, "init_table": "te" if egress_actions else None, "action_profiles": [],
              "conditionals": [],
-             "tables": [{"name": "te", "id": 1, "type": "simple", "key": [], "max_size": 1,
+             "tables": [{"name": "te", "id": 1, "type": "simple", "match_type": "exact", "key": [], "max_size": 1,
                          "action_ids": [n_in], "actions": [egress_actions[0][0]], "base_default_next": None,
                          "next_tables": {egress_actions[0][0]: None},
                          "default_entry": {"action_id": n_in, "action_const": True, "action_data": [],
@@ -130,7 +139,7 @@ def test_clone_i2e_sends_original_packet_to_session_port_with_truncation():
 
 def test_resubmit_reenters_ingress_with_preserved_field():
     # first pass (instance_type 0): m8 = 42, resubmit; second pass: h.b = m8, h.a = instance_type
-    first = [assign(F("scalars", "m8"), hexv(42)), {"op": "resubmit_preserving_field_list", "parameters": [hexv(1)]}]
+    first = [assign(F("scalars", "m8"), hexv(42)), {"op": "resubmit", "parameters": [hexv(1)]}]
     second = [assign(F("h", "b"), F("scalars", "m8")), assign(F("h", "a"), F(SM, "instance_type")),
               assign(F(SM, "egress_spec"), hexv(2))]
     act = ("go", [], [{"op": "assign", "parameters": [F("scalars", "m32"), F(SM, "instance_type")]}])
@@ -148,13 +157,13 @@ def test_resubmit_reenters_ingress_with_preserved_field():
 
 
 def test_recirculate_reenters_with_deparsed_packet():
-    j = program(actions=[("inc", [], [assign(F("h", "a"), op("&", op("+", F("h", "a"), hexv(1)), hexv(0xff))),
+    j = program(actions=[("inc", [], [assign(F("h", "a"), expr_param(op("&", op("+", F("h", "a"), hexv(1)), hexv(0xff)))),
                                       assign(F(SM, "egress_spec"), hexv(3))])],
                 egress_actions=[("rc", [], [])])
     j["pipelines"][1]["conditionals"] = [{"name": "c", "id": 0, "expression": op("<", F("h", "a"), hexv(4)),
                                           "true_next": "te", "false_next": None}]
     j["pipelines"][1]["init_table"] = "c"
-    j["actions"][-1]["primitives"] = [{"op": "recirculate_preserving_field_list", "parameters": [hexv(1)]}]
+    j["actions"][-1]["primitives"] = [{"op": "recirculate", "parameters": [hexv(1)]}]
     eng = Engine(j)
     assert eng.process(0, pkt(a=1)) == [(3, pkt(a=4))]
 
@@ -163,7 +172,7 @@ def test_registers_count_packets_and_control_plane_reads():
     j = program(actions=[("cnt", [], [
         {"op": "register_read", "parameters": [F("scalars", "m32"), {"type": "register_array", "value": "r"}, hexv(2)]},
         {"op": "register_write", "parameters": [{"type": "register_array", "value": "r"}, hexv(2),
-                                                op("+", F("scalars", "m32"), hexv(1))]},
+                                                expr_param(op("+", F("scalars", "m32"), hexv(1)))]},
         assign(F("h", "d"), F("scalars", "m32"))])],
         extra={"register_arrays": [{"name": "r", "id": 0, "size": 4, "bitwidth": 32}]})
     eng = Engine(j)
@@ -273,7 +282,7 @@ def test_exit_stops_control_and_assert_drops():
     j = program(actions=[("ex", [], [assign(F(SM, "egress_spec"), hexv(2)), {"op": "exit", "parameters": []},
                                      assign(F(SM, "egress_spec"), hexv(3))])])
     assert Engine(j).process(0, pkt()) == [(2, pkt())]
-    j = program(actions=[("as", [], [{"op": "assert", "parameters": [op("==", F("h", "a"), hexv(1))]}])])
+    j = program(actions=[("as", [], [{"op": "assert", "parameters": [expr_param(op("==", F("h", "a"), hexv(1)))]}])])
     eng = Engine(j)
     assert eng.process(0, pkt(a=1)) == [(0, pkt(a=1))]
     assert eng.process(0, pkt(a=2)) == []

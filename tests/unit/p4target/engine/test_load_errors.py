@@ -8,18 +8,21 @@ from p4target.engine.sample_programs import l3_router
 
 
 @pytest.mark.parametrize("mutate, words", [
-    (lambda j: j.pop("parsers"), "no parser"),
-    (lambda j: j["pipelines"].pop(), "no 'egress' pipeline"),
-    (lambda j: j["actions"][1]["primitives"].append({"op": "frobnicate", "parameters": []}), "frobnicate"),
-    (lambda j: j["headers"][2].update(header_type="nope"), "unknown type 'nope'"),
-    (lambda j: j["actions"][2]["primitives"][0]["parameters"][0].update(value=["ipv4", "nope"]), "ipv4.nope"),
-    (lambda j: j["pipelines"][0]["tables"][0].pop("name"), "malformed"),
+    (lambda j: j.pop("parsers"), "parsers: a program needs a parser"),
+    (lambda j: j["pipelines"].pop(), "pipelines: simple_switch needs an 'egress' pipeline"),
+    (lambda j: j["actions"][1]["primitives"].append({"op": "frobnicate", "parameters": []}),
+     "actions[1].primitives[1].op: unknown primitive 'frobnicate'"),
+    (lambda j: j["headers"][2].update(header_type="nope"), "headers[2].header_type: unknown header type 'nope'"),
+    (lambda j: j["actions"][2]["primitives"][0]["parameters"][0].update(value=["ipv4", "nope"]),
+     "actions[2].primitives[0].parameters[0].value: unknown field 'ipv4.nope'"),
+    (lambda j: j["pipelines"][0]["tables"][0].pop("name"), 'pipelines[0].tables[0]: needs "name"'),
 ])
 def test_bad_json_is_a_load_error(mutate, words):
     j = copy.deepcopy(l3_router())
     mutate(j)
-    with pytest.raises(ProgramLoadError, match=words.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ProgramLoadError) as e:
         Engine(j)
+    assert str(e.value) == words
 
 
 def test_not_a_dict_and_no_program():

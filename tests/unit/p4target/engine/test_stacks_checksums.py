@@ -1,7 +1,7 @@
 """Header stacks (extract next, push_front/pop_front), checksum verification, direct
 counters and meters, log_msg, on hand-built BMv2 JSON."""
 from p4target.engine import Engine, Exact, GREEN, RED
-from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, hexv, op
+from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, expr_param, hexv, op
 from p4target.engine import hashes
 
 SM = "standard_metadata"
@@ -39,7 +39,7 @@ def test_stack_extract_stops_at_bottom_and_out_of_bounds_sets_error():
     out_of_bounds = op("==", F(SM, "parser_error"), hexv(3))  # StackOutOfBounds
     choose = {"type": "expression", "value": {"op": "?", "left": hexv(0x7f), "right": hexv(0),
                                               "cond": out_of_bounds}}
-    j = stack_program([{"op": "assign", "parameters": [F("s[0]", "v"), choose]}])
+    j = stack_program([{"op": "assign", "parameters": [F("s[0]", "v"), expr_param(choose)]}])
     eng = Engine(j)
     # two headers parsed (the second has more=0), 0x33 stays payload; no error: v = 0
     assert eng.process(0, bytes([0x81, 0x02, 0x33])) == [(1, bytes([0x80, 0x02, 0x33]))]
@@ -84,7 +84,8 @@ def csum_program():
                                              {"type": "parameters_vector", "value": [F("h", "x"), F(SM, "ingress_port")]}]},
             {"op": "assign", "parameters": [F(SM, "egress_spec"), hexv(1)]}]}],
         "pipelines": [{"name": "ingress", "id": 0, "init_table": "t", "conditionals": [],
-                       "tables": [{"name": "t", "id": 0, "type": "simple", "max_size": 4, "with_counters": True,
+                       "tables": [{"name": "t", "id": 0, "type": "simple", "match_type": "exact", "max_size": 4,
+                                   "with_counters": True,
                                    "direct_meters": "t_mtr",
                                    "key": [{"match_type": "exact", "name": "h.ck", "target": ["h", "ck"], "mask": None}],
                                    "action_ids": [0], "actions": ["a"], "base_default_next": None,
@@ -124,7 +125,42 @@ def test_header_union_set_valid_invalidates_the_other_member():
     j = stack_program([{"op": "add_header", "parameters": [{"type": "header", "value": "s[1]"}]},
                        {"op": "assign", "parameters": [F("s[1]", "v"), hexv(0x11)]}])
     # treat s[0] and s[1] as the two members of a union u
+    j["header_union_types"] = [{"name": "u_t", "id": 0, "headers": [["a", "s_t"], ["b", "s_t"]]}]
     j["header_unions"] = [{"name": "u", "id": 0, "union_type": "u_t", "header_ids": [2, 3]}]
     eng = Engine(j)
     # s[0] was parsed (more=0 stops); making s[1] valid drops s[0] from the output
     assert eng.process(0, bytes([0x05, 0xAA])) == [(1, bytes([0x11, 0xAA]))]
+
+
+def test_union_stack_field_in_a_select_key_reads_the_last_extracted_element():
+    """BMv2's `union_stack_field` transition key: u.next.a is extracted while its `more` bit is
+    set; the ingress then writes u[1].a.v, which only shows if u[1] was parsed."""
+    j = stack_program([{"op": "assign", "parameters": [F("u[1].a", "v"), hexv(0x7F)]}])
+    j["header_types"].append({"name": "b_t", "id": 3, "fields": [["x", 8, False]]})
+    j["headers"] = j["headers"][:2] + [
+        {"name": f"u[{i}].{m}", "id": 2 + 2 * i + k, "header_type": t, "metadata": False}
+        for i in range(2) for k, (m, t) in enumerate((("a", "s_t"), ("b", "b_t")))]
+    j["header_stacks"] = []
+    j["header_union_types"] = [{"name": "U", "id": 0, "headers": [["a", "s_t"], ["b", "b_t"]]}]
+    j["header_unions"] = [{"name": f"u[{i}]", "id": i, "union_type": "U", "header_ids": [2 + 2 * i, 3 + 2 * i]}
+                          for i in range(2)]
+    j["header_union_stacks"] = [{"name": "u", "id": 0, "union_type": "U", "header_union_ids": [0, 1]}]
+    state = j["parsers"][0]["parse_states"][0]
+    state["parser_ops"] = [{"op": "extract", "parameters": [{"type": "union_stack", "value": ["u", "a"]}]}]
+    state["transition_key"] = [{"type": "union_stack_field", "value": ["u", "a", "more"]}]
+    j["deparsers"][0]["order"] = ["u[0].a", "u[0].b", "u[1].a", "u[1].b"]
+    eng = Engine(j)
+    assert eng.process(0, bytes([0x81, 0x02, 0x77])) == [(1, bytes([0x81, 0x7F, 0x77]))]
+    assert eng.process(0, bytes([0x01, 0x02, 0x77])) == [(1, bytes([0x01, 0x02, 0x77]))]  # more=0: one element
+
+
+def test_assignment_to_a_stack_element_field_in_p4c_shape_and_older_operator_name():
+    """`s[i].v = 0x33` as p4c writes it: the parameter holds an expression node (access_field over
+    a stack element); `dereference_stack` is BMv2's older name of dereference_header_stack."""
+    for deref in ("dereference_header_stack", "dereference_stack"):
+        element = {"type": "expression", "value": {"op": deref, "left": {"type": "header_stack", "value": "s"},
+                                                   "right": hexv(1)}}
+        target = {"type": "expression", "value": {"type": "expression", "value": {
+            "op": "access_field", "left": element, "right": 1}}}
+        eng = Engine(stack_program([{"op": "assign", "parameters": [target, hexv(0x33)]}]))
+        assert eng.process(0, bytes([0x81, 0x02, 0x99])) == [(1, bytes([0x81, 0x33, 0x99]))]

@@ -67,6 +67,7 @@ def test_program() -> dict:
     def table(name, tid, keys, acts, default, nxt, **extra):
         t = {"name": name, "id": tid, "type": "simple", "max_size": 1024, "with_counters": False,
              "support_timeout": False, "direct_meters": None,
+             "match_type": next((k for k in ("range", "ternary", "lpm") if k in {mt for _, _, mt in keys}), "exact"),
              "key": [{"match_type": mt, "name": f"hdr.{h}.{f}", "target": [h, f], "mask": None} for h, f, mt in keys],
              "action_ids": [aid[a] for a in acts], "actions": list(acts), "base_default_next": nxt,
              "next_tables": {a: nxt for a in acts},
@@ -110,7 +111,7 @@ def test_program() -> dict:
         "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [
             {"name": "start", "id": 0, "parser_ops": [],
              "transition_key": [F(SM, "ingress_port")],
-             "transitions": [{"type": "hexstr", "value": hex(CPU_PORT), "mask": None, "next_state": "parse_cpu"},
+             "transitions": [{"type": "hexstr", "value": f"0x{CPU_PORT:04x}", "mask": None, "next_state": "parse_cpu"},
                              {"type": "default", "value": None, "mask": None, "next_state": "parse_h"}]},
             {"name": "parse_cpu", "id": 1,
              "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "packet_out"}]}],

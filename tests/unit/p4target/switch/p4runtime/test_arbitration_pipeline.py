@@ -225,9 +225,10 @@ def test_clients_that_vanish_leave_no_stale_primary(switch):
 
 def test_without_any_primary_only_requests_without_election_id_may_write(switch, program):
     bmv2, p4info = program
+    switch.client((0, 9), role="admin").set_pipeline(bmv2, p4info)  # pipelines need a primary
     tool = switch.client(election_id=None)  # never arbitrates
     tool.election_id = (0, 0)  # (0, 0) reads as "no election id"
-    tool.set_pipeline(bmv2, p4info)
+    tool.write()
     tool.election_id = (0, 3)
     with pytest.raises(grpc.RpcError) as e:
         tool.write()
