@@ -129,15 +129,17 @@ def loads_yaml(text: str) -> Any:
     """Decode YAML text (one document, no aliases) within the bounds of this module."""
     if len(text) > MAX_DOCUMENT_BYTES * 4:
         raise DocumentError(f"larger than {MAX_DOCUMENT_BYTES} bytes")
-    loader = _BoundedLoader(text)
+    loader = None
     try:
+        loader = _BoundedLoader(text)   # the reader already checks the characters here
         doc = loader.get_single_data()
     except RecursionError:
         raise DocumentError(f"nested deeper than {MAX_DEPTH} levels") from None
     except yaml.YAMLError as exc:
         raise DocumentError(f"not valid YAML: {one_line(str(exc))}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     check_depth(doc)
     return doc
 

@@ -41,6 +41,7 @@ BAD_FILES = {
     "int5000.yaml": (b"jobs:\n  - job: " + b"9" * 5000 + b"\n", "integer of 5000 digits is too long"),
     "int5000.json": (b'{"jobs": [{"job": ' + b"9" * 5000 + b"}]}", "integer of 5000 digits is too long"),
     "bomb.yaml": (_alias_bomb().encode(), "YAML aliases (*name) are not allowed"),
+    "control.yaml": (b"# a comment with a \x01 control character\n", "not valid YAML: unacceptable character"),
     "big.yaml": (b"# " + b"x" * (2 << 20) + b"\n", "larger than 1048576 bytes"),
 }
 
