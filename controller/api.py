@@ -86,8 +86,8 @@ def _pair(args: dict, name: str, hi: int) -> Optional[tuple[int, int]]:
         return None
     if not isinstance(v, (list, tuple)) or len(v) != 2:
         raise errors.ConfigError(f"{name}: expected [lo, hi], got {short(v)}")
-    pair = {"lo": v[0], "hi": v[1]}
-    lo, hi_ = _int(pair, "lo", 0, hi), _int(pair, "hi", 0, hi)
+    pair = {f"{name}[0]": v[0], f"{name}[1]": v[1]}
+    lo, hi_ = _int(pair, f"{name}[0]", 0, hi), _int(pair, f"{name}[1]", 0, hi)
     if lo > hi_:   # type: ignore[operator]
         raise errors.ConfigError(f"{name}: lo {lo} is greater than hi {hi_}")
     return lo, hi_   # type: ignore[return-value]

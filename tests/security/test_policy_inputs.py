@@ -142,7 +142,7 @@ def test_empty_policies_are_refused_and_clear_needs_yes(daemon, tmp_path):
      "integer of 401 digits is too long"),
     (b'{"cmd": "policy.phase", "args": {"job": 1, "round": NaN}}', "NaN is not a JSON number"),
     (b'{"cmd": "policy.set", "args": {"job": 1, "layers": [0, 1e400], "loss_bound": 0.1}}',
-     "must be an integer"),
+     "layers[1]: must be an integer"),
     (b'{"cmd": "stats", "args": {"switch": ""}}', "switch: must be a non-empty string"),
     (b'{"cmd": "stats", "args": []}', "args must be a mapping"),
     (b'{"cmd": "policy.apply", "args": {"document": ' + b"[" * 50000 + b"]" * 50000 + b"}}",
