@@ -23,6 +23,7 @@ from controller.manager import NetworkController
 from controller.policy import empty_policy, parse_policy, set_rule
 
 MAX_MESSAGE = 4 << 20
+REQUEST_TIMEOUT = 30.0   # seconds a client has to send its request line
 _SUN_PATH_MAX = 100   # AF_UNIX paths are limited to 107 bytes
 
 
@@ -194,8 +195,13 @@ def respond(ctl: NetworkController, request: Any) -> dict[str, Any]:
 
 
 class _Handler(socketserver.StreamRequestHandler):
+    timeout = REQUEST_TIMEOUT   # a client that never finishes its line does not keep a thread
+
     def handle(self) -> None:
-        line = self.rfile.readline(MAX_MESSAGE + 1)
+        try:
+            line = self.rfile.readline(MAX_MESSAGE + 1)
+        except OSError:         # timed out or reset before a whole request arrived
+            return
         if len(line) > MAX_MESSAGE:
             response = {"ok": False, "error": f"request larger than {MAX_MESSAGE} bytes",
                         "type": "ConfigError"}
