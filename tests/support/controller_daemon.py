@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+PEAK_SCRIPT = Path(__file__).resolve().with_name("peak_memory.py")
 sys.path.insert(0, str(REPO / "tests" / "unit" / "controller"))
 
 import ctl_p4info  # noqa: E402
@@ -36,33 +37,37 @@ class Finished:
     max_rss_mb: float
 
 
-def run_measured(argv: list[str], timeout: float = 30.0) -> Finished:
-    """Run ``argv`` from the repository; its peak RSS comes from its own rusage (wait4)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.monotonic()
-        proc = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid == proc.pid:
-                break
-            if time.monotonic() - t0 > timeout:
-                os.kill(proc.pid, signal.SIGKILL)
-                os.wait4(proc.pid, 0)
-                proc.returncode = -9
-                raise AssertionError(f"{argv} still ran after {timeout} s")
-            time.sleep(0.01)
-        seconds = time.monotonic() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return Finished(proc.returncode, out.read().decode(errors="replace"),
-                        err.read().decode(errors="replace"), seconds,
-                        usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0)
+def run_measured(module: str, *args: str, timeout: float = 30.0) -> Finished:
+    """``python -m MODULE ARGS`` from the repository, with its CPU time (its rusage) and its own
+    peak RSS (VmHWM since exec, written at exit by tests/support/peak_memory.py)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        peak_file = Path(tmp) / "peak"
+        out_path, err_path = Path(tmp) / "out", Path(tmp) / "err"
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            t0 = time.monotonic()
+            proc = subprocess.Popen([sys.executable, str(PEAK_SCRIPT), str(peak_file), module, *args],
+                                    cwd=REPO, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid == proc.pid:
+                    break
+                if time.monotonic() - t0 > timeout:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    os.wait4(proc.pid, 0)
+                    proc.returncode = -9
+                    raise AssertionError(f"{module} {args} still ran after {timeout} s")
+                time.sleep(0.01)
+            seconds = time.monotonic() - t0
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        peak_kb = float(peak_file.read_text()) if peak_file.exists() else float("inf")
+        return Finished(proc.returncode, out_path.read_text(errors="replace"),
+                        err_path.read_text(errors="replace"), seconds,
+                        usage.ru_utime + usage.ru_stime, peak_kb / 1024.0)
 
 
 def run_gradctl(*args: str, timeout: float = 30.0) -> Finished:
-    """``python -m controller.gradctl ARGS`` as a measured subprocess."""
-    return run_measured([sys.executable, "-m", "controller.gradctl", *args], timeout)
+    """The real gradctl (``python -m controller.gradctl ARGS``) as a measured subprocess."""
+    return run_measured("controller.gradctl", *args, timeout=timeout)
 
 
 class Network:
