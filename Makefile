@@ -11,8 +11,8 @@ P4C ?= $(shell command -v p4c-bm2-ss 2>/dev/null || echo "$(PY) -m p4target comp
 SWITCH ?= $(shell command -v simple_switch_grpc 2>/dev/null || echo "$(PY) -m p4target switch")
 export P4C SWITCH
 
-.PHONY: all setup build run demo test test-unit test-conformance test-integration test-topology lint bench stop clean \
-        check-env
+.PHONY: all setup build run demo test test-unit test-conformance test-integration test-topology lint bench fuzz stop \
+        clean check-env
 
 all: build
 
@@ -57,6 +57,12 @@ lint: setup
 
 bench: setup
 	$(PY) -m benchmarks
+
+# bounded fuzzers (not in CI): frames and P4Runtime requests against a local embedded switch,
+# policy files against the loader and gradctl, gradient packets against a local PS (loopback)
+FUZZ_SECONDS ?= 300
+fuzz: setup
+	$(PY) -m fuzz --seconds $(FUZZ_SECONDS)
 
 stop:
 	-@[ -x $(PY) ] && $(PY) -m topo.stop || true

@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from controller import errors
+from controller import p4names as N
+from controller.documents import DocumentError, check_depth, loads_json, one_line, short
 from controller.manager import NetworkController
-from controller.policy import parse_policy, set_features, set_rule
+from controller.policy import empty_policy, parse_policy, set_features, set_rule
 
-MAX_MESSAGE = 16 << 20
+MAX_MESSAGE = 4 << 20
+REQUEST_TIMEOUT = 30.0   # seconds a client has to send its request line
 _SUN_PATH_MAX = 100   # AF_UNIX paths are limited to 107 bytes
 
 
@@ -42,10 +45,53 @@ def _short_path(path: Path) -> Iterator[str]:
         os.chdir(cwd)
 
 
-def _pair(v: Any, what: str) -> tuple[int, int]:
+U32_MAX = 0xFFFFFFFF
+
+
+def _int(args: dict, name: str, lo: int, hi: int, *, optional: bool = False) -> Optional[int]:
+    """Argument ``name`` as an integer in [lo, hi] (a JSON integer: no floats, strings or booleans)."""
+    if name not in args or args[name] is None:
+        if optional:
+            return None
+        raise KeyError(name)
+    v = args[name]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise errors.ConfigError(f"{name}: must be an integer in [{lo}, {hi}], got {short(v)}")
+    if not lo <= v <= hi:
+        raise errors.ConfigError(f"{name}: must be in [{lo}, {hi}], got {short(v)}")
+    return v
+
+
+def _bool(args: dict, name: str, default: bool) -> bool:
+    v = args.get(name, default)
+    if not isinstance(v, bool):
+        raise errors.ConfigError(f"{name}: must be true or false, got {short(v)}")
+    return v
+
+
+def _name(args: dict, name: str, *, optional: bool = False) -> Optional[str]:
+    """Argument ``name`` as a non-empty string (a switch name)."""
+    if name not in args or args[name] is None:
+        if optional:
+            return None
+        raise KeyError(name)
+    v = args[name]
+    if not isinstance(v, str) or not v:
+        raise errors.ConfigError(f"{name}: must be a non-empty string, got {short(v)}")
+    return v
+
+
+def _pair(args: dict, name: str, hi: int) -> Optional[tuple[int, int]]:
+    v = args.get(name)
+    if v is None:
+        return None
     if not isinstance(v, (list, tuple)) or len(v) != 2:
-        raise errors.ConfigError(f"{what}: expected [lo, hi]")
-    return int(v[0]), int(v[1])
+        raise errors.ConfigError(f"{name}: expected [lo, hi], got {short(v)}")
+    pair = {f"{name}[0]": v[0], f"{name}[1]": v[1]}
+    lo, hi_ = _int(pair, f"{name}[0]", 0, hi), _int(pair, f"{name}[1]", 0, hi)
+    if lo > hi_:   # type: ignore[operator]
+        raise errors.ConfigError(f"{name}: lo {lo} is greater than hi {hi_}")
+    return lo, hi_   # type: ignore[return-value]
 
 
 def _policy_show(ctl: NetworkController, args: dict) -> Any:
@@ -64,11 +110,23 @@ def _policy_show(ctl: NetworkController, args: dict) -> Any:
 
 
 def _policy_apply(ctl: NetworkController, args: dict) -> Any:
+    source = args.get("source")
     try:
+        check_depth(args.get("document"))
         policy = parse_policy(args.get("document"))
+    except DocumentError as exc:
+        raise errors.PolicyError("document", str(exc), source if isinstance(source, str) else None)
     except errors.PolicyError as exc:
-        raise exc.with_source(args["source"]) if args.get("source") else exc
+        raise exc.with_source(source) if isinstance(source, str) and source else exc
     return ctl.apply_policy(policy)
+
+
+def _policy_clear(ctl: NetworkController, args: dict) -> Any:
+    """Delete every class: only on an explicit ``{"confirm": true}``."""
+    if args.get("confirm") is not True:
+        raise errors.ConfigError("policy.clear deletes every installed class; "
+                                 "send {\"confirm\": true} to do so")
+    return ctl.apply_policy(empty_policy(), {})
 
 
 _RULE_FIELDS = ("loss_bound", "pull_bound", "priority", "drop_eligible", "drop_threshold")
@@ -76,16 +134,16 @@ _JOB_SWITCHES = ("spray", "prioritize", "selective_drop")
 
 
 def _policy_set(ctl: NetworkController, args: dict) -> Any:
-    job = int(args["job"])
-    switches = {k: args.get(k) for k in _JOB_SWITCHES if args.get(k) is not None}
+    job = _int(args, "job", 0, (1 << N.JOB_ID_BITS) - 1)
+    switches = {k: args[k] for k in _JOB_SWITCHES if args.get(k) is not None}
     for k, v in switches.items():
         if not isinstance(v, bool):
-            raise errors.ConfigError(f"{k}: expected true or false, got {v!r}")
+            raise errors.ConfigError(f"{k}: must be true or false, got {short(v)}")
     policy = ctl.state.policy
-    if args.get("layers") is not None:
-        mags = _pair(args["mag_classes"], "mag_classes") if args.get("mag_classes") is not None else None
+    layers = _pair(args, "layers", N.LAYER_ID_MAX)
+    if layers is not None:
         fields = {k: args.get(k) for k in _RULE_FIELDS}
-        policy = set_rule(policy, job, _pair(args["layers"], "layers"), mags, **fields)
+        policy = set_rule(policy, job, layers, _pair(args, "mag_classes", N.MAG_CLASS_MAX), **fields)
     elif any(args.get(k) is not None for k in (*_RULE_FIELDS, "mag_classes")):
         raise errors.ConfigError("policy.set: rule fields need layers (the rule's layer range)")
     elif not switches:
@@ -97,9 +155,15 @@ def _policy_set(ctl: NetworkController, args: dict) -> Any:
 
 
 def _policy_phase(ctl: NetworkController, args: dict) -> Any:
-    rnd = args.get("round")
-    return ctl.set_job_state(int(args["job"]), None if rnd is None else int(rnd),
-                             bool(args.get("critical", False)))
+    return ctl.set_job_state(_int(args, "job", 0, (1 << N.JOB_ID_BITS) - 1),  # type: ignore[arg-type]
+                             _int(args, "round", 0, U32_MAX, optional=True),
+                             _bool(args, "critical", False))
+
+
+def _pcn_set(ctl: NetworkController, args: dict) -> Any:
+    return ctl.set_pcn(_name(args, "switch"), _int(args, "port", 0, 511),  # type: ignore[arg-type]
+                       _int(args, "threshold", 0, U32_MAX, optional=True),
+                       _int(args, "normal", 0, U32_MAX, optional=True))
 
 
 COMMANDS: dict[str, Callable[[NetworkController, dict], Any]] = {
@@ -108,12 +172,12 @@ COMMANDS: dict[str, Callable[[NetworkController, dict], Any]] = {
     "switches": lambda ctl, a: ctl.switch_status(),
     "policy.show": _policy_show,
     "policy.apply": _policy_apply,
+    "policy.clear": _policy_clear,
     "policy.set": _policy_set,
     "policy.phase": _policy_phase,
-    "stats": lambda ctl, a: ctl.stats(a.get("switch")),
+    "stats": lambda ctl, a: ctl.stats(_name(a, "switch", optional=True)),
     "pcn.show": lambda ctl, a: ctl.pcn_table(),
-    "pcn.set": lambda ctl, a: ctl.set_pcn(str(a["switch"]), int(a["port"]), a.get("threshold"),
-                                          a.get("normal")),
+    "pcn.set": _pcn_set,
 }
 
 
@@ -121,13 +185,17 @@ def handle(ctl: NetworkController, cmd: str, args: Optional[dict] = None) -> Any
     """Run one API command; raises ControllerError subclasses on failure."""
     fn = COMMANDS.get(cmd)
     if fn is None:
-        raise errors.ConfigError(f"unknown command '{cmd}'")
+        raise errors.ConfigError(f"unknown command '{cmd if len(cmd) <= 40 else cmd[:37] + '...'}'")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise errors.ConfigError(f"{cmd}: args must be a mapping, got {short(args)}")
     try:
-        return fn(ctl, dict(args or {}))
+        return fn(ctl, dict(args))
     except KeyError as exc:
         raise errors.ConfigError(f"{cmd}: missing argument {exc}") from None
-    except (TypeError, ValueError) as exc:
-        raise errors.ConfigError(f"{cmd}: bad argument ({exc})") from None
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise errors.ConfigError(f"{cmd}: bad argument ({one_line(str(exc))})") from None
 
 
 def respond(ctl: NetworkController, request: Any) -> dict[str, Any]:
@@ -138,19 +206,35 @@ def respond(ctl: NetworkController, request: Any) -> dict[str, Any]:
     try:
         return {"ok": True, "result": handle(ctl, request["cmd"], request.get("args"))}
     except errors.ControllerError as exc:
-        return {"ok": False, "error": str(exc), "type": type(exc).__name__}
+        return {"ok": False, "error": one_line(str(exc), 1000), "type": type(exc).__name__}
+    except Exception as exc:  # noqa: BLE001 - every request gets an answer, never a dead handler
+        return {"ok": False, "error": f"internal error: {type(exc).__name__}: {one_line(str(exc))}",
+                "type": "ControllerError"}
 
 
 class _Handler(socketserver.StreamRequestHandler):
+    timeout = REQUEST_TIMEOUT   # a client that never finishes its line does not keep a thread
+
     def handle(self) -> None:
-        line = self.rfile.readline(MAX_MESSAGE)
         try:
-            request = json.loads(line)
-        except ValueError:
-            response = {"ok": False, "error": "request is not JSON", "type": "ConfigError"}
+            line = self.rfile.readline(MAX_MESSAGE + 1)
+        except OSError:         # timed out or reset before a whole request arrived
+            return
+        if len(line) > MAX_MESSAGE:
+            response = {"ok": False, "error": f"request larger than {MAX_MESSAGE} bytes",
+                        "type": "ConfigError"}
         else:
-            response = respond(self.server.controller, request)  # type: ignore[attr-defined]
-        self.wfile.write(json.dumps(response).encode() + b"\n")
+            try:
+                request = loads_json(line)
+            except DocumentError as exc:
+                response = {"ok": False, "error": f"request is not JSON within bounds: {exc}",
+                            "type": "ConfigError"}
+            else:
+                response = respond(self.server.controller, request)  # type: ignore[attr-defined]
+        try:
+            self.wfile.write(json.dumps(response).encode() + b"\n")
+        except OSError:
+            pass   # the client went away
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):

@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topology", required=True, help="topology description JSON (logs/<topo>.topology.json)")
     p.add_argument("--p4info", required=True, help="P4Info file (text or binary)")
     p.add_argument("--bmv2-json", required=True, help="BMv2 JSON pushed as the device config")
-    p.add_argument("--policy", help="policy file (YAML/JSON) to apply at start-up")
+    p.add_argument("--policy", help="policy file (YAML/JSON) applied at start-up when there is no "
+                                    "state file yet (afterwards the state file is the truth)")
     p.add_argument("--listen", default=None, help=f"unix socket for gradctl (default {DEFAULT_SOCKET})")
     p.add_argument("--pid-file", default=DEFAULT_PID_FILE, help="where to write the PID")
     p.add_argument("--state-file", default=None,
@@ -119,7 +120,10 @@ def run(args: argparse.Namespace) -> int:
         results = ctl.start()
         for name, err in results.items():
             _log(f"{name}: {'programmed' if err is None else 'NOT programmed: ' + err}")
-        if policy is not None:
+        if policy is not None and ctl.state_loaded:
+            _log(f"policy {args.policy} not applied: the state file {state_file} holds the "
+                 "current policy (--policy seeds only a daemon without state)")
+        elif policy is not None:
             summary = ctl.apply_policy(policy)
             _log(f"policy {args.policy}: {summary['rules']} rules; {json.dumps(summary['switches'])}"
                  + (f"; pending on {', '.join(summary['pending'])}" if summary["pending"] else ""))

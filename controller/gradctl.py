@@ -28,26 +28,32 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _range(text: str) -> tuple[int, int]:
+    shown = text if len(text) <= 30 else text[:27] + "..."
     try:
+        if len(text) > 40:
+            raise ValueError(text)
         if "-" in text:
             lo, hi = text.split("-", 1)
             pair = (int(lo), int(hi))
         else:
             pair = (int(text), int(text))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected LO-HI (integers), got '{text}'") from None
+        raise argparse.ArgumentTypeError(f"expected LO-HI (integers), got '{shown}'") from None
     if pair[0] > pair[1] or pair[0] < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 <= LO <= HI, got '{text}'")
+        raise argparse.ArgumentTypeError(f"expected 0 <= LO <= HI, got '{shown}'")
     return pair
 
 
 def _fraction(text: str) -> float:
+    shown = text if len(text) <= 30 else text[:27] + "..."
     try:
+        if len(text) > 40:
+            raise ValueError(text)
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got '{text}'") from None
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got '{shown}'") from None
     if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {shown}")
     return value
 
 
@@ -59,14 +65,25 @@ def _yes_no(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected yes or no, got '{text}'")
 
 
-def _nonneg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'")
-    return value
+def _bounded(hi: int, what: str = "a non-negative integer") -> Callable[[str], int]:
+    """An argparse type: a decimal integer in [0, hi]."""
+    def parse(text: str) -> int:
+        shown = text if len(text) <= 30 else text[:27] + "..."
+        digits = text.strip().lstrip("+")
+        if not digits.isdigit() or len(digits) > len(str(hi)):
+            raise argparse.ArgumentTypeError(f"expected {what} (0..{hi}), got '{shown}'")
+        value = int(digits)
+        if value > hi:
+            raise argparse.ArgumentTypeError(f"expected {what} (0..{hi}), got '{shown}'")
+        return value
+    return parse
+
+
+_U32 = 0xFFFFFFFF
+_nonneg = _bounded(_U32)
+_job = _bounded(0xFFFF)
+_round = _bounded(_U32)
+_port = _bounded(511)
 
 
 def _prio(text: str) -> int:
@@ -74,6 +91,12 @@ def _prio(text: str) -> int:
     if value > 7:
         raise argparse.ArgumentTypeError(f"priority must be 0..7, got {text}")
     return value
+
+
+def _switch_name(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a switch name, got an empty string")
+    return text
 
 
 def _leaf(sub: argparse._SubParsersAction, name: str, **kwargs: Any) -> argparse.ArgumentParser:
@@ -109,9 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("file", help="policy file (YAML or JSON)")
     ap.add_argument("--check", action="store_true", help="only validate the file")
     _leaf(pol_sub, "show", help="the installed policy and its classes")
+    cl = _leaf(pol_sub, "clear", help="delete every installed class (needs --yes)")
+    cl.add_argument("--yes", action="store_true", help="yes, delete every class")
     st = _leaf(pol_sub, "set", help="change (or add) one job's rule for a layer range, "
                                     "or the job's ablation switches")
-    st.add_argument("--job", type=_nonneg, required=True, help="job id")
+    st.add_argument("--job", type=_job, required=True, help="job id")
     st.add_argument("--layers", type=_range, help="layer range LO-HI (or one layer); needed for rule fields")
     st.add_argument("--mag-classes", type=_range, help="magnitude class range LO-HI (default: the rule's)")
     st.add_argument("--loss-bound", type=_fraction, help="push-stage loss bound, 0..1")
@@ -126,21 +151,21 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--selective-drop", type=_yes_no, metavar="yes|no",
                     help="job switch: budgeted selective drops (no: counted, never dropped)")
     ph = _leaf(pol_sub, "phase", help="report a job's round and regime (phase-scheduled bounds)")
-    ph.add_argument("--job", type=_nonneg, required=True, help="job id")
-    ph.add_argument("--round", type=_nonneg, required=True, help="current training round")
+    ph.add_argument("--job", type=_job, required=True, help="job id")
+    ph.add_argument("--round", type=_round, required=True, help="current training round")
     ph.add_argument("--critical", type=_yes_no, default=False, metavar="yes|no",
                     help="critical learning regime: use the phase's low bound")
 
     s = _leaf(sub, "stats", help="per job/layer and per queue counters of each switch")
-    s.add_argument("--switch", help="only this switch")
+    s.add_argument("--switch", type=_switch_name, help="only this switch")
 
     pcn = sub.add_parser("pcn", help="show or set PCN/ECN thresholds")
     pcn_sub = pcn.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     pcn_sub.required = True
     _leaf(pcn_sub, "show", help="thresholds and PCN counters per switch port")
     ps = _leaf(pcn_sub, "set", help="set a port's PCN threshold (and optionally its normal one)")
-    ps.add_argument("--switch", required=True, help="switch name")
-    ps.add_argument("--port", type=_nonneg, required=True, help="egress port")
+    ps.add_argument("--switch", type=_switch_name, required=True, help="switch name")
+    ps.add_argument("--port", type=_port, required=True, help="egress port")
     ps.add_argument("--threshold", type=_nonneg, required=True, help="PCN threshold (packets)")
     ps.add_argument("--normal", type=_nonneg, help="normal ECN threshold (packets)")
 
@@ -157,6 +182,11 @@ def request_of(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
             return "policy.apply", {"document": dict(policy.document), "source": args.file}
         if args.action == "show":
             return "policy.show", {}
+        if args.action == "clear":
+            if not args.yes:
+                raise errors.ConfigError("policy clear deletes every installed class; "
+                                         "add --yes to do so")
+            return "policy.clear", {"confirm": True}
         if args.action == "set":
             return "policy.set", {
                 "spray": args.spray, "prioritize": args.prioritize,
@@ -201,7 +231,7 @@ def run_direct(args: argparse.Namespace, cmd: str, cargs: dict[str, Any], sock: 
     topo = Topology.load(args.topology)
     config = read_bmv2_json(args.bmv2_json) if args.bmv2_json else None
     state_file = Path(args.state_file or f"logs/{topo.name}.controller.json")
-    if cmd in ("policy.set", "policy.phase", "policy.show") and not state_file.exists():
+    if cmd in ("policy.set", "policy.phase", "policy.show", "policy.clear") and not state_file.exists():
         raise errors.ConfigError(f"no controller state at {state_file}: the current policy is unknown "
                                  "(give --state-file, or install one with `policy apply FILE`)")
     ctl = NetworkController(topo, load_p4info_file(args.p4info), config,
@@ -298,6 +328,7 @@ def _fmt_pcn(res: list[dict]) -> str:
 
 FORMATS: dict[str, Callable[[Any], str]] = {
     "switches": _fmt_switches, "policy.show": _fmt_policy_show, "policy.apply": _fmt_apply,
+    "policy.clear": _fmt_apply,
     "policy.set": _fmt_apply, "policy.phase": _fmt_apply, "stats": _fmt_stats,
     "pcn.show": _fmt_pcn,
     "pcn.set": lambda r: f"{r['switch']} port {r['port']}: normal {r['normal']}, pcn {r['pcn']}",

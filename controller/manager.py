@@ -28,6 +28,7 @@ from controller.network import NetworkOptions, SwitchPlan, ecn_entry, plan_switc
 from controller.p4info import P4Info
 from controller.policy import (JobState, Policy, RuleKey, SlotInfo, assign_slots, empty_policy,
                                parse_policy, slot_table, translate)
+from controller.statefile import read_state, write_state
 from controller.sync import Changes, Op, apply_changes, diff, rollback
 from controller.thrift import run_commands
 from controller.topology import Topology
@@ -85,7 +86,7 @@ class ControllerState:
     def from_json(cls, data: dict[str, Any]) -> "ControllerState":
         """Rebuild the state from its JSON form (the policy is revalidated)."""
         return cls(
-            policy=parse_policy(data.get("policy") or {"jobs": []}),
+            policy=parse_policy(data.get("policy") or {"jobs": []}, allow_empty=True),
             slots={tuple(k): int(v) for k, v in data.get("slots", [])},  # type: ignore[misc]
             job_states={int(j): JobState(s.get("round"), bool(s.get("critical")))
                         for j, s in data.get("job_states", {}).items()},
@@ -127,19 +128,14 @@ class NetworkController:
 
     # -- state -----------------------------------------------------------------------------
     def _load_state(self) -> ControllerState:
-        if self.state_file is not None and self.state_file.exists():
-            try:
-                return ControllerState.from_json(json.loads(self.state_file.read_text()))
-            except (ValueError, errors.ControllerError) as exc:
-                self.log(f"ignoring unreadable state file {self.state_file}: {exc}")
-        return ControllerState()
+        # the state file is the truth after a restart: a corrupt one stops us (ConfigError)
+        doc = read_state(self.state_file) if self.state_file is not None else None
+        self.state_loaded = doc is not None
+        return ControllerState() if doc is None else ControllerState.from_json(doc)
 
     def _save_state(self) -> None:
         if self.state_file is not None:
-            self.state_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.state_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps(self.state.to_json(), indent=1))
-            tmp.replace(self.state_file)
+            write_state(self.state_file, json.dumps(self.state.to_json(), indent=1))
 
     def _plan(self, name: str) -> SwitchPlan:
         return plan_switch(self.topology, name, self.options, self.state.ecn_overrides.get(name))

@@ -17,14 +17,12 @@ never dropped); one ``job_features`` entry per job.
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
-import yaml
-
 from controller import p4names as N
+from controller.documents import DocumentError, load_file, short
 from controller.entries import Action, Exact, Range, TableEntry, Ternary
 from controller.errors import PolicyError
 
@@ -135,7 +133,8 @@ def _check_keys(obj: Any, allowed: set[str], path: str) -> dict:
         raise _fail(path or "policy", f"must be a mapping, got {_kind(obj)}")
     for key in obj:
         if key not in allowed:
-            raise _fail(f"{path}.{key}" if path else str(key),
+            name = key if isinstance(key, str) and len(key) <= 60 else short(key)
+            raise _fail(f"{path}.{name}" if path else str(name),
                         f"unknown field (allowed: {', '.join(sorted(allowed))})")
     return obj
 
@@ -147,15 +146,17 @@ def _kind(v: Any) -> str:
 
 def _int(v: Any, path: str, lo: int, hi: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        raise _fail(path, f"must be an integer in [{lo}, {hi}], got {_kind(v)} {v!r}")
+        raise _fail(path, f"must be an integer in [{lo}, {hi}], got {_kind(v)} {short(v)}")
     if not lo <= v <= hi:
-        raise _fail(path, f"must be in [{lo}, {hi}], got {v}")
+        raise _fail(path, f"must be in [{lo}, {hi}], got {short(v)}")
     return v
 
 
 def _bound(v: Any, path: str, hi: float = 1.0) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _fail(path, f"must be a number in [0, {hi:g}], got {_kind(v)} {v!r}")
+        raise _fail(path, f"must be a number in [0, {hi:g}], got {_kind(v)} {short(v)}")
+    if isinstance(v, int) and not 0 <= v <= hi:   # compared as an integer: no float overflow
+        raise _fail(path, f"must be in [0, {hi:g}], got {short(v)}")
     if not 0.0 <= float(v) <= hi:
         raise _fail(path, f"must be in [0, {hi:g}], got {v:g}")
     return float(v)
@@ -163,7 +164,7 @@ def _bound(v: Any, path: str, hi: float = 1.0) -> float:
 
 def _bool(v: Any, path: str) -> bool:
     if not isinstance(v, bool):
-        raise _fail(path, f"must be true or false, got {_kind(v)} {v!r}")
+        raise _fail(path, f"must be true or false, got {_kind(v)} {short(v)}")
     return v
 
 
@@ -171,7 +172,7 @@ def _pair(v: Any, path: str, lo: int, hi: int) -> tuple[int, int]:
     if isinstance(v, int) and not isinstance(v, bool):
         v = [v, v]
     if not isinstance(v, list) or len(v) != 2:
-        raise _fail(path, f"must be [lo, hi] (two integers), got {v!r}")
+        raise _fail(path, f"must be [lo, hi] (two integers), got {short(v)}")
     a = _int(v[0], f"{path}[0]", lo, hi)
     b = _int(v[1], f"{path}[1]", lo, hi)
     if a > b:
@@ -202,13 +203,23 @@ def _phases(raw: Any, path: str) -> tuple[Phase, ...]:
     return tuple(out)
 
 
-def parse_policy(doc: Any) -> Policy:
-    """Validate a policy document (the parsed YAML/JSON) into a :class:`Policy`."""
+EMPTY_POLICY_HINT = ("it would delete every installed class (to do that on purpose: "
+                     "`gradctl policy clear --yes`)")
+
+
+def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
+    """Validate a policy document (the parsed YAML/JSON) into a :class:`Policy`.
+
+    A document without jobs (nothing, ``null``, ``{}``, ``jobs: []``) is refused unless
+    ``allow_empty``: installing it deletes every class, which only an explicit request may do.
+    """
     if doc is None:
+        if not allow_empty:
+            raise _fail("policy", f"the document is empty: {EMPTY_POLICY_HINT}")
         doc = {}
     _check_keys(doc, _TOP_KEYS, "")
     if "version" in doc and doc["version"] != 1:
-        raise _fail("version", f"must be 1, got {doc['version']!r}")
+        raise _fail("version", f"must be 1, got {short(doc['version'])}")
     defaults = _check_keys(doc.get("defaults", {}) or {}, _DEFAULT_KEYS, "defaults")
     d_prio = _int(defaults.get("priority", 0), "defaults.priority", 0, 7)
     d_elig = _bool(defaults.get("drop_eligible", True), "defaults.drop_eligible")
@@ -274,21 +285,24 @@ def parse_policy(doc: Any) -> Policy:
         if n_rules > N.NUM_SLOTS:
             raise _fail(f"{jp}.layers", f"more than {N.NUM_SLOTS} rules in all (the switch's slots)")
         jobs.append(Job(job_id, name, tuple(rules), features))
+    if not jobs and not allow_empty:
+        raise _fail("jobs", f"no jobs in the policy: {EMPTY_POLICY_HINT}")
     return Policy(tuple(jobs), copy.deepcopy(doc))
 
 
 def load_policy(path: Union[str, Path]) -> Policy:
-    """Read and validate a YAML or JSON policy file; errors start with the file name."""
+    """Read and validate a YAML or JSON policy file; errors start with the file name.
+
+    Reading is bounded (:mod:`controller.documents`): size, UTF-8, nesting, integer length,
+    no YAML aliases; an empty document is an error.
+    """
     try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise PolicyError("", f"cannot read policy: {exc.strerror}", str(path)) from None
-    try:
-        doc = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        first = " ".join(str(exc).split())
-        raise PolicyError("", f"not valid {'JSON' if str(path).endswith('.json') else 'YAML'}: "
-                              f"{first}", str(path)) from None
+        doc = load_file(path)
+    except DocumentError as exc:
+        message = str(exc)
+        if message.startswith("cannot read"):
+            message = message.replace("cannot read", "cannot read policy", 1)
+        raise PolicyError("", message, str(path)) from None
     try:
         return parse_policy(doc)
     except PolicyError as exc:
@@ -297,7 +311,7 @@ def load_policy(path: Union[str, Path]) -> Policy:
 
 def empty_policy() -> Policy:
     """The policy with no jobs (every gradient packet gets the default class)."""
-    return parse_policy({"jobs": []})
+    return parse_policy({"jobs": []}, allow_empty=True)
 
 
 # -- edits from the CLI ----------------------------------------------------------------------

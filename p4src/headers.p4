@@ -69,6 +69,11 @@ header ipv4_t {
     ipv4_addr_t dstAddr;
 }
 
+/* IPv4 options (ihl > 5): up to 40 bytes, kept as they are and covered by the checksum */
+header ipv4_options_t {
+    varbit<320> options;
+}
+
 header tcp_t {
     bit<16> srcPort;
     bit<16> dstPort;
@@ -111,6 +116,7 @@ struct headers_t {
     ethernet_t ethernet;
     arp_t      arp;
     ipv4_t     ipv4;
+    ipv4_options_t ipv4_options;
     tcp_t      tcp;
     udp_t      udp;
     gradient_t gradient;

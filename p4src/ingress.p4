@@ -171,7 +171,9 @@ control GradIngress(inout headers_t hdr,
         if (hdr.arp.isValid()) {
             arp_responder.apply();
         } else if (hdr.ipv4.isValid()) {
-            if (hdr.ipv4.ttl <= 1) {
+            if (standard_metadata.checksum_error == 1 || hdr.ipv4.ihl < 5) {
+                drop();                 /* corrupted header: never forwarded with a new checksum */
+            } else if (hdr.ipv4.ttl <= 1) {
                 drop();
             } else {
                 if (hdr.gradient.isValid()) {

@@ -1,4 +1,5 @@
-/* gradlane parser: ethernet -> (arp | ipv4 -> (tcp | udp -> gradient on GRADLANE_UDP_PORT)). */
+/* gradlane parser: ethernet -> (arp | ipv4 [+ options by ihl] -> (tcp | udp -> gradient on
+ * GRADLANE_UDP_PORT)). */
 #ifndef GRADLANE_PARSER_P4
 #define GRADLANE_PARSER_P4
 #include "headers.p4"
@@ -21,6 +22,17 @@ parser GradParser(packet_in packet,
     }
     state parse_ipv4 {
         packet.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl) {
+            5: parse_ipv4_payload;
+            0 .. 4: accept;             /* shorter than a header: ingress drops it (bad ihl) */
+            default: parse_ipv4_options;
+        }
+    }
+    state parse_ipv4_options {
+        packet.extract(hdr.ipv4_options, (bit<32>)(((bit<16>)hdr.ipv4.ihl - 16w5) * 16w32));
+        transition parse_ipv4_payload;
+    }
+    state parse_ipv4_payload {
         transition select(hdr.ipv4.protocol) {
             IPPROTO_TCP: parse_tcp;
             IPPROTO_UDP: parse_udp;

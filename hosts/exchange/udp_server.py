@@ -34,21 +34,41 @@ class UdpServerExchange:
         self.mux.handlers[wire.KIND_PULL_REQ] = self._on_pull_req
         self.mux.handlers[wire.KIND_PCN_START] = self._on_pcn_start
         self.mux.handlers[wire.KIND_HELLO] = self._on_hello
+        self.mux.admit = self._admit
         self.names = {r: f"worker rank {r}" for r in range(workers)}
         self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
 
+    def _admit(self, pkt: Received) -> bool:
+        """Only a worker's bound address speaks for its rank (HELLO is how it gets bound)."""
+        if pkt.header.kind == wire.KIND_HELLO:
+            return True
+        if pkt.header.kind == wire.KIND_PCN_START:
+            return pkt.addr in self.addrs.values()
+        return self.addrs.get(pkt.header.worker_rank) == pkt.addr
+
     def _on_hello(self, pkt: Received, now: float) -> bool:
-        """Answer with our fingerprint; a worker whose configuration differs exits by itself."""
+        """Bind the worker's address to its rank and answer with our fingerprint.
+
+        The first valid HELLO of a rank with our configuration binds it; from then on only that
+        address speaks for the rank (a HELLO from elsewhere is ignored). A worker whose
+        configuration differs is told our fingerprint and exits by itself.
+        """
         rank = pkt.header.worker_rank
         try:
             theirs = wire.unpack_hello(pkt.payload)
         except PacketError:
             self.counters["drop_corrupt"] += 1
             return True
+        bound = self.addrs.get(rank)
+        if bound is not None and bound != pkt.addr:
+            self.counters["drop_hello_rebind"] += 1
+            return True
         if theirs != self.fingerprint and rank in self.names:
             self.counters["hello_config_mismatch"] += 1
             self.names[rank] = (f"worker rank {rank} (its HELLO showed a different model, "
                                 f"--chunk-elems, --transport or --job)")
+        elif theirs == self.fingerprint and rank in self.names and bound is None:
+            self.addrs[rank] = pkt.addr
         self.endpoint.send_control(wire.KIND_HELLO_ACK, pkt.addr, pkt.header.round,
                                    payload=wire.HELLO.pack(self.fingerprint))
         return True
@@ -85,9 +105,6 @@ class UdpServerExchange:
         self.mux.run(lambda: session.done)
         self.mux.drain()
         self.mux.prune(round_ - 1)
-        for rank, state in session.senders.items():
-            if state.addr is not None:
-                self.addrs[rank] = state.addr
         firsts = [s.first_data for s in session.senders.values() if s.first_data is not None]
         seconds = (session.finished or time.monotonic()) - min(firsts) if firsts else 0.0
         return Gathered(

@@ -13,6 +13,7 @@ _IDLE_WAKE = 0.05
 # replayed when that round's session opens: a fast peer may start before we are ready.
 FUTURE_ROUNDS = 8
 FUTURE_PACKETS = 8192
+FUTURE_BYTES = 8 << 20    # of datagrams (a PS of 8 workers buffers a few rounds of 1 MB models)
 
 
 class Session(Protocol):
@@ -30,14 +31,22 @@ class Session(Protocol):
 class Mux:
     """Owns the sessions of one endpoint. A packet goes to the session of its (round, PULL flag);
     kinds with a registered handler (PULL_REQ, PCN) go to the handler first. Packets of a
-    round up to FUTURE_ROUNDS ahead wait (bounded) until its session is added."""
+    round up to FUTURE_ROUNDS ahead wait (bounded in count and bytes) until its session is
+    added. ``admit``, when set, sees every packet first; one it refuses is dropped and counted
+    (``drop_wrong_source``) before any handler or session sees it."""
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.sessions: dict[tuple[int, bool], Session] = {}
         self.handlers: dict[int, Callable[[Received, float], bool]] = {}
+        self.admit: Callable[[Received], bool] | None = None
         self._pruned_below = 0
         self._future: list[Received] = []
+        self._future_bytes = 0
+
+    @staticmethod
+    def _size(pkt: Received) -> int:
+        return wire.HEADER_LEN + len(pkt.payload)
 
     def add(self, session: Session) -> None:
         key = (session.round, session.pull)
@@ -48,6 +57,7 @@ class Mux:
             if waiting:
                 taken = {id(p) for p in waiting}
                 self._future = [p for p in self._future if id(p) not in taken]
+                self._future_bytes -= sum(map(self._size, waiting))
                 now = time.monotonic()
                 for pkt in waiting:
                     session.on_packet(pkt, now)
@@ -61,9 +71,13 @@ class Mux:
         for key in [k for k in self.sessions if k[0] < below_round]:
             del self.sessions[key]
         self._future = [p for p in self._future if p.header.round >= below_round]
+        self._future_bytes = sum(map(self._size, self._future))
 
     def dispatch(self, pkt: Received, now: float) -> None:
         hdr = pkt.header
+        if self.admit is not None and not self.admit(pkt):
+            self.endpoint.counters["drop_wrong_source"] += 1
+            return
         handler = self.handlers.get(hdr.kind)
         if handler is not None and handler(pkt, now):
             return
@@ -72,11 +86,15 @@ class Mux:
             newest = max((r for r, _ in self.sessions), default=self._pruned_below)
             if hdr.round < self._pruned_below or hdr.round < newest:
                 self.endpoint.counters["drop_stale_round"] += 1
-            elif hdr.round <= newest + FUTURE_ROUNDS and len(self._future) < FUTURE_PACKETS:
+            elif hdr.round > newest + FUTURE_ROUNDS:
+                self.endpoint.counters["drop_unknown_round"] += 1
+            elif (len(self._future) < FUTURE_PACKETS
+                  and self._future_bytes + self._size(pkt) <= FUTURE_BYTES):
                 self._future.append(pkt)
+                self._future_bytes += self._size(pkt)
                 self.endpoint.counters["early_round_buffered"] += 1
             else:
-                self.endpoint.counters["drop_unknown_round"] += 1
+                self.endpoint.counters["drop_early_round_full"] += 1
             return
         session.on_packet(pkt, now)
 

@@ -84,11 +84,15 @@ class RecvSession:
         if state is None:
             counters["drop_foreign_rank"] += 1
             return
-        state.addr = pkt.addr
-        state.last_heard = now
+        # Every field is checked before the packet changes anything (its sender's address
+        # included): a malformed packet must not redirect ACK/STOP away from the real sender.
         if hdr.kind == wire.KIND_DATA:
-            self._on_data(state, hdr, pkt.payload, now)
+            self._on_data(state, pkt, now)
         elif hdr.kind == wire.KIND_PROBE:
+            if pkt.payload:
+                counters["drop_corrupt"] += 1
+                return
+            self._heard(state, pkt, now)
             if state.closed_by is not None:
                 self._send_stop(state, now, force=True)
             else:
@@ -100,13 +104,21 @@ class RecvSession:
         else:
             counters["drop_unexpected_kind"] += 1
 
-    def _on_data(self, state: SenderState, hdr: wire.Header, payload: bytes, now: float) -> None:
+    @staticmethod
+    def _heard(state: SenderState, pkt: Received, now: float) -> None:
+        """A valid packet from the sender: where to answer, and when we last heard it."""
+        state.addr = pkt.addr
+        state.last_heard = now
+
+    def _on_data(self, state: SenderState, pkt: Received, now: float) -> None:
         counters = self.endpoint.counters
+        hdr = pkt.header
         try:
-            placed = state.buffer.place(hdr.layer_id, hdr.chunk_seq, hdr.elem_offset, payload)
+            placed = state.buffer.place(hdr.layer_id, hdr.chunk_seq, hdr.elem_offset, pkt.payload)
         except PacketError as exc:
             counters[f"drop_{exc.reason}"] += 1
             return
+        self._heard(state, pkt, now)
         if state.closed_by is not None:
             # In flight when we closed: still useful until the owner consumes the buffer.
             counters["late_data"] += 1

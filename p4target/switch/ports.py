@@ -32,6 +32,7 @@ from p4target.switch.pcap import PcapWriter, read_pcap
 from p4target.switch.switch_log import SwitchLog
 
 ETH_P_ALL = 0x0003
+SEND_WARN_INTERVAL = 10.0   # s between two warnings of one port about one kind of send failure
 SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
@@ -170,7 +171,9 @@ class _PortState:
     pcap_out: PcapWriter | None = None
     pcap_lock: threading.Lock = field(default_factory=threading.Lock)
     stats: PortStats = field(default_factory=PortStats)
-    last_send_error: str | None = None
+    # per kind of send failure: when it was last warned about, and how many since then
+    send_warned_at: dict[str, float] = field(default_factory=dict)
+    send_unwarned: dict[str, int] = field(default_factory=dict)
 
 
 class SwitchPorts:
@@ -314,15 +317,8 @@ class SwitchPorts:
             state.io.send(frame)
         except (OSError, ValueError) as exc:
             state.stats.send_errors += 1
-            reason = str(getattr(exc, "strerror", None) or exc)
-            # warn once per kind of failure (a deleted link would otherwise flood the log)
-            level = "debug" if reason == state.last_send_error else "warn"
-            state.last_send_error = reason
-            if self._log.enabled(level):
-                self._log.log(level, f"cannot send packet of size {len(frame)} out of port {port} "
-                                     f"({state.io.iface}): {reason}")
+            self._send_failed(port, state, len(frame), str(getattr(exc, "strerror", None) or exc))
             return
-        state.last_send_error = None
         state.stats.transmitted += 1
         if state.pcap_out is not None:
             with state.pcap_lock:
@@ -330,6 +326,25 @@ class SwitchPorts:
                     state.pcap_out.write(frame)
         if self._log.enabled("debug"):
             self._log.debug(f"Transmitting packet of size {len(frame)} out of port {port}")
+
+    def _send_failed(self, port: int, state: _PortState, size: int, reason: str) -> None:
+        """One warning per port and kind of failure per SEND_WARN_INTERVAL, with the count of
+        those in between (a deleted link or a stream of oversize frames must not flood the log,
+        good sends in between included); the others are logged at debug."""
+        now = time.monotonic()
+        last = state.send_warned_at.get(reason)
+        if last is not None and now - last < SEND_WARN_INTERVAL:
+            state.send_unwarned[reason] = state.send_unwarned.get(reason, 0) + 1
+            if self._log.enabled("debug"):
+                self._log.debug(f"cannot send packet of size {size} out of port {port} "
+                                f"({state.io.iface}): {reason}")
+            return
+        more = state.send_unwarned.pop(reason, 0)
+        state.send_warned_at[reason] = now
+        if self._log.enabled("warn"):
+            self._log.warn(f"cannot send packet of size {size} out of port {port} "
+                           f"({state.io.iface}): {reason}"
+                           + (f" ({more} more since the last warning)" if more else ""))
 
     def _ingress(self, port: int, state: _PortState, frame: bytes) -> None:
         state.stats.received += 1

@@ -39,8 +39,12 @@ def _csum(data: bytes) -> int:
     return ~s & 0xFFFF
 
 
-def ipv4(src: int, dst: int, proto: int, payload_len: int, tos: int = 0, ttl: int = 64) -> bytes:
-    hdr = struct.pack("!BBHHHBBHII", 0x45, tos, 20 + payload_len, 0, 0, ttl, proto, 0, src, dst)
+def ipv4(src: int, dst: int, proto: int, payload_len: int, tos: int = 0, ttl: int = 64,
+         options: bytes = b"") -> bytes:
+    """An IPv4 header (with ``options``, a multiple of 4 bytes) and its correct checksum."""
+    ihl = 5 + len(options) // 4
+    hdr = struct.pack("!BBHHHBBHII", 0x40 | ihl, tos, 4 * ihl + payload_len, 0, 0, ttl, proto, 0,
+                      src, dst) + options
     return hdr[:10] + struct.pack("!H", _csum(hdr)) + hdr[12:]
 
 
@@ -69,16 +73,27 @@ class Grad:
 
 
 def grad_frame(g: Grad, src_ip: int = H1_IP, dst_ip: int = H2_IP, tos: int = 0, ttl: int = 64,
-               dst_mac: int = ROUTER_MAC, src_mac: int = H1_MAC, udp_csum: int = 0x1234) -> bytes:
+               dst_mac: int = ROUTER_MAC, src_mac: int = H1_MAC, udp_csum: int = 0x1234,
+               options: bytes = b"") -> bytes:
     body = g.header() + g.payload
     udp = struct.pack("!HHHH", 40000, GRAD_PORT, 8 + len(body), udp_csum) + body
-    return _mac(dst_mac) + _mac(src_mac) + b"\x08\x00" + ipv4(src_ip, dst_ip, 17, len(udp), tos, ttl) + udp
+    return (_mac(dst_mac) + _mac(src_mac) + b"\x08\x00"
+            + ipv4(src_ip, dst_ip, 17, len(udp), tos, ttl, options) + udp)
+
+
+def corrupt_checksum(frame: bytes) -> bytes:
+    """``frame`` with its IPv4 header checksum off by one (a header damaged on the way)."""
+    b = bytearray(frame)
+    b[24:26] = struct.pack("!H", (struct.unpack("!H", b[24:26])[0] + 1) & 0xFFFF)
+    return bytes(b)
 
 
 def udp_frame(dport: int, tos: int = 0, src_ip: int = H1_IP, dst_ip: int = H2_IP, ttl: int = 64,
-              dst_mac: int = ROUTER_MAC, src_mac: int = H1_MAC, payload: bytes = bytes(8)) -> bytes:
+              dst_mac: int = ROUTER_MAC, src_mac: int = H1_MAC, payload: bytes = bytes(8),
+              options: bytes = b"") -> bytes:
     udp = struct.pack("!HHHH", 40000, dport, 8 + len(payload), 0x4321) + payload
-    return _mac(dst_mac) + _mac(src_mac) + b"\x08\x00" + ipv4(src_ip, dst_ip, 17, len(udp), tos, ttl) + udp
+    return (_mac(dst_mac) + _mac(src_mac) + b"\x08\x00"
+            + ipv4(src_ip, dst_ip, 17, len(udp), tos, ttl, options) + udp)
 
 
 def routed(frame: bytes, nhop_src: int, nhop_dst: int, grad: bool, ce: bool = False) -> str:
@@ -88,17 +103,18 @@ def routed(frame: bytes, nhop_src: int, nhop_dst: int, grad: bool, ce: bool = Fa
     b = bytearray(frame)
     b[0:6] = _mac(nhop_dst)
     b[6:12] = _mac(nhop_src)
-    ip = bytearray(b[14:34])
+    ip_end = 14 + 4 * (b[14] & 0x0F)      # the checksum covers the options too
+    ip = bytearray(b[14:ip_end])
     ip[8] -= 1
     if ce:
         ip[1] |= 0x03
     ip[10:12] = b"\x00\x00"
     ip[10:12] = struct.pack("!H", _csum(bytes(ip)))
-    b[14:34] = ip
+    b[14:ip_end] = ip
     text = b.hex()
     if grad:
-        b[40:42] = b"\x00\x00"
-        g = 42
+        b[ip_end + 6:ip_end + 8] = b"\x00\x00"
+        g = ip_end + 8
         hops = struct.unpack("!H", b[g + 26:g + 28])[0] + 1
         b[g + 26:g + 28] = struct.pack("!H", hops)
         text = b.hex()
@@ -500,8 +516,52 @@ def forwarding() -> Scenario:
     return s
 
 
+def ipv4_checksum() -> Scenario:
+    s = Scenario("ipv4_checksum", "IPv4 header checksums as BMv2 runs them: options are parsed by "
+                                  "ihl and covered by the recomputed checksum; a header that "
+                                  "arrives with a bad checksum is dropped, never re-validated")
+    _routes(s)
+    _class(s, prio=6, layers="0..9", eligible=0, slot=1, push_bp=0, pull_bp=0, threshold=100)
+    router_alert = bytes([0x94, 0x04, 0x00, 0x00])
+    s.comment("ihl 6 (router alert option): forwarded, checksum recomputed over all 24 bytes")
+    frame = udp_frame(5000, dst_ip=H3_IP, options=router_alert)
+    s.packet(1, frame)
+    s.expect(3, routed(frame, ROUTER_MAC, H3_MAC, grad=False))
+    s.comment("ihl 15 (40 bytes of options: NOPs, then end of list)")
+    longest = bytes([0x01] * 39 + [0x00])
+    frame = udp_frame(5000, dst_ip=H3_IP, options=longest)
+    s.packet(1, frame)
+    s.expect(3, routed(frame, ROUTER_MAC, H3_MAC, grad=False))
+    s.comment("gradient DATA behind options: still classified (queue 6) and given telemetry")
+    gframe = grad_frame(Grad(layer_id=3), options=router_alert)
+    s.packet(1, gframe)
+    s.expect(2, routed(gframe, ROUTER_MAC, H2_MAC, grad=True))
+    s.comment("bad checksums are dropped: without options, with options, on gradient DATA")
+    s.packet(1, corrupt_checksum(udp_frame(5000, dst_ip=H3_IP)))
+    s.packet(1, corrupt_checksum(udp_frame(5000, dst_ip=H3_IP, options=router_alert)))
+    s.packet(1, corrupt_checksum(grad_frame(Grad(layer_id=3))))
+    s.comment("an options byte changed on the way (checksum left as it was): dropped")
+    bad = bytearray(udp_frame(5000, dst_ip=H3_IP, options=router_alert))
+    bad[34 + 2] ^= 0x01
+    s.packet(1, bytes(bad))
+    s.comment("ihl 4 (shorter than an IPv4 header) is dropped even with a matching checksum")
+    short = bytearray(udp_frame(5000, dst_ip=H3_IP))
+    short[14] = 0x44
+    short[24:26] = b"\x00\x00"
+    short[24:26] = struct.pack("!H", _csum(bytes(short[14:34])))
+    s.packet(1, bytes(short))
+    s.comment("a valid packet after them still passes")
+    frame = udp_frame(5000, dst_ip=H3_IP)
+    s.packet(1, frame)
+    s.expect(3, routed(frame, ROUTER_MAC, H3_MAC, grad=False))
+    s.add("wait")
+    s.add("check_counter GradIngress.slot_seen_ctr(1) packets == 1")
+    s.add("check_counter GradEgress.queue_tx_ctr(24) packets == 3")
+    return s
+
+
 SCENARIOS = (forwarding, priority_by_class, bounded_drop, stage_budgets, critical_never_dropped,
-             plain_traffic, job_features, dscp_fallback, pcn_counting, pcn_resend)
+             plain_traffic, job_features, dscp_fallback, pcn_counting, pcn_resend, ipv4_checksum)
 P4_STUB = "// gradlane's data plane under test ({name}.stf)\n#include \"../../../p4src/gradlane.p4\"\n"
 
 

@@ -325,3 +325,26 @@ def test_send_failures_are_counted_and_warned_once(veth):
     finally:
         sp.stop()
     assert console.getvalue().count("cannot send packet") == 1
+
+
+def test_oversize_frames_warn_once_per_interval_despite_good_sends(veth, monkeypatch):
+    import io
+
+    from p4target.switch import ports
+    from p4target.switch.switch_log import SwitchLog
+    sw, _ = veth
+    console = io.StringIO()
+    sp = SwitchPorts({1: sw}, lambda p, d: None, log=SwitchLog(console=True, level="info", console_stream=console))
+    sp.start()
+    try:
+        for i in range(5):                       # oversize, good, oversize, good, ...
+            sp.transmit(1, frame(i, size=9000))
+            sp.transmit(1, frame(i))
+        assert sp.stats(1).send_errors == 5 and sp.stats(1).transmitted == 5
+        assert console.getvalue().count("cannot send packet of size 9000") == 1
+        monkeypatch.setattr(ports, "SEND_WARN_INTERVAL", 0.0)
+        sp.transmit(1, frame(9, size=9000))      # the interval passed: one line with the count
+    finally:
+        sp.stop()
+    lines = [l for l in console.getvalue().splitlines() if "cannot send packet" in l]
+    assert len(lines) == 2 and lines[1].endswith("(4 more since the last warning)"), lines

@@ -1,0 +1,129 @@
+"""The controller's state file: read strictly, written atomically, the previous one kept.
+
+After a restart the state file is the truth (policy, slot assignment, job rounds, PCN
+overrides). So a file that is not JSON or not of the expected shape stops the start with a
+one-line error naming it, instead of being ignored (which would sync an empty policy). Writes go
+to a temporary file in the same folder, are flushed to disk and renamed over the old file, whose
+content is kept as ``<name>.bak``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from controller import errors
+from controller.documents import DocumentError, loads_json, read_text, short
+from controller.policy import parse_policy
+
+MAX_STATE_BYTES = 4 << 20
+_KEYS = {"policy", "slots", "job_states", "ecn_overrides"}
+
+
+def backup_path(path: Path) -> Path:
+    """Where the previous state is kept."""
+    return path.with_name(path.name + ".bak")
+
+
+def _shape(msg: str) -> ValueError:
+    return ValueError(msg)
+
+
+def _is_int(v: Any, lo: int = 0, hi: int = (1 << 64) - 1) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def check_shape(doc: Any) -> None:
+    """Raise ValueError naming the first part of ``doc`` that is not a state document."""
+    if not isinstance(doc, dict):
+        raise _shape(f"must be a JSON object, got {short(doc)}")
+    unknown = sorted(str(k) for k in doc if k not in _KEYS)
+    if unknown:
+        raise _shape(f"unknown field {short(unknown[0])}")
+    try:
+        parse_policy(doc.get("policy"), allow_empty=True)
+    except errors.PolicyError as exc:
+        raise _shape(f"policy: {exc}") from None
+    slots = doc.get("slots", [])
+    if not isinstance(slots, list):
+        raise _shape("slots: must be a list")
+    for i, item in enumerate(slots):
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], list)
+                and len(item[0]) == 5 and all(_is_int(x) for x in item[0]) and _is_int(item[1])):
+            raise _shape(f"slots[{i}]: must be [[job, layer lo, layer hi, mag lo, mag hi], slot]")
+    states = doc.get("job_states", {})
+    if not isinstance(states, dict):
+        raise _shape("job_states: must be an object")
+    for job, st in states.items():
+        if not (str(job).isdigit() and isinstance(st, dict) and set(st) <= {"round", "critical"}
+                and (st.get("round") is None or _is_int(st.get("round")))
+                and isinstance(st.get("critical", False), bool)):
+            raise _shape(f"job_states.{short(job)}: must be {{\"round\": N, \"critical\": bool}}")
+    overrides = doc.get("ecn_overrides", {})
+    if not isinstance(overrides, dict):
+        raise _shape("ecn_overrides: must be an object")
+    for sw, ports in overrides.items():
+        if not isinstance(ports, dict):
+            raise _shape(f"ecn_overrides.{short(sw)}: must be an object")
+        for port, pair in ports.items():
+            if not (str(port).isdigit() and isinstance(pair, list) and len(pair) == 2
+                    and all(_is_int(x) for x in pair)):
+                raise _shape(f"ecn_overrides.{short(sw)}.{short(port)}: must be [normal, pcn]")
+
+
+def read_state(path: Path) -> dict[str, Any] | None:
+    """The state document of ``path``, or None when there is no file; ConfigError if corrupt."""
+    if not path.exists():
+        return None
+    try:
+        doc = loads_json(read_text(path, MAX_STATE_BYTES))
+    except DocumentError as exc:
+        raise errors.ConfigError(f"state file {path} is corrupt ({exc}); fix it, restore "
+                                 f"{backup_path(path).name}, or remove it to start empty") from None
+    try:
+        check_shape(doc)
+    except ValueError as exc:
+        raise errors.ConfigError(f"state file {path} has the wrong shape ({exc}); fix it, restore "
+                                 f"{backup_path(path).name}, or remove it to start empty") from None
+    return doc
+
+
+def write_state(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` atomically; the old content becomes ``<name>.bak``.
+
+    Writing the same content again changes nothing (the backup stays the previous state).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode()
+    try:
+        if path.read_bytes() == data:
+            return
+        has_old = True
+    except FileNotFoundError:
+        has_old = False
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if has_old:
+        bak_tmp = path.with_name(f".{path.name}.{os.getpid()}.bak.tmp")
+        try:
+            bak_tmp.unlink()
+        except FileNotFoundError:
+            pass
+        try:
+            os.link(path, bak_tmp)    # the old file stays in place until the rename below
+        except OSError:
+            shutil.copyfile(path, bak_tmp)
+        os.replace(bak_tmp, backup_path(path))
+    os.replace(tmp, path)
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
