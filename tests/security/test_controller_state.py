@@ -11,9 +11,18 @@ import pytest
 from support.controller_daemon import REPO, Network, run_gradctl, stop_daemon
 
 from controller import api
+from controller.p4info import P4Info
+from support.dataplane import compile_dataplane
 from controller.statefile import backup_path, write_state
 
-CLASS_TABLE_ID = 0x02000003
+
+
+def _class_table() -> tuple[int, int]:
+    """Id of the gradient class table and of its set_class action's push_bound_bp parameter."""
+    info = P4Info(compile_dataplane().p4info)
+    table = info.table("GradIngress.gradient_class")
+    action = info.action("GradIngress.set_class")
+    return table.preamble.id, next(p.id for p in action.params if p.name == "push_bound_bp")
 
 
 @pytest.fixture
@@ -54,9 +63,10 @@ def test_restart_keeps_gradctl_changes(net):
         out, err = stop_daemon(proc)
     assert "not applied: the state file" in err
     # the switch kept the changed bound (500 basis points), not the file's 110
+    table_id, param_id = _class_table()
     bounds = sorted(int.from_bytes(p.value, "big") for e in net.servers["s1"].entities("table_entry")
-                    if e.table_entry.table_id == CLASS_TABLE_ID
-                    for p in e.table_entry.action.action.params if p.param_id == 4)
+                    if e.table_entry.table_id == table_id
+                    for p in e.table_entry.action.action.params if p.param_id == param_id)
     assert 500 in bounds and 110 not in bounds
 
 

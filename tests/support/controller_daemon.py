@@ -15,14 +15,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PEAK_SCRIPT = Path(__file__).resolve().with_name("peak_memory.py")
-sys.path.insert(0, str(REPO / "tests" / "unit" / "controller"))
+from google.protobuf import text_format
 
-import ctl_p4info  # noqa: E402
-from ctl_p4rt_server import TestP4RuntimeServer  # noqa: E402
-from ctl_topologies import diamond  # noqa: E402
-from google.protobuf import text_format  # noqa: E402
-
-from controller import api  # noqa: E402
+from controller import api
+from support.controller_topologies import diamond
+from support.dataplane import compile_dataplane
+from support.p4runtime_server import TestP4RuntimeServer
 
 
 @dataclass
@@ -79,7 +77,7 @@ class Network:
         self.topology = folder / "diamond.topology.json"
         self.topology.write_text(json.dumps(diamond({n: s.address for n, s in self.servers.items()})))
         self.p4info = folder / "gradlane.p4info.txtpb"
-        self.p4info.write_text(text_format.MessageToString(ctl_p4info.build()))
+        self.p4info.write_text(text_format.MessageToString(compile_dataplane().p4info))
         self.bmv2 = folder / "gradlane.json"
         self.bmv2.write_text('{"program": "test"}')
         self.socket = folder / "ctl.sock"
