@@ -42,10 +42,15 @@ def controller_argv(topology: str, p4info: str, bmv2_json: str, policy: str | No
     argv = [sys.executable, "-u", "-m", CONTROLLER_MODULE, "--topology", topology, "--p4info", p4info,
             "--bmv2-json", bmv2_json, "--listen", controller_socket(log_dir),
             "--pid-file", f"{log_dir}/controller.pid",
-            "--state-file", f"{log_dir}/{Path(topology).name.split('.')[0]}.controller.json"]
+            "--state-file", controller_state_file(topology, log_dir)]
     if policy:
         argv += ["--policy", policy]
     return argv
+
+
+def controller_state_file(topology: str, log_dir: str) -> str:
+    """The controller's state file for a topology: the truth across daemon restarts in one run."""
+    return f"{log_dir}/{Path(topology).name.split('.')[0]}.controller.json"
 
 
 def controller_socket(log_dir: str) -> str:

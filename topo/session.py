@@ -97,6 +97,7 @@ class RunSession:
         self._take_lock()
         try:
             self.stale = stop_recorded(cfg.log_dir).stopped
+            self._forget_controller_state()
             self.record = RunRecord.create(cfg.log_dir, self.topo.name)
             pcap_dir = str(Path(cfg.pcap_dir).absolute()) if cfg.pcap else None
             if pcap_dir:
@@ -114,6 +115,13 @@ class RunSession:
             self.stop()
             raise
         return self
+
+    def _forget_controller_state(self) -> None:
+        """A new network starts from the policy file: the state file (and its backup) of an
+        earlier run only carries a daemon across restarts within one run."""
+        state = Path(agents.controller_state_file(self.config.topology_path, self.config.log_dir))
+        for path in (state, state.with_name(state.name + ".bak")):
+            path.unlink(missing_ok=True)
 
     def _take_lock(self) -> None:
         Path(self.config.log_dir).mkdir(parents=True, exist_ok=True)
