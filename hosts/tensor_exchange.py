@@ -23,6 +23,7 @@ from hosts.exchange.tcp import FrameStream, encode_layers, read_layers
 from hosts.jsonlog import JsonLog
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.counters import Counters
+from hosts.transport.deadline import Deadline
 from hosts.transport.endpoint import Endpoint
 from hosts.transport.mux import Mux
 from hosts.transport.receiver import ReceiveOptions, RecvSession
@@ -41,14 +42,15 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
     if config.kind == "tcp":
         _receive_tcp(config, plan, senders, rounds, bind, log, ready)
         return
-    ep = Endpoint(bind, config.job_id, wire.PS_RANK)
+    ep = Endpoint(bind, config.job_id, wire.PS_RANK, plain=config.plain)
     mux = Mux(ep)
     required = config.bounds.required_fraction(pull=False)
+    deadline = Deadline(config.push_deadline)
 
     def open_round(r: int) -> RecvSession:
         absent = config.join_timeout if r == 0 else config.peer_timeout
         s = RecvSession(ep, plan, r, pull=False, senders=list(range(senders)), required=required,
-                        options=ReceiveOptions(deadline=config.deadline, absent_timeout=absent))
+                        options=ReceiveOptions(deadline=deadline.current(), absent_timeout=absent))
         mux.add(s)
         return s
 
@@ -59,8 +61,12 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
         session = open_round(0)
         for r in range(rounds):
             before = ep.counters.snapshot()
-            nxt = open_round(r + 1) if r + 1 < rounds else None
             mux.run(lambda: session.done)
+            transfers = [s.closed_at - s.first_data for s in session.senders.values()
+                         if s.first_data is not None and s.closed_at is not None]
+            if transfers:
+                deadline.observe(max(transfers))
+            nxt = open_round(r + 1) if r + 1 < rounds else None
             mux.drain()
             firsts = [s.first_data for s in session.senders.values() if s.first_data]
             delta = ep.counters.since(before)
@@ -70,6 +76,7 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
                       delivered=[round(min(f[i] for f in fr.values()), 4)
                                  for i in range(plan.num_layers)],
                       closed_by=sorted({str(c) for c in session.closed_by().values()}),
+                      deadline_ms=round(session.options.deadline * 1000, 3),
                       bytes=delta.get("bytes_received", 0),
                       payload_bytes=int(sum(sum(s.buffer.delivered_elems) * 4
                                             for s in session.senders.values())),
@@ -134,7 +141,7 @@ def send_rounds(config: TransportConfig, plan: ChunkPlan, rank: int, rounds: int
     if config.kind == "tcp":
         _send_tcp(config, plan, rank, rounds, to, seed, log)
         return
-    ep = Endpoint(bind, config.job_id, rank)
+    ep = Endpoint(bind, config.job_id, rank, plain=config.plain)
     mux = Mux(ep)
     try:
         for r in range(rounds):
