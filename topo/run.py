@@ -55,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--tcp-cc", metavar="NAME",
                    help="tcp: congestion control per socket (as net.ipv4.tcp_available_congestion_control offers)")
     t.add_argument("--tcp-ecn", choices=("on", "off"),
-                   help="tcp: ECN on or off (net.ipv4.tcp_ecn, set by each agent in its host's namespace)")
+                   help="tcp: ECN on or off (net.ipv4.tcp_ecn = 1 or 0, set in each job host's namespace)")
     t.add_argument("--pace", action="store_true",
                    help="pace every sender of every transport at its fair share of the bottleneck "
                         "(0.9 x --bottleneck-pps / workers; tcp via SO_MAX_PACING_RATE). Default: unpaced")
@@ -89,14 +89,12 @@ def _config(args: argparse.Namespace) -> RunConfig:
     agent_args = tuple(args.agent_arg)
     if args.tcp_cc:
         agent_args += ("--tcp-cc", args.tcp_cc)
-    if args.tcp_ecn:
-        agent_args += ("--tcp-ecn", args.tcp_ecn)
     params = TopoParams(workers=args.workers, background=args.background, bottleneck_pps=args.bottleneck_pps,
                         queue_depth=args.queue_depth, delay_ms=args.delay_ms, loss_pct=args.loss_pct)
     return RunConfig(topo_name=args.topo, build_dir=args.build, log_dir=args.log_dir, params=params,
                      policy=args.policy, pcap=args.pcap, bursts=tuple(args.burst), rounds=args.rounds,
                      controller=not args.no_controller, transport=args.transport, pace=args.pace,
-                     agent_args=agent_args)
+                     tcp_ecn=args.tcp_ecn, agent_args=agent_args)
 
 
 def overview(session: RunSession) -> str:

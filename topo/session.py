@@ -52,6 +52,8 @@ class RunConfig:
     # Pace every sender of a job at its fair share of the bottleneck (0.9 x rate / workers).
     # Off by default: pacing is an oracle no arm gets unless asked, and then every arm gets it.
     pace: bool = False
+    # TCP baseline: ECN on/off, set per host namespace (net.ipv4.tcp_ecn) and checked by the agents.
+    tcp_ecn: str | None = None
     agent_args: tuple[str, ...] = ()
 
     @property
@@ -195,6 +197,8 @@ class RunSession:
         every side of every transport when asked, never otherwise), then the caller's extras."""
         n_workers = workers or len(self.topo.hosts_with_role("worker"))
         common: tuple[str, ...] = ("--transport", self.config.transport, *self.config.agent_args)
+        if self.config.tcp_ecn:
+            common = (*common, "--tcp-ecn", self.config.tcp_ecn)
         share = self.pace_pps(n_workers)
         if share is not None:
             common = (*common, "--pace-pps", f"{share:.0f}")
@@ -208,7 +212,13 @@ class RunSession:
         job = self.job_spec(self.jobs + 1, rounds, workers, extra_ps, extra_worker)
         self.jobs += 1
         return TrainingJob(self.net, self.topo, self.config.topology_path, self.record,
-                           self.config.log_dir, job).run(timeout)
+                           self.config.log_dir, job, self.host_sysctls()).run(timeout)
+
+    def host_sysctls(self) -> dict[str, str]:
+        """Per-namespace settings of a job's hosts: net.ipv4.tcp_ecn when ECN was chosen."""
+        if self.config.tcp_ecn is None:
+            return {}
+        return {"net.ipv4.tcp_ecn": "1" if self.config.tcp_ecn == "on" else "0"}
 
     def start_background(self, flows: int, duration: float = 3600.0, cc: str = "reno") -> list[str]:
         """Start a TCP sink on the sink host(s) and `flows` ECN-capable TCP flows from every other

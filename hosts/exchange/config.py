@@ -149,7 +149,8 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                    help="tcp: congestion control per socket (reno, cubic, bbr, ... as "
                         "net.ipv4.tcp_available_congestion_control offers; default: the system's)")
     g.add_argument("--tcp-ecn", choices=("on", "off"),
-                   help="tcp: ECN via this network namespace's net.ipv4.tcp_ecn (default: as is)")
+                   help="tcp: ECN on or off; checked against this network namespace's "
+                        "net.ipv4.tcp_ecn (on: 1, off: 0 or 2), which the agent never changes")
 
 
 def _ms(value: float | None) -> float | None:

@@ -130,7 +130,7 @@ class TcpServerExchange:
         self.plan = plan
         self.workers = workers
         self.counters = Counters()
-        self.ecn_setup = tcp_options.apply_ecn(config.tcp_ecn)
+        self.ecn_setup = tcp_options.check_ecn(config.tcp_ecn)
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -224,7 +224,7 @@ class TcpWorkerExchange:
         self.plan = plan
         self.rank = rank
         self.counters = Counters()
-        self.ecn_setup = tcp_options.apply_ecn(config.tcp_ecn)
+        self.ecn_setup = tcp_options.check_ecn(config.tcp_ecn)
         give_up = time.monotonic() + config.join_timeout
         while True:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

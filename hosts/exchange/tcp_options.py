@@ -2,17 +2,17 @@
 
 - Congestion control: `TCP_CONGESTION` on every socket of the exchange, from the names the
   kernel offers in net.ipv4.tcp_available_congestion_control (no module loading is assumed).
-- ECN: Linux has no per-socket switch; net.ipv4.tcp_ecn is per network namespace. An agent in
-  its own namespace (a Mininet host) writes it (1 = request and accept ECN, 0 = never); an
-  agent in the machine's root namespace never changes it machine-wide and fails with a one-line
-  error unless the value already matches. What was negotiated is read back from TCP_INFO.
+- ECN: Linux has no per-socket switch; net.ipv4.tcp_ecn is per network namespace, and the agent
+  never writes it (it may share the machine's namespace). Whoever owns the namespace sets it
+  (topo runs `sysctl -w net.ipv4.tcp_ecn=1|0` in each Mininet host of a job); the agent checks
+  that it fits --tcp-ecn (on: 1; off: 0 or 2, i.e. never requested) and fails with a one-line
+  error otherwise. What each connection negotiated is read back from TCP_INFO.
 - Pacing: `SO_MAX_PACING_RATE` (the kernel paces TCP itself when no fq qdisc does) at
   pace_pps x (MSS + 52 bytes of IPv4/TCP headers with timestamps): the same packets per second
   as a paced UDP sender, in full-sized segments.
 """
 from __future__ import annotations
 
-import os
 import socket
 import struct
 
@@ -54,34 +54,14 @@ def default_congestion_control() -> str:
     return _read(DEFAULT_CC)
 
 
-def _private_namespace() -> bool:
-    """True when this process runs in a network namespace other than init's (PID 1)."""
-    try:
-        return os.readlink("/proc/self/ns/net") != os.readlink("/proc/1/ns/net")
-    except OSError:
-        return False
-
-
-def apply_ecn(ecn: bool | None) -> str:
-    """Make this namespace's net.ipv4.tcp_ecn fit `ecn` (None: leave it); how it was done."""
+def check_ecn(ecn: bool | None) -> str:
+    """Check that this namespace's net.ipv4.tcp_ecn fits `ecn` (None: anything); what it is."""
     current = _read(TCP_ECN)
-    if ecn is None:
-        return f"left as is (net.ipv4.tcp_ecn={current or '?'})"
-    fits = current == "1" if ecn else current in ("0", "2")
-    if fits:
-        return f"net.ipv4.tcp_ecn={current} already"
-    wanted = "1" if ecn else "0"
-    if not _private_namespace():
-        raise ConfigError(f"--tcp-ecn {'on' if ecn else 'off'}: net.ipv4.tcp_ecn is {current or '?'} "
-                          f"in the machine's root network namespace and is not changed machine-wide; "
-                          f"run the agent in its own network namespace (as topo does) or set it first")
-    try:
-        with open(TCP_ECN, "w") as f:
-            f.write(wanted + "\n")
-    except OSError as exc:
-        raise ConfigError(f"--tcp-ecn: cannot set net.ipv4.tcp_ecn={wanted} in this network "
-                          f"namespace ({exc.strerror})") from None
-    return f"set net.ipv4.tcp_ecn={wanted} in this network namespace"
+    if ecn is not None and not (current == "1" if ecn else current in ("0", "2")):
+        raise ConfigError(f"--tcp-ecn {'on' if ecn else 'off'} but net.ipv4.tcp_ecn is "
+                          f"{current or 'unreadable'} in this network namespace; set it to "
+                          f"{'1' if ecn else '0'} there first (topo does so in each host)")
+    return f"net.ipv4.tcp_ecn={current or '?'}"
 
 
 def tune(sock: socket.socket, cc: str | None) -> None:

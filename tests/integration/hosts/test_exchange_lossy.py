@@ -44,7 +44,7 @@ def test_lossy_exchange_meets_bound_per_layer_and_closes_before_every_packet_arr
     bounds = (0.1, 0.05)
     recv_rounds, send_rounds, dropped = _exchange(
         agents, tmp_path, 0.1, 20,
-        ["--layer-bounds", ",".join(map(str, bounds)), "--deadline-ms", "5000"], [],
+        ["--layer-bounds", ",".join(map(str, bounds)), "--deadline", "fixed", "--deadline-ms", "5000"], [],
         blackhole=_first_chunk_of_layer0)
     assert dropped > 0
     for r in recv_rounds:
@@ -65,7 +65,7 @@ def test_deadline_closes_rounds_that_cannot_reach_their_bound(agents, tmp_path):
         return hdr.kind == wire.KIND_DATA and hdr.layer_id == 1 and hdr.chunk_seq >= 5
 
     recv_rounds, send_rounds, _ = _exchange(
-        agents, tmp_path, 0.0, 3, ["--bound", "0.1", "--deadline-ms", "200"], [],
+        agents, tmp_path, 0.0, 3, ["--bound", "0.1", "--deadline", "fixed", "--deadline-ms", "200"], [],
         blackhole=layer1_tail)
     for r in recv_rounds:
         assert r["closed_by"] == ["deadline"]

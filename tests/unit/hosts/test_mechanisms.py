@@ -108,15 +108,13 @@ def test_tcp_cc_must_be_offered_by_the_kernel_and_needs_tcp():
     assert _config("--transport", "tcp", "--tcp-cc", have[0]).tcp_cc == have[0]
 
 
-def test_tcp_ecn_is_never_changed_machine_wide():
-    if tcp_options._private_namespace():
-        pytest.fail("unit tests run in the machine's root network namespace")
+def test_tcp_ecn_is_checked_never_changed():
     current = open(tcp_options.TCP_ECN).read().strip()
-    wanted = "off" if current == "1" else "on"
-    with pytest.raises(ConfigError, match="not changed machine-wide"):
-        tcp_options.apply_ecn(wanted == "on")
+    fits_on = current == "1"
+    with pytest.raises(ConfigError, match="set it to .* there first"):
+        tcp_options.check_ecn(not fits_on)
     assert open(tcp_options.TCP_ECN).read().strip() == current
-    assert "already" in tcp_options.apply_ecn(current == "1")
+    assert tcp_options.check_ecn(None) == f"net.ipv4.tcp_ecn={current}"
 
 
 @pytest.mark.parametrize("cc", ["reno", "cubic"])

@@ -35,3 +35,11 @@ def test_agent_args_and_caller_extras_reach_the_agents_in_order():
     assert job.job_id == 4 and job.rounds == 7 and job.workers == 3
     assert job.extra_ps == ("--transport", "tcp", "--tcp-cc", "reno")
     assert job.extra_worker == ("--transport", "tcp", "--tcp-cc", "reno", "--hole-fill", "zero")
+
+
+def test_tcp_ecn_is_set_per_host_namespace_and_passed_to_the_agents():
+    session = _session(transport="tcp", tcp_ecn="on")
+    assert session.host_sysctls() == {"net.ipv4.tcp_ecn": "1"}
+    assert _value(session.job_spec(1).extra_worker, "--tcp-ecn") == ["on"]
+    assert _session(transport="tcp", tcp_ecn="off").host_sysctls() == {"net.ipv4.tcp_ecn": "0"}
+    assert _session(transport="tcp").host_sysctls() == {}
