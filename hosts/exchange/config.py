@@ -124,7 +124,8 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                    help="push deadline after a sender's first packet: the fixed value, or the "
                         "adaptive start value (default 500)")
     g.add_argument("--pull-deadline-ms", type=float, help="pull deadline (default: --deadline-ms)")
-    g.add_argument("--deadline-floor-ms", type=float, default=20.0, help="adaptive floor (20)")
+    g.add_argument("--deadline-floor-ms", type=float, default=200.0,
+                   help="adaptive floor (200: ten default probe intervals, room for repairs)")
     g.add_argument("--deadline-ceiling-ms", type=float, default=2000.0,
                    help="adaptive ceiling (2000)")
     g.add_argument("--deadline-mult", type=float, default=3.0,

@@ -25,7 +25,7 @@ class DeadlineSettings:
 
     mode: str = "fixed"
     initial: float = 0.5
-    floor: float = 0.02
+    floor: float = 0.2
     ceiling: float = 2.0
     multiple: float = 3.0
 
