@@ -18,6 +18,7 @@ import numpy as np
 from hosts import wire
 from hosts.cli import check_port, parse_hostport, run_agent
 from hosts.errors import ConfigError, PeerTimeout
+from hosts.exchange import tcp_options
 from hosts.exchange.config import TransportConfig, add_transport_arguments, config_from_args
 from hosts.exchange.tcp import FrameStream, encode_layers, read_layers
 from hosts.jsonlog import JsonLog
@@ -92,9 +93,11 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
 
 
 def _receive_tcp(config, plan, senders, rounds, bind, log, ready) -> None:
+    tcp_options.check_ecn(config.tcp_ecn)
     lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
+        tcp_options.tune(lsock, config.tcp_cc)
         lsock.bind(bind)
     except OSError as exc:
         raise ConfigError(f"cannot bind TCP {bind[0]}:{bind[1]}: {exc.strerror}") from None
@@ -111,6 +114,7 @@ def _receive_tcp(config, plan, senders, rounds, bind, log, ready) -> None:
                 conn, _ = lsock.accept()
             except socket.timeout:
                 raise PeerTimeout(f"only {len(streams)} of {senders} senders connected") from None
+            tcp_options.tune(conn, config.tcp_cc)
             st = FrameStream(conn, "sender", config.peer_timeout, counters)
             hdr, _ = st.read_frame()
             st.peer_name = f"sender rank {hdr.worker_rank}"
@@ -161,15 +165,25 @@ def send_rounds(config: TransportConfig, plan: ChunkPlan, rank: int, rounds: int
 
 def _send_tcp(config, plan, rank, rounds, to, seed, log) -> None:
     counters = Counters()
+    tcp_options.check_ecn(config.tcp_ecn)
     deadline = time.monotonic() + config.join_timeout
     while True:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.settimeout(config.peer_timeout)
         try:
-            sock = socket.create_connection(to, timeout=config.peer_timeout)
+            tcp_options.tune(sock, config.tcp_cc)
+            sock.connect(to)
             break
         except OSError as exc:
+            sock.close()
             if time.monotonic() > deadline:
                 raise PeerTimeout(f"receiver {to[0]}:{to[1]} refused TCP ({exc.strerror})") from None
             time.sleep(0.1)
+        except ConfigError:
+            sock.close()
+            raise
+    tcp_options.pace(sock, config.send.pace_pps)
+    log.write("connected", **tcp_options.describe(sock))
     st = FrameStream(sock, "receiver", config.peer_timeout, counters)
     try:
         st.write(wire.pack_header(wire.KIND_PULL_REQ, 0, config.job_id, rank, wire.ALL_LAYERS, 0))
