@@ -57,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--tcp-ecn", choices=("on", "off"),
                    help="tcp: ECN on or off (net.ipv4.tcp_ecn = 1 or 0, set in each job host's namespace)")
     t.add_argument("--pace", action="store_true",
-                   help="pace every sender of every transport at its fair share of the bottleneck "
+                   help="pace every worker of every transport at its fair share of the bottleneck "
                         "(0.9 x --bottleneck-pps / workers; tcp via SO_MAX_PACING_RATE). Default: unpaced")
     t.add_argument("--agent-arg", action="append", default=[], metavar="ARG",
                    help="one more flag for the parameter server and the workers, e.g. "
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.demo:
             share = session.pace_pps(args.workers)
             print(f"demo: training {args.rounds} rounds with {args.workers} workers over {args.transport}, "
-                  + (f"paced at {share:.0f} pps per sender" if share else "unpaced") + " ...", flush=True)
+                  + (f"workers paced at {share:.0f} pps each" if share else "unpaced") + " ...", flush=True)
             result = session.train(rounds=args.rounds, workers=args.workers, timeout=args.timeout)
             print(render(result, session.stats()), flush=True)
             return 0 if result.ok else EXIT_FAILED

@@ -193,17 +193,18 @@ class RunSession:
 
     def job_spec(self, job_id: int, rounds: int | None = None, workers: int | None = None,
                  extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = ()) -> agents.JobSpec:
-        """The agents' flags of one job: the run's transport and agent flags, the pacing (on
-        every side of every transport when asked, never otherwise), then the caller's extras."""
+        """The agents' flags of one job: the run's transport and agent flags, the pacing (of the
+        workers of every transport when asked, never otherwise), then the caller's extras."""
         n_workers = workers or len(self.topo.hosts_with_role("worker"))
         common: tuple[str, ...] = ("--transport", self.config.transport, *self.config.agent_args)
         if self.config.tcp_ecn:
             common = (*common, "--tcp-ecn", self.config.tcp_ecn)
         share = self.pace_pps(n_workers)
-        if share is not None:
-            common = (*common, "--pace-pps", f"{share:.0f}")
+        # The workers are the senders that share the bottleneck; the PS's pull is not paced.
+        pace = () if share is None else ("--pace-pps", f"{share:.0f}")
         return agents.JobSpec(job_id=job_id, rounds=rounds or self.config.rounds, workers=n_workers,
-                              extra_ps=(*common, *extra_ps), extra_worker=(*common, *extra_worker))
+                              extra_ps=(*common, *extra_ps),
+                              extra_worker=(*common, *pace, *extra_worker))
 
     def train(self, rounds: int | None = None, workers: int | None = None, timeout: float = 600.0,
               extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = ()) -> TrainingResult:

@@ -116,9 +116,12 @@ def transport_line(result: TrainingResult) -> str:
     if not isinstance(cfg, dict):
         kind = starts[0].get("transport") if starts else None
         return f"transport: {kind or 'n/a'}"
-    pace = cfg.get("pace_pps") or 0
+    # Pacing is a worker setting (the workers share the bottleneck): read it from their records.
+    paces = {w["config"].get("pace_pps") or 0 for w in _records(result, "worker", "start")
+             if isinstance(w.get("config"), dict)} or {cfg.get("pace_pps") or 0}
+    pace = max(paces)
     parts = [f"transport: {cfg.get('transport', 'n/a')}",
-             f"pacing {pace:g} pps per sender" if pace else "pacing off"]
+             f"workers paced at {pace:g} pps each" if pace else "pacing off"]
     if cfg.get("transport") == "tcp":
         parts.append(f"congestion control {cfg.get('tcp_cc')}, ECN {cfg.get('tcp_ecn')}")
         done = _records(result, "ps", "done")

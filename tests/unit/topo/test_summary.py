@@ -92,8 +92,10 @@ def test_transport_and_pacing_are_shown_as_recorded():
     text = render(_job([], [], ltp), None)
     assert "transport: ltp; pacing off; hole fill mean-delivered" in text
     assert "pull deadline none (reliable)" in text and "check every 10 rounds" in text
-    mlt = {**ltp, "transport": "mlt", "plain": True, "pace_pps": 600, "phase_aware": False}
-    assert "transport: mlt; pacing 600 pps per sender; PLAIN (no network assistance)" in render(_job([], [], mlt), None)
+    mlt = {**ltp, "transport": "mlt", "plain": True, "phase_aware": False}
+    result = _job([], [], mlt)
+    result.records["worker0@w1"].insert(0, {"event": "start", "config": {**mlt, "pace_pps": 600}})
+    assert "transport: mlt; workers paced at 600 pps each; PLAIN (no network assistance)" in render(result, None)
     tcp = {"transport": "tcp", "pace_pps": 0, "tcp_cc": "reno", "tcp_ecn": "on"}
     result = _job([], [], tcp)
     result.records["ps@ps"].append({"event": "done", "connections": {"0": {"cc": "reno", "ecn": True}}})
