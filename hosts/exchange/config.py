@@ -37,7 +37,7 @@ class TransportConfig:
     chunk_elems: int
     send: SendOptions
     push_deadline: DeadlineSettings
-    pull_deadline_settings: DeadlineSettings
+    pull_deadline: DeadlineSettings
     peer_timeout: float
     join_timeout: float
     hole_fill: HoleFill
@@ -62,23 +62,13 @@ class TransportConfig:
         """No network assistance: every packet carries FLAG_PLAIN (the MLT baseline)."""
         return self.send.plain
 
-    @property
-    def deadline(self) -> float:
-        """The (initial) push deadline, seconds."""
-        return self.push_deadline.initial
-
-    @property
-    def pull_deadline(self) -> float:
-        """The (initial) pull deadline, seconds (infinite with --reliable-pull)."""
-        return self.pull_deadline_settings.initial
-
     def summary(self) -> dict:
         """What a run's results record about the transport."""
         out = {"transport": self.kind, "pace_pps": self.send.pace_pps}
         if self.udp:
             out.update(hole_fill=self.hole_fill.value, plain=self.plain,
                        push_deadline=self.push_deadline.describe(),
-                       pull_deadline=self.pull_deadline_settings.describe(),
+                       pull_deadline=self.pull_deadline.describe(),
                        reliable_pull=self.reliable_pull, phase_aware=self.phase_aware)
             if self.phase_aware:
                 out.update(phase_check_rounds=self.phase_check_rounds,
@@ -215,7 +205,7 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
     pull_deadline = NO_DEADLINE if args.reliable_pull else DeadlineSettings(initial=_ms(pull_ms), **common)
     return TransportConfig(
         kind=kind, job_id=args.job, chunk_elems=args.chunk_elems, send=send,
-        push_deadline=push_deadline, pull_deadline_settings=pull_deadline,
+        push_deadline=push_deadline, pull_deadline=pull_deadline,
         peer_timeout=args.peer_timeout, join_timeout=args.join_timeout,
         hole_fill=HoleFill.parse(args.hole_fill), bounds=bounds, reliable_pull=args.reliable_pull,
         phase_aware=args.phase_aware, phase_high_delta=args.phase_delta,

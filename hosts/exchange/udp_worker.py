@@ -33,7 +33,7 @@ class UdpWorkerExchange:
         self.rank = rank
         self.ps = ps
         self.endpoint = Endpoint(bind, config.job_id, rank, plain=config.plain)
-        self.pull_deadline = Deadline(config.pull_deadline_settings)
+        self.pull_deadline = Deadline(config.pull_deadline)
         self.counters = self.endpoint.counters
         self.mux = Mux(self.endpoint)
         self.pcn = (PcnClient(self.mux, ps, config.pcn_threshold, config.pcn_timeout)

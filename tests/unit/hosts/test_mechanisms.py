@@ -164,7 +164,7 @@ def test_adaptive_deadline_follows_the_smoothed_transfer_time():
 def test_reliable_pull_has_no_bound_and_no_deadline():
     cfg = _config("--reliable-pull", "--bound", "0.1")
     assert cfg.bounds.pull == (0.0, 0.0) and cfg.bounds.push == (0.1, 0.1)
-    assert cfg.pull_deadline == float("inf") and cfg.push_deadline.initial == 0.5
+    assert cfg.pull_deadline.initial == float("inf") and cfg.push_deadline.initial == 0.5
     assert cfg.bounds.critical_layers(pull=True) == {0, 1}
     with pytest.raises(ConfigError, match="drop --pull-bound"):
         _config("--reliable-pull", "--pull-bound", "0.01")
