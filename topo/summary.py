@@ -193,6 +193,10 @@ def switch_lines(stats: Any) -> list[str] | None:
         return None
 
 
+def _frac(value: float) -> str:
+    return "n/a" if value != value else f"{value:.3f}"
+
+
 def render(result: TrainingResult, stats: Any | None, limit: int = 40) -> str:
     """The summary text."""
     lines = [f"training: {'finished' if result.ok else 'FAILED'} in {result.elapsed_s:.1f} s, "
@@ -214,7 +218,7 @@ def render(result: TrainingResult, stats: Any | None, limit: int = 40) -> str:
             ok = "" if bound == "n/a" or row["min"] != row["min"] else \
                 ("  ok" if row["min"] >= 1 - row["bound"] - 1e-9 else "  BELOW 1-bound")
             vio = "" if row["violations"] != row["violations"] else f", {row['violations']:g} violation(s)"
-            lines.append(f"  layer {layer}: {row['min']:.3f} / {row['min_all']:.3f} / {row['mean']:.3f}"
+            lines.append(f"  layer {layer}: {_frac(row['min'])} / {_frac(row['min_all'])} / {row['mean']:.3f}"
                          f"   bound {bound}{ok}{vio}")
     else:
         lines.append("per-layer delivered fraction: n/a (agents reported none)")

@@ -81,6 +81,8 @@ def test_violations_are_counted_per_layer_and_shown_never_hidden():
     text = render(result, None)
     assert "bound violations: 5 (push layer 0 x4; pull layer 1 x1)  VIOLATED" in text
     assert "4 violation(s)" in text
+    only_deadline = render(_job([deadline], []), None)
+    assert "layer 0: n/a / 0.600 / 0.700" in only_deadline       # no bound-closed round: n/a, not nan
     ok = render(_job([clean], [{"pull_violations": [0, 0]}]), None)
     assert "bound violations: 0 (push 0; pull 0)" in ok and "VIOLATED" not in ok
 
