@@ -11,12 +11,18 @@ Agents
         [--port 19527 | 0] [--rounds R]
     shared model flags:     --hidden 64 (64-64-10 MLP on sklearn digits) --batch 32 --seed 1
     shared transport flags: --transport ltp|tcp|mlt --job 1 --bound 0.1 --layer-bounds B0,B1,..
-        --pull-bound B --phase-aware [--phase-delta 0.4] --hole-fill zeros|previous
-        --deadline-ms 500 [--pull-deadline-ms] --chunk-elems 64 --pace-pps 0 --probe-ms 20
-        --order layer|shuffle --peer-timeout 10 --join-timeout 60
-        --pcn [--pcn-threshold 10 --pcn-timeout-ms 50]
-    JSON events: start, round (time_s, push_s, pull_s, delivered, delivered_min, bytes,
-        retransmissions, drops, bounds, phase), epoch (loss, test_loss, accuracy), done.
+        --pull-bound B | --reliable-pull
+        --phase-aware [--phase-delta 0.4 --phase-check-rounds 10 --phase-per-layer]
+        --hole-fill zero|previous|mean-delivered (default mean-delivered)
+        --deadline adaptive|fixed (ltp: adaptive, mlt: fixed) --deadline-ms 500
+        [--pull-deadline-ms] --deadline-floor-ms 200 --deadline-ceiling-ms 2000 --deadline-mult 3
+        --chunk-elems 64 --pace-pps 0 --probe-ms 20 --order layer|shuffle --peer-timeout 10
+        --join-timeout 60 --pcn [--pcn-threshold 10 --pcn-timeout-ms 50]
+        --tcp-cc NAME --tcp-ecn on|off (tcp only)
+    mlt is the software-MLT baseline: one fixed bound for push and pull, every packet PLAIN.
+    JSON events: start (config), round (time_s, push_s, pull_s, delivered, delivered_min,
+        violations, deadline_ms, bytes, retransmissions, drops, bounds, phase), violation,
+        epoch (loss, test_loss, accuracy), done (violations per layer; tcp: connections).
   python -m hosts.pcn serve [--port 19527] | start --ps IP [--threshold 10 --count N]
   python -m hosts.background sink|flows|microburst|incast ...   (DCTCP if available, else cubic)
   python -m hosts.lossy_relay --listen H:P --target H:P --loss F [--data-only] [--seed S]
@@ -31,7 +37,8 @@ error if the PS's HELLO_ACK (kind 9) shows a different model, --chunk-elems, --t
 Modules
   wire (struct fast path, GRADLANE_UDP_PORT, KIND_*, FLAG_*, TOS helpers), headers (Scapy
   GradientHeader + control payload layers), transport/ (chunking, bounds, phase, holes,
-  reassembly, endpoint, mux, sender, receiver, counters), exchange/ (config, ltp/mlt over UDP,
-  tcp baseline), training/ (dataset, mlp, aggregate), loss_model, lossy_relay, pcn, background,
-  cli, jsonlog, errors (HostsError, ConfigError, PacketError, PeerTimeout).
+  deadline, reassembly, endpoint, mux, sender, receiver, counters), exchange/ (config, ltp/mlt
+  over UDP, tcp baseline, tcp_options), training/ (dataset, mlp, aggregate), loss_model,
+  lossy_relay, pcn, background, cli, jsonlog, errors (HostsError, ConfigError, PacketError,
+  PeerTimeout). docs/mechanisms.md maps each paper's mechanism to its module.
 """

@@ -16,18 +16,11 @@ import time
 
 from hosts.cli import agent_main, resolve_ipv4
 from hosts.errors import ConfigError, PeerTimeout
+from hosts.exchange.tcp_options import available_congestion_controls
 from hosts.jsonlog import JsonLog
 
 _CHUNK = 64 * 1024
 _TCP_ECN_SYSCTL = "/proc/sys/net/ipv4/tcp_ecn"
-
-
-def available_congestion_controls() -> list[str]:
-    try:
-        with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
-            return f.read().split()
-    except OSError:
-        return []
 
 
 def choose_congestion_control(wanted: str, log: JsonLog) -> str:

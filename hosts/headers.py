@@ -14,7 +14,7 @@ from scapy.packet import Packet, bind_layers
 
 from hosts import wire
 
-_FLAG_NAMES = ["PULL", "DROPPABLE", "RETX", "LAST", "CRITICAL", "F5", "F6", "F7"]
+_FLAG_NAMES = ["PULL", "DROPPABLE", "RETX", "LAST", "CRITICAL", "PLAIN", "F6", "F7"]
 
 
 class GradientHeader(Packet):

@@ -1,9 +1,11 @@
 """Parameter server agent: synchronous data-parallel SGD over the gradient transport.
 
 Each round: gather every worker's gradient push (loss-tolerant on ltp/mlt), average per element
-over what arrived, fill holes, take an SGD step, pull the parameters back to the workers.
-Logs JSON lines: `round` (completion time, per-layer delivered fraction, bytes, retransmissions)
-and `epoch` (loss, accuracy on the held-out digits).
+(holes filled per --hole-fill), take an SGD step, pull the parameters back to the workers.
+Logs JSON lines: `start` (the transport as configured), `round` (completion time, per-layer
+delivered fraction, bound violations, deadline, bytes, retransmissions), `violation` (a push
+closed by its deadline with more loss than the bound), `epoch` (loss, accuracy on the held-out
+digits) and `done` (violations per layer over the run).
 Run: python -m hosts.ps --workers N [--port 19527] [--transport ltp|tcp|mlt] ...
 """
 from __future__ import annotations
@@ -21,10 +23,11 @@ from hosts.exchange.config import add_transport_arguments, config_from_args
 from hosts.exchange.factory import server_exchange
 from hosts.jsonlog import JsonLog
 from hosts.training import dataset
-from hosts.training.aggregate import mean_of_delivered
+from hosts.training.aggregate import PushAggregator
 from hosts.training.mlp import MLP, MomentumSGD
 from hosts.training.model_args import add_model_arguments, model_sizes
 from hosts.transport.chunking import ChunkPlan
+from hosts.transport.bounds import violated_layers
 from hosts.transport.phase import PhaseSchedule
 
 
@@ -60,35 +63,41 @@ def serve(args: argparse.Namespace) -> None:
     per_epoch = dataset.rounds_per_epoch(data, args.workers, args.batch)
     total = args.rounds if args.rounds is not None else args.epochs * per_epoch
     optimizer = MomentumSGD(args.lr, args.momentum)
-    phase = PhaseSchedule(config.phase_high_delta) if config.phase_aware else None
+    phase = (PhaseSchedule(model.num_layers, config.phase_high_delta,
+                           check_every=config.phase_check_rounds, per_layer=config.phase_per_layer)
+             if config.phase_aware else None)
     push_bounds = config.bounds.push
+    aggregator = PushAggregator(config.hole_fill)
     log = JsonLog(args.log, role="ps", transport=config.kind)
     exchange = server_exchange(config, plan, args.workers, (args.bind, args.port))
     log.write("start", workers=args.workers, port=args.port, model=sizes,
               layer_sizes=plan.layer_sizes, chunks=plan.chunk_counts, rounds=total,
               rounds_per_epoch=per_epoch, push_bounds=list(push_bounds),
-              pull_bounds=list(config.bounds.pull), hole_fill=config.hole_fill.value)
-    previous = None
+              pull_bounds=list(config.bounds.pull), config=config.summary())
+    violations = [0] * model.num_layers
     started = time.monotonic()
     try:
         for rnd in range(total):
             before = exchange.counters.snapshot()
             bounds_now = push_bounds
             gathered = exchange.gather(rnd, tuple(1.0 - b for b in bounds_now))
-            ranks = sorted(gathered.values)
-            grads = mean_of_delivered([gathered.values[r] for r in ranks],
-                                      [gathered.delivered[r] for r in ranks],
-                                      config.hole_fill, previous)
-            previous = grads
+            round_violations = [0] * model.num_layers
+            for rank in sorted(gathered.fractions):
+                fractions = gathered.fractions[rank]
+                for layer in violated_layers(fractions, bounds_now):
+                    round_violations[layer] += 1
+                    log.write("violation", round=rnd, stage="push", rank=rank, layer=layer,
+                              delivered=round(fractions[layer], 4), bound=bounds_now[layer],
+                              closed_by=gathered.closed_by[rank])
+            violations = [a + b for a, b in zip(violations, round_violations)]
+            grads = aggregator.aggregate(gathered.values, gathered.delivered)
             params = optimizer.step(model.get_flat(), grads)
             model.set_flat(params)
-            norm = float(np.sqrt(sum(float(np.dot(g, g)) for g in grads)))
+            layer_norms = [float(np.sqrt(np.dot(g, g))) for g in grads]
+            norm = float(np.sqrt(sum(n * n for n in layer_norms)))
             epoch_end = (rnd + 1) % per_epoch == 0
-            if phase is not None:
-                phase.observe(norm)
-                if epoch_end:
-                    phase.epoch_start()
-                    push_bounds = phase.bounds(config.bounds.push)
+            if phase is not None and phase.observe(layer_norms):
+                push_bounds = phase.bounds(config.bounds.push)
             last = rnd == total - 1
             pull_s = exchange.scatter(rnd, params, last,
                                       None if last else tuple(1.0 - b for b in push_bounds))
@@ -99,12 +108,14 @@ def serve(args: argparse.Namespace) -> None:
                       delivered=[round(f, 4) for f in gathered.mean_fractions()],
                       delivered_min=[round(f, 4) for f in gathered.min_fractions()],
                       closed_by=sorted(set(str(c) for c in gathered.closed_by.values())),
+                      violations=round_violations,
+                      deadline_ms=_ms(gathered.deadline),
                       bounds=[round(b, 6) for b in bounds_now], grad_norm=round(norm, 6),
                       bytes=delta.get("bytes_sent", 0) + delta.get("bytes_received", 0),
                       retransmissions=delta.get("retransmissions", 0),
                       retx_received=delta.get("retx_received", 0),
                       drops={k: v for k, v in delta.items() if k.startswith("drop_")},
-                      phase=None if phase is None else ("high" if phase.high else "low"))
+                      phase=None if phase is None else phase.phase)
             if epoch_end or last:
                 train_loss, _ = model.evaluate(data.x_train, data.y_train)
                 test_loss, accuracy = model.evaluate(data.x_test, data.y_test)
@@ -112,10 +123,16 @@ def serve(args: argparse.Namespace) -> None:
                           test_loss=round(test_loss, 6), accuracy=round(accuracy, 6),
                           elapsed_s=round(time.monotonic() - started, 3))
         log.write("done", rounds=total, elapsed_s=round(time.monotonic() - started, 3),
-                  counters=exchange.counters.snapshot())
+                  violations=violations, counters=exchange.counters.snapshot(),
+                  **exchange.describe())
     finally:
         exchange.close()
         log.close()
+
+
+def _ms(seconds: float) -> float | None:
+    """Milliseconds for a JSON record (None = no deadline)."""
+    return None if seconds == float("inf") else round(seconds * 1000, 3)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,11 +18,13 @@ import numpy as np
 from hosts import wire
 from hosts.cli import check_port, parse_hostport, run_agent
 from hosts.errors import ConfigError, PeerTimeout
+from hosts.exchange import tcp_options
 from hosts.exchange.config import TransportConfig, add_transport_arguments, config_from_args
 from hosts.exchange.tcp import FrameStream, encode_layers, read_layers
 from hosts.jsonlog import JsonLog
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.counters import Counters
+from hosts.transport.deadline import Deadline
 from hosts.transport.endpoint import Endpoint
 from hosts.transport.mux import Mux
 from hosts.transport.receiver import ReceiveOptions, RecvSession
@@ -41,14 +43,15 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
     if config.kind == "tcp":
         _receive_tcp(config, plan, senders, rounds, bind, log, ready)
         return
-    ep = Endpoint(bind, config.job_id, wire.PS_RANK)
+    ep = Endpoint(bind, config.job_id, wire.PS_RANK, plain=config.plain)
     mux = Mux(ep)
     required = config.bounds.required_fraction(pull=False)
+    deadline = Deadline(config.push_deadline)
 
     def open_round(r: int) -> RecvSession:
         absent = config.join_timeout if r == 0 else config.peer_timeout
         s = RecvSession(ep, plan, r, pull=False, senders=list(range(senders)), required=required,
-                        options=ReceiveOptions(deadline=config.deadline, absent_timeout=absent))
+                        options=ReceiveOptions(deadline=deadline.current(), absent_timeout=absent))
         mux.add(s)
         return s
 
@@ -59,8 +62,12 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
         session = open_round(0)
         for r in range(rounds):
             before = ep.counters.snapshot()
-            nxt = open_round(r + 1) if r + 1 < rounds else None
             mux.run(lambda: session.done)
+            transfers = [s.closed_at - s.first_data for s in session.senders.values()
+                         if s.first_data is not None and s.closed_at is not None]
+            if transfers:
+                deadline.observe(max(transfers))
+            nxt = open_round(r + 1) if r + 1 < rounds else None
             mux.drain()
             firsts = [s.first_data for s in session.senders.values() if s.first_data]
             delta = ep.counters.since(before)
@@ -70,6 +77,7 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
                       delivered=[round(min(f[i] for f in fr.values()), 4)
                                  for i in range(plan.num_layers)],
                       closed_by=sorted({str(c) for c in session.closed_by().values()}),
+                      deadline_ms=round(session.options.deadline * 1000, 3),
                       bytes=delta.get("bytes_received", 0),
                       payload_bytes=int(sum(sum(s.buffer.delivered_elems) * 4
                                             for s in session.senders.values())),
@@ -85,9 +93,11 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
 
 
 def _receive_tcp(config, plan, senders, rounds, bind, log, ready) -> None:
+    tcp_options.check_ecn(config.tcp_ecn)
     lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
+        tcp_options.tune(lsock, config.tcp_cc)
         lsock.bind(bind)
     except OSError as exc:
         raise ConfigError(f"cannot bind TCP {bind[0]}:{bind[1]}: {exc.strerror}") from None
@@ -104,6 +114,7 @@ def _receive_tcp(config, plan, senders, rounds, bind, log, ready) -> None:
                 conn, _ = lsock.accept()
             except socket.timeout:
                 raise PeerTimeout(f"only {len(streams)} of {senders} senders connected") from None
+            tcp_options.tune(conn, config.tcp_cc)
             st = FrameStream(conn, "sender", config.peer_timeout, counters)
             hdr, _ = st.read_frame()
             st.peer_name = f"sender rank {hdr.worker_rank}"
@@ -134,7 +145,7 @@ def send_rounds(config: TransportConfig, plan: ChunkPlan, rank: int, rounds: int
     if config.kind == "tcp":
         _send_tcp(config, plan, rank, rounds, to, seed, log)
         return
-    ep = Endpoint(bind, config.job_id, rank)
+    ep = Endpoint(bind, config.job_id, rank, plain=config.plain)
     mux = Mux(ep)
     try:
         for r in range(rounds):
@@ -154,15 +165,25 @@ def send_rounds(config: TransportConfig, plan: ChunkPlan, rank: int, rounds: int
 
 def _send_tcp(config, plan, rank, rounds, to, seed, log) -> None:
     counters = Counters()
+    tcp_options.check_ecn(config.tcp_ecn)
     deadline = time.monotonic() + config.join_timeout
     while True:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.settimeout(config.peer_timeout)
         try:
-            sock = socket.create_connection(to, timeout=config.peer_timeout)
+            tcp_options.tune(sock, config.tcp_cc)
+            sock.connect(to)
             break
         except OSError as exc:
+            sock.close()
             if time.monotonic() > deadline:
                 raise PeerTimeout(f"receiver {to[0]}:{to[1]} refused TCP ({exc.strerror})") from None
             time.sleep(0.1)
+        except ConfigError:
+            sock.close()
+            raise
+    tcp_options.pace(sock, config.send.pace_pps)
+    log.write("connected", **tcp_options.describe(sock))
     st = FrameStream(sock, "receiver", config.peer_timeout, counters)
     try:
         st.write(wire.pack_header(wire.KIND_PULL_REQ, 0, config.job_id, rank, wire.ALL_LAYERS, 0))

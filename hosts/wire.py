@@ -37,6 +37,9 @@ FLAG_DROPPABLE = 0x02
 FLAG_RETX = 0x04
 FLAG_LAST = 0x08
 FLAG_CRITICAL = 0x10
+# No network assistance: switches treat the packet as ordinary traffic (no gradient
+# classification, priority or loss budget; per-flow hashing). The MLT baseline sets it.
+FLAG_PLAIN = 0x20
 
 # version/kind, flags, job, rank, layer, round, mag_class, reserved, payload_len, chunk_seq,
 # elem_offset, tele_max_qdepth, tele_hops, tele_qdelay_us

@@ -1,7 +1,9 @@
 """Worker agent: computes gradients of the shared MLP on its shard of the digits and exchanges
 them with the parameter server every round (push gradients, pull parameters).
 
-Logs JSON lines `round` (push/pull time, pull delivered fraction, bytes, retransmissions).
+Logs JSON lines `start` (the transport as configured), `round` (push/pull time, pull delivered
+fraction, pull bound violations, bytes, retransmissions), `violation` (a pull closed by its
+deadline with more loss than the pull bound) and `done` (violations per layer over the run).
 Run: python -m hosts.worker --rank R --workers N --ps IP [--ps-port 19527] [--transport ...]
 """
 from __future__ import annotations
@@ -19,8 +21,9 @@ from hosts.jsonlog import JsonLog
 from hosts.training import dataset
 from hosts.training.mlp import MLP
 from hosts.training.model_args import add_model_arguments, model_sizes
+from hosts.transport.bounds import violated_layers
 from hosts.transport.chunking import ChunkPlan
-from hosts.transport.holes import HoleFill, fill_holes
+from hosts.transport.holes import keep_previous
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,6 +60,9 @@ def work(args: argparse.Namespace) -> None:
     ps = (resolve_ipv4(args.ps, "--ps"), check_port(args.ps_port, "--ps-port"))
     local = (args.bind, check_port(args.port, "--port") if config.udp else 0)
     exchange = worker_exchange(config, plan, args.rank, ps, local)
+    log.write("start", workers=args.workers, ps=f"{ps[0]}:{ps[1]}",
+              pull_bounds=list(config.bounds.pull), config=config.summary())
+    violations = [0] * model.num_layers
     rnd = 0
     try:
         exchange.join()
@@ -69,13 +75,22 @@ def work(args: argparse.Namespace) -> None:
             pulled = exchange.pull(rnd)
             # Pull-stage holes keep this worker's previous parameters (MLT); zero-filling
             # weights would wreck the model, so --hole-fill applies to the push stage only.
-            model.set_flat([fill_holes(v, d, HoleFill.PREVIOUS, p) for v, d, p in
+            model.set_flat([keep_previous(v, d, p) for v, d, p in
                             zip(pulled.values, pulled.delivered, model.get_flat())])
+            round_violations = [0] * model.num_layers
+            for layer in violated_layers(pulled.fractions, config.bounds.pull):
+                round_violations[layer] += 1
+                log.write("violation", round=rnd, stage="pull", rank=args.rank, layer=layer,
+                          delivered=round(pulled.fractions[layer], 4),
+                          bound=config.bounds.pull[layer], closed_by=pulled.closed_by)
+            violations = [a + b for a, b in zip(violations, round_violations)]
             delta = exchange.counters.since(before)
             log.write("round", round=rnd, time_s=round(time.monotonic() - t0, 6),
                       batch_loss=round(loss, 6), pull_s=round(pulled.seconds, 6),
                       pull_delivered=[round(f, 4) for f in pulled.fractions],
-                      pull_closed_by=pulled.closed_by,
+                      pull_closed_by=pulled.closed_by, pull_violations=round_violations,
+                      pull_deadline_ms=(None if pulled.deadline == float("inf")
+                                        else round(pulled.deadline * 1000, 3)),
                       bytes=delta.get("bytes_sent", 0) + delta.get("bytes_received", 0),
                       drops={k: v for k, v in delta.items() if k.startswith("drop_")},
                       **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in push.items()})
@@ -83,7 +98,8 @@ def work(args: argparse.Namespace) -> None:
             if pulled.last:
                 break
         exchange.linger()
-        log.write("done", rounds=rnd, counters=exchange.counters.snapshot())
+        log.write("done", rounds=rnd, violations=violations,
+                  counters=exchange.counters.snapshot(), **exchange.describe())
     finally:
         exchange.close()
         log.close()

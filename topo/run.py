@@ -13,6 +13,9 @@ from mininet.log import setLogLevel
 
 from p4target.switch.errors import OptionError
 from p4target.switch.impairments import parse_impairment
+from hosts.errors import ConfigError
+from hosts.exchange.config import TRANSPORTS
+from hosts.exchange.tcp_options import check_congestion_control
 from topo.errors import TopoError
 from topo.session import DEFAULT_POLICY, RunConfig, RunSession
 from topo.summary import render
@@ -45,6 +48,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-controller", action="store_true",
                    help="start the network only (switches unprogrammed; for debugging the target)")
     p.add_argument("--timeout", type=float, default=600.0, help="demo job time limit, s (default 600)")
+    t = p.add_argument_group("training jobs (every job of the run)")
+    t.add_argument("--transport", default="ltp", choices=TRANSPORTS,
+                   help="ltp (ours), mlt (software-MLT baseline: one fixed bound, PLAIN packets) "
+                        "or tcp (reliable baseline); see python -m hosts.ps --help")
+    t.add_argument("--tcp-cc", metavar="NAME",
+                   help="tcp: congestion control per socket (as net.ipv4.tcp_available_congestion_control offers)")
+    t.add_argument("--tcp-ecn", choices=("on", "off"),
+                   help="tcp: ECN on or off (net.ipv4.tcp_ecn = 1 or 0, set in each job host's namespace)")
+    t.add_argument("--pace", action="store_true",
+                   help="pace every worker of every transport at its fair share of the bottleneck "
+                        "(0.9 x --bottleneck-pps / workers; tcp via SO_MAX_PACING_RATE). Default: unpaced")
+    t.add_argument("--agent-arg", action="append", default=[], metavar="ARG",
+                   help="one more flag for the parameter server and the workers, e.g. "
+                        "--agent-arg=--hole-fill=zero (repeatable)")
     return p
 
 
@@ -62,11 +79,22 @@ def _config(args: argparse.Namespace) -> RunConfig:
             parse_impairment(f"1:burst={burst}")
         except OptionError as exc:
             raise TopoError(f"bad --burst '{burst}': {exc}") from None
+    if (args.tcp_cc or args.tcp_ecn) and args.transport != "tcp":
+        raise TopoError("--tcp-cc and --tcp-ecn need --transport tcp")
+    if args.tcp_cc:
+        try:
+            check_congestion_control(args.tcp_cc)
+        except ConfigError as exc:
+            raise TopoError(str(exc)) from None
+    agent_args = tuple(args.agent_arg)
+    if args.tcp_cc:
+        agent_args += ("--tcp-cc", args.tcp_cc)
     params = TopoParams(workers=args.workers, background=args.background, bottleneck_pps=args.bottleneck_pps,
                         queue_depth=args.queue_depth, delay_ms=args.delay_ms, loss_pct=args.loss_pct)
     return RunConfig(topo_name=args.topo, build_dir=args.build, log_dir=args.log_dir, params=params,
                      policy=args.policy, pcap=args.pcap, bursts=tuple(args.burst), rounds=args.rounds,
-                     controller=not args.no_controller)
+                     controller=not args.no_controller, transport=args.transport, pace=args.pace,
+                     tcp_ecn=args.tcp_ecn, agent_args=agent_args)
 
 
 def overview(session: RunSession) -> str:
@@ -132,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.background_flows > 0:
             print("background traffic: " + "; ".join(session.start_background(args.background_flows)), flush=True)
         if args.demo:
-            print(f"demo: training {args.rounds} rounds with {args.workers} workers ...", flush=True)
+            share = session.pace_pps(args.workers)
+            print(f"demo: training {args.rounds} rounds with {args.workers} workers over {args.transport}, "
+                  + (f"workers paced at {share:.0f} pps each" if share else "unpaced") + " ...", flush=True)
             result = session.train(rounds=args.rounds, workers=args.workers, timeout=args.timeout)
             print(render(result, session.stats()), flush=True)
             return 0 if result.ok else EXIT_FAILED

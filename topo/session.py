@@ -48,6 +48,13 @@ class RunConfig:
     controller_timeout: float = 90.0
     switch_timeout: float = 60.0
     rounds: int = 20
+    transport: str = "ltp"
+    # Pace every sender of a job at its fair share of the bottleneck (0.9 x rate / workers).
+    # Off by default: pacing is an oracle no arm gets unless asked, and then every arm gets it.
+    pace: bool = False
+    # TCP baseline: ECN on/off, set per host namespace (net.ipv4.tcp_ecn) and checked by the agents.
+    tcp_ecn: str | None = None
+    agent_args: tuple[str, ...] = ()
 
     @property
     def bmv2_json(self) -> str:
@@ -183,20 +190,44 @@ class RunSession:
             return None
         return data if isinstance(data, dict) else {"items": data}
 
+    def pace_pps(self, workers: int) -> float | None:
+        """With `pace`, each sender's fair share of the bottleneck: 0.9 x rate / workers."""
+        rate = self.config.params.bottleneck_pps
+        if not self.config.pace:
+            return None
+        if not rate:
+            raise RunError("pacing needs a bottleneck rate (--bottleneck-pps)")
+        return 0.9 * rate / workers
+
+    def job_spec(self, job_id: int, rounds: int | None = None, workers: int | None = None,
+                 extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = ()) -> agents.JobSpec:
+        """The agents' flags of one job: the run's transport and agent flags, the pacing (of the
+        workers of every transport when asked, never otherwise), then the caller's extras."""
+        n_workers = workers or len(self.topo.hosts_with_role("worker"))
+        common: tuple[str, ...] = ("--transport", self.config.transport, *self.config.agent_args)
+        if self.config.tcp_ecn:
+            common = (*common, "--tcp-ecn", self.config.tcp_ecn)
+        share = self.pace_pps(n_workers)
+        # The workers are the senders that share the bottleneck; the PS's pull is not paced.
+        pace = () if share is None else ("--pace-pps", f"{share:.0f}")
+        return agents.JobSpec(job_id=job_id, rounds=rounds or self.config.rounds, workers=n_workers,
+                              extra_ps=(*common, *extra_ps),
+                              extra_worker=(*common, *pace, *extra_worker))
+
     def train(self, rounds: int | None = None, workers: int | None = None, timeout: float = 600.0,
               extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = ()) -> TrainingResult:
         """Run one training job (PS + workers on the hosts) to the end."""
         assert self.record is not None
+        job = self.job_spec(self.jobs + 1, rounds, workers, extra_ps, extra_worker)
         self.jobs += 1
-        n_workers = workers or len(self.topo.hosts_with_role("worker"))
-        if not any(arg.startswith("--pace-pps") for arg in extra_worker) and self.config.params.bottleneck_pps:
-            # Workers share the bottleneck: each paces its pushes to its share of the port rate.
-            share = 0.9 * self.config.params.bottleneck_pps / n_workers
-            extra_worker = (*extra_worker, "--pace-pps", f"{share:.0f}")
-        job = agents.JobSpec(job_id=self.jobs, rounds=rounds or self.config.rounds, workers=n_workers,
-                             extra_ps=extra_ps, extra_worker=extra_worker)
         return TrainingJob(self.net, self.topo, self.config.topology_path, self.record,
-                           self.config.log_dir, job).run(timeout)
+                           self.config.log_dir, job, self.host_sysctls()).run(timeout)
+
+    def host_sysctls(self) -> dict[str, str]:
+        """Per-namespace settings of a job's hosts: net.ipv4.tcp_ecn when ECN was chosen."""
+        if self.config.tcp_ecn is None:
+            return {}
+        return {"net.ipv4.tcp_ecn": "1" if self.config.tcp_ecn == "on" else "0"}
 
     def start_background(self, flows: int, duration: float = 3600.0, cc: str = "reno") -> list[str]:
         """Start a TCP sink on the sink host(s) and `flows` ECN-capable TCP flows from every other

@@ -1,4 +1,5 @@
-"""The demo's summary: rounds, per-layer delivered fraction vs bound, accuracy, switch statistics.
+"""The demo's summary: transport, rounds, per-layer delivered fraction vs bound, bound
+violations, accuracy, switch statistics.
 
 Reads the agents' JSON-lines records and `gradctl stats --json` as they are; fields an agent
 does not report are shown as "n/a" rather than guessed.
@@ -47,23 +48,98 @@ def deadline_rounds(result: TrainingResult) -> int:
 
 
 def per_layer(result: TrainingResult) -> dict[int, dict[str, float]]:
-    """layer -> {min, mean delivered push fraction, bound} over the PS's round records; `min`
-    only over rounds closed by the bound (a deadline close may deliver less, by design)."""
+    """layer -> {min, min_all, mean delivered push fraction, bound, violations} over the PS's
+    round records. `min` is over rounds closed by the bound; `min_all` over every round, deadline
+    closes included; `violations` counts push transfers closed with more loss than the bound."""
     mins: dict[int, list[float]] = {}
+    mins_all: dict[int, list[float]] = {}
     means: dict[int, list[float]] = {}
     bounds: dict[int, float] = {}
+    violations: dict[int, float] = {}
     for rec in _round_records(result):
         mean = _layer_map(rec.get("delivered"))
         for layer, frac in mean.items():
             means.setdefault(layer, []).append(frac)
-        if not _deadline_closed(rec):
-            for layer, frac in (_layer_map(rec.get("delivered_min")) or mean).items():
+        lowest = _layer_map(rec.get("delivered_min")) or mean
+        for layer, frac in lowest.items():
+            mins_all.setdefault(layer, []).append(frac)
+            if not _deadline_closed(rec):
                 mins.setdefault(layer, []).append(frac)
         for key in ("bounds", "bound"):
             bounds.update(_layer_map(rec.get(key)))
-    return {layer: {"min": min(mins.get(layer) or [float("nan")]), "mean": sum(v) / len(v),
-                    "bound": bounds.get(layer, float("nan"))}
+        for layer, count in _layer_map(rec.get("violations")).items():
+            violations[layer] = violations.get(layer, 0) + count
+    return {layer: {"min": min(mins.get(layer) or [float("nan")]),
+                    "min_all": min(mins_all.get(layer) or [float("nan")]),
+                    "mean": sum(v) / len(v), "bound": bounds.get(layer, float("nan")),
+                    "violations": violations.get(layer, float("nan"))}
             for layer, v in sorted(means.items())}
+
+
+def _records(result: TrainingResult, role: str, event: str) -> list[dict[str, Any]]:
+    return [r for name, recs in result.records.items() if name.startswith(role)
+            for r in recs if r.get("event") == event]
+
+
+def violations(result: TrainingResult) -> dict[str, dict[int, int]] | None:
+    """{'push': layer -> count (the PS), 'pull': layer -> count (all workers)}: transfers closed
+    with more loss than their bound. None when the agents did not report violations."""
+    push_recs = [r for r in _round_records(result) if "violations" in r]
+    pull_recs = [r for r in _records(result, "worker", "round") if "pull_violations" in r]
+    if not push_recs and not pull_recs:
+        return None
+    out: dict[str, dict[int, int]] = {"push": {}, "pull": {}}
+    for stage, recs, key in (("push", push_recs, "violations"), ("pull", pull_recs, "pull_violations")):
+        for rec in recs:
+            for layer, count in _layer_map(rec.get(key)).items():
+                out[stage][layer] = out[stage].get(layer, 0) + int(count)
+    return out
+
+
+def violation_line(result: TrainingResult) -> str:
+    """'bound violations: N (push ..., pull ...)', 0 when nothing went wrong."""
+    found = violations(result)
+    if found is None:
+        return "bound violations: n/a (agents reported none)"
+    total = sum(sum(v.values()) for v in found.values())
+    parts = []
+    for stage in ("push", "pull"):
+        hit = {layer: n for layer, n in sorted(found[stage].items()) if n}
+        parts.append(f"{stage} " + (", ".join(f"layer {l} x{n}" for l, n in hit.items()) if hit else "0"))
+    return f"bound violations: {total} ({'; '.join(parts)})" + ("  VIOLATED" if total else "")
+
+
+def transport_line(result: TrainingResult) -> str:
+    """What transport the job used, as the parameter server recorded it (pacing included)."""
+    starts = _records(result, "ps", "start")
+    cfg = starts[0].get("config") if starts else None
+    if not isinstance(cfg, dict):
+        kind = starts[0].get("transport") if starts else None
+        return f"transport: {kind or 'n/a'}"
+    # Pacing is a worker setting (the workers share the bottleneck): read it from their records.
+    paces = {w["config"].get("pace_pps") or 0 for w in _records(result, "worker", "start")
+             if isinstance(w.get("config"), dict)} or {cfg.get("pace_pps") or 0}
+    pace = max(paces)
+    parts = [f"transport: {cfg.get('transport', 'n/a')}",
+             f"workers paced at {pace:g} pps each" if pace else "pacing off"]
+    if cfg.get("transport") == "tcp":
+        parts.append(f"congestion control {cfg.get('tcp_cc')}, ECN {cfg.get('tcp_ecn')}")
+        done = _records(result, "ps", "done")
+        conns = done[-1].get("connections") if done else None
+        if isinstance(conns, dict) and conns:
+            used = sorted({f"{c.get('cc')}/ECN {'on' if c.get('ecn') else 'off'}"
+                           for c in conns.values() if isinstance(c, dict)})
+            parts.append("connections " + ", ".join(used))
+    else:
+        if cfg.get("plain"):
+            parts.append("PLAIN (no network assistance)")
+        parts.append(f"hole fill {cfg.get('hole_fill')}")
+        parts.append(f"push deadline {cfg.get('push_deadline')}")
+        parts.append(f"pull deadline {cfg.get('pull_deadline')}")
+        if cfg.get("phase_aware"):
+            parts.append(f"phase-aware (check every {cfg.get('phase_check_rounds')} rounds"
+                         + (", per layer)" if cfg.get("phase_per_layer") else ")"))
+    return "; ".join(parts)
 
 
 def final_accuracy(result: TrainingResult) -> float | None:
@@ -117,6 +193,10 @@ def switch_lines(stats: Any) -> list[str] | None:
         return None
 
 
+def _frac(value: float) -> str:
+    return "n/a" if value != value else f"{value:.3f}"
+
+
 def render(result: TrainingResult, stats: Any | None, limit: int = 40) -> str:
     """The summary text."""
     lines = [f"training: {'finished' if result.ok else 'FAILED'} in {result.elapsed_s:.1f} s, "
@@ -126,18 +206,23 @@ def render(result: TrainingResult, stats: Any | None, limit: int = 40) -> str:
             lines.append(f"  {name}: exit code {code} (log {result.logs[name]})")
     if result.timed_out:
         lines.append("  timed out; agents were stopped")
+    lines.append(transport_line(result))
     layers = per_layer(result)
     if layers:
         late = deadline_rounds(result)
-        lines.append("per-layer delivered push fraction (min over bound-closed rounds / mean) vs loss bound"
+        lines.append("per-layer delivered push fraction (min over bound-closed rounds / min over all "
+                     "rounds / mean) vs loss bound"
                      + (f"; {late} round(s) closed by the deadline" if late else "") + ":")
         for layer, row in layers.items():
             bound = "n/a" if row["bound"] != row["bound"] else f"{row['bound']:.3f}"
             ok = "" if bound == "n/a" or row["min"] != row["min"] else \
                 ("  ok" if row["min"] >= 1 - row["bound"] - 1e-9 else "  BELOW 1-bound")
-            lines.append(f"  layer {layer}: {row['min']:.3f} / {row['mean']:.3f}   bound {bound}{ok}")
+            vio = "" if row["violations"] != row["violations"] else f", {row['violations']:g} violation(s)"
+            lines.append(f"  layer {layer}: {_frac(row['min'])} / {_frac(row['min_all'])} / {row['mean']:.3f}"
+                         f"   bound {bound}{ok}{vio}")
     else:
         lines.append("per-layer delivered fraction: n/a (agents reported none)")
+    lines.append(violation_line(result))
     acc = final_accuracy(result)
     lines.append(f"accuracy: {acc:.4f}" if acc is not None else "accuracy: n/a")
     if stats is None:

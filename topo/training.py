@@ -56,8 +56,12 @@ class TrainingJob:
     """Start a PS and workers on a running network, wait for them, collect their output."""
 
     def __init__(self, net: Any, topo: Topology, topology_path: str, record: RunRecord,
-                 log_dir: str | Path, job: agents.JobSpec) -> None:
+                 log_dir: str | Path, job: agents.JobSpec,
+                 host_sysctls: dict[str, str] | None = None) -> None:
+        """`host_sysctls` are set in the network namespace of every host of the job before its
+        agents start (e.g. net.ipv4.tcp_ecn for the TCP baseline)."""
         self.net = net
+        self.host_sysctls = dict(host_sysctls or {})
         self.topo = topo
         self.topology_path = topology_path
         self.record = record
@@ -80,6 +84,8 @@ class TrainingJob:
         agents.require(agents.PS_MODULE, "the parameter-server agent")
         agents.require(agents.WORKER_MODULE, "the worker agent")
         ps, workers = self.hosts()
+        for name in (ps, *workers):
+            self.set_sysctls(name)
         ps_ip = self.topo.hosts[ps].ip
         proc = ManagedProcess(f"ps@{ps}", "agent", agents.ps_argv(self.job),
                               self.log_dir / f"job{self.job.job_id}.ps.log", self.record, self.net.get(ps))
@@ -92,6 +98,15 @@ class TrainingJob:
                                   self.log_dir / f"job{self.job.job_id}.worker{rank}.log", self.record,
                                   self.net.get(name))
             self.processes[name] = proc.start()
+
+    def set_sysctls(self, name: str) -> None:
+        """Apply `host_sysctls` in host `name`'s namespace; RunError naming the one that failed."""
+        node = self.net.get(name)
+        for key, value in self.host_sysctls.items():
+            node.cmd(f"sysctl -qw {key}={value}")
+            got = node.cmd(f"sysctl -n {key}").strip()
+            if got != value:
+                raise RunError(f"could not set {key}={value} on host {name} (it is {got or 'unreadable'})")
 
     def wait(self, timeout: float) -> TrainingResult:
         """Wait for every agent to exit (at most `timeout` s), stop stragglers, collect output."""

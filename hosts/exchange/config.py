@@ -3,17 +3,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import zlib
 from dataclasses import dataclass
 
 from hosts.errors import ConfigError
+from hosts.exchange import tcp_options
 from hosts.transport.bounds import LayerBounds, parse_bound_list
-from hosts.transport.holes import HoleFill
-from hosts.transport.phase import DEFAULT_HIGH_DELTA
+from hosts.transport.deadline import NO_DEADLINE, DeadlineSettings
+from hosts.transport.holes import DEFAULT_HOLE_FILL, HoleFill
+from hosts.transport.phase import DEFAULT_CHECK_ROUNDS, DEFAULT_HIGH_DELTA
 from hosts.transport.sender import SendOptions
 from hosts.wire import pcn_tos
 
 TRANSPORTS = ("ltp", "tcp", "mlt")
+
+TRANSPORT_HELP = (
+    "ltp: our loss-tolerant UDP transport: per-layer bounds (PLOT), optional phases (DBLP), "
+    "priority and drop hints for the switches, adaptive early close (LTP). "
+    "mlt: the software-MLT baseline of the DBLP paper: the same UDP transport with ONE fixed "
+    "--bound for push and pull alike, no per-layer bounds, no phases, a fixed deadline, and no "
+    "network assistance (every packet carries the PLAIN flag, so switches treat it as ordinary "
+    "traffic: no gradient classification, priority or loss budget). "
+    "tcp: reliable baseline, one TCP connection per worker (--tcp-cc, --tcp-ecn)")
 
 
 @dataclass(frozen=True)
@@ -24,48 +36,94 @@ class TransportConfig:
     job_id: int
     chunk_elems: int
     send: SendOptions
-    deadline: float
-    pull_deadline: float
+    push_deadline: DeadlineSettings
+    pull_deadline: DeadlineSettings
     peer_timeout: float
     join_timeout: float
     hole_fill: HoleFill
     bounds: LayerBounds
+    reliable_pull: bool
     phase_aware: bool
     phase_high_delta: float
+    phase_check_rounds: int
+    phase_per_layer: bool
     pcn: bool
     pcn_threshold: int
     pcn_timeout: float
+    tcp_cc: str | None = None
+    tcp_ecn: bool | None = None
 
     @property
     def udp(self) -> bool:
         return self.kind != "tcp"
 
+    @property
+    def plain(self) -> bool:
+        """No network assistance: every packet carries FLAG_PLAIN (the MLT baseline)."""
+        return self.send.plain
+
+    def summary(self) -> dict:
+        """What a run's results record about the transport."""
+        out = {"transport": self.kind, "pace_pps": self.send.pace_pps}
+        if self.udp:
+            out.update(hole_fill=self.hole_fill.value, plain=self.plain,
+                       push_deadline=self.push_deadline.describe(),
+                       pull_deadline=self.pull_deadline.describe(),
+                       reliable_pull=self.reliable_pull, phase_aware=self.phase_aware)
+            if self.phase_aware:
+                out.update(phase_check_rounds=self.phase_check_rounds,
+                           phase_per_layer=self.phase_per_layer)
+        else:
+            out.update(tcp_cc=self.tcp_cc or f"default ({tcp_options.default_congestion_control()})",
+                       tcp_ecn={True: "on", False: "off", None: "default"}[self.tcp_ecn])
+        return out
+
 
 def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
     g = ap.add_argument_group("transport")
-    g.add_argument("--transport", default="ltp", choices=TRANSPORTS,
-                   help="ltp: loss-tolerant UDP with per-layer/phase bounds and priority hints; "
-                        "mlt: same UDP transport, one fixed bound, no switch hints; tcp: reliable")
+    g.add_argument("--transport", default="ltp", choices=TRANSPORTS, help=TRANSPORT_HELP)
     g.add_argument("--job", type=int, default=1, help="job_id in the gradient header (0..65535)")
     g.add_argument("--bound", type=float, default=0.1,
                    help="loss bound: fraction of a layer that may be lost in the push (P_low "
-                        "with --phase-aware)")
-    g.add_argument("--layer-bounds", help="comma-separated push bound per layer (PLOT), "
+                        "with --phase-aware; push and pull alike for mlt)")
+    g.add_argument("--layer-bounds", help="ltp: comma-separated push bound per layer (PLOT), "
                                           "layer 0 = nearest the input")
     g.add_argument("--pull-bound", type=float,
-                   help="bound of the pull stage (default: a quarter of each push bound)")
+                   help="ltp: bound of the pull stage (default: a quarter of each push bound)")
+    g.add_argument("--reliable-pull", action="store_true",
+                   help="ltp: LTP's reliable broadcast: the pull stage has no bound and no "
+                        "deadline (every parameter is delivered)")
     g.add_argument("--phase-aware", action="store_true",
-                   help="DBLP: P_high = bound + delta unless the gradient norm changes fast")
+                   help="ltp, DBLP: P_high = bound + delta unless the gradient norm changes fast")
     g.add_argument("--phase-delta", type=float, default=DEFAULT_HIGH_DELTA,
                    help="P_high - P_low for --phase-aware (default 0.40)")
-    g.add_argument("--hole-fill", default="zeros", choices=[h.value for h in HoleFill],
-                   help="push-stage holes no worker delivered: zeros or the previous round's "
-                        "aggregate (pull-stage holes always keep the previous parameters)")
+    g.add_argument("--phase-check-rounds", type=int, default=DEFAULT_CHECK_ROUNDS,
+                   help="rounds between DBLP's gradient-norm checks (default 10, as the authors)")
+    g.add_argument("--phase-per-layer", action="store_true",
+                   help="DBLP detection per layer (each layer's norm decides its own phase)")
+    g.add_argument("--hole-fill", default=DEFAULT_HOLE_FILL, choices=[h.value for h in HoleFill],
+                   help="push-stage holes: zero (DLCP: a missing contribution counts as 0 in the "
+                        "mean over all workers), previous (MLT: the worker's last delivered "
+                        "value), mean-delivered (mean over the workers that delivered; default). "
+                        "Pull-stage holes always keep the previous parameters")
+    g.add_argument("--deadline", choices=("adaptive", "fixed"),
+                   help="acceptance deadline (LTP early close): adaptive = --deadline-mult x the "
+                        "smoothed transfer time (EWMA 1/8) within [floor, ceiling]; fixed = "
+                        "--deadline-ms. Default adaptive for ltp, fixed for mlt")
     g.add_argument("--deadline-ms", type=float, default=500.0,
-                   help="push acceptance deadline after a sender's first packet (LTP early close)")
+                   help="push deadline after a sender's first packet: the fixed value, or the "
+                        "adaptive start value (default 500)")
     g.add_argument("--pull-deadline-ms", type=float, help="pull deadline (default: --deadline-ms)")
+    g.add_argument("--deadline-floor-ms", type=float, default=200.0,
+                   help="adaptive floor (200: ten default probe intervals, room for repairs)")
+    g.add_argument("--deadline-ceiling-ms", type=float, default=2000.0,
+                   help="adaptive ceiling (2000)")
+    g.add_argument("--deadline-mult", type=float, default=3.0,
+                   help="adaptive multiple of the smoothed transfer time (3)")
     g.add_argument("--chunk-elems", type=int, default=64, help="float32 values per DATA packet")
-    g.add_argument("--pace-pps", type=float, default=0.0, help="DATA packets/s per sender (0 = unpaced)")
+    g.add_argument("--pace-pps", type=float, default=0.0,
+                   help="packets/s per sender (0 = unpaced); tcp: SO_MAX_PACING_RATE of as many "
+                        "full segments per second")
     g.add_argument("--probe-ms", type=float, default=20.0, help="probe interval once all was sent")
     g.add_argument("--order", default="layer", choices=("layer", "shuffle"),
                    help="send order of chunks")
@@ -78,43 +136,86 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--pcn-threshold", type=int, default=10,
                    help="ECN threshold (packets, multiple of 5) requested by PCN-START")
     g.add_argument("--pcn-timeout-ms", type=float, default=50.0, help="wait for PCN-ACK")
+    g.add_argument("--tcp-cc", metavar="NAME",
+                   help="tcp: congestion control per socket (reno, cubic, bbr, ... as "
+                        "net.ipv4.tcp_available_congestion_control offers; default: the system's)")
+    g.add_argument("--tcp-ecn", choices=("on", "off"),
+                   help="tcp: ECN on or off; checked against this network namespace's "
+                        "net.ipv4.tcp_ecn (on: 1, off: 0 or 2), which the agent never changes")
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else value / 1000.0
 
 
 def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> TransportConfig:
     """Validate the transport flags against the model; ConfigError names the bad flag."""
     if not 0 <= args.job <= 0xFFFF:
         raise ConfigError(f"--job {args.job} is outside 0..65535")
-    for name in ("deadline_ms", "probe_ms", "peer_timeout", "join_timeout", "pcn_timeout_ms"):
-        if getattr(args, name) <= 0:
-            raise ConfigError(f"--{name.replace('_', '-')} must be positive")
-    if args.pace_pps < 0:
+    for name in ("deadline_ms", "probe_ms", "peer_timeout", "join_timeout", "pcn_timeout_ms",
+                 "deadline_floor_ms", "deadline_ceiling_ms"):
+        value = getattr(args, name)
+        if not (value > 0 and math.isfinite(value)):
+            raise ConfigError(f"--{name.replace('_', '-')} must be a positive number")
+    if not (args.pace_pps >= 0 and math.isfinite(args.pace_pps)):
         raise ConfigError("--pace-pps must be >= 0")
+    kind = args.transport
     layer_bounds = parse_bound_list(args.layer_bounds, "--layer-bounds") if args.layer_bounds else None
-    if args.transport == "mlt" and (layer_bounds or args.phase_aware):
-        raise ConfigError("--transport mlt uses one fixed bound; drop --layer-bounds/--phase-aware")
-    if args.transport == "tcp" and args.pcn:
+    if kind == "mlt":
+        extra = [flag for flag, on in (("--layer-bounds", layer_bounds),
+                                       ("--phase-aware", args.phase_aware),
+                                       ("--pull-bound", args.pull_bound is not None),
+                                       ("--reliable-pull", args.reliable_pull),
+                                       ("--deadline adaptive", args.deadline == "adaptive"))
+                 if on]
+        if extra:
+            raise ConfigError(f"--transport mlt uses one fixed bound for push and pull and a fixed "
+                              f"deadline; drop {', '.join(extra)}")
+    if kind == "tcp" and args.pcn:
         raise ConfigError("--pcn needs a UDP transport (--transport ltp or mlt)")
+    if kind != "tcp" and (args.tcp_cc or args.tcp_ecn):
+        raise ConfigError("--tcp-cc and --tcp-ecn need --transport tcp")
+    if args.phase_check_rounds < 1:
+        raise ConfigError(f"--phase-check-rounds {args.phase_check_rounds} must be at least 1")
+    if args.phase_per_layer and not args.phase_aware:
+        raise ConfigError("--phase-per-layer needs --phase-aware")
+    if args.reliable_pull and args.pull_bound is not None:
+        raise ConfigError("--reliable-pull delivers the whole pull; drop --pull-bound")
     try:
         pcn_tos(start=True, threshold=args.pcn_threshold)
     except ValueError as exc:
         raise ConfigError(f"--pcn-threshold: {exc}") from None
-    bounds = LayerBounds.build(num_layers, args.bound, layer_bounds, args.pull_bound)
+    tcp_cc = tcp_options.check_congestion_control(args.tcp_cc) if args.tcp_cc else None
+    if kind == "mlt":
+        bounds = LayerBounds.fixed(num_layers, args.bound)
+    else:
+        bounds = LayerBounds.build(num_layers, args.bound, layer_bounds, args.pull_bound)
+        if args.reliable_pull:
+            bounds = bounds.with_reliable_pull()
     send = SendOptions(pace_pps=args.pace_pps, probe_interval=args.probe_ms / 1000.0,
-                       peer_timeout=args.peer_timeout, priority_hints=args.transport == "ltp",
-                       order=args.order, seed=seed)
-    pull_deadline = args.pull_deadline_ms if args.pull_deadline_ms is not None else args.deadline_ms
-    if pull_deadline <= 0:
-        raise ConfigError("--pull-deadline-ms must be positive")
+                       peer_timeout=args.peer_timeout, priority_hints=kind == "ltp",
+                       plain=kind == "mlt", order=args.order, seed=seed)
+    mode = args.deadline or ("adaptive" if kind == "ltp" else "fixed")
+    pull_ms = args.pull_deadline_ms if args.pull_deadline_ms is not None else args.deadline_ms
+    if not (pull_ms > 0 and math.isfinite(pull_ms)):
+        raise ConfigError("--pull-deadline-ms must be a positive number")
+    common = dict(mode=mode, floor=_ms(args.deadline_floor_ms),
+                  ceiling=_ms(args.deadline_ceiling_ms), multiple=args.deadline_mult)
+    push_deadline = DeadlineSettings(initial=_ms(args.deadline_ms), **common)
+    pull_deadline = NO_DEADLINE if args.reliable_pull else DeadlineSettings(initial=_ms(pull_ms), **common)
     return TransportConfig(
-        kind=args.transport, job_id=args.job, chunk_elems=args.chunk_elems, send=send,
-        deadline=args.deadline_ms / 1000.0, pull_deadline=pull_deadline / 1000.0,
+        kind=kind, job_id=args.job, chunk_elems=args.chunk_elems, send=send,
+        push_deadline=push_deadline, pull_deadline=pull_deadline,
         peer_timeout=args.peer_timeout, join_timeout=args.join_timeout,
-        hole_fill=HoleFill.parse(args.hole_fill), bounds=bounds, phase_aware=args.phase_aware,
-        phase_high_delta=args.phase_delta, pcn=args.pcn, pcn_threshold=args.pcn_threshold,
-        pcn_timeout=args.pcn_timeout_ms / 1000.0)
+        hole_fill=HoleFill.parse(args.hole_fill), bounds=bounds, reliable_pull=args.reliable_pull,
+        phase_aware=args.phase_aware, phase_high_delta=args.phase_delta,
+        phase_check_rounds=args.phase_check_rounds, phase_per_layer=args.phase_per_layer,
+        pcn=args.pcn, pcn_threshold=args.pcn_threshold, pcn_timeout=args.pcn_timeout_ms / 1000.0,
+        tcp_cc=tcp_cc, tcp_ecn=None if args.tcp_ecn is None else args.tcp_ecn == "on")
 
 
 def fingerprint(layer_sizes: list[int], chunk_elems: int, config: TransportConfig) -> int:
-    """32-bit digest of what PS and workers must agree on: layer sizes, chunking, transport, job."""
-    text = json.dumps([layer_sizes, chunk_elems, config.kind, config.job_id])
+    """32-bit digest of what PS and workers must agree on: layer sizes, chunking, transport, job,
+    and the pull contract (reliable or bounded)."""
+    text = json.dumps([layer_sizes, chunk_elems, config.kind, config.job_id, config.reliable_pull])
     return zlib.crc32(text.encode())

@@ -15,6 +15,7 @@ class Gathered:
     fractions: dict[int, list[float]]
     closed_by: dict[int, str | None]
     seconds: float
+    deadline: float = float("inf")
 
     def mean_fractions(self) -> list[float]:
         per_rank = list(self.fractions.values())
@@ -35,3 +36,4 @@ class Pulled:
     closed_by: str | None
     last: bool
     seconds: float
+    deadline: float = float("inf")

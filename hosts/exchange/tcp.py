@@ -14,6 +14,7 @@ import numpy as np
 
 from hosts import wire
 from hosts.errors import ConfigError, PacketError, PeerTimeout
+from hosts.exchange import tcp_options
 from hosts.exchange.config import TransportConfig, fingerprint
 from hosts.exchange.results import Gathered, Pulled
 from hosts.transport.chunking import ChunkPlan
@@ -129,9 +130,11 @@ class TcpServerExchange:
         self.plan = plan
         self.workers = workers
         self.counters = Counters()
+        self.ecn_setup = tcp_options.check_ecn(config.tcp_ecn)
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
+            tcp_options.tune(self.listener, config.tcp_cc)
             self.listener.bind(bind)
         except OSError as exc:
             self.listener.close()
@@ -149,6 +152,8 @@ class TcpServerExchange:
                 raise PeerTimeout(f"workers {missing} did not connect within "
                                   f"{self.config.join_timeout:.1f} s")
             conn, addr = self.listener.accept()
+            tcp_options.tune(conn, self.config.tcp_cc)
+            tcp_options.pace(conn, self.config.send.pace_pps)
             stream = FrameStream(conn, f"worker at {addr[0]}:{addr[1]}", self.config.peer_timeout,
                                  self.counters)
             try:
@@ -199,6 +204,11 @@ class TcpServerExchange:
         self.counters["retransmissions"] = sum(s.retransmissions() for s in self.streams.values())
         return time.monotonic() - t0
 
+    def describe(self) -> dict:
+        """What the TCP connections really use (per worker rank), and how ECN was set."""
+        return {"ecn_setup": self.ecn_setup,
+                "connections": {r: tcp_options.describe(s.sock) for r, s in sorted(self.streams.items())}}
+
     def close(self) -> None:
         for stream in self.streams.values():
             stream.sock.close()
@@ -214,9 +224,15 @@ class TcpWorkerExchange:
         self.plan = plan
         self.rank = rank
         self.counters = Counters()
+        self.ecn_setup = tcp_options.check_ecn(config.tcp_ecn)
         give_up = time.monotonic() + config.join_timeout
         while True:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                tcp_options.tune(sock, config.tcp_cc)
+            except ConfigError:
+                sock.close()
+                raise
             try:
                 sock.bind((bind[0], 0))
                 sock.settimeout(max(give_up - time.monotonic(), 0.1))
@@ -229,6 +245,7 @@ class TcpWorkerExchange:
                                       f"connection within {config.join_timeout:.1f} s "
                                       f"({exc.strerror or exc})") from None
                 time.sleep(_CONNECT_RETRY)
+        tcp_options.pace(sock, config.send.pace_pps)
         self.stream = FrameStream(sock, f"parameter server {ps[0]}:{ps[1]}", config.peer_timeout,
                                   self.counters)
         self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
@@ -271,6 +288,10 @@ class TcpWorkerExchange:
 
     def linger(self) -> None:
         pass
+
+    def describe(self) -> dict:
+        """What the TCP connection really uses, and how ECN was set."""
+        return {"ecn_setup": self.ecn_setup, "connection": tcp_options.describe(self.stream.sock)}
 
     def close(self) -> None:
         self.stream.sock.close()

@@ -11,6 +11,7 @@ from hosts.exchange.config import TransportConfig, fingerprint
 from hosts.exchange.results import Gathered
 from hosts.pcn import answer_start
 from hosts.transport.chunking import ChunkPlan
+from hosts.transport.deadline import Deadline
 from hosts.transport.endpoint import Endpoint, Received
 from hosts.transport.mux import Mux
 from hosts.transport.receiver import ReceiveOptions, RecvSession
@@ -27,7 +28,8 @@ class UdpServerExchange:
         self.config = config
         self.plan = plan
         self.workers = workers
-        self.endpoint = Endpoint(bind, config.job_id, wire.PS_RANK)
+        self.endpoint = Endpoint(bind, config.job_id, wire.PS_RANK, plain=config.plain)
+        self.push_deadline = Deadline(config.push_deadline)
         self.counters = self.endpoint.counters
         self.mux = Mux(self.endpoint)
         self.addrs: dict[int, tuple[str, int]] = {}
@@ -93,7 +95,7 @@ class UdpServerExchange:
             absent = self.config.join_timeout if round_ == 0 else self.config.peer_timeout
             session = RecvSession(self.endpoint, self.plan, round_, pull=False,
                                   senders=list(range(self.workers)), required=required,
-                                  options=ReceiveOptions(deadline=self.config.deadline,
+                                  options=ReceiveOptions(deadline=self.push_deadline.current(),
                                                          absent_timeout=absent),
                                   sender_names=self.names)
             self.mux.add(session)
@@ -107,10 +109,15 @@ class UdpServerExchange:
         self.mux.prune(round_ - 1)
         firsts = [s.first_data for s in session.senders.values() if s.first_data is not None]
         seconds = (session.finished or time.monotonic()) - min(firsts) if firsts else 0.0
+        transfers = [s.closed_at - s.first_data for s in session.senders.values()
+                     if s.first_data is not None and s.closed_at is not None]
+        if transfers:
+            self.push_deadline.observe(max(transfers))
         return Gathered(
             values={r: s.buffer.values for r, s in session.senders.items()},
             delivered={r: s.buffer.delivered for r, s in session.senders.items()},
-            fractions=session.fractions(), closed_by=session.closed_by(), seconds=seconds)
+            fractions=session.fractions(), closed_by=session.closed_by(), seconds=seconds,
+            deadline=session.options.deadline)
 
     def scatter(self, round_: int, layers: list[np.ndarray], last: bool,
                 next_required: tuple[float, ...] | None) -> float:
@@ -135,6 +142,10 @@ class UdpServerExchange:
                 raise
             self.counters["final_pull_unacknowledged"] += 1
         return time.monotonic() - t0
+
+    def describe(self) -> dict:
+        """Nothing beyond the configuration to report for UDP (TCP reports its sockets)."""
+        return {}
 
     def close(self) -> None:
         self.endpoint.close()

@@ -12,6 +12,7 @@ from hosts.exchange.config import TransportConfig, fingerprint
 from hosts.exchange.results import Pulled
 from hosts.pcn import PcnClient
 from hosts.transport.chunking import ChunkPlan
+from hosts.transport.deadline import Deadline
 from hosts.transport.endpoint import Endpoint, Received
 from hosts.transport.mux import Mux
 from hosts.transport.receiver import ReceiveOptions, RecvSession
@@ -31,7 +32,8 @@ class UdpWorkerExchange:
         self.plan = plan
         self.rank = rank
         self.ps = ps
-        self.endpoint = Endpoint(bind, config.job_id, rank)
+        self.endpoint = Endpoint(bind, config.job_id, rank, plain=config.plain)
+        self.pull_deadline = Deadline(config.pull_deadline)
         self.counters = self.endpoint.counters
         self.mux = Mux(self.endpoint)
         self.pcn = (PcnClient(self.mux, ps, config.pcn_threshold, config.pcn_timeout)
@@ -71,7 +73,7 @@ class UdpWorkerExchange:
         self.mux.add(RecvSession(
             self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
             required=cfg.bounds.required_fraction(pull=True),
-            options=ReceiveOptions(deadline=cfg.pull_deadline, absent_timeout=absent),
+            options=ReceiveOptions(deadline=self.pull_deadline.current(), absent_timeout=absent),
             sender_names={wire.PS_RANK: self._ps_name}))
         stats: dict = {}
         if self.pcn is not None:
@@ -102,9 +104,11 @@ class UdpWorkerExchange:
         self.mux.drain()
         self.mux.prune(round_)
         buf = state.buffer
+        if state.first_data is not None and state.closed_at is not None:
+            self.pull_deadline.observe(state.closed_at - state.first_data)
         return Pulled(values=buf.values, delivered=buf.delivered, fractions=buf.fractions(),
                       closed_by=state.closed_by, last=bool(state.flags_seen & wire.FLAG_LAST),
-                      seconds=time.monotonic() - t0)
+                      seconds=time.monotonic() - t0, deadline=session.options.deadline)
 
     def linger(self) -> None:
         """Answer late probes of the final round for a moment (a lost STOP) before exiting."""
@@ -113,6 +117,10 @@ class UdpWorkerExchange:
             self.mux.run(lambda: time.monotonic() >= end)
         except PeerTimeout:
             pass
+
+    def describe(self) -> dict:
+        """Nothing beyond the configuration to report for UDP (TCP reports its sockets)."""
+        return {}
 
     def close(self) -> None:
         self.endpoint.close()

@@ -1,4 +1,5 @@
-"""Loss bounds per layer (PLOT) for the push and the tighter pull stage (DLCP)."""
+"""Loss bounds per layer (PLOT) for the push and the tighter pull stage (DLCP); one fixed bound
+for both stages (software MLT); a lossless pull (LTP's reliable broadcast)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -62,6 +63,10 @@ class LayerBounds:
         _check_bound(bound, "--bound")
         return cls((bound,) * num_layers, (bound,) * num_layers)
 
+    def with_reliable_pull(self) -> "LayerBounds":
+        """The same push bounds with a pull stage that must deliver everything (LTP)."""
+        return LayerBounds(self.push, (0.0,) * len(self.push))
+
     def required_fraction(self, pull: bool) -> tuple[float, ...]:
         """Per layer, the delivered fraction at which a receiver may close."""
         return tuple(1.0 - b for b in (self.pull if pull else self.push))
@@ -69,3 +74,9 @@ class LayerBounds:
     def critical_layers(self, pull: bool) -> frozenset[int]:
         """Layers whose bound is 0: every chunk must arrive (marked CRITICAL, never droppable)."""
         return frozenset(i for i, b in enumerate(self.pull if pull else self.push) if b == 0.0)
+
+
+def violated_layers(fractions: list[float], bounds: tuple[float, ...] | list[float]) -> list[int]:
+    """Layers whose delivered fraction stayed below 1 - bound: a close (by the deadline) that
+    left more loss than the bound allows."""
+    return [i for i, (f, b) in enumerate(zip(fractions, bounds)) if f < 1.0 - b - 1e-9]

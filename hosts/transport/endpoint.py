@@ -27,12 +27,14 @@ class Endpoint:
     """A non-blocking UDP socket bound to `bind`; drops and counts anything malformed or foreign.
 
     `job_id` filters foreign jobs; `rank` is this agent's worker_rank on everything it sends.
+    `plain`: every control packet carries FLAG_PLAIN and TOS 0 (no network assistance).
     """
 
     def __init__(self, bind: tuple[str, int], job_id: int, rank: int,
-                 counters: Counters | None = None) -> None:
+                 counters: Counters | None = None, plain: bool = False) -> None:
         self.job_id = job_id
         self.rank = rank
+        self.plain = plain
         self.counters = counters if counters is not None else Counters()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
@@ -71,7 +73,13 @@ class Endpoint:
 
     def send_control(self, kind: int, addr: tuple[str, int], round_: int, flags: int = 0,
                      layer: int = wire.ALL_LAYERS, payload: bytes = b"", chunk_seq: int = 0,
-                     tos: int = wire.CONTROL_TOS) -> None:
+                     tos: int | None = None) -> None:
+        """One header-only (or small-payload) control packet; TOS defaults to CONTROL_TOS, or
+        0 on a plain endpoint (PCN passes its own TOS bits)."""
+        if self.plain:
+            flags |= wire.FLAG_PLAIN
+        if tos is None:
+            tos = 0 if self.plain else wire.CONTROL_TOS
         hdr = wire.pack_header(kind, flags, self.job_id, self.rank, layer, round_,
                                payload_len=len(payload), chunk_seq=chunk_seq)
         self.send(hdr + payload, addr, tos)

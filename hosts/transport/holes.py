@@ -1,4 +1,12 @@
-"""Bubble filling: what a receiver puts where chunks never arrived."""
+"""Bubble filling: what stands in for values that never arrived.
+
+Push stage (at the parameter server, one contribution per worker and element):
+  ZERO            DLCP: a missing contribution counts as 0 in the mean over all N workers.
+  PREVIOUS        MLT: a missing contribution is that worker's last delivered value of the
+                  element (0 before any), then the mean over all N workers.
+  MEAN_DELIVERED  the mean over the workers that delivered the element (0 if none did).
+Pull stage (at a worker): a lost parameter always keeps its previous value (MLT).
+"""
 from __future__ import annotations
 
 from enum import Enum
@@ -7,30 +15,31 @@ import numpy as np
 
 from hosts.errors import ConfigError
 
+DEFAULT_HOLE_FILL = "mean-delivered"
+
 
 class HoleFill(str, Enum):
-    """ZEROS: lost values become 0. PREVIOUS: lost values keep the previous round's value."""
+    """The push-stage hole-filling modes (see the module docstring)."""
 
-    ZEROS = "zeros"
+    ZERO = "zero"
     PREVIOUS = "previous"
+    MEAN_DELIVERED = "mean-delivered"
 
     @classmethod
     def parse(cls, text: str) -> "HoleFill":
         try:
             return cls(text)
         except ValueError:
-            raise ConfigError(f"hole fill {text!r} is not one of zeros, previous") from None
+            names = ", ".join(h.value for h in cls)
+            raise ConfigError(f"--hole-fill {text!r} is not one of {names}") from None
 
 
-def fill_holes(values: np.ndarray, delivered: np.ndarray, policy: HoleFill,
-               previous: np.ndarray | None) -> np.ndarray:
-    """A copy of `values` with undelivered elements filled per `policy`.
-
-    PREVIOUS without a previous round (first round) falls back to zeros.
-    """
+def keep_previous(values: np.ndarray, delivered: np.ndarray,
+                  previous: np.ndarray | None) -> np.ndarray:
+    """A copy of `values` whose undelivered elements take `previous` (0 when there is none)."""
     out = np.array(values, dtype=np.float32, copy=True)
     holes = ~delivered
-    if policy is HoleFill.PREVIOUS and previous is not None:
+    if previous is not None:
         out[holes] = np.asarray(previous, dtype=np.float32).ravel()[holes]
     else:
         out[holes] = 0.0

@@ -5,7 +5,6 @@ import numpy as np
 
 from hosts.errors import PacketError
 from hosts.transport.chunking import ChunkPlan
-from hosts.transport.holes import HoleFill, fill_holes
 
 
 class TensorBuffer:
@@ -53,8 +52,3 @@ class TensorBuffer:
 
     def complete(self) -> bool:
         return all(d == n for d, n in zip(self.delivered_elems, self.plan.layer_sizes))
-
-    def filled(self, policy: HoleFill, previous: list[np.ndarray] | None = None) -> list[np.ndarray]:
-        """Every layer with its holes filled per `policy` (previous: last round's layers)."""
-        return [fill_holes(v, d, policy, None if previous is None else previous[i])
-                for i, (v, d) in enumerate(zip(self.values, self.delivered))]

@@ -21,6 +21,8 @@ class SendOptions:
 
     pace_pps: DATA packets per second (0 = as fast as the socket takes them, `burst` at a time).
     priority_hints: set DROPPABLE, magnitude-class DSCP and ECN per chunk (off = no switch help).
+    plain: every packet carries FLAG_PLAIN and TOS 0: switches treat it as ordinary traffic
+        (the software-MLT baseline; implies no priority hints).
     droppable_below: chunks of a magnitude class below this are drop-eligible (push stage only;
         never chunks of a critical layer, whose bound is 0).
     order: 'layer' (layer 0 first) or 'shuffle' (random order, seeded).
@@ -32,6 +34,7 @@ class SendOptions:
     first_probe_delay: float = 0.002
     peer_timeout: float = 10.0
     priority_hints: bool = True
+    plain: bool = False
     droppable_below: int = 4
     order: str = "layer"
     seed: int = 0
@@ -71,7 +74,8 @@ class SendSession:
         self.round = round_
         self.pull = pull
         self.options = options
-        self.stage_flags = (wire.FLAG_PULL if pull else 0) | extra_flags
+        self.stage_flags = ((wire.FLAG_PULL if pull else 0) | extra_flags
+                            | (wire.FLAG_PLAIN if options.plain else 0))
         self.critical_layers = critical_layers
         chunks = plan.split(layers)
         self._base = np.cumsum([0] + plan.chunk_counts[:-1]).tolist()
@@ -97,10 +101,12 @@ class SendSession:
         return not self.done
 
     def _marking(self, chunk: Chunk) -> tuple[int, int]:
-        """(flags, TOS) of a chunk's DATA packets."""
-        if not self.options.priority_hints:
-            return self.stage_flags, 0
-        if chunk.layer in self.critical_layers:   # bound 0: must be delivered (LTP critical)
+        """(flags, TOS) of a chunk's DATA packets. A chunk of a bound-0 layer always carries
+        CRITICAL (LTP: must be delivered); with PLAIN the switches ignore it all the same."""
+        critical = chunk.layer in self.critical_layers
+        if self.options.plain or not self.options.priority_hints:
+            return self.stage_flags | (wire.FLAG_CRITICAL if critical else 0), 0
+        if critical:
             return self.stage_flags | wire.FLAG_CRITICAL, wire.data_tos(chunk.mag_class, False)
         droppable = not self.pull and chunk.mag_class < self.options.droppable_below
         flags = self.stage_flags | (wire.FLAG_DROPPABLE if droppable else 0)

@@ -44,7 +44,7 @@ def test_lossy_exchange_meets_bound_per_layer_and_closes_before_every_packet_arr
     bounds = (0.1, 0.05)
     recv_rounds, send_rounds, dropped = _exchange(
         agents, tmp_path, 0.1, 20,
-        ["--layer-bounds", ",".join(map(str, bounds)), "--deadline-ms", "5000"], [],
+        ["--layer-bounds", ",".join(map(str, bounds)), "--deadline", "fixed", "--deadline-ms", "5000"], [],
         blackhole=_first_chunk_of_layer0)
     assert dropped > 0
     for r in recv_rounds:
@@ -65,7 +65,7 @@ def test_deadline_closes_rounds_that_cannot_reach_their_bound(agents, tmp_path):
         return hdr.kind == wire.KIND_DATA and hdr.layer_id == 1 and hdr.chunk_seq >= 5
 
     recv_rounds, send_rounds, _ = _exchange(
-        agents, tmp_path, 0.0, 3, ["--bound", "0.1", "--deadline-ms", "200"], [],
+        agents, tmp_path, 0.0, 3, ["--bound", "0.1", "--deadline", "fixed", "--deadline-ms", "200"], [],
         blackhole=layer1_tail)
     for r in recv_rounds:
         assert r["closed_by"] == ["deadline"]
@@ -81,12 +81,16 @@ def test_tcp_and_mlt_baselines_deliver(agents, tmp_path):
     port = agents.free_port()
     rlog = tmp_path / "tcp.jsonl"
     recv = agents.start("hosts.tensor_exchange", "recv", "--bind", "127.0.0.1", "--port",
-                        str(port), "--rounds", "3", "--transport", "tcp", "--log", str(rlog))
+                        str(port), "--rounds", "3", "--transport", "tcp", "--tcp-cc", "reno",
+                        "--log", str(rlog))
+    slog = tmp_path / "tcp-send.jsonl"
     send = agents.start("hosts.tensor_exchange", "send", "--to", f"127.0.0.1:{port}",
-                        "--rounds", "3", "--transport", "tcp")
+                        "--rounds", "3", "--transport", "tcp", "--tcp-cc", "cubic", "--log", str(slog))
     assert agents.wait(send)[0] == 0 and agents.wait(recv)[0] == 0
     rounds = [e for e in agents.read_jsonl(rlog) if e["event"] == "round"]
     assert [r["delivered"] for r in rounds] == [[1.0, 1.0]] * 3
+    # the sender's congestion control is the one it was given (the receiver's listener has its own)
+    assert next(e for e in agents.read_jsonl(slog) if e["event"] == "connected")["cc"] == "cubic"
     mlt_rounds, _, _ = _exchange(agents, tmp_path, 0.05, 5,
                                  ["--transport", "mlt", "--bound", "0.05"], ["--transport", "mlt"])
     assert all(min(r["delivered"]) >= 0.95 for r in mlt_rounds)

@@ -114,3 +114,11 @@ def test_hello_payload_bytes_identical():
     assert bytes(GradientHeader(**case) / GradHello(fingerprint=0xDEADBEEF)) == _fast(case, pay)
     assert GradientHeader(_fast(case, pay))[GradHello].fingerprint == 0xDEADBEEF
     assert wire.unpack_hello(pay) == 0xDEADBEEF
+
+
+def test_plain_flag_is_bit_5_in_both_definitions():
+    # Contract with the data plane: 0x20 PLAIN = no network assistance (the MLT baseline).
+    assert wire.FLAG_PLAIN == 0x20
+    pkt = GradientHeader(flags="PLAIN+CRITICAL")
+    assert bytes(pkt)[1] == wire.FLAG_PLAIN | wire.FLAG_CRITICAL
+    assert wire.unpack_header(wire.pack_header(wire.KIND_DATA, wire.FLAG_PLAIN, 1, 0, 0, 0)).flags == 0x20

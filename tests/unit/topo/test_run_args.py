@@ -11,6 +11,8 @@ from topo.run import main
     (["--burst", "soon"], "bad --burst 'soon'"),
     (["--demo", "--no-controller"], "--demo needs the controller"),
     (["--build", "/nonexistent-build"], "program JSON /nonexistent-build/gradlane.json not found"),
+    (["--tcp-cc", "reno"], "--tcp-cc and --tcp-ecn need --transport tcp"),
+    (["--transport", "tcp", "--tcp-cc", "no-such-cc"], "--tcp-cc no-such-cc is not available here"),
 ])
 def test_bad_options_one_line_error(argv, needle, capsys, tmp_path):
     assert main([*argv, "--log-dir", str(tmp_path)]) == 1
