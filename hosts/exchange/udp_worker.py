@@ -32,7 +32,7 @@ class UdpWorkerExchange:
         self.plan = plan
         self.rank = rank
         self.ps = ps
-        self.endpoint = Endpoint(bind, config.job_id, rank, plain=config.plain)
+        self.endpoint = Endpoint(bind, config.job_id, rank, plain=config.plain, peer=ps)
         self.pull_deadline = Deadline(config.pull_deadline)
         self.counters = self.endpoint.counters
         self.mux = Mux(self.endpoint)

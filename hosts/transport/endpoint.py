@@ -28,11 +28,15 @@ class Endpoint:
 
     `job_id` filters foreign jobs; `rank` is this agent's worker_rank on everything it sends.
     `plain`: every control packet carries FLAG_PLAIN and TOS 0 (no network assistance).
+    `peer`: when set, datagrams from any other address are dropped (a worker talks to its
+    parameter server only, so a spoofed packet cannot redirect or close its sessions).
     """
 
     def __init__(self, bind: tuple[str, int], job_id: int, rank: int,
-                 counters: Counters | None = None, plain: bool = False) -> None:
+                 counters: Counters | None = None, plain: bool = False,
+                 peer: tuple[str, int] | None = None) -> None:
         self.job_id = job_id
+        self.peer = peer
         self.rank = rank
         self.plain = plain
         self.counters = counters if counters is not None else Counters()
@@ -107,6 +111,9 @@ class Endpoint:
         """Validate one datagram; None (and a counted drop) if it is not ours or malformed."""
         self.counters["bytes_received"] += len(data)
         self.counters["packets_received"] += 1
+        if self.peer is not None and addr != self.peer:
+            self.counters["drop_wrong_source"] += 1
+            return None
         try:
             hdr = wire.unpack_header(data)
         except PacketError as exc:

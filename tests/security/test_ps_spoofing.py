@@ -65,6 +65,7 @@ class _Job:
         self.spoof = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.spoof.bind(("127.0.0.1", 0))
         self.spoof.settimeout(0.0)
+        self.worker_address: tuple[str, int] | None = None
 
     def run_ps(self) -> None:
         try:
@@ -80,6 +81,7 @@ class _Job:
     def run_worker(self) -> None:
         worker = UdpWorkerExchange(self.config, self.plan, 0, self.ps.endpoint.address,
                                    ("127.0.0.1", 0))
+        self.worker_address = worker.endpoint.address
         try:
             worker.join()
             for r in range(ROUNDS):
@@ -153,6 +155,29 @@ def test_a_stream_of_spoofed_packets_leaves_every_round_unchanged(job):
     _assert_rounds_unchanged(job)
     assert job.ps.counters["drop_wrong_source"] >= len(packets)
     assert job.answers_to_spoofer() == 0        # no ACK, STOP, BITMAP or pull data went there
+
+
+def test_spoofed_pull_packets_sent_to_a_worker_change_nothing(job):
+    """The worker's side: STOP, ACK and pull DATA 'from the PS' but from another address."""
+    packets = [wire.pack_header(kind, wire.FLAG_PULL if kind == wire.KIND_DATA else 0, JOB,
+                                wire.PS_RANK, layer, r, 0, len(body), 0, 0) + body
+               for r in range(ROUNDS) for layer in range(len(LAYERS))
+               for kind, body in ((wire.KIND_DATA, np.full(CHUNK, 666.0, ">f4").tobytes()),
+                                  (wire.KIND_STOP, b""), (wire.KIND_ACK, b""))]
+    threads = [threading.Thread(target=job.run_ps), threading.Thread(target=job.run_worker)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    while any(t.is_alive() for t in threads) and time.monotonic() < deadline:
+        if job.worker_address is not None:
+            for p in packets:
+                job.spoof.sendto(p, job.worker_address)
+        time.sleep(0.002)
+    for t in threads:
+        t.join(timeout=5)
+    assert not any(t.is_alive() for t in threads), "the job stalled"
+    _assert_rounds_unchanged(job)
+    assert job.answers_to_spoofer() == 0
 
 
 def test_hello_from_another_address_does_not_rebind_a_worker(job):
