@@ -151,7 +151,7 @@ def test_idle_streams_leave_unary_calls_and_a_controller_answering(switch, compi
         controller.write([_update("INSERT", _entry(ids, 0x0B, 2))])
         found = {bytes(e.table_entry.match[0].exact.value) for e in controller.read(
             [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(table_id=ids[0]))])}
-        assert found == {(0x0A).to_bytes(6, "big"), (0x0B).to_bytes(6, "big")}
+        assert found == {b"\x0a", b"\x0b"}  # canonical byte strings
         evicted = [s.ended for s in idle if s.done.is_set()]
         assert len(evicted) > len(refused)  # the controller's stream displaced an idle one
     finally:
