@@ -325,3 +325,53 @@ def test_send_failures_are_counted_and_warned_once(veth):
     finally:
         sp.stop()
     assert console.getvalue().count("cannot send packet") == 1
+
+
+def test_use_files_streams_fifo_inputs_as_bmv2_does(tmp_path):
+    """p4c's STF runner makes the inputs FIFOs, opens them after starting the switch (in port
+    order) and writes packets while the switch runs: opening waits for the writer, each packet
+    is processed as it arrives, and the input ends when the writer closes."""
+    bases = {p: str(tmp_path / f"pcap{p}") for p in (0, 1)}
+    for base in bases.values():
+        os.mkfifo(base + "_in.pcap")
+    got: queue.Queue = queue.Queue()
+    made: list = []
+    opener = threading.Thread(target=lambda: made.append(
+        SwitchPorts(bases, lambda port, data: got.put((port, seq(data))), use_files_wait=0)))
+    opener.start()
+    writers: dict = {}
+    runner = threading.Thread(target=lambda: writers.update(  # in port order, as the runner does
+        {p: PcapWriter(bases[p] + "_in.pcap") for p in (0, 1)}), daemon=True)
+    runner.start()
+    opener.join(timeout=10)
+    runner.join(timeout=10)
+    assert made and len(writers) == 2, "the switch's ports did not open the FIFOs"
+    sp = made[0]
+    sp.start()
+    try:
+        writers[0].write(frame(1))
+        writers[1].write(frame(2))
+        assert got.get(timeout=5) == (0, 1)  # while the FIFOs are still open
+        writers[0].write(frame(3))
+        writers[0].close()
+        writers[1].close()
+        assert {got.get(timeout=5), got.get(timeout=5)} == {(1, 2), (0, 3)}
+    finally:
+        sp.stop()
+        for w in writers.values():
+            w.close()
+
+
+def test_use_files_stop_while_waiting_for_fifo_input(tmp_path):
+    base = str(tmp_path / "p0")
+    os.mkfifo(base + "_in.pcap")
+    made: list = []
+    opener = threading.Thread(target=lambda: made.append(SwitchPorts({0: base}, lambda p, d: None, use_files_wait=0)))
+    opener.start()
+    writer = PcapWriter(base + "_in.pcap")
+    opener.join(timeout=10)
+    sp = made[0]
+    sp.start()
+    sp.stop()  # the reader is blocked on an open, empty FIFO: stopping must not hang
+    writer.close()
+    assert not [t for t in threading.enumerate() if t.name == "p4target-rx" and t.is_alive()]
