@@ -53,6 +53,7 @@ class SwitchOptions:
     thrift_ip: str = DEFAULT_THRIFT_IP
     use_files_wait: int | None = None
     grpc_server_addr: str = DEFAULT_GRPC_ADDR
+    grpc_addr_given: bool = False  # --grpc-server-addr given: failing to listen there is fatal
     grpc_tls: TlsFiles | None = None
     cpu_port: int | None = None
     priority_queues: int = 1
@@ -296,6 +297,7 @@ def parse_options(argv: list[str]) -> SwitchOptions:
         thrift_ip=thrift_ip,
         use_files_wait=use_files,
         grpc_server_addr=grpc_addr,
+        grpc_addr_given="grpc-server-addr" in t,
         grpc_tls=_tls(t),
         cpu_port=cpu_port,
         priority_queues=priority_queues,

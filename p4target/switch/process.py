@@ -106,8 +106,13 @@ class SwitchProcess:
         if starter is not None:
             try:
                 self.p4runtime = starter(self.target, opts.grpc_server_addr, opts.grpc_tls)
-            except SwitchError:
-                raise
+            except SwitchError as exc:
+                from p4target.switch.p4runtime.errors import ListenError
+                if not isinstance(exc, ListenError) or opts.grpc_addr_given or opts.grpc_tls is not None:
+                    raise
+                # not asked for: started as plain simple_switch (p4c's STF runner runs several
+                # at once), the default address being taken leaves this switch Thrift-only
+                why_not = f"{exc}; choose another address with -- --grpc-server-addr HOST:PORT"
             except Exception as exc:
                 raise SwitchError(f"cannot start the P4Runtime server on {opts.grpc_server_addr}: {exc}") from None
         self.ports.start()

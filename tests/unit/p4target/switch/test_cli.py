@@ -193,6 +193,27 @@ def test_grpc_port_in_use_is_one_line_error():
     one_line_error(rc, err, 1, addr)
 
 
+def test_default_grpc_address_taken_leaves_a_plain_simple_switch_running():
+    """Started as simple_switch (no --grpc-server-addr), as p4c's STF runner starts several at
+    once: the default P4Runtime address being taken is not fatal; Thrift still serves."""
+    holder = socket.socket(socket.AF_INET6)
+    try:
+        holder.bind(("::", 9559))  # what gRPC takes for 0.0.0.0:9559
+        holder.listen()
+    except OSError:
+        pass  # another process holds it already: the same situation
+    sw = Switch(["--no-p4", "--thrift-port", "0", "--", "--cpu-port", "64"])
+    try:
+        line = sw.wait_for("P4Runtime")
+        sw.wait_ready()
+        with socket.create_connection(("127.0.0.1", sw.thrift_port()), timeout=5):
+            pass
+    finally:
+        holder.close()
+        assert sw.stop() == 0
+    assert "P4Runtime server unavailable" in line and "9559" in line
+
+
 def test_help_lists_the_flags():
     r = subprocess.run([PY, "-m", "p4target", "switch", "--help"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0
