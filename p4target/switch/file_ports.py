@@ -1,9 +1,9 @@
 """`--use-files` ports as BMv2 runs them: port X reads `X_in.pcap` and writes `X_out.pcap`.
 
 BMv2 opens every input when it adds the port (in port order, before its Thrift server starts),
-reading the pcap header at once, and reads packets as a stream: after the WAIT seconds it takes
-the earliest pending record of all inputs, keeping the gaps between timestamps, until every
-input ends. An input may be a FIFO that a test driver (p4c's STF runner) opens after starting
+reading the pcap header at once, and reads packets as a stream: after the WAIT seconds it feeds
+the earliest pending record of all inputs, without waiting for the gaps between timestamps
+(simple_switch turns BMv2's real-time replay off), until every input ends. An input may be a FIFO that a test driver (p4c's STF runner) opens after starting
 the switch and fills while it runs: opening blocks until the writer comes, reading until it
 writes or closes. A missing input is an error, as in BMv2.
 """
@@ -14,7 +14,6 @@ import select
 import stat
 import struct
 import threading
-import time
 from typing import Callable
 
 from p4target.switch.errors import PcapError, PortError
@@ -120,8 +119,9 @@ class FilePort:
 
 def replay_files(ports: dict[int, FilePort], wait: int, stop: threading.Event,
                  ingress: Callable[[int, bytes], None], log: SwitchLog) -> None:
-    """BMv2's PcapFilesReader: after `wait` s feed the earliest pending record of all inputs,
-    keeping the gaps between records' timestamps, until every input ends or `stop` is set."""
+    """BMv2's PcapFilesReader as simple_switch runs it (no real-time replay): after `wait` s
+    feed the earliest pending record of all inputs at once, until every input ends or `stop`
+    is set."""
     if stop.wait(wait):
         return
     pending: dict[int, PcapRecord] = {}
@@ -131,15 +131,11 @@ def replay_files(ports: dict[int, FilePort], wait: int, stop: threading.Event,
             record = io.next_record(stop)
             if record is not None:
                 pending[port] = record
-        first = min((r.timestamp for r in pending.values()), default=0.0)
-        began = time.monotonic()
         while pending:
             port = min(pending, key=lambda p: (pending[p].timestamp, p))
-            record = pending[port]
-            delay = (record.timestamp - first) - (time.monotonic() - began)
-            if delay > 0 and stop.wait(delay):
+            if stop.is_set():
                 return
-            ingress(port, record.data)
+            ingress(port, pending[port].data)
             count += 1
             following = ports[port].next_record(stop)
             if following is None:

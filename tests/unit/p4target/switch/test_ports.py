@@ -167,18 +167,19 @@ def test_stop_discards_frames_still_delayed(tmp_path):
     assert out_records(tmp_path, 1) == []
 
 
-def test_use_files_replays_inputs_in_time_order_with_gaps(tmp_path):
-    write_inputs(str(tmp_path / "p1"), [(1000.0, frame(1)), (1000.2, frame(3))])
-    write_inputs(str(tmp_path / "p2"), [(1000.1, frame(2))])
+def test_use_files_replays_inputs_in_time_order_without_the_gaps(tmp_path):
+    """As simple_switch: merged by timestamp, fed at once (no real-time replay), so 20 s of
+    capture is processed before a test driver's 2 s grace runs out."""
+    write_inputs(str(tmp_path / "p1"), [(1000.0, frame(1)), (1020.0, frame(3))])
+    write_inputs(str(tmp_path / "p2"), [(1010.0, frame(2))])
     got = queue.Queue()
-    sp = file_ports(tmp_path, on_frame=lambda port, data: got.put((time.monotonic(), port, seq(data))))
+    sp = file_ports(tmp_path, on_frame=lambda port, data: got.put((port, seq(data))))
     sp.start()
     try:
-        items = [got.get(timeout=3) for _ in range(3)]
+        items = [got.get(timeout=5) for _ in range(3)]
     finally:
         sp.stop()
-    assert [(p, s) for _, p, s in items] == [(1, 1), (2, 2), (1, 3)]
-    assert items[2][0] - items[0][0] >= 0.2 - 0.02
+    assert items == [(1, 1), (2, 2), (1, 3)]
 
 
 def test_use_files_waits_before_processing(tmp_path):
