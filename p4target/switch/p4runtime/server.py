@@ -26,6 +26,7 @@ from .translate import Translator
 
 READ_CHUNK = 1000  # entities per ReadResponse
 READ_LOCK_BATCH = 100  # entities materialised per hold of the control lock during a Read
+WRITE_TURN_S = 1.0  # longest a Read waits between batches for Writes queued behind it
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 # gRPC's default of 8-16 KB cannot carry one p4.v1.Error per update of a large batch; the
 # controller's channel (controller/client.py) takes the same limit
@@ -60,6 +61,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.target = target
         self.device_id = target.device_id
         self._control = threading.RLock()  # serializes Write/Read/SetForwardingPipelineConfig
+        # Writes waiting for the control lock: a long Read steps aside for them between batches
+        # (a plain lock would let the Read thread take it straight back)
+        self._waiting_writes = 0
+        self._writes_done = threading.Condition()
         self.arbitration = Arbitration(target.device_id, lambda s, msg: s.send(msg))
         self.admission = StreamAdmission(self.arbitration.membership, limit=stream_limit)
         self.digests = DigestDispatcher(self._to_primaries)
@@ -153,11 +158,18 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         def run():
             self._check_device(request.device_id)
             self._check_primary(request)
-            with self._control:
-                _check_deadline(context)  # the lock may have been held past the client's deadline
-                ent = self._current()
-                return write_batch(ent, self.target.bmv2_json, request.updates, request.atomicity,
-                                   self.target.lock)
+            with self._writes_done:
+                self._waiting_writes += 1
+            try:
+                with self._control:
+                    _check_deadline(context)  # the lock may have been held past the client's deadline
+                    ent = self._current()
+                    return write_batch(ent, self.target.bmv2_json, request.updates, request.atomicity,
+                                       self.target.lock)
+            finally:
+                with self._writes_done:
+                    self._waiting_writes -= 1
+                    self._writes_done.notify_all()
         errors = self._run(context, run)
         if any(e is not None for e in errors):
             status = fit_batch_status(batch_status(errors), MAX_METADATA_BYTES // 2)
@@ -189,6 +201,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                             found.append(item)
                     if not context.is_active():
                         raise P4RuntimeError(Code.CANCELLED, "the client went away")
+                    with self._writes_done:  # let waiting Writes in before the next batch
+                        self._writes_done.wait_for(lambda: self._waiting_writes == 0, timeout=WRITE_TURN_S)
             return found
         found = self._run(context, run)
         for i in range(0, max(len(found), 1), READ_CHUNK):
