@@ -24,6 +24,9 @@ ElectionId = tuple[int, int]
 StreamLostCallback = Callable[["SwitchConnection"], None]
 
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
+# A large batch's per-update errors (one p4.v1.Error each, in the trailing metadata) exceed
+# gRPC's default 8-16 KB metadata limit and would arrive as RESOURCE_EXHAUSTED instead.
+MAX_METADATA_BYTES = 16 << 20
 _CODE_NAMES = {v: k for k, v in code_pb2.Code.items()}
 
 
@@ -135,6 +138,8 @@ class SwitchConnection:
         channel = grpc.insecure_channel(self.address, options=[
             ("grpc.max_send_message_length", 64 << 20),
             ("grpc.max_receive_message_length", 64 << 20),
+            ("grpc.max_metadata_size", MAX_METADATA_BYTES),
+            ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES),
         ])
         try:
             grpc.channel_ready_future(channel).result(timeout=self.timeout)

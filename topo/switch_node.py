@@ -59,6 +59,37 @@ def port_accepts(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
+LOOPBACK = "127.0.0.1"
+
+
+def switch_command(tool: Tool, desc: SwitchDesc, ports: dict[int, str], json_path: str | None, *,
+                   pcap_dir: str | None = None, impairments: tuple[str, ...] = (),
+                   port_rates: dict[int, float] | None = None) -> list[str]:
+    """The argv of one switch process (simple_switch_grpc flags). Its servers listen on
+    loopback only: P4Runtime on `desc.grpc_addr` (127.0.0.1 from `topologies`), Thrift on
+    127.0.0.1 via our `--thrift-ip` where the switch is the embedded one (BMv2's Thrift server
+    has no such flag and listens on every address)."""
+    argv = list(tool.argv)
+    for port, iface in sorted(ports.items()):
+        argv += ["-i", f"{port}@{iface}"]
+    argv += ["--device-id", str(desc.device_id), "--thrift-port", str(desc.thrift_port),
+             "--log-console"]
+    if pcap_dir:
+        argv += ["--pcap", pcap_dir]
+    for spec in impairments:
+        argv += ["--impair", spec]
+    if tool.kind == "embedded":
+        argv += ["--thrift-ip", LOOPBACK]
+        # BMv2's queue rates apply to each priority queue on its own, so strict priority never
+        # has to choose; the embedded switch can also shape the port as a whole.
+        for port, pps in sorted((port_rates or {}).items()):
+            argv += ["--port-rate", f"{port}:{pps:g}"]
+    argv += [json_path] if json_path else ["--no-p4"]
+    argv += ["--", "--grpc-server-addr", desc.grpc_addr, "--cpu-port", str(desc.cpu_port),
+             "--priority-queues", str(desc.priority_queues)]
+    return argv
+
+
 class P4Switch(Switch):
     """Mininet switch running one `$SWITCH` process (BMv2-compatible flags)."""
 
@@ -86,25 +117,9 @@ class P4Switch(Switch):
     # -- command line ----------------------------------------------------------------------
     def command(self) -> list[str]:
         """The switch's full argv (simple_switch_grpc flags)."""
-        argv = list(self.tool.argv)
-        for port, intf in sorted(self.intfs.items()):
-            if intf.name != "lo" and port > 0:
-                argv += ["-i", f"{port}@{intf.name}"]
-        argv += ["--device-id", str(self.desc.device_id), "--thrift-port", str(self.desc.thrift_port),
-                 "--log-console"]
-        if self.pcap_dir:
-            argv += ["--pcap", self.pcap_dir]
-        for spec in self.impairments:
-            argv += ["--impair", spec]
-        if self.tool.kind == "embedded":
-            # BMv2's queue rates apply to each priority queue on its own, so strict priority never
-            # has to choose; the embedded switch can also shape the port as a whole.
-            for port, pps in sorted(self.port_rates.items()):
-                argv += ["--port-rate", f"{port}:{pps:g}"]
-        argv += [self.json_path] if self.json_path else ["--no-p4"]
-        argv += ["--", "--grpc-server-addr", self.desc.grpc_addr, "--cpu-port", str(self.desc.cpu_port),
-                 "--priority-queues", str(self.desc.priority_queues)]
-        return argv
+        ports = {port: intf.name for port, intf in self.intfs.items() if intf.name != "lo" and port > 0}
+        return switch_command(self.tool, self.desc, ports, self.json_path, pcap_dir=self.pcap_dir,
+                              impairments=self.impairments, port_rates=self.port_rates)
 
     # -- Mininet hooks ---------------------------------------------------------------------
     def start(self, controllers: list[Any]) -> None:

@@ -14,3 +14,7 @@ class OptionError(SwitchError):
 
 class PcapError(SwitchError):
     """A pcap file is truncated or not a pcap file."""
+
+
+class PortError(SwitchError):
+    """A port cannot be opened (missing interface, missing input file, no permission)."""

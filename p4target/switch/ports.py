@@ -14,7 +14,6 @@ kernel lacks it, outgoing frames are recognised by their packet type and skipped
 from __future__ import annotations
 
 import errno
-import heapq
 import os
 import random
 import selectors
@@ -26,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from p4target.switch.delay_line import DelayLine
-from p4target.switch.errors import PcapError, SwitchError
+from p4target.switch.errors import PortError
+from p4target.switch.file_ports import FilePort, replay_files
 from p4target.switch.impairments import Impairment
 from p4target.switch.pcap import PcapWriter, read_pcap
 from p4target.switch.switch_log import SwitchLog
@@ -44,10 +44,6 @@ SO_RCVBUFFORCE = 33
 RECV_BATCH = 64  # frames read per readiness event before the selector is asked again
 
 FrameHandler = Callable[[int, bytes], None]
-
-
-class PortError(SwitchError):
-    """A port cannot be opened (missing interface, missing input file, no permission)."""
 
 
 @dataclass
@@ -129,35 +125,6 @@ class InterfacePort:
 
     def close(self) -> None:
         self.sock.close()
-
-
-class FilePort:
-    """One switch port backed by pcap files: reads `IFACE_in.pcap`, writes `IFACE_out.pcap`."""
-
-    def __init__(self, port: int, iface: str) -> None:
-        self.port = port
-        self.iface = iface
-        self.in_path = f"{iface}_in.pcap"
-        self.out_path = f"{iface}_out.pcap"
-        if not os.path.isfile(self.in_path):
-            raise PortError(f"--use-files: input file '{self.in_path}' for port {port} does not exist")
-        try:
-            self.records = list(read_pcap(self.in_path))
-        except PcapError as exc:
-            raise PortError(f"--use-files: {exc}") from None
-        try:
-            self.writer = PcapWriter(self.out_path)
-        except OSError as exc:
-            raise PortError(f"--use-files: cannot write '{self.out_path}': {exc.strerror}") from None
-        self._lock = threading.Lock()
-
-    def send(self, frame: bytes) -> None:
-        with self._lock:
-            self.writer.write(frame)
-
-    def close(self) -> None:
-        with self._lock:
-            self.writer.close()
 
 
 @dataclass
@@ -372,26 +339,10 @@ class SwitchPorts:
                         self._ingress(port, state, frame)
 
     def _replay_files(self) -> None:
-        """--use-files: wait WAIT s, then feed every input record in timestamp order,
-        keeping the gaps between records."""
-        if self._stop.wait(self._use_files_wait or 0):
-            return
-        merged = heapq.merge(*[[(r.timestamp, port, r.data) for r in s.io.records]  # type: ignore[union-attr]
-                               for port, s in self._ports.items()])
-        first: float | None = None
-        began = time.monotonic()
-        count = 0
-        for stamp, port, data in merged:
-            if first is None:
-                first = stamp
-            wait = (stamp - first) - (time.monotonic() - began)
-            if wait > 0 and self._stop.wait(wait):
-                return
-            if self._stop.is_set():
-                return
-            self._ingress(port, self._ports[port], data)
-            count += 1
-        self._log.info(f"--use-files: all {count} input packet(s) processed")
+        """--use-files: BMv2's pcap file reader (`file_ports.replay_files`)."""
+        replay_files({port: s.io for port, s in self._ports.items()},  # type: ignore[misc]
+                     self._use_files_wait or 0, self._stop,
+                     lambda port, data: self._ingress(port, self._ports[port], data), self._log)
 
     def _close_all(self) -> None:
         for state in self._ports.values():

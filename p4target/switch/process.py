@@ -45,7 +45,7 @@ def load_program_file(path: str) -> tuple[dict, str]:
     return program, text
 
 
-def _p4runtime_starter() -> tuple[Callable[[SwitchTarget, str], Any] | None, str]:
+def _p4runtime_starter() -> tuple[Callable[..., Any] | None, str]:
     try:
         from p4target.switch.p4runtime import start_p4runtime_server
     except ImportError as exc:
@@ -101,13 +101,18 @@ class SwitchProcess:
                                  use_files_wait=opts.use_files_wait)
         self.links = LinkControl(self.ports, self.rates)
         self.thrift = ThriftServer(self.target, opts.thrift_port, log=log, config_text=text,
-                                   ports=opts.interfaces, links=self.links)
+                                   ports=opts.interfaces, links=self.links, host=opts.thrift_ip)
         starter, why_not = _p4runtime_starter()
         if starter is not None:
             try:
-                self.p4runtime = starter(self.target, opts.grpc_server_addr)
-            except SwitchError:
-                raise
+                self.p4runtime = starter(self.target, opts.grpc_server_addr, opts.grpc_tls)
+            except SwitchError as exc:
+                from p4target.switch.p4runtime.errors import ListenError
+                if not isinstance(exc, ListenError) or opts.grpc_addr_given or opts.grpc_tls is not None:
+                    raise
+                # not asked for: started as plain simple_switch (p4c's STF runner runs several
+                # at once), the default address being taken leaves this switch Thrift-only
+                why_not = f"{exc}; choose another address with -- --grpc-server-addr HOST:PORT"
             except Exception as exc:
                 raise SwitchError(f"cannot start the P4Runtime server on {opts.grpc_server_addr}: {exc}") from None
         self.ports.start()

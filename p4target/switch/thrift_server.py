@@ -101,14 +101,17 @@ def _show(value: Any) -> str:
 
 
 class ThriftServer:
-    """Listens on `port` (0: any free port, see `.port`) and serves each client in a thread."""
+    """Listens on `host`:`port` (0: any free port, see `.port`) and serves each client in a
+    thread. `host` defaults to every address, as BMv2's Thrift server; give 127.0.0.1 to keep
+    it to this machine."""
 
     def __init__(self, target: SwitchTarget, port: int, *, log: SwitchLog | None = None,
                  config_text: str | None = None, ports: dict[int, str] | None = None,
                  host: str = "0.0.0.0", links: LinkControl | None = None) -> None:
         self._log = log or SwitchLog()
         self.config = ConfigText(target, config_text)
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._sock = socket.socket(family, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self._sock.bind((host, port))
@@ -116,7 +119,7 @@ class ThriftServer:
             self._sock.close()
             if exc.errno == errno.EADDRINUSE:
                 raise ThriftPortInUseError(f"--thrift-port {port} is already in use") from None
-            raise SwitchError(f"cannot listen on --thrift-port {port}: {exc.strerror}") from None
+            raise SwitchError(f"cannot listen on --thrift-ip {host} --thrift-port {port}: {exc.strerror}") from None
         self._sock.listen(16)
         self.port: int = self._sock.getsockname()[1]
         standard = StandardHandler(target, self.config, ports, self.port)

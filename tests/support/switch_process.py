@@ -20,10 +20,13 @@ def free_tcp_port() -> int:
 
 class SwitchProcess:
     """A switch started with `args`; unless they hold `--`, gRPC listens on a free local port
-    (never the default 0.0.0.0:9559, which another switch may hold)."""
+    (never the default 0.0.0.0:9559, which another switch may hold); Thrift listens on
+    127.0.0.1 unless `args` choose a `--thrift-ip`."""
 
     def __init__(self, args: list[str], cwd: str | None = None) -> None:
         self.grpc_addr = None
+        if not any(a.startswith("--thrift-ip") for a in args):
+            args = ["--thrift-ip", "127.0.0.1", *args]  # tests listen on loopback only
         if "--" not in args:
             self.grpc_addr = f"127.0.0.1:{free_tcp_port()}"
             args = [*args, "--", "--grpc-server-addr", self.grpc_addr]

@@ -55,7 +55,8 @@ def switch_works(tmp_path_factory) -> None:
     """Fail early when $SWITCH cannot run at all (probe: --no-p4, no ports, gRPC must come up)."""
     tool = switch_tool()
     log = tmp_path_factory.mktemp("probe") / "probe.log"
-    argv = [*tool.argv, "--no-p4", "--thrift-port", str(PROBE_THRIFT_PORT), "--log-console",
+    loopback = ["--thrift-ip", "127.0.0.1"] if tool.kind == "embedded" else []  # BMv2 has no such flag
+    argv = [*tool.argv, "--no-p4", "--thrift-port", str(PROBE_THRIFT_PORT), *loopback, "--log-console",
             "--", "--grpc-server-addr", f"127.0.0.1:{PROBE_GRPC_PORT}"]
     proc = ManagedProcess("switch-probe", "switch", argv, log).start()
     try:

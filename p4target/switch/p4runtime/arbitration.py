@@ -112,6 +112,14 @@ class Arbitration:
                 return False
             return role.members.get(role.primary) == election_id
 
+    def membership(self, stream: Any) -> tuple[bool, int | None]:
+        """(whether the stream has arbitrated, its election id or None)."""
+        with self._lock:
+            name = self._stream_role.get(stream)
+            if name is None:
+                return False, None
+            return True, self._roles[name].members.get(stream)
+
     def is_primary_stream(self, stream: Any) -> bool:
         with self._lock:
             name = self._stream_role.get(stream)

@@ -77,5 +77,36 @@ def batch_status(errors: list[P4RuntimeError | None]) -> status_pb2.Status:
     return status
 
 
+KEPT_MESSAGES = 100  # failed updates that keep their message when a batch's errors are trimmed
+
+
+def fit_batch_status(status: status_pb2.Status, max_bytes: int) -> status_pb2.Status:
+    """`status` made to fit `max_bytes` of trailing metadata. Every update keeps its own
+    p4.v1.Error and canonical code; when they do not fit, only the first failed updates keep
+    their message, then none; if even the codes do not fit, the details go and the message
+    says so."""
+    if status.ByteSize() <= max_bytes:
+        return status
+    errors = []
+    for detail in status.details:
+        err = p4runtime_pb2.Error()
+        detail.Unpack(err)
+        errors.append(err)
+    for kept in (KEPT_MESSAGES, 0):
+        out = status_pb2.Status(code=status.code, message=status.message)
+        failed = 0
+        for err in errors:
+            trimmed = p4runtime_pb2.Error(canonical_code=err.canonical_code)
+            if err.canonical_code != code_pb2.OK:
+                failed += 1
+                if failed <= kept:
+                    trimmed.message = err.message
+            out.details.add().Pack(trimmed)
+        if out.ByteSize() <= max_bytes:
+            return out
+    return status_pb2.Status(code=status.code, message=f"{status.message} (the per-update errors of "
+                             f"{len(errors)} updates do not fit in {max_bytes} bytes of metadata)")
+
+
 class ListenError(SwitchError):
     """The P4Runtime server cannot listen on the requested address."""

@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -87,6 +88,41 @@ def test_use_files_forwards_and_writes_output_pcaps(tmp_path):
     assert "Processing packet received on port 1" in log and "Transmitting packet of size" in log
 
 
+def test_p4c_stf_runner_invocation_with_fifo_inputs(tmp_path):
+    """simple_switch as p4c's run-bmv2-test.py starts it: its flags (`-i` glued to its value in
+    one argument, --log-flush, --dump-packet-data), input FIFOs the runner opens after the start
+    and fills while the switch runs, outputs read after SIGTERM."""
+    for p in (1, 2):
+        os.mkfifo(tmp_path / f"pcap{p}_in.pcap")
+    prog = write_json(tmp_path, forwarding_program())
+    sw = Switch(["--log-file", "switch.log", "--log-flush", "--use-files", "0", "--dump-packet-data", "10240",
+                 "--thrift-port", "0", "--device-id", "5", "-i 1@pcap1", "-i 2@pcap2", prog], cwd=str(tmp_path))
+    writers: dict = {}
+    runner = threading.Thread(target=lambda: writers.update(
+        {p: PcapWriter(str(tmp_path / f"pcap{p}_in.pcap")) for p in (1, 2)}), daemon=True)
+    runner.start()
+    try:
+        runner.join(timeout=30)
+        assert len(writers) == 2, "the switch did not open its input FIFOs"
+        sw.wait_ready()
+        for i in range(3):
+            writers[1].write(bytes(Ether(dst="00:00:00:00:00:01") / IP(dst=f"10.0.2.{i}", ttl=9) / UDP() / b"x"))
+        for w in writers.values():
+            w.close()
+        deadline = time.monotonic() + 10
+        out: list = []
+        while time.monotonic() < deadline and len(out) < 3:
+            out = list(read_pcap(str(tmp_path / "pcap2_out.pcap")))
+            time.sleep(0.05)
+    finally:
+        for w in writers.values():
+            w.close()
+        rc = sw.stop()
+    assert rc == 0
+    assert [Ether(r.data)[IP].dst for r in out] == ["10.0.2.0", "10.0.2.1", "10.0.2.2"]
+    assert (tmp_path / "switch.log").read_text().count("Adding interface") == 2
+
+
 def test_thrift_cli_talks_to_the_process(tmp_path):
     sw = Switch(["--thrift-port", "0", write_json(tmp_path)])
     try:
@@ -155,6 +191,27 @@ def test_grpc_port_in_use_is_one_line_error():
     finally:
         holder.close()
     one_line_error(rc, err, 1, addr)
+
+
+def test_default_grpc_address_taken_leaves_a_plain_simple_switch_running():
+    """Started as simple_switch (no --grpc-server-addr), as p4c's STF runner starts several at
+    once: the default P4Runtime address being taken is not fatal; Thrift still serves."""
+    holder = socket.socket(socket.AF_INET6)
+    try:
+        holder.bind(("::", 9559))  # what gRPC takes for 0.0.0.0:9559
+        holder.listen()
+    except OSError:
+        pass  # another process holds it already: the same situation
+    sw = Switch(["--no-p4", "--thrift-port", "0", "--", "--cpu-port", "64"])
+    try:
+        line = sw.wait_for("P4Runtime")
+        sw.wait_ready()
+        with socket.create_connection(("127.0.0.1", sw.thrift_port()), timeout=5):
+            pass
+    finally:
+        holder.close()
+        assert sw.stop() == 0
+    assert "P4Runtime server unavailable" in line and "9559" in line
 
 
 def test_help_lists_the_flags():
