@@ -8,7 +8,8 @@ import socket
 import sys
 
 from support.switch_process import SwitchProcess, free_tcp_port
-from topo.description import SwitchDesc
+
+from controller.topology import Switch
 from topo.switch_node import switch_command
 from topo.toolchain import Tool
 
@@ -52,8 +53,8 @@ def listening_addresses(pid: int) -> set[tuple[str, int]]:
     return found
 
 
-def _desc(tmp_path) -> SwitchDesc:
-    return SwitchDesc(device_id=1, grpc_addr=f"127.0.0.1:{free_tcp_port()}", thrift_port=free_tcp_port(),
+def _desc(tmp_path) -> Switch:
+    return Switch(name="s1", device_id=1, grpc_addr=f"127.0.0.1:{free_tcp_port()}", thrift_port=free_tcp_port(),
                       router_mac="00:00:00:00:01:00", log=str(tmp_path / "s1.log"))
 
 
