@@ -3,7 +3,6 @@ open or send huge batches: idle StreamChannels never starve Capabilities/Read/Wr
 controller's reconnect, and a large batch's per-update errors arrive whole."""
 from __future__ import annotations
 
-import json
 import queue
 import threading
 import time
@@ -60,13 +59,9 @@ def switch(tmp_path, compiled):
     sw = SwitchProcess(["--no-p4", "--thrift-port", "0", "--thrift-ip", "127.0.0.1"])
     try:
         sw.wait_ready()
-        channel = grpc.insecure_channel(sw.grpc_addr)
-        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
-            device_id=0, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
-        req.config.p4info.CopyFrom(compiled.p4info)
-        req.config.p4_device_config = json.dumps(compiled.bmv2_json).encode()
-        p4runtime_pb2_grpc.P4RuntimeStub(channel).SetForwardingPipelineConfig(req, timeout=30)
-        channel.close()
+        with SwitchConnection("s1", sw.grpc_addr, 0, election_id=(0, 1), timeout=30) as conn:
+            assert conn.connect(), "no primary arbitration on a fresh switch"
+            conn.set_pipeline(compiled.p4info, compiled.bmv2_json)   # as the primary, as P4Runtime asks
         yield sw, sw.grpc_addr
     finally:
         sw.stop()
