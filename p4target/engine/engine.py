@@ -385,24 +385,28 @@ class Engine:
         return self.process(port, data)
 
     def start(self, transmit: TransmitCallback) -> None:
-        """Live mode: egress schedulers call `transmit(port, bytes)`; feed packets with `receive`."""
+        """Live mode: `transmit(port, bytes)` is called for each packet leaving the switch;
+        feed packets with `receive`. Call after `lock` has its final value."""
         self._transmit = transmit
         self._live = True
-        self.tm.start(self._egress_live, self.clock_us)
+        self.tm.start(self._egress_live, self.clock_us, self.lock)
 
     def receive(self, port: int, data: bytes) -> None:
-        """Live mode ingress: process ingress now and enqueue towards the egress schedulers."""
+        """Live mode: run ingress, then egress and `transmit` for every packet its queue's rate
+        lets go now, all on the caller's thread; rate-held packets leave from the scheduler."""
         with self.lock:
             self._ingress(port, data, self._new_packet(port, data, pg.NORMAL))
+            if self.tm.pending:
+                self.tm.serve()
 
     def stop(self) -> None:
         self.tm.stop()
         self._live = None
 
     def _egress_live(self, port: int, P: PacketState, enq_us: float, enq_depth: int, deq_depth: int) -> None:
+        # called by the traffic manager with `lock` held
         out: list[tuple[int, bytes]] = []
-        with self.lock:
-            self._egress(port, P, enq_us, enq_depth, deq_depth, out)
+        self._egress(port, P, enq_us, enq_depth, deq_depth, out)
         for p, d in out:
             self._transmit(p, d)
 
