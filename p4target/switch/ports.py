@@ -306,6 +306,12 @@ class SwitchPorts:
         else:
             self._delay.schedule(port, frame, hold)
 
+    def counters(self) -> dict[int, dict[str, int]]:
+        """Per port: received, transmitted, socket_drops, impairment_drops, send_errors
+        (socket drops read from the kernel first)."""
+        self.take_socket_drops()
+        return {port: dict(vars(state.stats)) for port, state in sorted(self._ports.items())}
+
     def take_socket_drops(self) -> dict[int, int]:
         """Per port: receive-socket drops since the last call, also added to the port's stats."""
         out = {}
