@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.demo:
             print(f"demo: training {args.rounds} rounds with {args.workers} workers ...", flush=True)
             result = session.train(rounds=args.rounds, workers=args.workers, timeout=args.timeout)
-            print(render(result, session.stats()), flush=True)
+            print(render(result, session.stats(), switch_logs={n: s.log for n, s in session.topo.switches.items()}), flush=True)
             return 0 if result.ok else EXIT_FAILED
         from topo.cli import GradCLI  # imports Mininet's CLI (readline) only when interactive
         print(CLI_HELP, flush=True)

@@ -56,3 +56,11 @@ def test_render_gradctl_stats_schema():
     assert "layers 4-9" not in text and "port 1 queue 0" not in text
     assert "s1 port 4 queue 6: tx 992, selectively dropped 8, CE-marked 3" in text
     assert "s2: unreachable (timeout)" in text
+
+
+def test_render_reports_each_switch_process_own_receive_drops(tmp_path):
+    (tmp_path / "s1.log.stats.json").write_text('{"rx_drops_total": 0, "ports": {}}')
+    (tmp_path / "s2.log.stats.json").write_text('{"rx_drops_total": 17, "ports": {}}')
+    logs = {"s1": str(tmp_path / "s1.log"), "s2": str(tmp_path / "s2.log"), "s3": str(tmp_path / "s3.log")}
+    text = render(TrainingResult({}, {}, {}, 0.0), None, switch_logs=logs)
+    assert "switch processes' own receive drops: s1 0, s2 17, s3 n/a" in text
