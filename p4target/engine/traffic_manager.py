@@ -143,6 +143,16 @@ class TrafficManager:
             self.pending.add(port)
             return True
 
+    def passes_through(self, port: int, priority: int) -> bool:
+        """Whether a packet for (port, priority) would leave at once: live, the port and queue
+        unshaped, nothing queued on the port, room in the queue. The caller then egresses it
+        itself (with the lock held) instead of queueing it."""
+        qs = self.ports.get(port)
+        if qs is None or self.queued[port] or not self._running or not 0 <= priority < self.nq:
+            return False
+        q = qs[priority]
+        return q.pps is None and q.depth > 0 and self.shapers[port].pps is None
+
     def _pop(self, port: int, now_us: float, honour_rate: bool) -> tuple[Any, float, int, int] | None:
         qs = self.ports[port]
         shaper = self.shapers[port]
