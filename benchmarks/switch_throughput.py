@@ -12,7 +12,8 @@ compiler) and each switch:
   bound: the direct path's own jitter is counted as the switch's).
 Switches: this tree's embedded switch; `--compare-tree DIR` also runs another checkout's
 embedded switch (e.g. the previous release) in the same run, alternating with this one;
-`simple_switch` when it is on PATH or in /opt/p4ref/bin. Figures are printed beside the
+`simple_switch` when it is on PATH or in /opt/p4ref/bin; a bare Python raw-socket forwarder
+(`_forwarder.py`, no P4, first program only) as the ceiling of receive + send alone. Figures are printed beside the
 previous release's (`benchmarks/baseline.json`; `--record-baseline` writes them). Needs root.
 Run: .venv/bin/python benchmarks/switch_throughput.py [--duration S] [--compare-tree DIR] [...]
 """
@@ -67,7 +68,7 @@ class Switch:
     argv: list[str]
     cwd: str = ROOT
     env: dict[str, str] = field(default_factory=dict)
-    embedded: bool = True
+    kind: str = "embedded"  # embedded | simple_switch | forwarder (no P4: the ceiling reference)
 
 
 @dataclass
@@ -220,11 +221,13 @@ def start_switch(sw: Switch, ports: list[str], json_path: str, log_path: str,
     """Start `sw` on the interfaces; (process, Thrift port) once it is ready."""
     thrift = free_port()
     iface_args = [a for i, name in enumerate(ports, 1) for a in ("-i", f"{i}@{name}")]
-    argv = [*sw.argv, *iface_args, "--thrift-port", str(thrift)]
-    if sw.embedded:  # simple_switch logs nothing without --log-file (its default level is trace)
-        argv += ["--log-file", log_path, json_path, "--", "--grpc-server-addr", f"127.0.0.1:{free_port()}", *extra]
-    else:
-        argv += [json_path] + (["--", *extra] if extra else [])
+    if sw.kind == "forwarder":
+        argv = [*sw.argv, str(thrift), *ports]
+    elif sw.kind == "embedded":
+        argv = [*sw.argv, *iface_args, "--thrift-port", str(thrift), "--log-file", log_path, json_path,
+                "--", "--grpc-server-addr", f"127.0.0.1:{free_port()}", *extra]
+    else:  # simple_switch logs nothing without --log-file (its default level is trace)
+        argv = [*sw.argv, *iface_args, "--thrift-port", str(thrift), json_path] + (["--", *extra] if extra else [])
     env = dict(os.environ, **sw.env)
     proc = subprocess.Popen(argv, cwd=sw.cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
@@ -271,17 +274,20 @@ def measure_switch(net: Net, sw: Switch, program: str, json_path: str, commands:
     log_path = os.path.join(tmp, f"{tag}.log")
     proc, thrift = start_switch(sw, [s1, s2], json_path, log_path, extra)
     try:
-        cli = os.path.join(os.path.dirname(sys.executable), "simple_switch_CLI")
-        done = subprocess.run([cli, "--thrift-port", str(thrift)], input=commands + f"set_queue_depth {args.queue_depth}\n",
-                              capture_output=True, text=True, timeout=60)
-        if done.returncode != 0 or "Error" in done.stdout:
-            raise RuntimeError(f"{sw.label}: programming failed: {(done.stdout + done.stderr)[-400:]}")
+        if sw.kind != "forwarder":
+            cli = os.path.join(os.path.dirname(sys.executable), "simple_switch_CLI")
+            done = subprocess.run([cli, "--thrift-port", str(thrift)],
+                                  input=commands + f"set_queue_depth {args.queue_depth}\n",
+                                  capture_output=True, text=True, timeout=60)
+            if done.returncode != 0 or "Error" in done.stdout:
+                raise RuntimeError(f"{sw.label}: programming failed: {(done.stdout + done.stderr)[-400:]}")
         frames = [_stamped(_frame(program, i), i, 0) for i in range(64)]
         tx = ns_socket(h1, "eth0")
         try:
             trace: list[str] = []
-            pps = zero_loss_rate(tx, frames, s2, args, trace)
-            print(f"  {program:<9} {sw.label:<22} trials {' '.join(trace)}", flush=True)
+            pps = float("nan") if args.latency_only else zero_loss_rate(tx, frames, s2, args, trace)
+            if trace:
+                print(f"  {program:<9} {sw.label:<22} trials {' '.join(trace)}", flush=True)
             rx = ns_socket(h2, "eth0")  # opened now: it must not hold the rate trials' frames
             try:
                 p50, p99 = latency(tx, rx, frames[0], args.probes, args.probe_rate)
@@ -345,6 +351,9 @@ def main() -> int:
     ap.add_argument("--programs", default="l3,gradlane", help="comma-separated: l3, gradlane")
     ap.add_argument("--compare-tree", metavar="DIR", help="also run the embedded switch of this checkout")
     ap.add_argument("--repeat", type=int, default=1, help="rounds over the switches (order alternates)")
+    ap.add_argument("--no-forwarder", action="store_true",
+                    help="skip the bare Python raw-socket forwarder (no P4; the ceiling of this path)")
+    ap.add_argument("--latency-only", action="store_true", help="skip the zero-loss rate search")
     ap.add_argument("--record-baseline", action="store_true", help="write this tree's figures to baseline.json")
     args = ap.parse_args()
     sys.setswitchinterval(1e-4)  # the probe receiver must get the GIL at once
@@ -359,10 +368,12 @@ def main() -> int:
     switches = _switches(args)
     ss = _simple_switch()
     if ss:
-        switches.append(Switch(f"simple_switch ({ss})", [ss], embedded=False))
+        switches.append(Switch(f"simple_switch ({ss})", [ss], kind="simple_switch"))
         print(f"simple_switch: {ss} (runs the same programs)")
     else:
         print("simple_switch: absent (not on PATH nor in /opt/p4ref/bin); no BMv2 comparison")
+    forwarder = None if args.no_forwarder else Switch(
+        "bare Python forwarder", [sys.executable, os.path.join(ROOT, "benchmarks", "_forwarder.py")], kind="forwarder")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start", flush=True)
     net = Net(str(os.getpid() % 100000))
     rows: list[Row] = []
@@ -383,7 +394,8 @@ def main() -> int:
                     json.dump(_compiled(program), f)
             for round_ in range(args.repeat):
                 for n, program in enumerate(programs):
-                    order = switches if (round_ + n) % 2 == 0 else list(reversed(switches))
+                    runs = switches + ([forwarder] if forwarder and program == programs[0] else [])
+                    order = runs if (round_ + n) % 2 == 0 else list(reversed(runs))
                     for sw in order:
                         commands = L3_COMMANDS if program == "l3" else GRADLANE_COMMANDS
                         extra = ("--priority-queues", "8") if program == "gradlane" else ()
@@ -394,10 +406,12 @@ def main() -> int:
     finally:
         net.close()
     print(f"machine: load average {os.getloadavg()[0]:.2f} at end")
-    print(f"\n{'program':<10}{'switch':<36}{'zero-loss pps':>14}{'p50 add us':>12}{'p99 add us':>12}{'rx drops':>10}")
+    print(f"\n{'program':<10}{'switch':<36}{'zero-loss pps':>14}{'p50 add us':>12}{'p99 add us':>12}{'rx drops*':>10}")
     for r in rows:
         print(f"{r.program:<10}{r.switch[:35]:<36}{r.zero_loss_pps:>14.0f}{r.p50_us - direct[0]:>12.1f}"
               f"{r.p99_us - direct[0]:>12.1f}{r.rx_drops:>10}")
+    print("* the switch's own receive drops over all its trials (the search overloads it on purpose); "
+          "n/a: the switch does not count them")
     print(f"direct veth one-way latency: p50 {direct[0]:.1f} us, p99 {direct[1]:.1f} us")
     figures = _figures(rows, switches[0].label, direct)
     names = {"l3_zero_loss_kpps": ("L3 router zero-loss rate", "kpps"),
@@ -423,7 +437,8 @@ def main() -> int:
 
 
 def _best(rows: list[Row], program: str, label: str) -> float:
-    values = [r.zero_loss_pps for r in rows if r.program == program and r.switch == label]
+    values = [r.zero_loss_pps for r in rows if r.program == program and r.switch == label
+              and not math.isnan(r.zero_loss_pps)]
     return max(values) if values else 0.0
 
 
@@ -438,7 +453,8 @@ def _figures(rows: list[Row], label: str, direct: tuple[float, float]) -> dict[s
         mine = [r for r in rows if r.program == program and r.switch == label]
         if not mine:
             continue
-        out[f"{program}_zero_loss_kpps"] = max(r.zero_loss_pps for r in mine) / 1000
+        if not any(math.isnan(r.zero_loss_pps) for r in mine):
+            out[f"{program}_zero_loss_kpps"] = max(r.zero_loss_pps for r in mine) / 1000
         out[f"{program}_p50_added_us"] = _median([r.p50_us for r in mine]) - direct[0]
         # the direct path's p99 is mostly the machine's scheduling noise: subtract its p50
         out[f"{program}_p99_added_us"] = _median([r.p99_us for r in mine]) - direct[0]
