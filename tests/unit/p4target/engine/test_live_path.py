@@ -56,3 +56,28 @@ def test_rate_held_packets_leave_at_the_port_rate_in_priority_order():
 
 def F_sm(name):
     return {"type": "field", "value": [SM, name]}
+
+
+def test_packets_never_overtake_those_still_queued_when_the_rate_is_lifted():
+    eng = Engine(program(actions=[FWD]))
+    eng.table_set_default("t", "fwd", [5])
+    eng.set_queue_rate(1.0, 5)  # one packet per second: the 2nd and 3rd wait
+    sent = []
+    done = threading.Event()
+
+    def transmit(port, data):
+        sent.append(data[1])
+        if len(sent) == 4:
+            done.set()
+
+    eng.start(transmit)
+    try:
+        for b in (1, 2, 3):
+            eng.receive(1, pkt(b=b))
+        assert sent == [1]
+        eng.set_queue_rate(None, 5)
+        eng.receive(1, pkt(b=4))
+        assert done.wait(5)
+    finally:
+        eng.stop()
+    assert sent == [1, 2, 3, 4]
