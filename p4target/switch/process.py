@@ -7,6 +7,7 @@ listening on ADDR" (or why P4Runtime is unavailable) to the log and to stdout.
 """
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from typing import Any, Callable, TextIO
@@ -125,6 +126,9 @@ class SwitchProcess:
             log.info(f"Adding interface {iface} as port {port}" + (" (files)" if opts.use_files_wait is not None else ""))
         if opts.pcap_dir is not None and opts.use_files_wait is not None:
             log.warn("--pcap is ignored with --use-files (the output files are the capture)")
+        # what start-up built (program, gRPC, protobuf: ~77k objects) lives as long as the switch;
+        # kept out of the collector, a full collection no longer stalls the data path ~15 ms
+        gc.freeze()
         program_name = "no program (--no-p4)" if program is None else opts.json_path
         self._announce(f"device_id {opts.device_id}, program {program_name}, cpu_port {opts.cpu_port}, "
                        f"priority_queues {opts.priority_queues}")
