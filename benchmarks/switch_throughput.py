@@ -7,8 +7,8 @@ compiler) and each switch:
 - zero-loss rate: frames paced at a rate for `--duration` s; the rate passes when fewer than 1%
   are missing at the far port (the kernel's tx counter) 0.1 s after the last was sent. The rate
   climbs by x1.6 until one fails, then is bisected; the figure is the highest rate that passed.
-- latency: `--probes` frames at `--probe-rate` pps carrying their send time, one-way (same
-  clock); the figure is the switch path minus the direct veth path's p50 (for p99 an upper
+- latency (measured first, on the fresh switch): `--probes` frames at `--probe-rate` pps
+  carrying their send time, one-way (same clock); the figure is the switch path minus the direct veth path's p50 (for p99 an upper
   bound: the direct path's own jitter is counted as the switch's).
 Switches: this tree's embedded switch; `--compare-tree DIR` also runs another checkout's
 embedded switch (e.g. the previous release) in the same run, alternating with this one;
@@ -284,15 +284,16 @@ def measure_switch(net: Net, sw: Switch, program: str, json_path: str, commands:
         frames = [_stamped(_frame(program, i), i, 0) for i in range(64)]
         tx = ns_socket(h1, "eth0")
         try:
+            # latency first, on the fresh switch: "at low load", not in the wake of the overloads
+            rx = ns_socket(h2, "eth0")
+            try:
+                p50, p99 = latency(tx, rx, frames[0], args.probes, args.probe_rate)
+            finally:
+                rx.close()  # closed: it must not hold the rate trials' frames
             trace: list[str] = []
             pps = float("nan") if args.latency_only else zero_loss_rate(tx, frames, s2, args, trace)
             if trace:
                 print(f"  {program:<9} {sw.label:<22} trials {' '.join(trace)}", flush=True)
-            rx = ns_socket(h2, "eth0")  # opened now: it must not hold the rate trials' frames
-            try:
-                p50, p99 = latency(tx, rx, frames[0], args.probes, args.probe_rate)
-            finally:
-                rx.close()
         finally:
             tx.close()
     finally:
