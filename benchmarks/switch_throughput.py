@@ -8,8 +8,9 @@ compiler) and each switch:
   are missing at the far port (the kernel's tx counter) 0.1 s after the last was sent. The rate
   climbs by x1.6 until one fails, then is bisected; the figure is the highest rate that passed.
 - latency (measured first, on the fresh switch): `--probes` frames at `--probe-rate` pps
-  carrying their send time, one-way (same clock); the figure is the switch path minus the direct veth path's p50 (for p99 an upper
-  bound: the direct path's own jitter is counted as the switch's).
+  carrying their send time, one-way (same clock); the figure is the switch path minus the
+  direct veth path's p50 (for p99 an upper bound: the direct path's jitter counts as the
+  switch's).
 Switches: this tree's embedded switch; `--compare-tree DIR` also runs another checkout's
 embedded switch (e.g. the previous release) in the same run, alternating with this one;
 `simple_switch` when it is on PATH or in /opt/p4ref/bin; a bare Python raw-socket forwarder
