@@ -379,8 +379,12 @@ class Engine:
         """Run one packet through the whole switch synchronously; returns (port, bytes) outputs."""
         out: list[tuple[int, bytes]] = []
         with self.lock:
-            self._ingress(port, data, self._new_packet(port, data, pg.NORMAL))
-            self.tm.drain(self._egress_done(out), self.clock_us)
+            live, self._live = self._live, None  # even on a live engine: outputs returned, not sent
+            try:
+                self._ingress(port, data, self._new_packet(port, data, pg.NORMAL))
+                self.tm.drain(self._egress_done(out), self.clock_us)
+            finally:
+                self._live = live
         return out
 
     def packet_out(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
@@ -407,7 +411,8 @@ class Engine:
 
     def stop(self) -> None:
         self.tm.stop()
-        self._live = None
+        with self.lock:
+            self._live = None
 
     def _egress_live(self, port: int, P: PacketState, enq_us: float, enq_depth: int, deq_depth: int) -> None:
         # called by the traffic manager with `lock` held

@@ -2,16 +2,18 @@
 
 `SwitchPorts` receives frames on every port in one thread (epoll; up to RECV_BATCH frames per
 port per turn, copied once out of a preallocated buffer) and hands them to `on_frame(port,
-frame)` (the target's ingress), which may transmit on the same thread. `transmit(port, frame)` is the target's egress: it applies the
-port's link impairment in user space (loss, loss bursts, delay and jitter through a
-`DelayLine`) and sends the frame; `set_impairment` replaces a port's impairment while frames
-flow (its burst times then count from that call). Rate bursts are not applied here: they
-shape the traffic manager (`port_rates`). With `pcap_dir` every port records `IFACE_in.pcap` (frames
-received) and `IFACE_out.pcap` (frames put on the wire), as BMv2's `--pcap` does.
+frame)` (the target's ingress), which may transmit on the same thread. `transmit(port, frame)`
+is the target's egress: it applies the port's link impairment in user space (loss, loss
+bursts, delay and jitter through a `DelayLine`) and sends the frame; `set_impairment` replaces
+a port's impairment while frames flow (its burst times then count from that call). Rate
+bursts are not applied here: they shape the traffic manager (`port_rates`). With `pcap_dir`
+every port records `IFACE_in.pcap` (frames received) and `IFACE_out.pcap` (frames put on the
+wire), as BMv2's `--pcap` does.
 
 `counters()` gives each port's frame counters, including the frames the kernel dropped because
-its receive socket was full (`PACKET_STATISTICS`). The switch never re-receives what it sent: sockets set PACKET_IGNORE_OUTGOING and, where the
-kernel lacks it, outgoing frames are recognised by their packet type and skipped.
+its receive socket was full (`PACKET_STATISTICS`). The switch never re-receives what it sent:
+sockets set PACKET_IGNORE_OUTGOING and, where the kernel lacks it, outgoing frames are
+recognised by their packet type and skipped.
 """
 from __future__ import annotations
 

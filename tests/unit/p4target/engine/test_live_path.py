@@ -81,3 +81,17 @@ def test_packets_never_overtake_those_still_queued_when_the_rate_is_lifted():
     finally:
         eng.stop()
     assert sent == [1, 2, 3, 4]
+
+
+def test_process_on_a_live_engine_returns_its_outputs_instead_of_sending_them():
+    eng = Engine(program(actions=[FWD]))
+    eng.table_set_default("t", "fwd", [5])
+    got = []
+    eng.start(lambda port, data: got.append((port, data)))
+    try:
+        assert eng.process(1, pkt()) == [(5, pkt())]
+        assert got == []
+        eng.receive(1, pkt(b=9))
+        assert got == [(5, pkt(b=9))]
+    finally:
+        eng.stop()
