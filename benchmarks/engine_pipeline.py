@@ -42,12 +42,13 @@ def main() -> None:
     print(f"{'sync process() l3 lpm':<28}{args.entries:>8}{args.packets:>9}{args.packets / elapsed:>11.0f}"
           f"{statistics.median(lat) / 1e3:>11.1f}{lat[int(len(lat) * 0.99)] / 1e3:>9.1f}")
     live_pps, live_lat = _live(eng, frames, args.packets)
-    print(f"{'live, burst-fed (queueing)':<28}{args.entries:>8}{args.packets:>9}{live_pps:>11.0f}"
+    print(f"{'live receive() to transmit':<28}{args.entries:>8}{args.packets:>9}{live_pps:>11.0f}"
           f"{statistics.median(live_lat):>11.1f}{live_lat[int(len(live_lat) * 0.99)]:>9.1f}")
 
 
 def _live(eng: Engine, frames: list[bytes], count: int) -> tuple[float, list[float]]:
-    """Live mode: the TM thread transmits; latency = receive() call to transmit callback."""
+    """Live mode: receive() runs ingress and egress and transmits (unshaped port: no queueing);
+    latency = receive() call to transmit callback."""
     sent_at: dict[bytes, float] = {}
     lat: list[float] = []
     done = threading.Event()

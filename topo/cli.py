@@ -36,7 +36,8 @@ class GradCLI(CLI):
         except TopoError as exc:
             print(f"train: error: {exc}")
             return
-        print(render(result, self.session.stats()))
+        print(render(result, self.session.stats(),
+                     switch_logs={n: s.log for n, s in self.session.topo.switches.items()}))
 
     def do_stats(self, line: str) -> None:
         """stats: per-switch counters (gradctl stats)."""

@@ -6,6 +6,7 @@ does not report are shown as "n/a" rather than guessed.
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable
 
 from topo.training import TrainingResult
@@ -197,8 +198,24 @@ def _frac(value: float) -> str:
     return "n/a" if value != value else f"{value:.3f}"
 
 
-def render(result: TrainingResult, stats: Any | None, limit: int = 40) -> str:
-    """The summary text."""
+def switch_process_lines(logs: dict[str, str]) -> list[str]:
+    """Per switch process: its own receive drops from `<log>.stats.json` (embedded switch;
+    simple_switch writes none)."""
+    parts = []
+    for name, log in logs.items():
+        try:
+            with open(f"{log}.stats.json") as f:
+                st = json.load(f)
+            parts.append(f"{name} {int(st['rx_drops_total'])}")
+        except (OSError, ValueError, KeyError, TypeError):
+            parts.append(f"{name} n/a")
+    return [f"switch processes' own receive drops: {', '.join(parts)}"] if parts else []
+
+
+def render(result: TrainingResult, stats: Any | None, limit: int = 40,
+           switch_logs: dict[str, str] | None = None) -> str:
+    """The summary text; `switch_logs` (switch name -> log path) adds the switch processes'
+    own receive drops."""
     lines = [f"training: {'finished' if result.ok else 'FAILED'} in {result.elapsed_s:.1f} s, "
              f"{rounds_completed(result)} round(s)"]
     for name, code in result.exit_codes.items():
@@ -236,4 +253,5 @@ def render(result: TrainingResult, stats: Any | None, limit: int = 40) -> str:
         lines += ["  " + item for item in items[:limit]]
         if len(items) > limit:
             lines.append(f"  ... {len(items) - limit} more (gradctl stats)")
+    lines += switch_process_lines(switch_logs or {})
     return "\n".join(lines)

@@ -62,7 +62,7 @@ def port_accepts(port: int, host: str = "127.0.0.1") -> bool:
 LOOPBACK = "127.0.0.1"
 
 
-def switch_command(tool: Tool, desc: SwitchDesc, ports: dict[int, str], json_path: str | None, *,
+def switch_command(tool: Tool, desc: topology.Switch, ports: dict[int, str], json_path: str | None, *,
                    pcap_dir: str | None = None, impairments: tuple[str, ...] = (),
                    port_rates: dict[int, float] | None = None) -> list[str]:
     """The argv of one switch process (simple_switch_grpc flags). Its servers listen on

@@ -83,6 +83,12 @@ class Engine:
                 "enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth",
                 "ingress_global_timestamp", "egress_global_timestamp", "mcast_grp", "egress_rid",
                 "checksum_error", "parser_error", "priority", "qid")}
+            sm = self._sm
+            # egress's per-packet metadata writes, resolved once (None: the program lacks it)
+            self._egress_slots = tuple(sm[n] for n in (
+                "egress_port", "egress_spec", "egress_global_timestamp", "enq_timestamp", "enq_qdepth",
+                "deq_qdepth", "deq_timedelta", "packet_length"))
+            self._qid_slot = sm["qid"] if sm["priority"] is not None else None
 
     def _prog(self) -> Program:
         if self.program is None:
@@ -375,8 +381,12 @@ class Engine:
         """Run one packet through the whole switch synchronously; returns (port, bytes) outputs."""
         out: list[tuple[int, bytes]] = []
         with self.lock:
-            self._ingress(port, data, self._new_packet(port, data, pg.NORMAL))
-            self.tm.drain(self._egress_done(out), self.clock_us)
+            live, self._live = self._live, None  # even on a live engine: outputs returned, not sent
+            try:
+                self._ingress(port, data, self._new_packet(port, data, pg.NORMAL))
+                self.tm.drain(self._egress_done(out), self.clock_us)
+            finally:
+                self._live = live
         return out
 
     def packet_out(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
@@ -387,24 +397,29 @@ class Engine:
         return self.process(port, data)
 
     def start(self, transmit: TransmitCallback) -> None:
-        """Live mode: egress schedulers call `transmit(port, bytes)`; feed packets with `receive`."""
+        """Live mode: `transmit(port, bytes)` is called for each packet leaving the switch;
+        feed packets with `receive`. Call after `lock` has its final value."""
         self._transmit = transmit
         self._live = True
-        self.tm.start(self._egress_live, self.clock_us)
+        self.tm.start(self._egress_live, self.clock_us, self.lock)
 
     def receive(self, port: int, data: bytes) -> None:
-        """Live mode ingress: process ingress now and enqueue towards the egress schedulers."""
+        """Live mode: run ingress, then egress and `transmit` for every packet its queue's rate
+        lets go now, all on the caller's thread; rate-held packets leave from the scheduler."""
         with self.lock:
             self._ingress(port, data, self._new_packet(port, data, pg.NORMAL))
+            if self.tm.pending:
+                self.tm.serve()
 
     def stop(self) -> None:
         self.tm.stop()
-        self._live = None
+        with self.lock:
+            self._live = None
 
     def _egress_live(self, port: int, P: PacketState, enq_us: float, enq_depth: int, deq_depth: int) -> None:
+        # called by the traffic manager with `lock` held
         out: list[tuple[int, bytes]] = []
-        with self.lock:
-            self._egress(port, P, enq_us, enq_depth, deq_depth, out)
+        self._egress(port, P, enq_us, enq_depth, deq_depth, out)
         for p, d in out:
             self._transmit(p, d)
 
@@ -524,7 +539,11 @@ class Engine:
     def _enqueue(self, port: int, P: PacketState) -> None:
         pri_idx = self._sm["priority"]
         pri = P.F[pri_idx] if pri_idx is not None else 0
-        if not self.tm.enqueue(port, pri, P, self.clock_us()):
+        now = self.clock_us()
+        if self._live and self.tm.passes_through(port, pri):
+            # live, unshaped and nothing waiting: what enqueue + an immediate dequeue would do
+            self._egress_live(port, P, now, 0, 0)
+        elif not self.tm.enqueue(port, pri, P, now):
             self.dropped += 1
 
     def _egress(self, port: int, P: PacketState, enq_us: float, enq_depth: int, deq_depth: int,
@@ -534,19 +553,25 @@ class Engine:
         F = P.F
         now = self.clock_us()
         P.now_us = now
-        if sm["egress_port"] is not None:
-            F[sm["egress_port"]] = port
-        if sm["egress_spec"] is not None:
-            F[sm["egress_spec"]] = 0
-        for name, value in (("egress_global_timestamp", int(now)), ("enq_timestamp", int(enq_us)),
-                            ("enq_qdepth", enq_depth), ("deq_qdepth", deq_depth),
-                            ("deq_timedelta", int(now - enq_us))):
-            if sm[name] is not None:
-                F[sm[name]] = value
-        if sm["qid"] is not None and sm["priority"] is not None:
-            F[sm["qid"]] = F[sm["priority"]]
-        if sm["packet_length"] is not None:
-            F[sm["packet_length"]] = P.length_reg
+        eport, espec, egts, enqts, enqd, deqd, deqdt, plen = self._egress_slots
+        if eport is not None:
+            F[eport] = port
+        if espec is not None:
+            F[espec] = 0
+        if egts is not None:
+            F[egts] = int(now)
+        if enqts is not None:
+            F[enqts] = int(enq_us)
+        if enqd is not None:
+            F[enqd] = enq_depth
+        if deqd is not None:
+            F[deqd] = deq_depth
+        if deqdt is not None:
+            F[deqdt] = int(now - enq_us)
+        if self._qid_slot is not None:
+            F[self._qid_slot] = F[sm["priority"]]
+        if plen is not None:
+            F[plen] = P.length_reg
         P.clone = None
         try:
             prog.egress(P)

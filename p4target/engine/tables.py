@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import bisect
+from operator import and_
 
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import match as m
+from .tuple_space import TupleSpace
 from .errors import (DuplicateEntryError, InvalidEntryError, NoSuchHandleError,
                      ResourceExhaustedError)
 
@@ -198,8 +200,9 @@ class Table:
     """A match-action table with BMv2's lookup rules.
 
     exact-only tables use a hash map; a table whose widest kind is lpm picks the longest
-    prefix; tables with ternary/range/optional keys pick the matching entry with the
-    lowest priority value (ties: the entry added first).
+    prefix (one hash map per prefix length); tables with ternary/range/optional keys pick the
+    matching entry with the lowest priority value (ties: the entry added first), found by
+    tuple space search (`tuple_space`).
     """
 
     def __init__(self, name: str, keys: list[KeyField], actions: dict[str, ActionSpec],
@@ -228,6 +231,7 @@ class Table:
         self._next_handle = 0
         self._lpm_groups: list = []
         self._lpm_index = next((i for i, k in enumerate(keys) if k.match_type == "lpm"), -1)
+        self._tuples = TupleSpace(self._ranges)
         self.default_action: str | None = None
         self.default_data: tuple = ()
         self.default_const = False
@@ -261,6 +265,9 @@ class Table:
         self._keys.add((mform, priority))
         if self.match_type == "exact":
             self._exact[tuple(v for _, v, _, _ in mform)] = entry
+        elif self.match_type == "ternary":
+            self._tuples.add(entry)
+            return handle
         self._insert_ordered(entry)
         return handle
 
@@ -276,13 +283,18 @@ class Table:
         self._keys.discard((entry._m, entry.priority))
         if self.match_type == "exact":
             self._exact.pop(tuple(v for _, v, _, _ in entry._m), None)
+        elif self.match_type == "ternary":
+            self._tuples.remove(entry)
+            return
         self._reorder()
 
     def clear(self) -> None:
         self.entries.clear()
         self._keys.clear()
         self._exact.clear()
+        self._tuples.clear()
         self._ordered = []
+        self._lpm_groups = []
 
     def get(self, handle: int) -> TableEntry:
         try:
@@ -371,17 +383,8 @@ class Table:
             return self._exact.get(values)
         if self.match_type == "lpm":
             for masks, index in self._lpm_groups:
-                e = index.get(tuple([v & mk for v, mk in zip(values, masks)]))
+                e = index.get(tuple(map(and_, values, masks)))
                 if e is not None:
                     return e
             return None
-        ranges = self._ranges
-        for entry in self._ordered:
-            for i, (mask, val, lo, hi) in enumerate(entry._m):
-                if (values[i] & mask) != val:
-                    break
-                if ranges and i in ranges and not lo <= values[i] <= hi:
-                    break
-            else:
-                return entry
-        return None
+        return self._tuples.lookup(values)

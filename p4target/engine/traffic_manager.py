@@ -40,7 +40,14 @@ class _Queue:
 
 
 class TrafficManager:
-    """Egress queues for every port, a synchronous drain and a live scheduler thread."""
+    """Egress queues for every port, a synchronous drain and a live scheduler.
+
+    Live mode: whoever enqueues calls `serve(now)` right after (the engine does, on the packet's
+    own thread), which sends every head its queue's rate lets go now; the scheduler thread only
+    wakes for packets that must wait for their rate, so an unshaped port costs no thread
+    hand-off. `serve` and the scheduler run under one lock (the engine's, given to `start`),
+    so each port's packets leave in queue order.
+    """
 
     def __init__(self, queues_per_port: int = 1, depth: int = DEFAULT_DEPTH) -> None:
         self.nq = queues_per_port
@@ -48,12 +55,16 @@ class TrafficManager:
         self.default_pps: float | None = None
         self.ports: dict[int, list[_Queue]] = {}
         self.shapers: dict[int, _Queue] = {}
-        self.pending: set[int] = set()  # ports with queued packets (synchronous drain)
+        self.queued: dict[int, int] = {}  # packets waiting per port
+        self.pending: set[int] = set()  # ports with queued packets
         self.overrides: dict[tuple[int | None, int | None], tuple[str, Any]] = {}
         self.drops = 0
-        self._cv = threading.Condition()
+        self._cv = threading.Condition(threading.RLock())
         self._thread: threading.Thread | None = None
         self._running = False
+        self._egress: EgressCallback | None = None
+        self._clock_us: Callable[[], float] | None = None
+        self._wake_us = float("inf")  # when the scheduler thread next looks at the queues
 
     def _port(self, port: int) -> list[_Queue]:
         qs = self.ports.get(port)
@@ -62,6 +73,7 @@ class TrafficManager:
             for q in qs:
                 q.pps = self.default_pps
             self.ports[port] = qs
+            self.queued[port] = 0
             shaper = self.shapers[port] = _Queue(0)
             for (p, pri), (what, value) in self.overrides.items():
                 if p == port:
@@ -113,35 +125,52 @@ class TrafficManager:
         return len(self._port(port)[priority].items)
 
     def enqueue(self, port: int, priority: int, packet: Any, now_us: float) -> bool:
-        """Queue a packet; False when it is dropped (priority out of range or queue full)."""
+        """Queue a packet; False when it is dropped (priority out of range or queue full).
+        In live mode the caller then calls `serve` (or the packet waits for the scheduler)."""
         with self._cv:
             if not 0 <= priority < self.nq:
                 self.drops += 1
                 return False
-            q = self._port(port)[priority]
-            if len(q.items) >= q.depth:
+            qs = self.ports.get(port)
+            q = (qs if qs is not None else self._port(port))[priority]
+            items = q.items
+            n = len(items)
+            if n >= q.depth:
                 self.drops += 1
                 return False
-            q.items.append((packet, now_us, len(q.items)))
+            items.append((packet, now_us, n))
+            self.queued[port] += 1
             self.pending.add(port)
-            self._cv.notify()
             return True
 
-    def _pop(self, port: int, now_us: float, honour_rate: bool) -> tuple[Any, float] | None:
-        qs = self._port(port)
+    def passes_through(self, port: int, priority: int) -> bool:
+        """Whether a packet for (port, priority) would leave at once: live, the port and queue
+        unshaped, nothing queued on the port, room in the queue. The caller then egresses it
+        itself (with the lock held) instead of queueing it."""
+        qs = self.ports.get(port)
+        if qs is None or self.queued[port] or not self._running or not 0 <= priority < self.nq:
+            return False
+        q = qs[priority]
+        return q.pps is None and q.depth > 0 and self.shapers[port].pps is None
+
+    def _pop(self, port: int, now_us: float, honour_rate: bool) -> tuple[Any, float, int, int] | None:
+        qs = self.ports[port]
         shaper = self.shapers[port]
-        if honour_rate and shaper.ready_at(now_us) > now_us:
+        if honour_rate and shaper.pps is not None and shaper.ready_at(now_us) > now_us:
             return None
         for q in reversed(qs):
             if q.items:
-                if honour_rate:
+                if honour_rate and q.pps is not None:
                     if q.ready_at(now_us) > now_us:
                         continue
-                    if q.pps is not None:
-                        q.tokens -= 1.0
-                    if shaper.pps is not None:
-                        shaper.tokens -= 1.0
+                    q.tokens -= 1.0
+                if honour_rate and shaper.pps is not None:
+                    shaper.tokens -= 1.0
                 packet, enq_us, enq_depth = q.items.popleft()
+                left = self.queued[port] - 1
+                self.queued[port] = left
+                if not left:
+                    self.pending.discard(port)
                 return packet, enq_us, enq_depth, len(q.items)
         return None
 
@@ -150,7 +179,6 @@ class TrafficManager:
         pending = self.pending
         while pending:
             for port in sorted(pending):
-                pending.discard(port)
                 while True:
                     item = self._pop(port, 0.0, False)
                     if item is None:
@@ -159,13 +187,17 @@ class TrafficManager:
                     egress(port, packet, enq_us, enq_depth, deq_depth)
 
     # -- live mode ------------------------------------------------------------------------
-    def start(self, egress: EgressCallback, clock_us: Callable[[], float]) -> None:
-        """Start the scheduler thread that serves queues honouring rates and priorities."""
+    def start(self, egress: EgressCallback, clock_us: Callable[[], float],
+              lock: threading.RLock | None = None) -> None:
+        """Live mode: `serve()` and the scheduler thread send through `egress`, honouring rates
+        and priorities; `lock` (default: the TM's own) is held while they do."""
         if self._thread is not None:
             return
+        if lock is not None:
+            self._cv = threading.Condition(lock)
+        self._egress, self._clock_us = egress, clock_us
         self._running = True
-        self._thread = threading.Thread(target=self._run, args=(egress, clock_us),
-                                        name="p4target-tm", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="p4target-tm", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -176,25 +208,51 @@ class TrafficManager:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def _run(self, egress: EgressCallback, clock_us: Callable[[], float]) -> None:
-        while True:
-            with self._cv:
-                if not self._running:
-                    return
-                now = clock_us()
-                ready = []
-                next_us = float("inf")
-                for port in list(self.ports):
+    def serve(self) -> None:
+        """Live mode: send every queued packet its rates let go now, strict priority per port;
+        wake the scheduler if what is left falls due before it would look again."""
+        egress = self._egress
+        if egress is None or not self._running:
+            return
+        with self._cv:
+            pending = self.pending
+            clock = self._clock_us
+            while pending:
+                now = clock()
+                sent = False
+                for port in (tuple(pending) if len(pending) > 1 else (next(iter(pending)),)):
+                    if port not in pending:
+                        continue
                     item = self._pop(port, now, True)
                     if item is not None:
-                        ready.append((port, item))
-                    else:
-                        for q in self.ports[port]:
-                            if q.items:
-                                next_us = min(next_us, max(q.ready_at(now), self.shapers[port].ready_at(now)))
-                if not ready:
-                    timeout = None if next_us == float("inf") else max(0.0, (next_us - now) / 1e6)
-                    self._cv.wait(timeout if timeout is not None else 0.5)
-                    continue
-            for port, (packet, enq_us, enq_depth, deq_depth) in ready:
-                egress(port, packet, enq_us, enq_depth, deq_depth)
+                        sent = True
+                        egress(port, *item)
+                if not sent:
+                    if self._next_due(now) < self._wake_us:
+                        self._cv.notify()
+                    return
+
+    def _next_due(self, now: float) -> float:
+        """Earliest microsecond time at which a queued packet may leave (inf: none queued)."""
+        due = float("inf")
+        for port in self.pending:
+            shaper = self.shapers[port]
+            gate = shaper.ready_at(now) if shaper.pps is not None else now
+            for q in self.ports[port]:
+                if q.items:
+                    due = min(due, max(q.ready_at(now), gate))
+        return due
+
+    def _run(self) -> None:
+        with self._cv:
+            while self._running:
+                self._wake_us = 0.0  # serving: an enqueue needs no wake-up
+                self.serve()
+                now = self._clock_us()
+                due = self._next_due(now)
+                self._wake_us = due
+                if due == float("inf"):
+                    self._cv.wait(0.5)
+                else:
+                    self._cv.wait(max(0.0, (due - now) / 1e6))
+            self._wake_us = float("inf")

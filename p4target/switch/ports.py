@@ -1,21 +1,26 @@
 """The switch's ports: Linux interfaces (raw AF_PACKET sockets) or pcap files (`--use-files`).
 
-`SwitchPorts` receives frames on every port in one thread and hands them to `on_frame(port,
-frame)` (the target's ingress). `transmit(port, frame)` is the target's egress: it applies the
-port's link impairment in user space (loss, loss bursts, delay and jitter through a
-`DelayLine`) and sends the frame; `set_impairment` replaces a port's impairment while frames
-flow (its burst times then count from that call). Rate bursts are not applied here: they
-shape the traffic manager (`port_rates`). With `pcap_dir` every port records `IFACE_in.pcap` (frames
-received) and `IFACE_out.pcap` (frames put on the wire), as BMv2's `--pcap` does.
+`SwitchPorts` receives frames on every port in one thread (epoll; up to RECV_BATCH frames per
+port per turn, copied once out of a preallocated buffer) and hands them to `on_frame(port,
+frame)` (the target's ingress), which may transmit on the same thread. `transmit(port, frame)`
+is the target's egress: it applies the port's link impairment in user space (loss, loss
+bursts, delay and jitter through a `DelayLine`) and sends the frame; `set_impairment` replaces
+a port's impairment while frames flow (its burst times then count from that call). Rate
+bursts are not applied here: they shape the traffic manager (`port_rates`). With `pcap_dir`
+every port records `IFACE_in.pcap` (frames received) and `IFACE_out.pcap` (frames put on the
+wire), as BMv2's `--pcap` does.
 
-The switch never re-receives what it sent: sockets set PACKET_IGNORE_OUTGOING and, where the
-kernel lacks it, outgoing frames are recognised by their packet type and skipped.
+`counters()` gives each port's frame counters, including the frames the kernel dropped because
+its receive socket was full (`PACKET_STATISTICS`). The switch never re-receives what it sent:
+sockets set PACKET_IGNORE_OUTGOING and, where the kernel lacks it, outgoing frames are
+recognised by their packet type and skipped.
 """
 from __future__ import annotations
 
 import errno
 import os
 import random
+import select
 import selectors
 import socket
 import struct
@@ -28,8 +33,8 @@ from p4target.switch.delay_line import DelayLine
 from p4target.switch.errors import PortError
 from p4target.switch.file_ports import FilePort, replay_files
 from p4target.switch.impairments import Impairment
-from p4target.switch.pcap import PcapWriter, read_pcap
-from p4target.switch.switch_log import SwitchLog
+from p4target.switch.pcap import PcapWriter
+from p4target.switch.switch_log import LEVELS, SwitchLog
 
 ETH_P_ALL = 0x0003
 SEND_WARN_INTERVAL = 10.0   # s between two warnings of one port about one kind of send failure
@@ -41,7 +46,9 @@ PACKET_OUTGOING = 4
 RECV_BUFFER = 65536 + 64  # GRO may hand us frames larger than the MTU
 RECV_SOCKET_BYTES = 4 << 20
 SO_RCVBUFFORCE = 33
-RECV_BATCH = 64  # frames read per readiness event before the selector is asked again
+RECV_BATCH = 64  # frames read from one port before the other ports get their turn
+PACKET_STATISTICS = 6  # getsockopt: struct tpacket_stats {tp_packets, tp_drops}, reset on read
+DEBUG = LEVELS["debug"]
 
 FrameHandler = Callable[[int, bytes], None]
 
@@ -54,6 +61,7 @@ class PortStats:
     transmitted: int = 0
     impairment_drops: int = 0
     send_errors: int = 0
+    socket_drops: int = 0  # frames the kernel dropped because the receive socket was full
 
 
 class InterfacePort:
@@ -103,11 +111,19 @@ class InterfacePort:
             except (BlockingIOError, InterruptedError):
                 break
             except OSError:
-                break  # interface went down or away; the selector will tell us again
+                break  # interface went down or away; the poller will tell us again
             if self.filter_outgoing and addr[2] == PACKET_OUTGOING:
                 continue
             frames.append(data)
         return frames
+
+    def take_socket_drops(self) -> int:
+        """Frames the kernel dropped on this socket since the last call (its buffer was full)."""
+        try:
+            raw = self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
+        except OSError:
+            return 0
+        return struct.unpack("II", raw)[1]
 
     def send(self, frame: bytes) -> None:
         """Put one frame on the wire; OSError if the kernel refuses it (too long, link down)."""
@@ -174,6 +190,7 @@ class SwitchPorts:
             self._close_all()
             raise
         self._wake_r, self._wake_w = os.pipe()
+        self._closed = False
 
     def _open_pcaps(self, pcap_dir: str) -> None:
         try:
@@ -240,6 +257,15 @@ class SwitchPorts:
             return
         current = state.impairment
         if current is None:
+            if state.pcap_out is None and self._log.level > DEBUG and not self._stop.is_set():
+                try:
+                    state.io.sock.send(frame)  # type: ignore[union-attr]
+                except (OSError, AttributeError):
+                    pass  # full socket buffer, a failure or a file port: the general path below
+                else:
+                    state.stats.transmitted += 1
+                    state.last_send_error = None
+                    return
             self._send_now(port, frame)
             return
         imp, since = current
@@ -253,6 +279,23 @@ class SwitchPorts:
             self._send_now(port, frame)
         else:
             self._delay.schedule(port, frame, hold)
+
+    def counters(self) -> dict[int, dict[str, int]]:
+        """Per port: received, transmitted, socket_drops, impairment_drops, send_errors
+        (socket drops read from the kernel first)."""
+        self.take_socket_drops()
+        return {port: dict(vars(state.stats)) for port, state in sorted(self._ports.items())}
+
+    def take_socket_drops(self) -> dict[int, int]:
+        """Per port: receive-socket drops since the last call, also added to the port's stats."""
+        out = {}
+        for port, state in self._ports.items():
+            taker = getattr(state.io, "take_socket_drops", None)
+            if taker is not None and not self._closed:
+                dropped = taker()
+                state.stats.socket_drops += dropped
+                out[port] = dropped
+        return out
 
     def stop(self) -> None:
         """Stop the threads, discard frames still delayed, close sockets and pcap files. Idempotent."""
@@ -268,6 +311,7 @@ class SwitchPorts:
         discarded = self._delay.stop()
         if discarded:
             self._log.info(f"{discarded} delayed packet(s) discarded at shutdown")
+        self.take_socket_drops()
         self._close_all()
         for fd in (self._wake_r, self._wake_w):
             try:
@@ -326,17 +370,62 @@ class SwitchPorts:
             self._log.error(f"packet from port {port} dropped: {type(exc).__name__}: {exc}")
 
     def _receive_loop(self) -> None:
-        with selectors.DefaultSelector() as sel:
-            sel.register(self._wake_r, selectors.EVENT_READ, None)
+        """Drain every readable port, up to RECV_BATCH frames at a time, into `on_frame`; each
+        frame is copied once out of one preallocated buffer."""
+        poller = select.epoll()
+        try:
+            poller.register(self._wake_r, select.EPOLLIN)
+            ports: dict[int, tuple[int, _PortState]] = {}
             for port, state in self._ports.items():
-                sel.register(state.io.fileno(), selectors.EVENT_READ, (port, state))
+                fd = state.io.fileno()
+                poller.register(fd, select.EPOLLIN)
+                ports[fd] = (port, state)
+            buf = bytearray(RECV_BUFFER)
+            view = memoryview(buf)
             while not self._stop.is_set():
-                for key, _ in sel.select():
-                    if key.data is None:
+                try:
+                    events = poller.poll()
+                except InterruptedError:
+                    continue
+                for fd, _ in events:
+                    if fd == self._wake_r:
                         return
-                    port, state = key.data
-                    for frame in state.io.read_batch():
-                        self._ingress(port, state, frame)
+                    port, state = ports[fd]
+                    self._drain(port, state, buf, view)
+        finally:
+            poller.close()
+
+    def _drain(self, port: int, state: _PortState, buf: bytearray, view: memoryview) -> None:
+        io = state.io
+        stats = state.stats
+        plain = state.pcap_in is None and self._log.level > DEBUG
+        on_frame = self._on_frame
+        if io.filter_outgoing:  # type: ignore[union-attr]
+            frames = io.read_batch()  # type: ignore[union-attr]
+        else:
+            recv_into = io.sock.recv_into  # type: ignore[union-attr]
+            frames = None
+        for i in range(RECV_BATCH):
+            if frames is None:
+                try:
+                    n = recv_into(buf)
+                except (BlockingIOError, InterruptedError):
+                    return
+                except OSError:
+                    return  # interface went down or away; the poller will tell us again
+                frame = view[:n].tobytes()
+            elif i < len(frames):
+                frame = frames[i]
+            else:
+                return
+            if plain:
+                stats.received += 1
+                try:
+                    on_frame(port, frame)
+                except Exception as exc:  # one bad frame must not stop the receive thread
+                    self._log.error(f"packet from port {port} dropped: {type(exc).__name__}: {exc}")
+            else:
+                self._ingress(port, state, frame)
 
     def _replay_files(self) -> None:
         """--use-files: BMv2's pcap file reader (`file_ports.replay_files`)."""
@@ -345,6 +434,7 @@ class SwitchPorts:
                      lambda port, data: self._ingress(port, self._ports[port], data), self._log)
 
     def _close_all(self) -> None:
+        self._closed = True
         for state in self._ports.values():
             with state.pcap_lock:
                 for writer in (state.pcap_in, state.pcap_out):

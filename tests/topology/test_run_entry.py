@@ -1,4 +1,5 @@
 """`topo.run` as users meet it: the Mininet CLI's `train` command, and `--demo`."""
+import re
 import subprocess
 import sys
 
@@ -25,3 +26,8 @@ def test_demo_exits_zero_with_summary(build_dir, switch_works, tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     for needle in ("training: finished", "5 round(s)", "layer 0:", "accuracy: 0.", "switch statistics"):
         assert needle in done.stdout, (needle, done.stdout[-2000:])
+    # the switch processes themselves lost nothing at this scale (embedded switch: a number each)
+    drops = re.search(r"switch processes' own receive drops: (.*)", done.stdout)
+    assert drops, done.stdout[-2000:]
+    counts = [item.rsplit(" ", 1)[1] for item in drops.group(1).split(", ")]
+    assert counts and all(c in ("0", "n/a") for c in counts), drops.group(0)

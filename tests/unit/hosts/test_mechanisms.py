@@ -17,7 +17,6 @@ from hosts.exchange.tcp import TcpServerExchange, TcpWorkerExchange
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.deadline import Deadline, DeadlineSettings
 from hosts.transport.endpoint import Endpoint
-from hosts.transport.mux import Mux
 from hosts.transport.sender import SendSession
 
 JOB = 4

@@ -103,3 +103,11 @@ def test_transport_and_pacing_are_shown_as_recorded():
     result.records["ps@ps"].append({"event": "done", "connections": {"0": {"cc": "reno", "ecn": True}}})
     assert "transport: tcp; pacing off; congestion control reno, ECN on; connections reno/ECN on" in \
         render(result, None)
+
+
+def test_render_reports_each_switch_process_own_receive_drops(tmp_path):
+    (tmp_path / "s1.log.stats.json").write_text('{"rx_drops_total": 0, "ports": {}}')
+    (tmp_path / "s2.log.stats.json").write_text('{"rx_drops_total": 17, "ports": {}}')
+    logs = {"s1": str(tmp_path / "s1.log"), "s2": str(tmp_path / "s2.log"), "s3": str(tmp_path / "s3.log")}
+    text = render(TrainingResult({}, {}, {}, 0.0), None, switch_logs=logs)
+    assert "switch processes' own receive drops: s1 0, s2 17, s3 n/a" in text

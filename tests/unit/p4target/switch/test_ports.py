@@ -399,3 +399,36 @@ def test_use_files_stop_while_waiting_for_fifo_input(tmp_path):
     sp.stop()  # the reader is blocked on an open, empty FIFO: stopping must not hang
     writer.close()
     assert not [t for t in threading.enumerate() if t.name == "p4target-rx" and t.is_alive()]
+
+
+def test_frames_the_kernel_drops_on_a_full_receive_socket_are_counted(veth):
+    """A stalled data path: every frame sent is either received or counted as a socket drop."""
+    sw, peer = veth
+    release = threading.Event()
+    ours = []
+
+    def on_frame(port, data):
+        release.wait(20)
+        if data[12:14] == b"\x88\xb5":
+            ours.append(seq(data))
+
+    sp = SwitchPorts({1: sw}, on_frame)
+    sp.start()
+    peer_sock = raw_socket(peer)
+    sent = 30000  # far beyond what the 4 MB receive buffer holds
+    try:
+        for i in range(sent):
+            peer_sock.send(frame(i))
+        release.set()
+        last, deadline = -1, time.monotonic() + 20
+        while len(ours) != last and time.monotonic() < deadline:
+            last = len(ours)
+            time.sleep(0.3)
+        drops = sp.counters()[1]["socket_drops"]
+    finally:
+        release.set()
+        peer_sock.close()
+        sp.stop()
+    assert drops > 0 and len(ours) < sent
+    assert len(ours) + drops >= sent
+    assert ours == sorted(ours)  # what got through kept its order
