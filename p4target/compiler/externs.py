@@ -431,7 +431,7 @@ def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
             raise fail(c, f"two-argument extract() needs a header with a varbit field; "
                           f"'{htype.name}' has none")
         size = sl.ex.lower(c.args[1], Bits(32))[0]
-        return [Prims([{"op": "__extract_VL", "parameters": [target, _as_expression(size)]}])]
+        return [Prims([{"op": "__extract_VL", "parameters": [target, size]}])]
     if m.member == "lookahead" and sl.in_parser:
         # the value is unused, but the check is not: too few bytes left is PacketTooShort
         # (p4c keeps it, p4c issue 1768); the bits go to a scratch field
@@ -449,11 +449,6 @@ def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
             raise fail(c, "emit() is only allowed in the deparser")
         return [Prims([{"op": "__emit", "parameters": _emit_order(sl.ex.value_of(c.args[0]), c)}])]
     raise UnsupportedError.at(c.loc, f"packet method '{m.member}' here")
-
-
-def _as_expression(j: dict) -> dict:
-    """BMv2's ``extract_VL`` takes its size as an ``expression`` object wrapping any value."""
-    return {"type": "expression", "value": j}
 
 
 def _emit_order(v: Value, node: Any) -> list[str]:

@@ -125,7 +125,35 @@ class ParserLowering:
         states += list(self.extra_states.values())
         for i, s in enumerate(states):
             s["id"] = i
+            s["parser_ops"] = self._read_lookaheads_first(s["parser_ops"])
         return {"name": "parser", "id": 0, "init_state": "start", "parse_states": states}
+
+    def _read_lookaheads_first(self, ops: list[dict]) -> list[dict]:
+        """BMv2 reads ``lookahead`` bits only as a ``set`` source or a select key: one inside a
+        larger expression is first ``set`` into a scalar, just before its operation (lookahead
+        does not move the packet, so it reads the same bits there)."""
+        out: list[dict] = []
+        for op in ops:
+            reads: list[dict] = []
+            params = op["parameters"]
+            if op["op"] == "set" and params[1].get("type") == "lookahead":
+                out.append(op)
+                continue
+            op = {**op, "parameters": [self._lookaheads_to_fields(p, reads) for p in params]}
+            out += reads + [op]
+        return out
+
+    def _lookaheads_to_fields(self, node: Any, reads: list[dict]) -> Any:
+        if isinstance(node, list):
+            return [self._lookaheads_to_fields(n, reads) for n in node]
+        if not isinstance(node, dict):
+            return node
+        if node.get("type") == "lookahead":
+            offset, width = node["value"]
+            dst = {"type": "field", "value": ["scalars", self.ctx.out.add_scalar("lookahead_tmp", Bits(width))]}
+            reads.append({"op": "set", "parameters": [dst, {"type": "lookahead", "value": [offset, width]}]})
+            return dst
+        return {k: self._lookaheads_to_fields(v, reads) for k, v in node.items()}
 
     def _fresh_state(self, base: str) -> str:
         return fresh_name(base, self._used_names)
