@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from p4target.compiler import ast
 from p4target.compiler.bmv2_json import hexstr
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool, EnumT, ExternT, StructLike, VarbitT, bit_width
+from p4target.compiler.types import Bits, Bool, EnumT, ExternT, P4Type, StructLike, VarbitT, bit_width
 from p4target.compiler.values import (ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       StackValue, StructValue, UnionValue, Value)
 from p4target.errors import UnsupportedError
@@ -73,7 +73,14 @@ def _ref(kind: str, name: str) -> dict:
     return {"type": kind, "value": name}
 
 
-def _out_field(sl: "StatementLowering", e: ast.Expression) -> dict:
+def _out_field(sl: "StatementLowering", e: ast.Expression, t: Optional[P4Type] = None) -> dict:
+    """The field an extern writes; for the don't-care ``_``, a fresh one of type ``t``."""
+    if isinstance(e, ast.DontCareExpression):
+        if t is None:
+            raise fail(e, "the type of '_' cannot be inferred here; pass a variable")
+        v = sl.ctx.storage.variable("dontcare", t, e)
+        assert isinstance(v, FieldValue)
+        return v.json()
     v = sl.ex.lvalue(e)
     if isinstance(v, FieldValue):
         return v.json()
@@ -90,7 +97,8 @@ def method_call(sl: "StatementLowering", inst: ExternInstance, method: str,
     ex = sl.ex
     if kind == "register" and method == "read":
         return [{"op": "register_read", "parameters": [
-            _out_field(sl, a[0]), _ref("register_array", inst.name), ex.lower(a[1], Bits(32))[0]]}]
+            _out_field(sl, a[0], inst.type_args[0] if inst.type_args else Bits(32)),
+            _ref("register_array", inst.name), ex.lower(a[1], Bits(32))[0]]}]
     if kind == "register" and method == "write":
         width = bit_width(inst.type_args[0]) if inst.type_args else 32
         value, vt = ex.lower(a[1], inst.type_args[0] if inst.type_args else Bits(width))

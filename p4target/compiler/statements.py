@@ -234,7 +234,13 @@ class StatementLowering:
         """``s`` preceded by the calls inside its expressions (see `call_order`), or None when
         it has none."""
         hoister = CallHoister(self)
-        if isinstance(s, ast.AssignmentStatement) and hoister.has_call(s):
+        if isinstance(s, ast.CompoundAssignmentStatement) and hoister.has_call(s.target):
+            # P4 evaluates the target once: its calls run (and its indices are saved) once, then
+            # the right-hand side; the read and the write use that one place
+            target = hoister.target(s.target, save_indices=True)
+            rest = ast.AssignmentStatement(loc=s.loc, target=target, value=ast.BinaryExpression(
+                loc=s.value.loc, op=s.op, left=target, right=hoister.value(s.rhs)))
+        elif isinstance(s, ast.AssignmentStatement) and hoister.has_call(s):
             target = hoister.target(s.target, save_indices=hoister.has_call(s.value))
             rest: ast.Statement = dataclasses.replace(s, target=target, value=hoister.value(s.value))
         elif isinstance(s, ast.VariableDecl) and s.initializer is not None and hoister.has_call(s.initializer):
@@ -470,7 +476,14 @@ class StatementLowering:
                 out.append((p, None))
         if named:
             raise fail(node, f"no parameter named '{next(iter(named))}'")
-        return out
+        return [(p, self._dont_care(p) if isinstance(a, ast.DontCareExpression) else a) for p, a in out]
+
+    def _dont_care(self, p: ast.Parameter) -> ast.Expression:
+        """The don't-care argument ``_``: a fresh variable of the parameter's type, written and
+        never read (p4c's DontcareArgs does the same)."""
+        hidden = self.ctx.fresh(f"__dontcare_{p.name}")
+        self.env.define(hidden, self.ctx.storage.variable(f"dontcare_{p.name}", self.ctx.scope.resolve(p.type), p))
+        return ast.PathExpression(loc=p.loc, name=hidden)
 
     def _in_argument(self, a: ast.Expression, t: Any) -> Value:
         """An ``in`` argument as the callee sees it: aggregates by reference, scalars as an
