@@ -5,14 +5,16 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from p4target.compiler import ast
 from p4target.compiler.bmv2_json import hexstr
+from p4target.compiler.context import Context
+from p4target.compiler.expressions import to_data
+from p4target.compiler.ir import Prims
 from p4target.compiler.semantics import fail
 from p4target.compiler.types import Bits, Bool, EnumT, ExternT, P4Type, StructLike, VarbitT, bit_width
 from p4target.compiler.values import (ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       StackValue, StructValue, UnionValue, Value)
 from p4target.errors import UnsupportedError
 
-if TYPE_CHECKING:
-    from p4target.compiler.context import Context
+if TYPE_CHECKING:  # annotations only: statements imports this module
     from p4target.compiler.statements import StatementLowering
 
 HASH_ALGORITHMS = {"crc32": "crc32", "crc16": "crc16", "random": "random", "identity": "identity",
@@ -22,7 +24,7 @@ SIMPLE_EXTERNS = ("register", "counter", "meter", "direct_counter", "direct_mete
                   "action_profile", "action_selector")
 
 
-def instantiate(ctx: "Context", d: ast.InstantiationDecl, name: str, t: ExternT,
+def instantiate(ctx: Context, d: ast.InstantiationDecl, name: str, t: ExternT,
                 lookup: Any) -> ExternInstance:
     """Create the BMv2 object of an extern instance declared in a control (or globally)."""
     kind = t.name
@@ -61,7 +63,7 @@ def instantiate(ctx: "Context", d: ast.InstantiationDecl, name: str, t: ExternT,
     return inst
 
 
-def _arg_value(ctx: "Context", a: ast.Expression, lookup: Any) -> Any:
+def _arg_value(ctx: Context, a: ast.Expression, lookup: Any) -> Any:
     if isinstance(a, ast.MemberExpression) and isinstance(a.expr, ast.PathExpression):
         decl = ctx.scope.type_decls.get(a.expr.name)
         if isinstance(decl, ast.EnumDecl) and decl.underlying is None:
@@ -102,7 +104,6 @@ def method_call(sl: "StatementLowering", inst: ExternInstance, method: str,
     if kind == "register" and method == "write":
         width = bit_width(inst.type_args[0]) if inst.type_args else 32
         value, vt = ex.lower(a[1], inst.type_args[0] if inst.type_args else Bits(width))
-        from p4target.compiler.expressions import to_data
         return [{"op": "register_write", "parameters": [
             _ref("register_array", inst.name), ex.lower(a[0], Bits(32))[0], to_data(value, vt)]}]
     if kind == "counter" and method == "count":
@@ -333,7 +334,7 @@ def _materialize(sl: "StatementLowering", e: ast.Expression) -> tuple[list[dict]
     return fields, prims
 
 
-def _learn_list(ctx: "Context", type_name: str, fields: list[dict]) -> int:
+def _learn_list(ctx: Context, type_name: str, fields: list[dict]) -> int:
     for ll in ctx.out.learn_lists:
         if ll["name"] == type_name:
             return ll["id"]
@@ -343,7 +344,7 @@ def _learn_list(ctx: "Context", type_name: str, fields: list[dict]) -> int:
     return lid
 
 
-def _ensure_field_list(ctx: "Context", index: int, node: Any) -> None:
+def _ensure_field_list(ctx: Context, index: int, node: Any) -> None:
     """Field list ``index``: user metadata fields annotated ``@field_list(index)``."""
     if any(fl["id"] == index for fl in ctx.out.field_lists):
         return
@@ -368,7 +369,6 @@ def _ensure_field_list(ctx: "Context", index: int, node: Any) -> None:
 def _log_msg_argument(sl: "StatementLowering", e: ast.Expression) -> tuple[str, list[dict]]:
     """(format piece, values) of one log_msg argument: a header or struct prints as
     ``(field:{},...)`` over its fields, as p4c flattens it."""
-    from p4target.compiler.expressions import to_data
     v = sl.ex.value_of(e) if isinstance(e, (ast.PathExpression, ast.MemberExpression)) else None
 
     def flat(v: Value) -> tuple[str, list[dict]]:
@@ -398,7 +398,6 @@ def _anonymous_field_list(sl: "StatementLowering", e: ast.Expression) -> int:
 
 def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
     """``packet_in``/``packet_out`` methods: handled by the parser and deparser lowering."""
-    from p4target.compiler.statements import Prims
     m = c.method
     assert isinstance(m, ast.MemberExpression)
     if m.member == "extract":

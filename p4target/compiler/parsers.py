@@ -3,21 +3,20 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from p4target.compiler import ast, externs
 from p4target.compiler.bmv2_json import fresh_name, hexstr
+from p4target.compiler.action_body import predicate
 from p4target.compiler.call_order import CallHoister
+from p4target.compiler.context import Context
 from p4target.compiler.expressions import Env, to_data
 from p4target.compiler.semantics import fail
-from p4target.compiler.statements import StatementLowering, predicate
+from p4target.compiler.statements import StatementLowering
 from p4target.compiler.types import Bits, BlockT, Bool, EnumT, ExternT, P4Type, StructT, TupleT, bit_width
 from p4target.compiler.values import (BlockInstance, ConstValue, ControlContext, ExprValue, PacketValue,
                                       TypeValue, Value, ValueSetSymbol)
 from p4target.errors import UnsupportedError
-
-if TYPE_CHECKING:
-    from p4target.compiler.context import Context
 
 PARSER_OPS = {"__extract": "extract", "__extract_VL": "extract_VL", "__advance": "advance", "assign": "set",
               "assign_VL": "set", "verify": "verify"}
@@ -51,7 +50,7 @@ class _ParserFrame:
 class ParserLowering:
     """One parser instance lowered to BMv2's ``parsers[0]``; sub-parsers are inlined."""
 
-    def __init__(self, ctx: "Context", decl: ast.ParserDecl, prefix: str, bindings: dict[str, Value]) -> None:
+    def __init__(self, ctx: Context, decl: ast.ParserDecl, prefix: str, bindings: dict[str, Value]) -> None:
         self.ctx = ctx
         self.decl = decl
         self.extra_states: dict[str, dict] = {}
