@@ -104,8 +104,7 @@ def _first_python_with_runner_modules(prefix: Path, env: dict[str, str]) -> str 
 
 def make_build_dir(where: Path) -> Path:
     """The runner's `-bd`: our compiler as `p4c-bm2-ss`, and a config.h that says BMv2 is here."""
-    build = where / "build"
-    build.mkdir()
+    build = Path(tempfile.mkdtemp(prefix="build-", dir=where))
     wrapper = build / "p4c-bm2-ss"
     wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" '
                        f'exec "{sys.executable}" -m p4target compile "$@"\n')
@@ -114,78 +113,82 @@ def make_build_dir(where: Path) -> Path:
     return build
 
 
-# p4c's runner turns an STF `add` into `table_add`, which BMv2 refuses on a table with an action
-# profile or selector (WRONG_TABLE_TYPE). This stand-in for simple_switch_CLI, first on the
-# runner's PATH, gives each such entry an action-profile member of its own, as our STF runner
-# does; every other command goes to the real CLI unchanged.
-CLI_ADAPTER = """\
-import json, os, subprocess, sys
-tables = json.load(open(os.environ["CHECK_REFERENCE_PROFILES"]))
-cli = subprocess.Popen([os.environ["CHECK_REFERENCE_CLI"]] + sys.argv[1:], stdin=subprocess.PIPE, text=True)
-members = {}
-for line in sys.stdin:
-    words = line.split()
-    if len(words) > 2 and words[0] == "table_add" and words[1] in tables:
-        table = tables[words[1]]
-        keys, _, rest = " ".join(words[3:]).partition("=>")
-        rest = rest.split()
-        n = table["params"][words[2]]
-        handle = members.setdefault(table["profile"], [0])
-        cli.stdin.write(f"act_prof_create_member {table['profile']} {words[2]} {' '.join(rest[:n])}\\n")
-        line = f"table_indirect_add {words[1]} {keys.strip()} => {handle[0]} {' '.join(rest[n:])}\\n"
-        handle[0] += 1
-    cli.stdin.write(line)
-    cli.stdin.flush()
-cli.stdin.close()
-sys.exit(cli.wait())
-"""
-
-
 def install_cli_adapter(build: Path, ref: Reference) -> None:
+    """`check_reference_cli.py` as the runner's simple_switch_CLI (first on its PATH)."""
     real = shutil.which("simple_switch_CLI", path=ref.env["PATH"])
     if real is None:
         raise Unavailable("simple_switch_CLI is not next to simple_switch")
     bin_dir = build / "bin"
     bin_dir.mkdir()
     adapter = bin_dir / "simple_switch_CLI"
-    adapter.write_text(f"#!{sys.executable}\n" + CLI_ADAPTER)
+    adapter.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{Path(__file__).with_name("check_reference_cli.py")}" "$@"\n')
     adapter.chmod(0o755)
     ref.env["CHECK_REFERENCE_CLI"] = real
     ref.env["PATH"] = os.pathsep.join([str(bin_dir), ref.env["PATH"]])
 
 
-def profile_tables(bmv2_json: dict) -> dict:
-    """Tables with an action profile: its name and each action's number of parameters."""
-    params = {a["name"]: len(a["runtime_data"]) for a in bmv2_json["actions"]}
-    return {t["name"]: {"profile": t["action_profile"], "params": params}
-            for p in bmv2_json["pipelines"] for t in p["tables"] if t.get("action_profile")}
+def table_shapes(bmv2_json: dict) -> dict:
+    """What the CLI adapter needs: each table's action profile and key match kinds, and the
+    number of parameters of each action."""
+    return {"params": {a["name"]: len(a["runtime_data"]) for a in bmv2_json["actions"]},
+            "tables": {t["name"]: {"profile": t.get("action_profile"),
+                                   "keys": [k["match_type"] for k in t["key"]]}
+                       for p in bmv2_json["pipelines"] for t in p["tables"]}}
 
 
-_LPM = re.compile(r"(:\s*)(0x[0-9a-fA-F]+|0b[01]+|\d+)/(\d+)")
+_NUMBER = r"(?:0x[0-9a-fA-F]+|0b[01]+|\d+)"
+_LPM = re.compile(rf"(:\s*)({_NUMBER})/(\d+)")
+_TERNARY = re.compile(rf"(:\s*)({_NUMBER})&&&({_NUMBER})")
+_RANGE = re.compile(rf"(:\s*)({_NUMBER})\.\.({_NUMBER})")
+RANGE_SHIFT = 128  # a range key passes p4c's runner as one number, lo << 128 | hi
+
+
+def _literal(text: str) -> tuple[int, int]:
+    """Value and written width in bits of an STF number."""
+    if text.startswith("0x"):
+        return int(text, 16), 4 * (len(text) - 2)
+    if text.startswith("0b"):
+        return int(text, 2), len(text) - 2
+    value = int(text)
+    return value, max(4, value.bit_length() + -value.bit_length() % 4)
+
+
+def _wildcards(value: int, mask: int, width: int) -> str:
+    """`value&&&mask` as p4c's STF writes it: the digits of `value`, `*` where `mask` is 0."""
+    width = max(width, mask.bit_length() + -mask.bit_length() % 4)
+    nibbles = [(i, (mask >> (4 * i)) & 0xF) for i in reversed(range(width // 4))]
+    if all(n in (0, 0xF) for _, n in nibbles):
+        return "0x" + "".join("*" if n == 0 else format((value >> (4 * i)) & 0xF, "x") for i, n in nibbles)
+    return "0b" + "".join("*" if not (mask >> i) & 1 else str((value >> i) & 1) for i in reversed(range(width)))
+
+
+_REGISTER_READ = re.compile(r"^(\s*register_read\s+\S+\s+\S+)\s+\S+", re.MULTILINE)
+_CHECK_COUNTER = re.compile(r"^\s*check_counter\b.*$", re.MULTILINE)
 
 
 def runner_stf(text: str) -> str:
-    """Our STF for p4c's runner: its parser turns an LPM key `value/length` into a tuple its
-    table code cannot read, so write the prefix with `*` wildcards (an equivalent form)."""
-    def wildcard(m: re.Match) -> str:
-        literal, length = m.group(2), int(m.group(3))
-        if literal.startswith("0x"):
-            digits = literal[2:]
-            width = len(digits) * 4
-        elif literal.startswith("0b"):
-            digits = literal[2:]
-            width = len(digits)
-        else:
-            width = max(length, int(literal).bit_length())
-            width += -width % 4
-            digits = format(int(literal), f"0{width // 4}x")
-        value = int(digits, 16 if not literal.startswith("0b") else 2)
-        if length % 4 == 0:
-            hexdigits = format(value, f"0{width // 4}x")
-            return m.group(1) + "0x" + hexdigits[:length // 4] + "*" * ((width - length) // 4)
-        bits = format(value, f"0{width}b")
-        return m.group(1) + "0b" + bits[:length] + "*" * (width - length)
-    return _LPM.sub(wildcard, text)
+    """Our STF dialect in the forms p4c's runner reads: an LPM key `value/length` (its parser
+    makes a tuple of it that its table code cannot read) and a ternary `value&&&mask` become
+    `*` wildcards; a range `lo..hi` (no p4c STF form) becomes one number that the CLI adapter
+    turns back into BMv2's `lo->hi`. The runner checks packets only: it ignores counter checks
+    (and cannot parse ours, whose counter names have dots) and passes `register_read` to the
+    CLI without comparing, so those expectations are left out."""
+    text = _CHECK_COUNTER.sub("", _REGISTER_READ.sub(r"\1", text))
+    def lpm(m: re.Match) -> str:
+        value, width = _literal(m.group(2))
+        length = int(m.group(3))
+        width = max(width, length + -length % 4)
+        return m.group(1) + _wildcards(value, ((1 << length) - 1) << (width - length), width)
+
+    def ternary(m: re.Match) -> str:
+        value, width = _literal(m.group(2))
+        return m.group(1) + _wildcards(value, _literal(m.group(3))[0], width)
+
+    def span(m: re.Match) -> str:
+        return m.group(1) + hex(_literal(m.group(2))[0] << RANGE_SHIFT | _literal(m.group(3))[0])
+
+    return _RANGE.sub(span, _TERNARY.sub(ternary, _LPM.sub(lpm, text)))
+
 
 
 def run_on_bmv2(ref: Reference, build: Path, work: Path, p4: Path, stf_text: str,
@@ -198,9 +201,9 @@ def run_on_bmv2(ref: Reference, build: Path, work: Path, p4: Path, stf_text: str
         program = compile_file(str(p4), include_dirs=(str(p4.parent),)).bmv2_json
     except CompileError as e:
         return Outcome(name, False, f"our compiler: {e}")
-    profiles = case / "profiles.json"
-    profiles.write_text(json.dumps(profile_tables(program)))
-    env = dict(ref.env, CHECK_REFERENCE_PROFILES=str(profiles))
+    shapes = case / "tables.json"
+    shapes.write_text(json.dumps(table_shapes(program)))
+    env = dict(ref.env, CHECK_REFERENCE_TABLES=str(shapes))
     cmd = [ref.python, str(ref.p4c / "backends" / "bmv2" / "run-bmv2-test.py"), str(ref.p4c), str(p4),
            "-tf", str(stf), "-bd", str(build), "-td", str(case)]
     cmd += [f"--target-specific-switch-arg={a}" for a in target_args]
@@ -254,11 +257,15 @@ def p4c_samples(p4c: Path) -> list[Path]:
             if p4.with_suffix(".stf").exists() and "v1model.p4" in p4.read_text(errors="replace")]
 
 
-def _report(title: str, outcomes: list[Outcome], verbose: bool) -> int:
+def _show(where: str, o: Outcome, verbose: bool) -> Outcome:
+    if verbose or not o.ok:
+        print(f"  {where} {'PASS' if o.ok else 'FAIL'} {o.name}" + (f": {o.detail}" if o.detail else ""),
+              flush=True)
+    return o
+
+
+def _report(title: str, outcomes: list[Outcome]) -> int:
     passed = sum(o.ok for o in outcomes)
-    for o in outcomes:
-        if verbose or not o.ok:
-            print(f"  {'PASS' if o.ok else 'FAIL'} {o.name}" + (f": {o.detail}" if o.detail else ""))
     print(f"{title}: {passed} of {len(outcomes)} pass")
     return passed
 
@@ -271,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="run p4c's v1model STF samples (real BMv2 and embedded switch) instead")
     ap.add_argument("-k", dest="pattern", help="only programs whose name contains this")
     ap.add_argument("-v", "--verbose", action="store_true", help="list passing programs too")
+    ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep the runner's files of failing programs")
     args = ap.parse_args(argv)
     try:
         ref = find_reference(args.p4c, args.python)
@@ -288,20 +296,23 @@ def main(argv: list[str] | None = None) -> int:
         print("check-reference: no programs selected", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="check-reference-") as tmp:
-        work = Path(tmp)
+        work = Path(args.keep) if args.keep else Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         build = make_build_dir(work)
         try:
             install_cli_adapter(build, ref)
-            on_bmv2 = [run_on_bmv2(ref, build, work, p4, p4.with_suffix(".stf").read_text(), extra)
-                       for p4, extra in cases]
+            on_bmv2 = [_show("bmv2", run_on_bmv2(ref, build, work, p4, p4.with_suffix(".stf").read_text(), extra),
+                             args.verbose) for p4, extra in cases]
         except Unavailable as e:
             print(f"check-reference: {e}", file=sys.stderr)
             return 2
     what = "p4c v1model STF samples" if args.samples else "conformance programs"
-    passed = _report(f"our compiler's JSON on real BMv2 ({what})", on_bmv2, args.verbose)
     if args.samples:
-        on_embedded = [run_on_embedded(p4, p4.with_suffix(".stf")) for p4, _ in cases]
-        _report(f"our compiler's JSON on the embedded switch ({what})", on_embedded, args.verbose)
+        on_embedded = [_show("embedded", run_on_embedded(p4, p4.with_suffix(".stf")), args.verbose)
+                       for p4, _ in cases]
+    passed = _report(f"our compiler's JSON on real BMv2 ({what})", on_bmv2)
+    if args.samples:
+        _report(f"our compiler's JSON on the embedded switch ({what})", on_embedded)
         differ = [b.name for b, e in zip(on_bmv2, on_embedded) if b.ok != e.ok]
         if differ:
             print("results differ for: " + " ".join(differ))
