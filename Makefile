@@ -11,7 +11,7 @@ P4C ?= $(shell command -v p4c-bm2-ss 2>/dev/null || echo "$(PY) -m p4target comp
 SWITCH ?= $(shell command -v simple_switch_grpc 2>/dev/null || echo "$(PY) -m p4target switch")
 export P4C SWITCH
 
-.PHONY: all setup build run demo test test-unit test-conformance test-topology bench stop clean check-env
+.PHONY: all setup build run demo test test-unit test-conformance test-topology bench stop clean check-env check-reference
 
 all: build
 
@@ -46,6 +46,11 @@ test-topology: setup
 
 bench: setup
 	$(PY) -m benchmarks
+
+# Not in CI: our compiler's JSON on a locally built real BMv2 through p4c's STF runner
+# (p4target/README.md, "Checking against the real BMv2"); ARGS=--samples for p4c's samples.
+check-reference: setup
+	$(PY) scripts/check_reference.py $(ARGS)
 
 stop:
 	-@[ -x $(PY) ] && $(PY) -m topo.stop || true

@@ -58,6 +58,26 @@ class Outcome:
     name: str
     ok: bool
     detail: str = ""
+    runner_limit: str = ""  # why p4c's runner cannot run this test as written, if it cannot
+
+
+# STF commands that change switch state; p4c's runner sends all of them before any packet
+_STATE_COMMANDS = ("add", "setdefault", "remove", "register_write", "register_reset", "counter_write",
+                   "mirroring_add", "mc_", "meter_set_rates", "meter_array_set_rates")
+
+
+def runner_limit(stf_text: str, output: str) -> str:
+    """Why p4c's runner cannot run this STF test as written ("" when it can)."""
+    if "Unexpected key type range" in output:
+        return "p4c's runner has no range match keys"
+    seen_packet = False
+    for line in stf_text.splitlines():
+        word = line.split("#")[0].strip().split(" ")[0]
+        if word == "packet":
+            seen_packet = True
+        elif seen_packet and word.startswith(_STATE_COMMANDS):
+            return "state changes between packets (p4c's runner sends every command before the first packet)"
+    return ""
 
 
 def find_reference(p4c: str | None, python: str | None) -> Reference:
@@ -105,8 +125,10 @@ def _first_python_with_runner_modules(prefix: Path, env: dict[str, str]) -> str 
 def make_build_dir(where: Path) -> Path:
     """The runner's `-bd`: our compiler as `p4c-bm2-ss`, and a config.h that says BMv2 is here."""
     build = Path(tempfile.mkdtemp(prefix="build-", dir=where))
+    # a copy of the compiler as it is now: edits during a long run do not change its results
+    shutil.copytree(ROOT / "p4target", build / "p4target", ignore=shutil.ignore_patterns("__pycache__"))
     wrapper = build / "p4c-bm2-ss"
-    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" '
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{build}${{PYTHONPATH:+:$PYTHONPATH}}" '
                        f'exec "{sys.executable}" -m p4target compile "$@"\n')
     wrapper.chmod(0o755)
     (build / "config.h").write_text("#define HAVE_SIMPLE_SWITCH 1\n")
@@ -162,8 +184,8 @@ def _wildcards(value: int, mask: int, width: int) -> str:
     return "0b" + "".join("*" if not (mask >> i) & 1 else str((value >> i) & 1) for i in reversed(range(width)))
 
 
-_REGISTER_READ = re.compile(r"^(\s*register_read\s+\S+\s+\S+)\s+\S+", re.MULTILINE)
-_CHECK_COUNTER = re.compile(r"^\s*check_counter\b.*$", re.MULTILINE)
+_REGISTER_READ = re.compile(r"^([ \t]*register_read[ \t]+\S+[ \t]+\S+)[ \t]+\S+", re.MULTILINE)
+_CHECK_COUNTER = re.compile(r"^[ \t]*check_counter\b.*$", re.MULTILINE)
 
 
 def runner_stf(text: str) -> str:
@@ -192,11 +214,11 @@ def runner_stf(text: str) -> str:
 
 
 def run_on_bmv2(ref: Reference, build: Path, work: Path, p4: Path, stf_text: str,
-                target_args: list[str]) -> Outcome:
+                target_args: list[str], translate: bool = True) -> Outcome:
     name = p4.stem
     case = Path(tempfile.mkdtemp(prefix=name + "-", dir=work))
     stf = case / (name + ".stf")
-    stf.write_text(runner_stf(stf_text))
+    stf.write_text(runner_stf(stf_text) if translate else stf_text)
     try:
         program = compile_file(str(p4), include_dirs=(str(p4.parent),)).bmv2_json
     except CompileError as e:
@@ -222,7 +244,7 @@ def run_on_bmv2(ref: Reference, build: Path, work: Path, p4: Path, stf_text: str
     if proc.returncode == 0:
         shutil.rmtree(case, ignore_errors=True)
         return Outcome(name, True)
-    return Outcome(name, False, _reason(output))
+    return Outcome(name, False, _reason(output), runner_limit(stf_text, output))
 
 
 def _reason(output: str) -> str:
@@ -234,9 +256,11 @@ def _reason(output: str) -> str:
     return lines[-1].strip()[:200] if lines else "failed"
 
 
-def run_on_embedded(p4: Path, stf: Path) -> Outcome:
+def run_on_embedded(build: Path, p4: Path, stf: Path) -> Outcome:
+    """`p4target stf` (our compiler and switch, from the copy in `build`) on one program."""
+    env = dict(os.environ, PYTHONPATH=str(build))
     proc = subprocess.run([sys.executable, "-m", "p4target", "stf", "-q", "-I", str(p4.parent), str(p4), str(stf)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
+                          cwd=build, env=env, capture_output=True, text=True, timeout=TIMEOUT)
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
     return Outcome(p4.stem, proc.returncode == 0, lines[0][:200] if proc.returncode and lines else "")
 
@@ -254,19 +278,21 @@ def conformance_programs() -> list[tuple[Path, list[str]]]:
 def p4c_samples(p4c: Path) -> list[Path]:
     samples = p4c / "testdata" / "p4_16_samples"
     return [p4 for p4 in sorted(samples.glob("*.p4"))
-            if p4.with_suffix(".stf").exists() and "v1model.p4" in p4.read_text(errors="replace")]
+            if p4.is_file() and p4.with_suffix(".stf").is_file() and "v1model.p4" in p4.read_text(errors="replace")]
 
 
 def _show(where: str, o: Outcome, verbose: bool) -> Outcome:
     if verbose or not o.ok:
-        print(f"  {where} {'PASS' if o.ok else 'FAIL'} {o.name}" + (f": {o.detail}" if o.detail else ""),
-              flush=True)
+        detail = f"{o.runner_limit}; {o.detail}" if o.runner_limit else o.detail
+        print(f"  {where} {'PASS' if o.ok else 'FAIL'} {o.name}" + (f": {detail}" if detail else ""), flush=True)
     return o
 
 
 def _report(title: str, outcomes: list[Outcome]) -> int:
     passed = sum(o.ok for o in outcomes)
-    print(f"{title}: {passed} of {len(outcomes)} pass")
+    limited = sum(bool(o.runner_limit) for o in outcomes)
+    print(f"{title}: {passed} of {len(outcomes)} pass"
+          + (f" ({limited} of the failing ones cannot run as written through p4c's runner)" if limited else ""))
     return passed
 
 
@@ -295,21 +321,24 @@ def main(argv: list[str] | None = None) -> int:
     if not cases:
         print("check-reference: no programs selected", file=sys.stderr)
         return 2
+    what = "p4c v1model STF samples" if args.samples else "conformance programs"
+    on_embedded: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="check-reference-") as tmp:
         work = Path(args.keep) if args.keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         build = make_build_dir(work)
         try:
             install_cli_adapter(build, ref)
-            on_bmv2 = [_show("bmv2", run_on_bmv2(ref, build, work, p4, p4.with_suffix(".stf").read_text(), extra),
-                             args.verbose) for p4, extra in cases]
+            # p4c's samples are in the runner's own STF dialect; ours is translated
+            on_bmv2 = [_show("bmv2", run_on_bmv2(ref, build, work, p4, p4.with_suffix(".stf").read_text(), extra,
+                                                 translate=not args.samples), args.verbose)
+                       for p4, extra in cases]
         except Unavailable as e:
             print(f"check-reference: {e}", file=sys.stderr)
             return 2
-    what = "p4c v1model STF samples" if args.samples else "conformance programs"
-    if args.samples:
-        on_embedded = [_show("embedded", run_on_embedded(p4, p4.with_suffix(".stf")), args.verbose)
-                       for p4, _ in cases]
+        if args.samples:
+            on_embedded = [_show("embedded", run_on_embedded(build, p4, p4.with_suffix(".stf")), args.verbose)
+                           for p4, _ in cases]
     passed = _report(f"our compiler's JSON on real BMv2 ({what})", on_bmv2)
     if args.samples:
         _report(f"our compiler's JSON on the embedded switch ({what})", on_embedded)

@@ -424,7 +424,12 @@ def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
                 raise fail(arg, "extract into a stack of header unions names the member: '.next.<member>'")
             target, htype = {"type": "stack", "value": stack.name}, stack.type.element
         else:
-            v = sl.ex.value_of(arg)
+            if isinstance(arg, ast.DontCareExpression):  # extract<H>(_): the bytes go to a scratch header
+                if not c.type_args:
+                    raise fail(arg, "the type of '_' cannot be inferred here; write extract<H>(_)")
+                v = sl.ctx.storage.variable("dontcare", sl.ctx.scope.resolve(c.type_args[0]), arg)
+            else:
+                v = sl.ex.value_of(arg)
             if not isinstance(v, HeaderValue) or v.metadata:
                 raise fail(arg, "extract() needs a header")
             target, htype = {"type": "regular", "value": v.name}, v.type

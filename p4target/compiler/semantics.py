@@ -254,6 +254,13 @@ class ProgramScope:
             return r, t
         if isinstance(e, ast.TernaryExpression):
             return self._typed_eval(e.then if self._eval(e.condition, lookup) else e.otherwise, lookup)
+        if isinstance(e, ast.SliceExpression):
+            v = self._eval(e.expr, lookup)
+            hi, lo = int(self._eval(e.high, lookup)), int(self._eval(e.low, lookup))
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= lo <= hi:
+                raise fail(e, "expression is not a compile-time constant")
+            t = Bits(hi - lo + 1)
+            return (v >> lo) & ((1 << t.width) - 1), t
         raise fail(e, "expression is not a compile-time constant")
 
 

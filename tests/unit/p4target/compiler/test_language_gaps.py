@@ -103,3 +103,31 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         bytes([1, 2, 3, 4, 5, 0x20, 0, 0]))
     # one call per statement: s[1].a += 0x10, s[2].b saturates at 0xff, two calls in all
     assert out == bytes([1, 2, 0x13, 4, 5, 0xff, 2, 0])
+
+
+def test_slices_of_typedef_constants_are_constants() -> None:
+    out = _run("""
+typedef bit<32> word_t;
+const word_t PREFIX = 0x8c000000;
+header h_t { bit<8> a; bit<8> b; }
+struct headers_t { h_t h; }
+struct meta_t { }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 1; hdr.h.b = (bit<8>)PREFIX[31:24]; }
+}
+""" + BLOCKS.replace("pkt.extract(hdr.h); transition accept;",
+                     "pkt.extract(hdr.h); transition select(hdr.h.a[7:7]) { PREFIX[31:31]: accept; "
+                     "default: reject; }"), bytes([0x80, 0]))
+    assert out == bytes([0x80, 0x8c])
+
+
+def test_extract_into_dont_care_skips_the_header() -> None:
+    out = _run("""
+header h_t { bit<8> a; bit<8> b; }
+struct headers_t { h_t h; }
+struct meta_t { }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 1; }
+}
+""" + BLOCKS.replace("pkt.extract(hdr.h);", "pkt.extract<h_t>(_); pkt.extract(hdr.h);"), bytes([1, 2, 3, 4]))
+    assert out == bytes([3, 4])  # the first two bytes were extracted into the scratch header
