@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from p4target.compiler import compile_file  # noqa: E402  (the project root is not installed)
 from p4target.errors import CompileError  # noqa: E402
 
-DEFAULT_PREFIX = Path("/opt/p4ref")
+DEFAULT_PREFIX = Path(os.environ.get("P4REF_PREFIX", "/opt/p4ref"))  # where the reference build lives
 LOCK = "/tmp/gradlane-net.lock"
 SKIP_MESSAGE = "Will skip running BMv2 tests"
 RUNNER_MODULES = ("ptf", "scapy", "ply", "thrift")
@@ -84,7 +84,7 @@ def find_reference(p4c: str | None, python: str | None) -> Reference:
     found = shutil.which("simple_switch")
     switch = Path(found) if found else DEFAULT_PREFIX / "bin" / "simple_switch"
     if not os.access(switch, os.X_OK):
-        raise Unavailable("simple_switch is neither on PATH nor in /opt/p4ref/bin "
+        raise Unavailable(f"simple_switch is neither on PATH nor in {DEFAULT_PREFIX / 'bin'} "
                           "(build BMv2 as p4target/README.md describes)")
     prefix = switch.resolve().parent.parent
     p4c_dir = Path(p4c or os.environ.get("P4C_SRC") or DEFAULT_PREFIX / "src" / "p4c")
