@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -229,14 +230,11 @@ def run_on_bmv2(ref: Reference, build: Path, work: Path, p4: Path, stf_text: str
     cmd = [ref.python, str(ref.p4c / "backends" / "bmv2" / "run-bmv2-test.py"), str(ref.p4c), str(p4),
            "-tf", str(stf), "-bd", str(build), "-td", str(case)]
     cmd += [f"--target-specific-switch-arg={a}" for a in target_args]
-    with open(LOCK, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            # the runner keeps its Thrift port locks in its working directory: one for all runs
-            proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True,
-                                  timeout=TIMEOUT, start_new_session=True)
-        except subprocess.TimeoutExpired:
-            return Outcome(name, False, f"timed out after {TIMEOUT} s")
+    try:
+        # the runner keeps its Thrift port locks in its working directory: one for all runs
+        proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return Outcome(name, False, f"timed out after {TIMEOUT} s")
     output = proc.stdout + proc.stderr
     if SKIP_MESSAGE in output:
         raise Unavailable(f"p4c's runner skipped BMv2 for {name} ({SKIP_MESSAGE!r}): "
@@ -304,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="run p4c's v1model STF samples (real BMv2 and embedded switch) instead")
     ap.add_argument("-k", dest="pattern", help="only programs whose name contains this")
     ap.add_argument("-v", "--verbose", action="store_true", help="list passing programs too")
+    ap.add_argument("-j", "--jobs", type=int, default=4,
+                    help="programs run at once (each runner mostly waits; default 4)")
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep the runner's files of failing programs")
     args = ap.parse_args(argv)
     try:
@@ -330,9 +330,16 @@ def main(argv: list[str] | None = None) -> int:
         try:
             install_cli_adapter(build, ref)
             # p4c's samples are in the runner's own STF dialect; ours is translated
-            on_bmv2 = [_show("bmv2", run_on_bmv2(ref, build, work, p4, p4.with_suffix(".stf").read_text(), extra,
-                                                 translate=not args.samples), args.verbose)
-                       for p4, extra in cases]
+            on_bmv2 = []
+            with ThreadPoolExecutor(args.jobs) as pool:
+                for start in range(0, len(cases), args.jobs):
+                    batch = cases[start:start + args.jobs]
+                    with open(LOCK, "a") as lock:  # a few programs at a time under the network lock
+                        fcntl.flock(lock, fcntl.LOCK_EX)
+                        outcomes = list(pool.map(lambda case: run_on_bmv2(
+                            ref, build, work, case[0], case[0].with_suffix(".stf").read_text(), case[1],
+                            translate=not args.samples), batch))
+                    on_bmv2 += [_show("bmv2", o, args.verbose) for o in outcomes]
         except Unavailable as e:
             print(f"check-reference: {e}", file=sys.stderr)
             return 2
