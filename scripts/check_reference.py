@@ -162,7 +162,7 @@ def table_shapes(bmv2_json: dict) -> dict:
 _NUMBER = r"(?:0x[0-9a-fA-F]+|0b[01]+|\d+)"
 _LPM = re.compile(rf"(:\s*)({_NUMBER})/(\d+)")
 _TERNARY = re.compile(rf"(:\s*)({_NUMBER})&&&({_NUMBER})")
-_RANGE = re.compile(rf"(:\s*)({_NUMBER})\.\.({_NUMBER})")
+_RANGE = re.compile(rf"(:\s*)({_NUMBER})(?:\.\.|->)({_NUMBER})")
 RANGE_SHIFT = 128  # a range key passes p4c's runner as one number, lo << 128 | hi
 
 
@@ -192,7 +192,7 @@ _CHECK_COUNTER = re.compile(r"^[ \t]*check_counter\b.*$", re.MULTILINE)
 def runner_stf(text: str) -> str:
     """Our STF dialect in the forms p4c's runner reads: an LPM key `value/length` (its parser
     makes a tuple of it that its table code cannot read) and a ternary `value&&&mask` become
-    `*` wildcards; a range `lo..hi` (no p4c STF form) becomes one number that the CLI adapter
+    `*` wildcards; a range `lo..hi` or `lo->hi` (no p4c STF form) becomes one number that the CLI adapter
     turns back into BMv2's `lo->hi`. The runner checks packets only: it ignores counter checks
     (and cannot parse ours, whose counter names have dots) and passes `register_read` to the
     CLI without comparing, so those expectations are left out."""

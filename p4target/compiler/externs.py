@@ -272,7 +272,9 @@ def function_call(sl: "StatementLowering", name: str, c: ast.MethodCallExpressio
                 out += "{}" + rest
             return [{"op": "log_msg", "parameters": [{"type": "string", "value": out},
                                                      {"type": "parameters_vector", "value": vals}]}]
-        return [{"op": "log_msg", "parameters": [{"type": "string", "value": fmt}]}]
+        # BMv2's log_msg always takes the format and a (here empty) vector of values
+        return [{"op": "log_msg", "parameters": [{"type": "string", "value": fmt},
+                                                 {"type": "parameters_vector", "value": []}]}]
     if name == "verify":
         if not sl.in_parser:
             raise fail(c, "verify() is only allowed in a parser")

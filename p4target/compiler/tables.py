@@ -329,6 +329,7 @@ class TableBuilder:
                 for m in self.ctx.out.meter_arrays:
                     if m["name"] == inst.name:
                         m["binding"] = sym.name
+                        m["size"] = table["max_size"]  # BMv2 asserts a direct meter's size is its table's
                 table["direct_meters"] = inst.name
                 info.direct_meter = inst.name
 

@@ -26,11 +26,11 @@ adapter = _load("check_reference_cli")
 
 def test_our_stf_keys_become_forms_p4cs_runner_reads() -> None:
     stf = ("add T 10 h.a:0x0001&&&0xffff h.c:0x0a&&&0x3f h.d:0x0a000202/24 h.g:0x0a000202/22 "
-           "h.r:2..9 A(x:1)\n")
+           "h.r:2..9 h.s:2->9 A(x:1)\n")
     assert check.runner_stf(stf) == (
         "add T 10 h.a:0x0001 h.c:0b**001010 h.d:0x0a0002** "
         "h.g:0b0000101000000000000000********** "
-        f"h.r:{hex(2 << check.RANGE_SHIFT | 9)} A(x:1)\n")
+        f"h.r:{hex(2 << check.RANGE_SHIFT | 9)} h.s:{hex(2 << check.RANGE_SHIFT | 9)} A(x:1)\n")
 
 
 def test_expectations_p4cs_runner_does_not_check_are_left_out() -> None:

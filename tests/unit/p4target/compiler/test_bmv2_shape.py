@@ -100,3 +100,24 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     assert sources.count("lookahead") == 2 and sources.count("expression") == 2
     out = Engine(doc).process(0, bytes(12) + b"\x08\x00" + bytes([0x45, 17]) + bytes(4))
     assert out[0][1][15] == 0x46  # ip parsed (0x45 & 0xf0 == 0x40) and proto = 0x45 + 1
+
+
+def _conformance(name: str) -> dict:
+    p4 = ROOT / "tests" / "conformance" / "language" / f"{name}.p4"
+    return compile_file(str(p4), include_dirs=(str(p4.parent),)).bmv2_json
+
+
+def test_log_msg_always_has_its_vector_of_values() -> None:
+    # BMv2: "Invalid number of parameters for primitive action log_msg: expected 2 but got 1"
+    calls = [p for a in _conformance("digest_log_assert")["actions"] for p in a["primitives"]
+             if p["op"] == "log_msg"]
+    assert calls and all(len(p["parameters"]) == 2 and p["parameters"][1]["type"] == "parameters_vector"
+                         for p in calls)
+
+
+def test_a_direct_meter_has_its_tables_size() -> None:
+    # BMv2 asserts `size == meter_array->size()` when it binds a direct meter to its table
+    doc = _conformance("direct_counter_meter")
+    tables = {t["name"]: t for p in doc["pipelines"] for t in p["tables"]}
+    direct = [m for m in doc["meter_arrays"] if m["is_direct"]]
+    assert direct and all(m["size"] == tables[m["binding"]]["max_size"] for m in direct)
