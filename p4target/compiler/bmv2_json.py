@@ -41,10 +41,24 @@ _SET_SOURCE_TYPES = frozenset({"field", "hexstr", "lookahead"})
 _ADVANCE_TYPES = frozenset({"field", "hexstr"})
 
 
+_BOOLEAN_OPS = frozenset({"==", "!=", "<", ">", "<=", ">=", "and", "or", "not", "d2b", "valid", "valid_union"})
+
+
+def is_boolean(node: dict) -> bool:
+    """Whether an expression node is of BMv2's boolean kind (not data)."""
+    if node.get("type") == "bool":
+        return True
+    value = node.get("value")
+    return node.get("type") == "expression" and isinstance(value, dict) and value.get("op") in _BOOLEAN_OPS
+
+
 def as_expression_argument(node: dict) -> dict:
-    """An expression node as the ``expression`` argument BMv2 reads; already wrapped ones stay."""
+    """An expression node as the ``expression`` argument BMv2 reads (a boolean one as data:
+    BMv2 takes no boolean expression as an argument); already wrapped ones stay."""
     if node.get("type") == "expression" and isinstance(node.get("value"), dict) and "type" in node["value"]:
         return node
+    if is_boolean(node):
+        node = expr("b2d", None, node)
     return {"type": "expression", "value": node}
 
 

@@ -20,6 +20,7 @@ PARAMETER_TYPES = {"hexstr", "parameters_vector", "field_list", "runtime_data", 
                    "header_stack", "expression", "register", "extern", "string", "stack_field",
                    "header_union", "header_union_stack"}
 _PAIR_TYPES = {"field", "stack_field"}  # value: [header, field]
+BOOLEAN_OPS = {"==", "!=", "<", ">", "<=", ">=", "and", "or", "not", "d2b", "valid", "valid_union"}
 
 
 class _Checker:
@@ -105,6 +106,10 @@ class _Checker:
             self.bad(path, f"type '{t}' is not a primitive parameter type")
         elif t == "expression":
             self.expression(value, path + ".value")
+            if isinstance(value, dict) and (value.get("type") == "bool" or (
+                    value.get("type") == "expression" and isinstance(value.get("value"), dict)
+                    and value["value"].get("op") in BOOLEAN_OPS)):
+                self.bad(path, "a boolean expression as an argument (BMv2 asserts: use b2d)")
         elif t in _PAIR_TYPES:
             self._pair(value, path + ".value")
         elif t == "parameters_vector":

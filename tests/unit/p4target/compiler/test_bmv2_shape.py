@@ -121,3 +121,14 @@ def test_a_direct_meter_has_its_tables_size() -> None:
     tables = {t["name"]: t for p in doc["pipelines"] for t in p["tables"]}
     direct = [m for m in doc["meter_arrays"] if m["is_direct"]]
     assert direct and all(m["size"] == tables[m["binding"]]["max_size"] for m in direct)
+
+
+def test_a_boolean_argument_is_passed_as_data() -> None:
+    bool_arg = {"type": "expression", "value": {"type": "expression", "value": {
+        "op": "==", "left": {"type": "field", "value": ["ip", "ttl"]}, "right": {"type": "hexstr", "value": "0x1"}}}}
+    doc = {"actions": [{"name": "a", "primitives": [{"op": "assert", "parameters": [bool_arg]}]}]}
+    assert problems(doc) == ["actions[0].primitives[0].parameters[0]: a boolean expression as an argument "
+                             "(BMv2 asserts: use b2d)"]
+    calls = [p for a in _conformance("digest_log_assert")["actions"] for p in a["primitives"]
+             if p["op"] in ("assert", "assume")]
+    assert calls and all(p["parameters"][0]["value"]["value"]["op"] == "b2d" for p in calls)
