@@ -181,6 +181,11 @@ class Bmv2Program:
         return aid
 
     def add_calculation(self, algo: str, inputs: list[dict]) -> str:
+        # a constant input is as many bytes as its hex string: BMv2 reads "0x1" of 16 bits as
+        # one byte, so write it at its width ("0x0001") as p4c does
+        inputs = [dict(i, value="0x" + format(int(i["value"], 16) & ((1 << i["bitwidth"]) - 1),
+                                              f"0{(i['bitwidth'] + 7) // 8 * 2}x"))
+                  if i.get("type") == "hexstr" and "bitwidth" in i else i for i in inputs]
         for c in self.calculations:
             if c["algo"] == algo and c["input"] == inputs:
                 return c["name"]

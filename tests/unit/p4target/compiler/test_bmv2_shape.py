@@ -132,3 +132,16 @@ def test_a_boolean_argument_is_passed_as_data() -> None:
     calls = [p for a in _conformance("digest_log_assert")["actions"] for p in a["primitives"]
              if p["op"] in ("assert", "assume")]
     assert calls and all(p["parameters"][0]["value"]["value"]["op"] == "b2d" for p in calls)
+
+
+def test_constant_hash_inputs_are_written_at_their_width() -> None:
+    # BMv2 takes "0x1" as one byte whatever its bitwidth (p4c's constant-in-calculation sample)
+    src = PRELUDE + PLAIN_PARSER + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 1; hash(hdr.ip.dst, HashAlgorithm.crc16, 32w0, { 16w1, 10w3 }, 32w65536); }
+}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+    calc, = compile_text(src, "calc.p4").bmv2_json["calculations"]
+    assert calc["input"] == [{"type": "hexstr", "value": "0x0001", "bitwidth": 16},
+                             {"type": "hexstr", "value": "0x0003", "bitwidth": 10}]
