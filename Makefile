@@ -12,7 +12,7 @@ SWITCH ?= $(shell command -v simple_switch_grpc 2>/dev/null || echo "$(PY) -m p4
 export P4C SWITCH
 
 .PHONY: all setup build run demo test test-unit test-conformance test-integration test-topology lint bench fuzz stop \
-        clean check-env
+        clean check-env check-reference
 
 all: build
 
@@ -63,6 +63,11 @@ bench: setup
 FUZZ_SECONDS ?= 300
 fuzz: setup
 	$(PY) -m fuzz --seconds $(FUZZ_SECONDS)
+
+# Not in CI: our compiler's JSON on a locally built real BMv2 through p4c's STF runner
+# (p4target/README.md, "Checking against the real BMv2"); ARGS=--samples for p4c's samples.
+check-reference: setup
+	$(PY) scripts/check_reference.py $(ARGS)
 
 stop:
 	-@[ -x $(PY) ] && $(PY) -m topo.stop || true

@@ -13,6 +13,8 @@ from typing import Any, Mapping, Optional, Sequence
 
 from p4target.compiler import ast
 from p4target.compiler.context import Context
+from p4target.compiler.parser import parse_program, parse_text
+from p4target.compiler.v1switch import lower_program
 from p4target.errors import CompileError
 
 __all__ = ["CompiledProgram", "compile_file", "compile_text"]
@@ -29,6 +31,7 @@ class CompiledProgram:
     @property
     def p4info(self) -> Any:
         if self._p4info is None:
+            # here, not at the top: P4Info needs protobuf, slow to import and unused by most runs
             from p4target.compiler.p4info_hints import build_program_p4info
             self._p4info = build_program_p4info(self._ctx, self.bmv2_json)
         return self._p4info
@@ -40,7 +43,6 @@ class CompiledProgram:
 
 
 def _lower(program: ast.Program, name: str) -> CompiledProgram:
-    from p4target.compiler.v1switch import lower_program
     try:
         return CompiledProgram(lower_program(program, name))
     except RecursionError:
@@ -50,7 +52,6 @@ def _lower(program: ast.Program, name: str) -> CompiledProgram:
 def compile_file(path: str, include_dirs: Sequence[str] = (),
                  defines: Optional[Mapping[str, str]] = None) -> CompiledProgram:
     """Compile a P4_16 v1model program file."""
-    from p4target.compiler.parser import parse_program
     if not os.path.isfile(path):
         raise CompileError(f"cannot open '{path}': no such file")
     program = parse_program(path, include_dirs, defines)
@@ -60,6 +61,5 @@ def compile_file(path: str, include_dirs: Sequence[str] = (),
 def compile_text(text: str, file: str = "<text>", include_dirs: Sequence[str] = (),
                  defines: Optional[Mapping[str, str]] = None) -> CompiledProgram:
     """Compile P4_16 program text (``file`` names it in errors)."""
-    from p4target.compiler.parser import parse_text
     program = parse_text(text, file, include_dirs, defines)
     return _lower(program, os.path.basename(file))

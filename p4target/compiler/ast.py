@@ -375,6 +375,14 @@ class AssignmentStatement(Statement):
 
 
 @_node
+class CompoundAssignmentStatement(AssignmentStatement):
+    """``target op= rhs``, held as ``target = target op rhs`` (``value``); ``op`` and ``rhs``
+    let the back end evaluate a target with a call in it once, as P4 requires."""
+    op: str
+    rhs: Expression
+
+
+@_node
 class MethodCallStatement(Statement):
     call: MethodCallExpression
 

@@ -29,6 +29,72 @@ def expr(op: str, left: Optional[dict], right: Optional[dict], **extra: Any) -> 
     return {"type": "expression", "value": value}
 
 
+# Primitive-argument types BMv2 reads as they are; action data (``local`` in expressions) is
+# ``runtime_data``; any other node (an operation, ``bool``) is an expression, passed as
+# ``{"type": "expression", "value": <node>}`` (behavioral-model P4Objects::process_single_param)
+_PARAMETER_TYPES = frozenset({"hexstr", "parameters_vector", "field_list", "runtime_data", "header", "field",
+                              "calculation", "meter_array", "counter_array", "register_array",
+                              "header_stack", "register", "extern", "string", "stack_field",
+                              "header_union", "header_union_stack"})
+# sources of a parser ``set`` and amounts of ``advance`` BMv2 reads as they are
+_SET_SOURCE_TYPES = frozenset({"field", "hexstr", "lookahead"})
+_ADVANCE_TYPES = frozenset({"field", "hexstr"})
+
+
+_BOOLEAN_OPS = frozenset({"==", "!=", "<", ">", "<=", ">=", "and", "or", "not", "d2b", "valid", "valid_union"})
+
+
+def is_boolean(node: dict) -> bool:
+    """Whether an expression node is of BMv2's boolean kind (not data)."""
+    if node.get("type") == "bool":
+        return True
+    value = node.get("value")
+    return node.get("type") == "expression" and isinstance(value, dict) and value.get("op") in _BOOLEAN_OPS
+
+
+def as_expression_argument(node: dict) -> dict:
+    """An expression node as the ``expression`` argument BMv2 reads (a boolean one as data:
+    BMv2 takes no boolean expression as an argument); already wrapped ones stay."""
+    if node.get("type") == "expression" and isinstance(node.get("value"), dict) and "type" in node["value"]:
+        return node
+    if is_boolean(node):
+        node = expr("b2d", None, node)
+    return {"type": "expression", "value": node}
+
+
+def as_parameter(node: Any) -> Any:
+    """An expression node in the shape of a primitive's argument (BMv2 JSON)."""
+    if not isinstance(node, dict):
+        return node
+    t = node.get("type")
+    if t == "parameters_vector":
+        return {**node, "value": [as_parameter(v) for v in node["value"]]}
+    if t in _PARAMETER_TYPES:
+        return node
+    if t == "local":
+        return {"type": "runtime_data", "value": node["value"]}
+    return as_expression_argument(node)
+
+
+def as_primitive(primitive: dict) -> dict:
+    """A primitive call with every argument in BMv2's parameter shape."""
+    return {**primitive, "parameters": [as_parameter(p) for p in primitive["parameters"]]}
+
+
+def as_parser_op(op: dict) -> dict:
+    """A parser operation with its arguments in the shape BMv2's parser loader reads."""
+    kind, params = op["op"], op["parameters"]
+    if kind == "primitive":
+        return {**op, "parameters": [as_primitive(params[0])]}
+    if kind == "set" and params[1].get("type") not in _SET_SOURCE_TYPES:
+        return {**op, "parameters": [params[0], as_expression_argument(params[1])]}
+    if kind == "advance" and params[0].get("type") not in _ADVANCE_TYPES:
+        return {**op, "parameters": [as_expression_argument(params[0])]}
+    if kind == "extract_VL":
+        return {**op, "parameters": [params[0], as_expression_argument(params[1])]}
+    return op
+
+
 def data_hex(value: int, width: int) -> str:
     """Action data / match key as p4c writes it: hex, two's complement within width."""
     value &= (1 << width) - 1 if width else 0
@@ -115,6 +181,11 @@ class Bmv2Program:
         return aid
 
     def add_calculation(self, algo: str, inputs: list[dict]) -> str:
+        # a constant input is as many bytes as its hex string: BMv2 reads "0x1" of 16 bits as
+        # one byte, so write it at its width ("0x0001") as p4c does
+        inputs = [dict(i, value="0x" + format(int(i["value"], 16) & ((1 << i["bitwidth"]) - 1),
+                                              f"0{(i['bitwidth'] + 7) // 8 * 2}x"))
+                  if i.get("type") == "hexstr" and "bitwidth" in i else i for i in inputs]
         for c in self.calculations:
             if c["algo"] == algo and c["input"] == inputs:
                 return c["name"]
@@ -146,15 +217,19 @@ class Bmv2Program:
             "field_lists": self.field_lists,
             "errors": self.errors,
             "enums": self.enums,
-            "parsers": self.parsers,
+            "parsers": [{**p, "parse_states": [{**st, "parser_ops": [as_parser_op(op) for op in st["parser_ops"]]}
+                                                for st in p["parse_states"]]}
+                        for p in self.parsers],
             "parse_vsets": self.parse_vsets,
-            "deparsers": self.deparsers,
+            "deparsers": [{**d, "primitives": [as_primitive(p) for p in d["primitives"]]}
+                          for d in self.deparsers],
             "meter_arrays": self.meter_arrays,
             "counter_arrays": self.counter_arrays,
             "register_arrays": self.register_arrays,
             "calculations": self.calculations,
             "learn_lists": self.learn_lists,
-            "actions": self.actions,
+            "actions": [{**a, "primitives": [as_primitive(p) for p in a["primitives"]]}
+                        for a in self.actions],
             "pipelines": self.pipelines,
             "checksums": self.checksums,
             "force_arith": [],

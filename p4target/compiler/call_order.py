@@ -13,13 +13,14 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Optional
 
 from p4target.compiler import ast
+from p4target.compiler.ir import HitItem, IfItem, Item, Prims, assign
 from p4target.compiler.semantics import fail
 from p4target.compiler.types import Bool, InfInt, P4Type, VoidT
 from p4target.compiler.values import ActionSymbol, ConstValue, HeaderValue, StructValue
 from p4target.errors import CompileError
 
-if TYPE_CHECKING:
-    from p4target.compiler.statements import Item, StatementLowering
+if TYPE_CHECKING:  # annotations only: statements imports this module
+    from p4target.compiler.statements import StatementLowering
 
 _LVALUE_SHAPES = (ast.PathExpression, ast.MemberExpression, ast.IndexExpression, ast.SliceExpression)
 
@@ -36,7 +37,7 @@ class CallHoister:
 
     def __init__(self, lowering: "StatementLowering") -> None:
         self.lowering = lowering
-        self.items: list["Item"] = []
+        self.items: list[Item] = []
 
     # ------------------------------------------------------------------ queries
     def has_call(self, e: Any) -> bool:
@@ -53,7 +54,6 @@ class CallHoister:
         return ast.PathExpression(loc=node.loc, name=name)
 
     def _assign(self, target: ast.PathExpression, value: ast.Expression) -> None:
-        from p4target.compiler.statements import Prims
         lw = self.lowering
         self.items.append(Prims(lw.assign_value(lw.env.lookup(target.name), value, value)))
 
@@ -169,12 +169,10 @@ class CallHoister:
             raise fail(a, "cannot infer the width of this conditional expression")
         return bt
 
-    def _if(self, cond: ast.Expression, then: list["Item"], otherwise: list["Item"]) -> None:
-        from p4target.compiler.statements import IfItem
+    def _if(self, cond: ast.Expression, then: list[Item], otherwise: list[Item]) -> None:
         self.items.append(IfItem(self.lowering.ex.lower_bool(cond), then, otherwise))
 
     def _table_result(self, e: ast.MemberExpression) -> ast.Expression:
-        from p4target.compiler.statements import HitItem, Prims, assign
         lw = self.lowering
         table = lw._table_of(e.expr)
         flag = self._temp(Bool(), e, f"{table.decl.name}_{e.member}")

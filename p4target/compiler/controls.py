@@ -1,78 +1,20 @@
-"""Controls: locals declared, the apply block lowered, and the result linked into a BMv2
-pipeline graph of tables and conditionals."""
+"""Controls linked into a BMv2 pipeline: the lowered items of an apply block (see
+`statements.ControlLowering`) become a graph of tables and conditionals."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
-from p4target.compiler import ast, externs
+from p4target.compiler.context import Context
+from p4target.compiler.ir import ApplyTable, ExitItem, HitItem, IfItem, Item, Prims, ReturnItem, SubBlock, SwitchItem
 from p4target.compiler.semantics import fail
-from p4target.compiler.statements import (ApplyTable, ExitItem, HitItem, IfItem, Item, Prims,
-                                          ReturnItem, StatementLowering, SubBlock, SwitchItem)
 from p4target.compiler.tables import ActionLowering, TableBuilder
-from p4target.compiler.types import BlockT, ExternT
-from p4target.compiler.values import (ActionSymbol, BlockInstance, ConstValue, ControlContext,
-                                      TableSymbol, Value)
-from p4target.errors import UnsupportedError
-
-if TYPE_CHECKING:
-    from p4target.compiler.context import Context
-
-
-class ControlLowering:
-    """One control instance: ``prefix`` names its tables, actions and externs."""
-
-    def __init__(self, ctx: "Context", decl: ast.ControlDecl, prefix: str,
-                 bindings: dict[str, Value], block_kind: str = "control") -> None:
-        self.ctx = ctx
-        self.decl = decl
-        self.control = ControlContext(prefix, decl)
-        self.env = ctx.global_env.child(bindings)
-        self.block_kind = block_kind
-        self.init: list[Item] = []
-        sl = StatementLowering(ctx, self.env, self.control, block_kind=block_kind)
-        for local in decl.locals:
-            self._declare(local, sl)
-
-    def _declare(self, d: ast.Declaration, sl: StatementLowering) -> None:
-        ctx = self.ctx
-        if isinstance(d, ast.ConstDecl):
-            t = ctx.scope.resolve(d.type)
-            self.env.define(d.name, ConstValue(ctx.scope.const_eval(d.value, sl.ex._const_lookup, t), t))
-        elif isinstance(d, ast.VariableDecl):
-            self.init += sl.statement(d)
-        elif isinstance(d, ast.ActionDecl):
-            self.env.define(d.name, ActionSymbol(d, self.control.qualify(d.name, d.annotations), self.control))
-        elif isinstance(d, ast.TableDecl):
-            sym = TableSymbol(d, self.control.qualify(d.name, d.annotations), self.control)
-            self.env.define(d.name, sym)
-            ctx.table_envs[sym.name] = self.env
-        elif isinstance(d, ast.InstantiationDecl):
-            t = ctx.scope.resolve(d.type)
-            name = self.control.qualify(d.name, d.annotations)
-            if isinstance(t, ExternT):
-                # a control instance applied more than once keeps one object per extern instance
-                inst = ctx.externs.get(name)
-                if inst is None or inst.decl is not d:
-                    inst = externs.instantiate(ctx, d, name, t, sl.ex._const_lookup)
-                self.env.define(d.name, inst)
-            elif isinstance(t, BlockT) and isinstance(t.decl, ast.ControlDecl):
-                self.env.define(d.name, BlockInstance(t.decl, name, d.args,
-                                                      sl.constructor_bindings(t.decl, d.args, d)))
-            else:
-                raise UnsupportedError.at(d.loc, f"instantiation of {t}")
-        else:
-            raise UnsupportedError.at(d.loc, f"control local {type(d).__name__}")
-
-    def apply_items(self) -> list[Item]:
-        sl = StatementLowering(self.ctx, self.env.child(), self.control, block_kind=self.block_kind)
-        items = sl.block(self.decl.body.statements)
-        return list(self.init) + items
+from p4target.compiler.values import TableSymbol
 
 
 class PipelineLinker:
     """Turns lowered items into a BMv2 pipeline (tables, conditionals, synthesized tables)."""
 
-    def __init__(self, ctx: "Context", name: str, pipeline_id: int) -> None:
+    def __init__(self, ctx: Context, name: str, pipeline_id: int) -> None:
         self.ctx = ctx
         self.pipeline = {"name": name, "id": pipeline_id, "source_info": {}, "init_table": None,
                          "tables": [], "action_profiles": [], "conditionals": []}

@@ -223,13 +223,15 @@ class ExpressionLowering:
         if isinstance(v, ConstValue):
             return self.const_json(v.value, v.type, expected, node)
         if isinstance(v, RuntimeDataValue):
-            j = {"type": "runtime_data", "value": v.index}
+            # "local" inside expressions; as a primitive's argument the JSON writer makes it
+            # "runtime_data" (BMv2 reads action data under those two names)
+            j = {"type": "local", "value": v.index}
             return (expr("d2b", None, j), v.type) if isinstance(v.type, Bool) else (j, v.type)
         if isinstance(v, DynamicStackField):
             chain = by_index(v.index_json, v.element_fields(), hexstr(0))
             return (expr("d2b", None, chain), v.type) if isinstance(v.type, Bool) else (chain, v.type)
         if isinstance(v, ExprValue):
-            if isinstance(v.type, Bool) and v.json.get("type") in ("field", "runtime_data", "stack_field"):
+            if isinstance(v.type, Bool) and v.json.get("type") in ("field", "local", "stack_field"):
                 return expr("d2b", None, v.json), v.type
             return v.json, v.type
         raise fail(node, "expression is not a scalar value")

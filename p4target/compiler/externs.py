@@ -5,14 +5,16 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from p4target.compiler import ast
 from p4target.compiler.bmv2_json import hexstr
+from p4target.compiler.context import Context
+from p4target.compiler.expressions import to_data
+from p4target.compiler.ir import Prims
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool, EnumT, ExternT, StructLike, VarbitT, bit_width
+from p4target.compiler.types import Bits, Bool, EnumT, ExternT, P4Type, StructLike, VarbitT, bit_width
 from p4target.compiler.values import (ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       StackValue, StructValue, UnionValue, Value)
 from p4target.errors import UnsupportedError
 
-if TYPE_CHECKING:
-    from p4target.compiler.context import Context
+if TYPE_CHECKING:  # annotations only: statements imports this module
     from p4target.compiler.statements import StatementLowering
 
 HASH_ALGORITHMS = {"crc32": "crc32", "crc16": "crc16", "random": "random", "identity": "identity",
@@ -22,7 +24,7 @@ SIMPLE_EXTERNS = ("register", "counter", "meter", "direct_counter", "direct_mete
                   "action_profile", "action_selector")
 
 
-def instantiate(ctx: "Context", d: ast.InstantiationDecl, name: str, t: ExternT,
+def instantiate(ctx: Context, d: ast.InstantiationDecl, name: str, t: ExternT,
                 lookup: Any) -> ExternInstance:
     """Create the BMv2 object of an extern instance declared in a control (or globally)."""
     kind = t.name
@@ -61,7 +63,7 @@ def instantiate(ctx: "Context", d: ast.InstantiationDecl, name: str, t: ExternT,
     return inst
 
 
-def _arg_value(ctx: "Context", a: ast.Expression, lookup: Any) -> Any:
+def _arg_value(ctx: Context, a: ast.Expression, lookup: Any) -> Any:
     if isinstance(a, ast.MemberExpression) and isinstance(a.expr, ast.PathExpression):
         decl = ctx.scope.type_decls.get(a.expr.name)
         if isinstance(decl, ast.EnumDecl) and decl.underlying is None:
@@ -73,7 +75,14 @@ def _ref(kind: str, name: str) -> dict:
     return {"type": kind, "value": name}
 
 
-def _out_field(sl: "StatementLowering", e: ast.Expression) -> dict:
+def _out_field(sl: "StatementLowering", e: ast.Expression, t: Optional[P4Type] = None) -> dict:
+    """The field an extern writes; for the don't-care ``_``, a fresh one of type ``t``."""
+    if isinstance(e, ast.DontCareExpression):
+        if t is None:
+            raise fail(e, "the type of '_' cannot be inferred here; pass a variable")
+        v = sl.ctx.storage.variable("dontcare", t, e)
+        assert isinstance(v, FieldValue)
+        return v.json()
     v = sl.ex.lvalue(e)
     if isinstance(v, FieldValue):
         return v.json()
@@ -90,11 +99,11 @@ def method_call(sl: "StatementLowering", inst: ExternInstance, method: str,
     ex = sl.ex
     if kind == "register" and method == "read":
         return [{"op": "register_read", "parameters": [
-            _out_field(sl, a[0]), _ref("register_array", inst.name), ex.lower(a[1], Bits(32))[0]]}]
+            _out_field(sl, a[0], inst.type_args[0] if inst.type_args else Bits(32)),
+            _ref("register_array", inst.name), ex.lower(a[1], Bits(32))[0]]}]
     if kind == "register" and method == "write":
         width = bit_width(inst.type_args[0]) if inst.type_args else 32
         value, vt = ex.lower(a[1], inst.type_args[0] if inst.type_args else Bits(width))
-        from p4target.compiler.expressions import to_data
         return [{"op": "register_write", "parameters": [
             _ref("register_array", inst.name), ex.lower(a[0], Bits(32))[0], to_data(value, vt)]}]
     if kind == "counter" and method == "count":
@@ -263,7 +272,9 @@ def function_call(sl: "StatementLowering", name: str, c: ast.MethodCallExpressio
                 out += "{}" + rest
             return [{"op": "log_msg", "parameters": [{"type": "string", "value": out},
                                                      {"type": "parameters_vector", "value": vals}]}]
-        return [{"op": "log_msg", "parameters": [{"type": "string", "value": fmt}]}]
+        # BMv2's log_msg always takes the format and a (here empty) vector of values
+        return [{"op": "log_msg", "parameters": [{"type": "string", "value": fmt},
+                                                 {"type": "parameters_vector", "value": []}]}]
     if name == "verify":
         if not sl.in_parser:
             raise fail(c, "verify() is only allowed in a parser")
@@ -325,7 +336,7 @@ def _materialize(sl: "StatementLowering", e: ast.Expression) -> tuple[list[dict]
     return fields, prims
 
 
-def _learn_list(ctx: "Context", type_name: str, fields: list[dict]) -> int:
+def _learn_list(ctx: Context, type_name: str, fields: list[dict]) -> int:
     for ll in ctx.out.learn_lists:
         if ll["name"] == type_name:
             return ll["id"]
@@ -335,7 +346,7 @@ def _learn_list(ctx: "Context", type_name: str, fields: list[dict]) -> int:
     return lid
 
 
-def _ensure_field_list(ctx: "Context", index: int, node: Any) -> None:
+def _ensure_field_list(ctx: Context, index: int, node: Any) -> None:
     """Field list ``index``: user metadata fields annotated ``@field_list(index)``."""
     if any(fl["id"] == index for fl in ctx.out.field_lists):
         return
@@ -360,7 +371,6 @@ def _ensure_field_list(ctx: "Context", index: int, node: Any) -> None:
 def _log_msg_argument(sl: "StatementLowering", e: ast.Expression) -> tuple[str, list[dict]]:
     """(format piece, values) of one log_msg argument: a header or struct prints as
     ``(field:{},...)`` over its fields, as p4c flattens it."""
-    from p4target.compiler.expressions import to_data
     v = sl.ex.value_of(e) if isinstance(e, (ast.PathExpression, ast.MemberExpression)) else None
 
     def flat(v: Value) -> tuple[str, list[dict]]:
@@ -390,7 +400,6 @@ def _anonymous_field_list(sl: "StatementLowering", e: ast.Expression) -> int:
 
 def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
     """``packet_in``/``packet_out`` methods: handled by the parser and deparser lowering."""
-    from p4target.compiler.statements import Prims
     m = c.method
     assert isinstance(m, ast.MemberExpression)
     if m.member == "extract":
@@ -417,7 +426,12 @@ def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
                 raise fail(arg, "extract into a stack of header unions names the member: '.next.<member>'")
             target, htype = {"type": "stack", "value": stack.name}, stack.type.element
         else:
-            v = sl.ex.value_of(arg)
+            if isinstance(arg, ast.DontCareExpression):  # extract<H>(_): the bytes go to a scratch header
+                if not c.type_args:
+                    raise fail(arg, "the type of '_' cannot be inferred here; write extract<H>(_)")
+                v = sl.ctx.storage.variable("dontcare", sl.ctx.scope.resolve(c.type_args[0]), arg)
+            else:
+                v = sl.ex.value_of(arg)
             if not isinstance(v, HeaderValue) or v.metadata:
                 raise fail(arg, "extract() needs a header")
             target, htype = {"type": "regular", "value": v.name}, v.type
@@ -431,7 +445,7 @@ def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
             raise fail(c, f"two-argument extract() needs a header with a varbit field; "
                           f"'{htype.name}' has none")
         size = sl.ex.lower(c.args[1], Bits(32))[0]
-        return [Prims([{"op": "__extract_VL", "parameters": [target, _as_expression(size)]}])]
+        return [Prims([{"op": "__extract_VL", "parameters": [target, size]}])]
     if m.member == "lookahead" and sl.in_parser:
         # the value is unused, but the check is not: too few bytes left is PacketTooShort
         # (p4c keeps it, p4c issue 1768); the bits go to a scratch field
@@ -449,11 +463,6 @@ def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
             raise fail(c, "emit() is only allowed in the deparser")
         return [Prims([{"op": "__emit", "parameters": _emit_order(sl.ex.value_of(c.args[0]), c)}])]
     raise UnsupportedError.at(c.loc, f"packet method '{m.member}' here")
-
-
-def _as_expression(j: dict) -> dict:
-    """BMv2's ``extract_VL`` takes its size as an ``expression`` object wrapping any value."""
-    return {"type": "expression", "value": j}
 
 
 def _emit_order(v: Value, node: Any) -> list[str]:

@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from p4target.compiler import ast
 from p4target.compiler.bmv2_json import expr, hexstr
+from p4target.compiler.ir import (BreakItem, ContinueItem, HitItem, IfItem, Item, LoopItem, Prims, SubBlock,
+                                  SwitchItem, merge)
 from p4target.compiler.semantics import fail
 from p4target.compiler.types import Bits, Bool, P4Type
 from p4target.compiler.values import ConstValue, FieldValue, StackValue, Value
 from p4target.errors import CompileError, UnsupportedError
 
-if TYPE_CHECKING:
-    from p4target.compiler.statements import Item, StatementLowering
+if TYPE_CHECKING:  # annotations only: statements imports this module
+    from p4target.compiler.statements import StatementLowering
 
 MAX_ITERATIONS = 1000
 _RELATIONS = ("<", "<=", ">", ">=", "==", "!=")
@@ -37,9 +39,8 @@ class _NotUnrollable(Exception):
         self.reason = reason
 
 
-def lower_for(sl: "StatementLowering", s: ast.ForStatement) -> list["Item"]:
+def lower_for(sl: "StatementLowering", s: ast.ForStatement) -> list[Item]:
     """A C-style ``for`` loop: unrolled, or jumps inside an action."""
-    from p4target.compiler.statements import LoopItem
     loop = sl.with_env(sl.env.child())
     init = loop.block(s.init)
     try:
@@ -57,9 +58,8 @@ def lower_for(sl: "StatementLowering", s: ast.ForStatement) -> list["Item"]:
     return init + _unroll(loop, s.body, iterations, lambda: loop.block(s.update))
 
 
-def lower_for_in(sl: "StatementLowering", s: ast.ForInStatement) -> list["Item"]:
+def lower_for_in(sl: "StatementLowering", s: ast.ForInStatement) -> list[Item]:
     """``for (T x in collection)``: unrolled, or (a run-time range in an action) jumps."""
-    from p4target.compiler.statements import Prims
     loop = sl.with_env(sl.env.child())
     if s.type is not None:
         t = sl.ctx.scope.resolve(s.type)
@@ -218,10 +218,9 @@ def _body_lowering(loop: "StatementLowering", names: dict[str, Value]) -> "State
     return inner
 
 
-def _range_jumps(loop: "StatementLowering", s: ast.ForInStatement, coll: ast.RangeExpression) -> "Item":
+def _range_jumps(loop: "StatementLowering", s: ast.ForInStatement, coll: ast.RangeExpression) -> Item:
     """``for (x in lo .. hi)`` with run-time bounds inside an action, as a jump loop that tests
     ``x != hi`` before stepping (so ``hi`` may be the type's largest value)."""
-    from p4target.compiler.statements import LoopItem
     t = getattr(loop.env.lookup(s.name), "type", None)
     loop.env.define("$for_high", loop.ctx.storage.variable("for_high", t, s))
     loop.env.define("$for_more", loop.ctx.storage.variable("for_more", Bool(), s))
@@ -263,10 +262,9 @@ class _Flags:
         conds = [expr("not", None, expr("d2b", None, f)) for f in flags]
         return conds[0] if len(conds) == 1 else expr("and", conds[0], conds[1])
 
-    def remove_jumps(self, items: list["Item"]) -> list["Item"]:
+    def remove_jumps(self, items: list[Item]) -> list[Item]:
         """``items`` with break/continue turned into flag assignments; whatever follows one
         runs only while no flag is set."""
-        from p4target.compiler.statements import IfItem
         out: list[Item] = []
         for k, it in enumerate(items):
             new, jumps = self._rewrite(it)
@@ -278,9 +276,7 @@ class _Flags:
                 break
         return out
 
-    def _rewrite(self, it: "Item") -> tuple["Item", bool]:
-        from p4target.compiler.statements import (BreakItem, ContinueItem, HitItem, IfItem, Prims,
-                                                  SubBlock, SwitchItem)
+    def _rewrite(self, it: Item) -> tuple[Item, bool]:
         if isinstance(it, BreakItem):
             self.brk = self.brk or self._new("breakFlag")
             return Prims([self.set(self.brk, True)]), True
@@ -301,13 +297,11 @@ class _Flags:
             return SubBlock(items), jumps
         return it, False  # a LoopItem's own break/continue stay its jumps
 
-    def _branch(self, items: list["Item"]) -> tuple[list["Item"], bool]:
+    def _branch(self, items: list[Item]) -> tuple[list[Item], bool]:
         return self.remove_jumps(items), _mentions_jump(items)
 
 
-def _mentions_jump(items: list["Item"]) -> bool:
-    from p4target.compiler.statements import (BreakItem, ContinueItem, HitItem, IfItem, SubBlock,
-                                              SwitchItem)
+def _mentions_jump(items: list[Item]) -> bool:
     for it in items:
         if isinstance(it, (BreakItem, ContinueItem)):
             return True
@@ -322,11 +316,10 @@ def _mentions_jump(items: list["Item"]) -> bool:
 
 
 def _unroll(loop: "StatementLowering", body: ast.Statement,
-            iterations: list[tuple[dict[str, Value], list["Item"]]],
-            update: Callable[[], list["Item"]]) -> list["Item"]:
+            iterations: list[tuple[dict[str, Value], list[Item]]],
+            update: Callable[[], list[Item]]) -> list[Item]:
     """The body once per iteration (``names`` bound in its scope, ``start`` items first), each
     followed by the update; after a ``break`` the rest of the loop is skipped."""
-    from p4target.compiler.statements import IfItem, Prims, _merge
     flags = _Flags(loop)
     out: list[Item] = []
     tail = out
@@ -345,5 +338,5 @@ def _unroll(loop: "StatementLowering", body: ast.Statement,
     if flags.brk is not None:
         out.insert(0, Prims([flags.set(flags.brk, False)]))
     for block in blocks:
-        block[:] = _merge(block)
+        block[:] = merge(block)
     return out

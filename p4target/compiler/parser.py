@@ -783,16 +783,15 @@ class Parser(ExpressionParsing):
                                 update=tuple(update), body=body)
 
     def _compound_assignment(self, tok: Token, target: ast.Expression) -> Optional[ast.AssignmentStatement]:
-        """``target op= value`` as ``target = target op value`` (P4 evaluates the target once,
-        so a target with a call in it is not rewritten)."""
+        """``target op= value`` as ``target = target op value``; the back end evaluates a
+        target with a call in it once (see ``ast.CompoundAssignmentStatement``)."""
         op = self.compound_assignment_op()
         if op is None:
             return None
-        if any(isinstance(n, ast.MethodCallExpression) for n in ast.walk(target)):
-            self.unsupported_at(tok, f"'{op}=' on a target that calls a function or method")
         value = self.parse_expression()
-        return ast.AssignmentStatement(loc=tok.loc, target=target,
-                                       value=ast.BinaryExpression(loc=tok.loc, op=op, left=target, right=value))
+        return ast.CompoundAssignmentStatement(
+            loc=tok.loc, target=target, op=op, rhs=value,
+            value=ast.BinaryExpression(loc=tok.loc, op=op, left=target, right=value))
 
     def _parse_for_in(self, start: Token) -> Optional[ast.ForInStatement]:
         """``for (T x in e) body`` / ``for (x in e) body`` (``e``: ``lo .. hi``, a list, a stack),

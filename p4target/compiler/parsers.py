@@ -3,21 +3,20 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from p4target.compiler import ast, externs
 from p4target.compiler.bmv2_json import fresh_name, hexstr
+from p4target.compiler.action_body import predicate
 from p4target.compiler.call_order import CallHoister
+from p4target.compiler.context import Context
 from p4target.compiler.expressions import Env, to_data
 from p4target.compiler.semantics import fail
-from p4target.compiler.statements import StatementLowering, predicate
+from p4target.compiler.statements import StatementLowering
 from p4target.compiler.types import Bits, BlockT, Bool, EnumT, ExternT, P4Type, StructT, TupleT, bit_width
 from p4target.compiler.values import (BlockInstance, ConstValue, ControlContext, ExprValue, PacketValue,
                                       TypeValue, Value, ValueSetSymbol)
 from p4target.errors import UnsupportedError
-
-if TYPE_CHECKING:
-    from p4target.compiler.context import Context
 
 PARSER_OPS = {"__extract": "extract", "__extract_VL": "extract_VL", "__advance": "advance", "assign": "set",
               "assign_VL": "set", "verify": "verify"}
@@ -51,7 +50,7 @@ class _ParserFrame:
 class ParserLowering:
     """One parser instance lowered to BMv2's ``parsers[0]``; sub-parsers are inlined."""
 
-    def __init__(self, ctx: "Context", decl: ast.ParserDecl, prefix: str, bindings: dict[str, Value]) -> None:
+    def __init__(self, ctx: Context, decl: ast.ParserDecl, prefix: str, bindings: dict[str, Value]) -> None:
         self.ctx = ctx
         self.decl = decl
         self.extra_states: dict[str, dict] = {}
@@ -125,7 +124,35 @@ class ParserLowering:
         states += list(self.extra_states.values())
         for i, s in enumerate(states):
             s["id"] = i
+            s["parser_ops"] = self._read_lookaheads_first(s["parser_ops"])
         return {"name": "parser", "id": 0, "init_state": "start", "parse_states": states}
+
+    def _read_lookaheads_first(self, ops: list[dict]) -> list[dict]:
+        """BMv2 reads ``lookahead`` bits only as a ``set`` source or a select key: one inside a
+        larger expression is first ``set`` into a scalar, just before its operation (lookahead
+        does not move the packet, so it reads the same bits there)."""
+        out: list[dict] = []
+        for op in ops:
+            reads: list[dict] = []
+            params = op["parameters"]
+            if op["op"] == "set" and params[1].get("type") == "lookahead":
+                out.append(op)
+                continue
+            op = {**op, "parameters": [self._lookaheads_to_fields(p, reads) for p in params]}
+            out += reads + [op]
+        return out
+
+    def _lookaheads_to_fields(self, node: Any, reads: list[dict]) -> Any:
+        if isinstance(node, list):
+            return [self._lookaheads_to_fields(n, reads) for n in node]
+        if not isinstance(node, dict):
+            return node
+        if node.get("type") == "lookahead":
+            offset, width = node["value"]
+            dst = {"type": "field", "value": ["scalars", self.ctx.out.add_scalar("lookahead_tmp", Bits(width))]}
+            reads.append({"op": "set", "parameters": [dst, {"type": "lookahead", "value": [offset, width]}]})
+            return dst
+        return {k: self._lookaheads_to_fields(v, reads) for k, v in node.items()}
 
     def _fresh_state(self, base: str) -> str:
         return fresh_name(base, self._used_names)

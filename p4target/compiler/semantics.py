@@ -195,54 +195,76 @@ class ProgramScope:
         return v
 
     def _eval(self, e: ast.Expression, lookup: Callable[[str], Any]) -> Any:
+        return self._typed_eval(e, lookup)[0]
+
+    def _typed_eval(self, e: ast.Expression, lookup: Callable[[str], Any]) -> tuple[Any, Optional[Bits]]:
+        """A constant's value and, when it has one, its fixed-width type (``bit<W>``/``int<W>``,
+        also through a ``typedef`` or ``type``): arithmetic on it wraps at that width."""
         if isinstance(e, ast.IntLiteral):
             if e.width is not None:
-                return _wrap(e.value, Bits(e.width, e.signed))
-            return e.value
+                t = Bits(e.width, e.signed)
+                return _wrap(e.value, t), t
+            return e.value, None
         if isinstance(e, ast.BoolLiteral):
-            return e.value
+            return e.value, None
         if isinstance(e, ast.StringLiteral):
-            return e.value
+            return e.value, None
         if isinstance(e, ast.PathExpression):
             local = lookup(e.name)
             if local is not None:
-                return local
+                return local, None
             if e.name in self.consts:
-                return self.consts[e.name][0]
+                value, t = self.consts[e.name]
+                return value, t if isinstance(t, Bits) else None
             raise fail(e, f"'{e.name}' is not a compile-time constant")
         if isinstance(e, ast.MemberExpression):
             if isinstance(e.expr, ast.PathExpression):
                 if e.expr.name == "error" and e.member in self.errors:
-                    return self.errors[e.member]
+                    return self.errors[e.member], None
                 t = self.type_decls.get(e.expr.name)
                 if isinstance(t, ast.EnumDecl):
                     enum = self.resolve_name(e.expr.name, e)
                     if e.member in enum.members:
-                        return enum.members[e.member]
+                        return enum.members[e.member], None
             raise fail(e, "expression is not a compile-time constant")
         if isinstance(e, ast.CastExpression):
             v = self._eval(e.expr, lookup)
             t = self.resolve(e.type)
             if isinstance(t, Bits):
-                return _wrap(int(v), t)
+                return _wrap(int(v), t), t
             if isinstance(t, Bool):
-                return bool(v)
-            return v
+                return bool(v), None
+            return v, None
         if isinstance(e, ast.UnaryExpression):
-            v = self._eval(e.operand, lookup)
-            return {"-": lambda: -v, "+": lambda: v, "!": lambda: not v, "~": lambda: ~v}[e.op]()
+            v, t = self._typed_eval(e.operand, lookup)
+            r = {"-": lambda: -v, "+": lambda: v, "!": lambda: not v, "~": lambda: ~v}[e.op]()
+            return (_wrap(r, t), t) if t is not None and e.op != "!" else (r, t)
         if isinstance(e, ast.BinaryExpression):
-            a = self._eval(e.left, lookup)
-            b = self._eval(e.right, lookup)
-            width = _literal_width(e.left) or _literal_width(e.right)
+            a, ta = self._typed_eval(e.left, lookup)
+            b, tb = self._typed_eval(e.right, lookup)
+            if e.op in _RELATIONS:
+                return _binop(e.op, a, b, e), None
+            # an unsized operand takes the other's type; a shift has its left operand's type
+            t = ta if e.op in ("<<", ">>") else (ta or tb)
+            if t is not None and e.op in ("|+|", "|-|"):
+                return _saturate(a + b if e.op == "|+|" else a - b, t), t
             r = _binop(e.op, a, b, e)
-            if width and isinstance(r, int) and not isinstance(r, bool) and e.op not in (
-                    "==", "!=", "<", ">", "<=", ">="):
-                r &= (1 << width) - 1
-            return r
+            if t is not None and isinstance(r, int) and not isinstance(r, bool):
+                r = _wrap(r, t)
+            return r, t
         if isinstance(e, ast.TernaryExpression):
-            return self._eval(e.then if self._eval(e.condition, lookup) else e.otherwise, lookup)
+            return self._typed_eval(e.then if self._eval(e.condition, lookup) else e.otherwise, lookup)
+        if isinstance(e, ast.SliceExpression):
+            v = self._eval(e.expr, lookup)
+            hi, lo = int(self._eval(e.high, lookup)), int(self._eval(e.low, lookup))
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= lo <= hi:
+                raise fail(e, "expression is not a compile-time constant")
+            t = Bits(hi - lo + 1)
+            return (v >> lo) & ((1 << t.width) - 1), t
         raise fail(e, "expression is not a compile-time constant")
+
+
+_RELATIONS = ("==", "!=", "<", ">", "<=", ">=", "&&", "||")
 
 
 _TRANSLATION_RE = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*,\s*'
@@ -280,20 +302,16 @@ def _flatten_header(h: HeaderT) -> None:
     h.renamed = renamed
 
 
-def _literal_width(e: ast.Expression) -> Optional[int]:
-    if isinstance(e, ast.IntLiteral) and e.width is not None and not e.signed:
-        return e.width
-    if isinstance(e, ast.CastExpression) and isinstance(e.type, ast.BitType) and not e.type.signed:
-        if isinstance(e.type.width, ast.IntLiteral):
-            return e.type.width.value
-    return None
-
-
 def _wrap(v: int, t: Bits) -> int:
     v &= (1 << t.width) - 1
     if t.signed and v >> (t.width - 1):
         v -= 1 << t.width
     return v
+
+
+def _saturate(v: int, t: Bits) -> int:
+    lo, hi = (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, (1 << t.width) - 1)
+    return min(max(v, lo), hi)
 
 
 def _binop(op: str, a: Any, b: Any, node: Any) -> Any:

@@ -1,23 +1,24 @@
-"""Lowering of P4 statements to a small control-flow form (`Item`s).
+"""Lowering of P4 statements, and of control bodies, to the IR of `ir` (`Item`s).
 
-Straight-line code becomes BMv2 primitives (`Prims`); table applications, `if`, `switch`,
-`exit` and `return` stay structured so that controls can turn them into a BMv2 pipeline graph
-and actions can turn them into predicated primitives.
+`StatementLowering` lowers the statements of one block (control apply, action body, parser
+state, function); `ControlLowering` declares a control's locals and lowers its apply block, also
+for a sub-control applied inline (a control and the statements in it lower each other).
 """
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from p4target.compiler import ast
-from p4target.compiler.bmv2_json import expr
+from p4target.compiler import ast, externs
+from p4target.compiler.bmv2_json import expr, hexstr
 from p4target.compiler.call_order import CallHoister
 from p4target.compiler.context import Context
 from p4target.compiler.expressions import Env, ExpressionLowering, to_data
+from p4target.compiler.ir import (ApplyTable, BreakItem, ContinueItem, ExitItem, HitItem, IfItem, Item,
+                                  Prims, ReturnItem, SubBlock, SwitchItem, assign, merge, prim)
 from p4target.compiler.loops import lower_for, lower_for_in
 from p4target.compiler.semantics import fail
-from p4target.compiler.types import Bits, Bool, VarbitT, VoidT, bit_width, new_type_name
+from p4target.compiler.types import Bits, Bool, BlockT, ExternT, VarbitT, VoidT, bit_width, new_type_name
 from p4target.compiler.values import (ActionSymbol, BlockInstance, ConstValue, ControlContext,
                                       DynamicStackElement, DynamicStackField, ExprValue, ExternInstance, FieldValue, HeaderValue,
                                       PacketValue, StackValue, StructValue,
@@ -25,91 +26,6 @@ from p4target.compiler.values import (ActionSymbol, BlockInstance, ConstValue, C
 from p4target.errors import CompileError, UnsupportedError
 
 
-# --------------------------------------------------------------------------- items
-class Item:
-    """One step of lowered control flow."""
-
-
-@dataclass
-class Prims(Item):
-    primitives: list[dict]
-
-
-@dataclass
-class ApplyTable(Item):
-    table: TableSymbol
-    node: Any
-
-
-@dataclass
-class IfItem(Item):
-    cond: dict
-    then: list[Item]
-    otherwise: list[Item]
-
-
-@dataclass
-class HitItem(Item):
-    """``if (t.apply().hit)``: ``then`` on hit, ``otherwise`` on miss."""
-    table: TableSymbol
-    node: Any
-    then: list[Item]
-    otherwise: list[Item]
-
-
-@dataclass
-class SwitchItem(Item):
-    table: TableSymbol
-    node: Any
-    cases: list[tuple[list[str], list[Item]]] = field(default_factory=list)
-    default: Optional[list[Item]] = None
-
-
-@dataclass
-class ExitItem(Item):
-    pass
-
-
-@dataclass
-class ReturnItem(Item):
-    pass
-
-
-@dataclass
-class LoopItem(Item):
-    """A ``for`` loop inside an action that is not unrolled (BMv2 runs it with `_jump_if_zero` /
-    `_jump`; see `loops`)."""
-    init: list[Item]
-    cond: Optional[dict]
-    body: list[Item]
-    update: list[Item]
-
-
-@dataclass
-class BreakItem(Item):
-    pass
-
-
-@dataclass
-class ContinueItem(Item):
-    pass
-
-
-@dataclass
-class SubBlock(Item):
-    """An inlined sub-control: ``return`` inside it continues after it."""
-    items: list[Item]
-
-
-def assign(dst: dict, src: dict) -> dict:
-    return {"op": "assign", "parameters": [dst, src]}
-
-
-def prim(op: str, *params: dict) -> dict:
-    return {"op": op, "parameters": list(params)}
-
-
-# --------------------------------------------------------------------------- lowering
 class StatementLowering:
     """Lowers statements of one block (control apply, action body, parser state)."""
 
@@ -136,7 +52,7 @@ class StatementLowering:
         items: list[Item] = []
         for s in statements:
             items.extend(self.statement(s))
-        return _merge(items)
+        return merge(items)
 
     def statement(self, s: ast.Statement) -> list[Item]:
         items = self._statement(s)
@@ -234,7 +150,13 @@ class StatementLowering:
         """``s`` preceded by the calls inside its expressions (see `call_order`), or None when
         it has none."""
         hoister = CallHoister(self)
-        if isinstance(s, ast.AssignmentStatement) and hoister.has_call(s):
+        if isinstance(s, ast.CompoundAssignmentStatement) and hoister.has_call(s.target):
+            # P4 evaluates the target once: its calls run (and its indices are saved) once, then
+            # the right-hand side; the read and the write use that one place
+            target = hoister.target(s.target, save_indices=True)
+            rest = ast.AssignmentStatement(loc=s.loc, target=target, value=ast.BinaryExpression(
+                loc=s.value.loc, op=s.op, left=target, right=hoister.value(s.rhs)))
+        elif isinstance(s, ast.AssignmentStatement) and hoister.has_call(s):
             target = hoister.target(s.target, save_indices=hoister.has_call(s.value))
             rest: ast.Statement = dataclasses.replace(s, target=target, value=hoister.value(s.value))
         elif isinstance(s, ast.VariableDecl) and s.initializer is not None and hoister.has_call(s.initializer):
@@ -319,7 +241,6 @@ class StatementLowering:
             v, _ = self.ex.lower(value, Bits(width))
             mask = ((1 << width) - 1) << lo
             full = (1 << base.type.width) - 1
-            from p4target.compiler.bmv2_json import hexstr
             old = base.json() if isinstance(base, FieldValue) else self.ex.rvalue(base, target)[0]
             kept = expr("&", old, hexstr(full & ~mask))
             new = expr("&", expr("<<", v, hexstr(lo)), hexstr(mask))
@@ -332,7 +253,6 @@ class StatementLowering:
     def for_element(self, place: DynamicStackElement, node: Any, step) -> Item:
         """``step(stack[i])`` with a run-time ``i``: BMv2 cannot name that header, so one branch
         per element (the index saved first), as p4c does; an index past the end does nothing."""
-        from p4target.compiler.bmv2_json import hexstr
         index = self.ctx.storage.variable("stack_index", Bits(32), node)
         chain: list[Item] = []
         for i in reversed(range(len(place.stack.elements))):
@@ -345,7 +265,6 @@ class StatementLowering:
         (saved first) names it, else keeps its own; an index past the end writes nothing."""
         if not isinstance(dst, DynamicStackField):
             return [assign(dst.json, value)]
-        from p4target.compiler.bmv2_json import hexstr
         index = self.ctx.storage.variable("stack_index", Bits(32), None)
         out = [assign(index.json(), dst.index_json)]
         for k, f in enumerate(dst.element_fields()):
@@ -405,7 +324,6 @@ class StatementLowering:
 
     # ------------------------------------------------------------------ calls
     def call(self, c: ast.MethodCallExpression) -> list[Item]:
-        from p4target.compiler import externs
         m = c.method
         if isinstance(m, ast.MemberExpression):
             base_expr = m.expr
@@ -434,7 +352,6 @@ class StatementLowering:
                 if base.unions is not None:
                     raise UnsupportedError.at(c.loc, f"{m.member} on a stack of header unions")
                 n = int(self.ctx.scope.const_eval(c.args[0], self.ex._const_lookup))
-                from p4target.compiler.bmv2_json import hexstr
                 return [Prims([prim("push" if m.member == "push_front" else "pop",
                                     {"type": "header_stack", "value": base.name}, hexstr(n))])]
             if isinstance(base, ExternInstance):
@@ -470,7 +387,14 @@ class StatementLowering:
                 out.append((p, None))
         if named:
             raise fail(node, f"no parameter named '{next(iter(named))}'")
-        return out
+        return [(p, self._dont_care(p) if isinstance(a, ast.DontCareExpression) else a) for p, a in out]
+
+    def _dont_care(self, p: ast.Parameter) -> ast.Expression:
+        """The don't-care argument ``_``: a fresh variable of the parameter's type, written and
+        never read (p4c's DontcareArgs does the same)."""
+        hidden = self.ctx.fresh(f"__dontcare_{p.name}")
+        self.env.define(hidden, self.ctx.storage.variable(f"dontcare_{p.name}", self.ctx.scope.resolve(p.type), p))
+        return ast.PathExpression(loc=p.loc, name=hidden)
 
     def _in_argument(self, a: ast.Expression, t: Any) -> Value:
         """An ``in`` argument as the callee sees it: aggregates by reference, scalars as an
@@ -579,7 +503,6 @@ class StatementLowering:
         return out
 
     def inline_block(self, inst: BlockInstance, c: ast.MethodCallExpression) -> Item:
-        from p4target.compiler.controls import ControlLowering
         if not isinstance(inst.decl, ast.ControlDecl):
             raise UnsupportedError.at(c.loc, "sub-parser calls outside a parser state's top level")
         bindings: dict[str, Value] = dict(inst.ctor)
@@ -671,194 +594,53 @@ def _initializer_pairs(value: Any, names: list[str], node: Any) -> list[tuple[st
     return pairs
 
 
-def _merge(items: list[Item]) -> list[Item]:
-    """Join neighbouring primitive runs."""
-    out: list[Item] = []
-    for it in items:
-        if isinstance(it, Prims) and out and isinstance(out[-1], Prims):
-            out[-1] = Prims(out[-1].primitives + it.primitives)
-        elif isinstance(it, Prims) and not it.primitives:
-            continue
+# --------------------------------------------------------------------------- control bodies
+class ControlLowering:
+    """One control instance: ``prefix`` names its tables, actions and externs."""
+
+    def __init__(self, ctx: Context, decl: ast.ControlDecl, prefix: str,
+                 bindings: dict[str, Value], block_kind: str = "control") -> None:
+        self.ctx = ctx
+        self.decl = decl
+        self.control = ControlContext(prefix, decl)
+        self.env = ctx.global_env.child(bindings)
+        self.block_kind = block_kind
+        self.init: list[Item] = []
+        sl = StatementLowering(ctx, self.env, self.control, block_kind=block_kind)
+        for local in decl.locals:
+            self._declare(local, sl)
+
+    def _declare(self, d: ast.Declaration, sl: StatementLowering) -> None:
+        ctx = self.ctx
+        if isinstance(d, ast.ConstDecl):
+            t = ctx.scope.resolve(d.type)
+            self.env.define(d.name, ConstValue(ctx.scope.const_eval(d.value, sl.ex._const_lookup, t), t))
+        elif isinstance(d, ast.VariableDecl):
+            self.init += sl.statement(d)
+        elif isinstance(d, ast.ActionDecl):
+            self.env.define(d.name, ActionSymbol(d, self.control.qualify(d.name, d.annotations), self.control))
+        elif isinstance(d, ast.TableDecl):
+            sym = TableSymbol(d, self.control.qualify(d.name, d.annotations), self.control)
+            self.env.define(d.name, sym)
+            ctx.table_envs[sym.name] = self.env
+        elif isinstance(d, ast.InstantiationDecl):
+            t = ctx.scope.resolve(d.type)
+            name = self.control.qualify(d.name, d.annotations)
+            if isinstance(t, ExternT):
+                # a control instance applied more than once keeps one object per extern instance
+                inst = ctx.externs.get(name)
+                if inst is None or inst.decl is not d:
+                    inst = externs.instantiate(ctx, d, name, t, sl.ex._const_lookup)
+                self.env.define(d.name, inst)
+            elif isinstance(t, BlockT) and isinstance(t.decl, ast.ControlDecl):
+                self.env.define(d.name, BlockInstance(t.decl, name, d.args,
+                                                      sl.constructor_bindings(t.decl, d.args, d)))
+            else:
+                raise UnsupportedError.at(d.loc, f"instantiation of {t}")
         else:
-            out.append(it)
-    return out
+            raise UnsupportedError.at(d.loc, f"control local {type(d).__name__}")
 
-
-def predicate(ctx: Context, items: list[Item], node: Any, pred: Optional[dict] = None) -> list[dict]:
-    """Flatten structured items into straight-line primitives (BMv2 actions have no branches):
-    each branch's assignments become ``dst = cond ? value : dst``; conditions are saved first.
-    A ``return`` under a condition sets a flag that guards the rest of its action body."""
-    return _Predicator(ctx, node).body(items, pred)
-
-
-class _Frame:
-    """One inlined body: its return flag (created on the first conditional return)."""
-
-    def __init__(self) -> None:
-        self.flag: Optional[dict] = None
-
-
-class _Predicator:
-    def __init__(self, ctx: Context, node: Any) -> None:
-        self.ctx = ctx
-        self.node = node
-
-    def _unsupported(self, what: str, hint: str = "") -> UnsupportedError:
-        return UnsupportedError.at(getattr(self.node, "loc", None), what, hint)
-
-    def body(self, items: list[Item], pred: Optional[dict]) -> list[dict]:
-        frame = _Frame()
-        out = self.items(items, pred, frame, top=True)
-        if frame.flag is not None:
-            out.insert(0, assign(frame.flag, {"type": "hexstr", "value": "0x0"}))
-        return out
-
-    def _guard(self, pred: Optional[dict], frame: _Frame) -> Optional[dict]:
-        if frame.flag is None:
-            return pred
-        live = expr("not", None, expr("d2b", None, frame.flag))
-        return live if pred is None else expr("and", pred, live)
-
-    def items(self, items: list[Item], pred: Optional[dict], frame: _Frame, top: bool) -> list[dict]:
-        out: list[dict] = []
-        for it in items:
-            guard = self._guard(pred, frame)
-            if isinstance(it, ReturnItem):
-                if top:
-                    break  # everything after it in this body is dead
-                if frame.flag is None:
-                    frame.flag = {"type": "field", "value": ["scalars", self.ctx.out.add_scalar("returned", Bool())]}
-                out.append(assign(frame.flag, expr("?", {"type": "hexstr", "value": "0x1"}, frame.flag, cond=guard)))
-            elif isinstance(it, SubBlock):
-                out += self.body(it.items, guard)
-            elif isinstance(it, Prims):
-                for p in it.primitives:
-                    if guard is None:
-                        out.append(p)
-                    elif p["op"] == "assign":
-                        dst, src = p["parameters"]
-                        out.append(assign(dst, expr("?", src, dst, cond=guard)))
-                    elif p["op"] == "verify":  # parser only: a check that holds when skipped
-                        check, error = p["parameters"]
-                        out.append({"op": "verify", "parameters": [expr("or", expr("not", None, guard), check), error]})
-                    else:
-                        raise self._unsupported(f"'{p['op']}' under a condition inside an action",
-                                                "move the condition into the control's apply block")
-            elif isinstance(it, IfItem):
-                cond = it.cond if guard is None else expr("and", guard, it.cond)
-                els = expr("not", None, it.cond)
-                els = els if guard is None else expr("and", guard, els)
-                f_then = {"type": "field", "value": ["scalars", self.ctx.out.add_scalar("cond", Bool())]}
-                f_else = {"type": "field", "value": ["scalars", self.ctx.out.add_scalar("cond", Bool())]}
-                out.append(assign(f_then, expr("b2d", None, cond)))
-                out.append(assign(f_else, expr("b2d", None, els)))
-                out += self.items(it.then, expr("d2b", None, f_then), frame, top=False)
-                out += self.items(it.otherwise, expr("d2b", None, f_else), frame, top=False)
-            elif isinstance(it, ExitItem):
-                if guard is not None:
-                    raise self._unsupported("exit under a condition inside an action")
-                out.append(prim("exit"))
-            else:
-                raise fail(self.node, "tables cannot be applied inside an action")
-        return out
-
-
-def action_primitives(ctx: Context, items: list[Item], node: Any) -> list[dict]:
-    """A table action's body as BMv2 primitives: predicated assignments when every branch only
-    assigns, else BMv2's `_jump_if_zero` / `_jump` (extern calls or exit under a condition)."""
-    if _branches_do_more_than_assign(items, inside_branch=False):
-        return _Jumps(ctx, node).emit_body(items)
-    return predicate(ctx, items, node)
-
-
-def _branches_do_more_than_assign(items: list[Item], inside_branch: bool) -> bool:
-    for it in items:
-        if isinstance(it, LoopItem):
-            return True
-        if isinstance(it, SubBlock) and _branches_do_more_than_assign(it.items, inside_branch):
-            return True
-        if isinstance(it, IfItem) and (_branches_do_more_than_assign(it.then, True) or
-                                       _branches_do_more_than_assign(it.otherwise, True)):
-            return True
-        if inside_branch and isinstance(it, ExitItem):
-            return True
-        if inside_branch and isinstance(it, Prims) and any(p["op"] != "assign" for p in it.primitives):
-            return True
-    return False
-
-
-class _Jumps:
-    """Structured items -> primitives with jumps to absolute primitive indices."""
-
-    def __init__(self, ctx: Context, node: Any) -> None:
-        self.ctx = ctx
-        self.node = node
-        self.out: list[dict] = []
-        self.loops: list[tuple[list[int], list[int]]] = []  # (break jumps, continue jumps)
-
-    def _here(self) -> dict:
-        from p4target.compiler.bmv2_json import hexstr
-        return hexstr(len(self.out))
-
-    def emit_body(self, items: list[Item]) -> list[dict]:
-        returns: list[int] = []
-        self._emit(items, returns)
-        for i in returns:
-            self.out[i]["parameters"] = [self._here()]
-        return self.out
-
-    def _emit(self, items: list[Item], returns: list[int]) -> None:
-        for it in items:
-            if isinstance(it, Prims):
-                self.out += it.primitives
-            elif isinstance(it, SubBlock):
-                inner: list[int] = []
-                self._emit(it.items, inner)
-                for i in inner:
-                    self.out[i]["parameters"] = [self._here()]
-            elif isinstance(it, IfItem):
-                branch = len(self.out)
-                self.out.append({"op": "_jump_if_zero", "parameters": [expr("b2d", None, it.cond), None]})
-                self._emit(it.then, returns)
-                if it.otherwise:
-                    skip = len(self.out)
-                    self.out.append({"op": "_jump", "parameters": [None]})
-                    self.out[branch]["parameters"][1] = self._here()
-                    self._emit(it.otherwise, returns)
-                    self.out[skip]["parameters"] = [self._here()]
-                else:
-                    self.out[branch]["parameters"][1] = self._here()
-            elif isinstance(it, LoopItem):
-                self._emit_loop(it, returns)
-            elif isinstance(it, (BreakItem, ContinueItem)):
-                breaks, continues = self.loops[-1]
-                (breaks if isinstance(it, BreakItem) else continues).append(len(self.out))
-                self.out.append({"op": "_jump", "parameters": [None]})
-            elif isinstance(it, ReturnItem):
-                returns.append(len(self.out))
-                self.out.append({"op": "_jump", "parameters": [None]})
-            elif isinstance(it, ExitItem):
-                self.out.append(prim("exit"))
-            else:
-                raise fail(self.node, "tables cannot be applied inside an action")
-
-    def _emit_loop(self, loop: LoopItem, returns: list[int]) -> None:
-        """init; top: if !cond goto end; body; (continue lands here) update; goto top; end:"""
-        from p4target.compiler.bmv2_json import hexstr
-        self._emit(loop.init, returns)
-        top = len(self.out)
-        test = None
-        if loop.cond is not None:
-            test = len(self.out)
-            self.out.append({"op": "_jump_if_zero", "parameters": [expr("b2d", None, loop.cond), None]})
-        self.loops.append(([], []))
-        self._emit(loop.body, returns)
-        breaks, continues = self.loops.pop()
-        for i in continues:
-            self.out[i]["parameters"] = [self._here()]
-        self._emit(loop.update, returns)
-        self.out.append({"op": "_jump", "parameters": [hexstr(top)]})
-        if test is not None:
-            self.out[test]["parameters"][1] = self._here()
-        for i in breaks:
-            self.out[i]["parameters"] = [self._here()]
+    def apply_items(self) -> list[Item]:
+        sl = StatementLowering(self.ctx, self.env.child(), self.control, block_kind=self.block_kind)
+        items = sl.block(self.decl.body.statements)
+        return list(self.init) + items

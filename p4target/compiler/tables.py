@@ -2,20 +2,20 @@
 action profiles and selectors, direct counters and meters)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from p4target.compiler import ast
+from p4target.compiler.action_body import action_primitives, predicate
 from p4target.compiler.bmv2_json import data_hex
-from p4target.compiler.expressions import ExpressionLowering, to_data
+from p4target.compiler.call_order import CallHoister
+from p4target.compiler.context import Context, TableInfo
+from p4target.compiler.expressions import Env, ExpressionLowering, to_data
+from p4target.compiler.statements import StatementLowering, copied_call
 from p4target.compiler.semantics import fail
 from p4target.compiler.types import Bits, Bool, EnumT, bit_width, new_type_name
 from p4target.compiler.values import (ActionSymbol, ExternInstance, FieldValue,
                                       HeaderValue, RuntimeDataValue, TableSymbol)
 from p4target.errors import UnsupportedError
-
-if TYPE_CHECKING:
-    from p4target.compiler.context import Context
-    from p4target.compiler.expressions import Env
 
 DEFAULT_TABLE_SIZE = 1024
 
@@ -55,13 +55,12 @@ def _type_text(t: ast.Type) -> str:
 class ActionLowering:
     """Lowers actions referenced by tables into BMv2 actions (once per binding)."""
 
-    def __init__(self, ctx: "Context") -> None:
+    def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.cache: dict[tuple, tuple[int, str, list]] = {}
 
-    def lower(self, sym: ActionSymbol, env: "Env", bound_args: tuple, node: Any) -> tuple[int, str, list]:
+    def lower(self, sym: ActionSymbol, env: Env, bound_args: tuple, node: Any) -> tuple[int, str, list]:
         """(BMv2 action id, name, [(param, type)] of action data)."""
-        from p4target.compiler.statements import StatementLowering, action_primitives, copied_call
         key = (id(sym.decl), sym.name, tuple(source_text(a) for a in bound_args))
         if key in self.cache:
             return self.cache[key]
@@ -128,14 +127,13 @@ def _match_type(kinds: list[str]) -> str:
 class TableBuilder:
     """Builds one table's BMv2 JSON (everything but its next nodes) and its P4Info facts."""
 
-    def __init__(self, ctx: "Context", actions: ActionLowering) -> None:
+    def __init__(self, ctx: Context, actions: ActionLowering) -> None:
         self.ctx = ctx
         self.actions = actions
 
-    def build(self, sym: TableSymbol, env: "Env", pipeline: dict) -> tuple[dict, list[dict], dict[str, str]]:
+    def build(self, sym: TableSymbol, env: Env, pipeline: dict) -> tuple[dict, list[dict], dict[str, str]]:
         """(table JSON without next nodes, primitives computing key temporaries, P4 action name ->
         BMv2 action name)."""
-        from p4target.compiler.context import TableInfo
         ctx = self.ctx
         d = sym.decl
         ex = ExpressionLowering(ctx.scope, env)
@@ -231,10 +229,8 @@ class TableBuilder:
         _note_explicit_id(ctx, sym.name, d.annotations)
         return table, pre, {p4: lowered[1] for p4, lowered in by_p4_name.items()}
 
-    def _run_calls(self, e: ast.Expression, env: "Env", pre: list[dict]) -> ast.Expression:
+    def _run_calls(self, e: ast.Expression, env: Env, pre: list[dict]) -> ast.Expression:
         """A key expression whose function calls run (into ``pre``) before the lookup."""
-        from p4target.compiler.call_order import CallHoister
-        from p4target.compiler.statements import StatementLowering, predicate
         hoister = CallHoister(StatementLowering(self.ctx, env, None))
         if not hoister.has_call(e):
             return e
@@ -333,6 +329,7 @@ class TableBuilder:
                 for m in self.ctx.out.meter_arrays:
                     if m["name"] == inst.name:
                         m["binding"] = sym.name
+                        m["size"] = table["max_size"]  # BMv2 asserts a direct meter's size is its table's
                 table["direct_meters"] = inst.name
                 info.direct_meter = inst.name
 

@@ -6,10 +6,11 @@ from typing import Any
 
 from p4target.compiler import ast, externs
 from p4target.compiler.context import Context
-from p4target.compiler.controls import ControlLowering, PipelineLinker
+from p4target.compiler.controls import PipelineLinker
+from p4target.compiler.ir import IfItem, Item, Prims, SubBlock
 from p4target.compiler.parsers import ParserLowering
 from p4target.compiler.semantics import ProgramScope, fail
-from p4target.compiler.statements import IfItem, Item, Prims, StatementLowering, SubBlock
+from p4target.compiler.statements import ControlLowering, StatementLowering
 from p4target.compiler.types import BlockT, EnumT, ExternT, StructLike
 from p4target.compiler.values import BlockInstance, ControlContext, HeaderValue, PacketValue, Value
 from p4target.errors import UnsupportedError
