@@ -303,22 +303,11 @@ def measure_switch(net: Net, sw: Switch, program: str, json_path: str, commands:
 
 
 def _compiled(program: str) -> dict:
-    """The program's BMv2 JSON from the embedded compiler, with expression parameters of action
-    primitives wrapped twice as p4c writes them ({"type": "expression", "value": {"type":
-    "expression", "value": {op...}}}): simple_switch refuses the single wrapping the compiler
-    emits today, the embedded switch reads both."""
+    """The program's BMv2 JSON from the embedded compiler (loads on simple_switch too)."""
     if program == "gradlane":
-        bmv2 = compile_file(os.path.join(ROOT, "p4src", "gradlane.p4"),
+        return compile_file(os.path.join(ROOT, "p4src", "gradlane.p4"),
                             include_dirs=[os.path.join(ROOT, "p4src")]).bmv2_json
-    else:
-        bmv2 = compile_file(os.path.join(ROOT, "benchmarks", "programs", "l3_router.p4")).bmv2_json
-    for action in bmv2.get("actions", []):
-        for prim in action.get("primitives", []):
-            params = prim.get("parameters", [])
-            for i, param in enumerate(params):
-                if param.get("type") == "expression" and "type" not in param.get("value", {}):
-                    params[i] = {"type": "expression", "value": param}
-    return bmv2
+    return compile_file(os.path.join(ROOT, "benchmarks", "programs", "l3_router.p4")).bmv2_json
 
 
 def _simple_switch() -> str | None:

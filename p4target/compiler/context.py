@@ -21,6 +21,7 @@ class TableInfo:
     key_names: list[str] = field(default_factory=list)
     key_bitwidths: list[int] = field(default_factory=list)
     key_type_names: list[Optional[str]] = field(default_factory=list)  # P4 ``type`` of each key
+    key_match_kinds: list[str] = field(default_factory=list)  # source match kinds (JSON says "ternary" for "optional")
     implementation: Optional[str] = None
     direct_counter: Optional[str] = None
     direct_meter: Optional[str] = None

@@ -246,10 +246,11 @@ def function_call(sl: "StatementLowering", name: str, c: ast.MethodCallExpressio
     if name in ("resubmit_preserving_field_list", "recirculate_preserving_field_list"):
         fl = int(ctx.scope.const_eval(a[0], ex._const_lookup))
         _ensure_field_list(ctx, fl, c)
-        return [{"op": name, "parameters": [hexstr(fl)]}]
+        # simple_switch's primitives are "resubmit"/"recirculate" taking the field list id
+        return [{"op": name.removesuffix("_preserving_field_list"), "parameters": [hexstr(fl)]}]
     if name in ("resubmit", "recirculate"):
         fl = _anonymous_field_list(sl, a[0]) if a else 0
-        return [{"op": f"{name}_preserving_field_list", "parameters": [hexstr(fl)]}]
+        return [{"op": name, "parameters": [hexstr(fl)]}]
     if name == "truncate":
         return [{"op": "truncate", "parameters": [ex.lower(a[0], Bits(32))[0]]}]
     if name in ("assert", "assume"):

@@ -19,7 +19,7 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
             annotations=list(info.annotations), action_scopes=dict(info.action_scopes),
             const_default_action=info.const_default_action, is_const_table=info.is_const_table,
             key_names=list(info.key_names), key_bitwidths=list(info.key_bitwidths),
-            key_type_names=list(info.key_type_names),
+            key_type_names=list(info.key_type_names), key_match_kinds=list(info.key_match_kinds),
             implementation=info.implementation, direct_counter=info.direct_counter,
             direct_meter=info.direct_meter, size=info.size)
     hints.action_annotations = {k: v for k, v in ctx.action_annotations.items() if v}

@@ -155,6 +155,7 @@ class TableBuilder:
                 continue
             target, width, t = self._key_target(ex, self._run_calls(el.expression, env, pre), pre, sym)
             keys.append({"match_type": mk, "name": name, "target": target, "mask": None})
+            info.key_match_kinds.append(mk)
             key_types.append(t)
             _note_serializable_enum(self.ctx, t)
             info.key_names.append(name)
@@ -225,6 +226,11 @@ class TableBuilder:
         if isinstance(entries, ast.EntriesProperty):
             info.is_const_table = entries.is_const
             table["entries"] = self._entries(ex, entries, keys, key_types, by_p4_name, sym)
+        # BMv2 knows no "optional" match type: like p4c, the JSON says "ternary" (keys and const
+        # entries) and only the P4Info keeps OPTIONAL (from the hints' source match kinds).
+        for k in [*keys, *(m for e in table.get("entries", ()) for m in e["match_key"])]:
+            if k["match_type"] == "optional":
+                k["match_type"] = "ternary"
         ctx.tables[sym.name] = info
         _note_explicit_id(ctx, sym.name, d.annotations)
         return table, pre, {p4: lowered[1] for p4, lowered in by_p4_name.items()}

@@ -341,6 +341,8 @@ def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHi
         type_names = th.key_type_names or []
         new_types.describe(mf, type_names[i] if i < len(type_names) else None, width)
         match_type = str(key.get("match_type", "exact")).lower()
+        if th.key_match_kinds and i < len(th.key_match_kinds):
+            match_type = th.key_match_kinds[i]
         if match_type in _MATCH_TYPES:
             mf.match_type = _MATCH_TYPES[match_type]
         else:

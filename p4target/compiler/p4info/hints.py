@@ -19,6 +19,7 @@ class TableHints:
     key_names: Optional[list[str]] = None                       # override match field names
     key_bitwidths: Optional[list[int]] = None                   # override widths (expressions, slices)
     key_type_names: Optional[list[Optional[str]]] = None        # P4 ``type`` of each key (P4Info type_name)
+    key_match_kinds: Optional[list[str]] = None                 # source match kinds (JSON has "ternary" for "optional")
     implementation: Optional[str] = None                        # action profile/selector name
     direct_counter: Optional[str] = None
     direct_meter: Optional[str] = None

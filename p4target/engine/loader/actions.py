@@ -89,9 +89,9 @@ class Primitives:
         if op in ("clone_ingress_pkt_to_egress", "clone_egress_pkt_to_egress"):
             fl = ex(a[1]) if len(a) > 1 else "0"
             return [f"P.clone = ({ex(a[0])}, {fl})"]
-        if op in ("resubmit", "resubmit_preserving_field_list"):
+        if op == "resubmit":
             return [f"P.resubmit = {ex(a[0]) if a else '0'}"]
-        if op in ("recirculate", "recirculate_preserving_field_list"):
+        if op == "recirculate":
             return [f"P.recirc = {ex(a[0]) if a else '0'}"]
         if op == "modify_field_with_hash_based_offset":
             calc = self.calcs.symbol(a[2]["value"])

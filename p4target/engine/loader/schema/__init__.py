@@ -21,33 +21,18 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ProgramLoadError
-from .actions import _COMPILER_PRIMITIVES, PRIMITIVES, ActionChecks
+from .actions import PRIMITIVES, ActionChecks
 from .declarations import DeclarationChecks
 from .expressions import ExpressionChecks
 from .parsers import ParserChecks
 from .pipelines import KEY_MATCH_TYPES, PipelineChecks
 from .values import _Invalid
 
-# Shapes today's embedded compiler (p4target/compiler) writes but BMv2 refuses:
-#  - a bare `{"op", "left", "right"}` node where BMv2 needs `{"type": "expression", "value": {...}}`,
-#    and a typed node where BMv2 reads an operation (the value of an "expression" node);
-#  - `runtime_data` nodes inside expressions (BMv2 reads action data there as `local`), and the
-#    field offset of `access_field` as a hexstr node (BMv2 reads a plain integer);
-#  - the key match kind "optional" (p4c writes "ternary");
-#  - primitives "resubmit_preserving_field_list" / "recirculate_preserving_field_list" (p4c writes
-#    "resubmit" / "recirculate") and `log_msg` without its parameters vector;
-#  - a parser `set` whose source is not a field, hexstr, lookahead or expression node.
-# The switch accepts them while this is True so the suite stays green; it goes (set to False,
-# then removed) once the compiler writes BMv2's shapes (issue 17, point 1).
-ALLOW_EMBEDDED_COMPILER_SHAPES = True
-
-
-def validate(j: Any, allow_compiler_shapes: bool | None = None) -> None:
+def validate(j: Any) -> None:
     """Raise ProgramLoadError naming the JSON path of the first thing BMv2 would refuse (or that
-    cannot run). `allow_compiler_shapes` overrides ALLOW_EMBEDDED_COMPILER_SHAPES."""
-    allow = ALLOW_EMBEDDED_COMPILER_SHAPES if allow_compiler_shapes is None else allow_compiler_shapes
+    cannot run)."""
     try:
-        _Validator(j, allow).run()
+        _Validator(j).run()
     except _Invalid as exc:
         raise ProgramLoadError(str(exc)) from None
     except RecursionError:
@@ -57,11 +42,10 @@ def validate(j: Any, allow_compiler_shapes: bool | None = None) -> None:
 class _Validator(DeclarationChecks, ExpressionChecks, ActionChecks, ParserChecks, PipelineChecks):
     """One run of the checks over one JSON document, in BMv2's order of `init_objects`."""
 
-    def __init__(self, j: Any, allow: bool) -> None:
+    def __init__(self, j: Any) -> None:
         self.j = j
-        self.allow = allow
-        self.primitives = dict(PRIMITIVES, **(_COMPILER_PRIMITIVES if allow else {}))
-        self.key_match_types = KEY_MATCH_TYPES | ({"optional"} if allow else set())
+        self.primitives = dict(PRIMITIVES)
+        self.key_match_types = KEY_MATCH_TYPES
 
     def run(self) -> None:
         j = self.obj(self.j, "")

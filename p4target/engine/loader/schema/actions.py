@@ -37,7 +37,6 @@ PARAMETER_KINDS = {
     "assign_header": {0: {"header", "expression"}, 1: {"header", "expression"}},
     "copy_header": {0: {"header", "expression"}, 1: {"header", "expression"}},
 }
-_COMPILER_PRIMITIVES = {"resubmit_preserving_field_list": 1, "recirculate_preserving_field_list": 1}
 
 
 class ActionChecks(ValueChecks):
@@ -71,7 +70,7 @@ class ActionChecks(ValueChecks):
         if op not in self.primitives:
             self.fail(f"{path}.op", f"unknown primitive '{op}'")
         params = self.arr(prim.get("parameters", []), f"{path}.parameters")
-        if len(params) != self.primitives[op] and not (self.allow and op == "log_msg" and len(params) == 1):
+        if len(params) != self.primitives[op]:
             self.fail(f"{path}.parameters", f"primitive '{op}' takes {self.primitives[op]} parameter(s), "
                                             f"got {len(params)}")
         kinds = PARAMETER_KINDS.get(op, {})

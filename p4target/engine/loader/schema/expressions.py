@@ -15,7 +15,6 @@ OPERATORS = frozenset({"+", "-", "%", "/", "*", "<<", ">>", "==", "!=", ">", "<"
                        "sat_cast", "d2b", "b2d", "dereference_stack", "dereference_header_stack",
                        "dereference_union_stack", "last_stack_index", "size_stack", "access_field",
                        "access_union_header"})
-_COMPILER_EXPRESSION_TYPES = frozenset({"runtime_data"})
 # the kind of value an operator gives (BMv2's ExprOpcodesUtils::get_opcode_type); others: data
 _RESULT_KIND = {**{op: "bool" for op in ("==", "!=", ">", "<", ">=", "<=", "and", "or", "not", "valid",
                                           "valid_union", "d2b")},
@@ -33,13 +32,11 @@ class ExpressionChecks(ValueChecks):
             return None
         self.obj(e, path)
         if "type" not in e:
-            if self.allow and "op" in e:  # a bare operation node (see ALLOW_EMBEDDED_COMPILER_SHAPES)
-                return self.operation(e, path)
             self.fail(path, 'expression node needs "type"' + (
                 ' (a bare {"op", "left", "right"} node must be {"type": "expression", "value": {...}})'
                 if "op" in e else ""))
         t = self.string(e["type"], f"{path}.type")
-        if t not in EXPRESSION_TYPES and not (self.allow and t in _COMPILER_EXPRESSION_TYPES):
+        if t not in EXPRESSION_TYPES:
             self.fail(f"{path}.type", f"invalid type in expression: '{t}'")
         v = self.key(e, "value", path)
         vp = f"{path}.value"
@@ -70,10 +67,8 @@ class ExpressionChecks(ValueChecks):
     def operation(self, v: Any, path: str) -> str | None:
         """The value of an "expression" node: an operation; returns the kind of its result."""
         self.obj(v, path)
-        if "type" in v and "op" not in v:
-            if not self.allow:  # BMv2 reads this node's "op": a typed node here has none
-                self.fail(path, 'an operation needs "op" (this is a typed node inside an expression node)')
-            return self.expression(v, path)
+        if "type" in v and "op" not in v:  # BMv2 reads this node's "op": a typed node has none
+            self.fail(path, 'an operation needs "op" (this is a typed node inside an expression node)')
         op = self.string(self.key(v, "op", path), f"{path}.op")
         if op not in OPERATORS:
             self.fail(f"{path}.op", f"unknown operator '{op}'")
@@ -83,8 +78,7 @@ class ExpressionChecks(ValueChecks):
             want = "header" if op == "access_field" else "header_union"
             if self.expression(v["left"], f"{path}.left") != want:
                 self.fail(f"{path}.left", f"'{op}' needs a {want.replace('_', ' ')} on its left")
-            if not (self.allow and isinstance(v["right"], dict) and v["right"].get("type") == "hexstr"):
-                self.integer(v["right"], f"{path}.right", 0)
+            self.integer(v["right"], f"{path}.right", 0)
             return "data" if op == "access_field" else "header"
         cond = self.expression(self.key(v, "cond", path), f"{path}.cond") if op == "?" else None
         left = self.expression(v["left"], f"{path}.left")

@@ -140,8 +140,6 @@ class ParserChecks(ValueChecks):
                 self.integer(src["value"][1], f"{pp}[1].value[1]", 1, _MAX_WIDTH)
             elif t in ("field", "hexstr"):
                 self.expression(src, f"{pp}[1]")
-            elif self.allow and t in ("stack_field", "bool", "header", "local", "runtime_data"):
-                self.expression(src, f"{pp}[1]")
             else:
                 self.fail(f"{pp}[1].type", f"'set' has unsupported source type '{t}'")
         elif kind == "verify":

@@ -1,8 +1,9 @@
 """v1model features on small hand-built BMv2 JSON programs: match kinds and priorities,
 multicast, clone, resubmit, recirculate, registers, meters, hashes, digests, exit, stacks."""
-from p4target.engine import (Engine, Exact, Optional, Range, Ternary, GREEN, YELLOW, RED,
+from p4target.engine import (Engine, Exact, Range, Ternary, GREEN, YELLOW, RED,
                              INGRESS_CLONE, REPLICATION, RESUBMIT, InvalidEntryError)
 from p4target.engine import hashes
+from p4target.engine.errors import ProgramLoadError
 from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, expr_param, hexv, op
 import pytest
 
@@ -89,14 +90,18 @@ DROP = ("drop", [], [{"op": "mark_to_drop", "parameters": [{"type": "header", "v
 
 
 def test_ternary_lowest_priority_value_wins_then_range_and_optional():
-    eng = Engine(program(keys=[("a", "ternary"), ("c", "range"), ("d", "optional")], actions=[DROP, SETB]))
-    eng.table_add("t", [Ternary(0, 0), Range(0, 0xFFFF), Optional(wildcard=True)], "setb", [9, 1], priority=20)
-    eng.table_add("t", [Ternary(1, 0xFF), Range(2, 5), Optional(4)], "setb", [7, 2], priority=10)
+    # an optional key reaches BMv2 JSON as "ternary" (BMv2 has no "optional" match type): a value
+    # is a full mask, a wildcard mask 0
+    eng = Engine(program(keys=[("a", "ternary"), ("c", "range"), ("d", "ternary")], actions=[DROP, SETB]))
+    eng.table_add("t", [Ternary(0, 0), Range(0, 0xFFFF), Ternary(0, 0)], "setb", [9, 1], priority=20)
+    eng.table_add("t", [Ternary(1, 0xFF), Range(2, 5), Ternary(4, 0xFFFFFFFF)], "setb", [7, 2], priority=10)
     assert eng.process(0, pkt()) == [(2, pkt(b=7))]
     assert eng.process(0, pkt(c=6)) == [(1, pkt(b=9, c=6))]   # out of range
     assert eng.process(0, pkt(d=5)) == [(1, pkt(b=9, d=5))]   # optional mismatch
     with pytest.raises(InvalidEntryError):
-        eng.table_add("t", [Ternary(0, 0), Range(0, 1), Optional(1)], "setb", [1, 1])  # no priority
+        eng.table_add("t", [Ternary(0, 0), Range(0, 1), Ternary(1, 0xFFFFFFFF)], "setb", [1, 1])  # no priority
+    with pytest.raises(ProgramLoadError, match="invalid match type 'optional'"):
+        Engine(program(keys=[("d", "optional")], actions=[DROP, SETB]))
 
 
 def test_exact_table_and_modify_delete():

@@ -135,7 +135,7 @@ def check_forwarded(out: list) -> None:
 
 
 def test_older_json_is_valid_bmv2_json():
-    validate(older_router(), allow_compiler_shapes=False)
+    validate(older_router())
 
 
 def test_tables_without_action_ids_take_entries_by_action_name():
@@ -183,7 +183,7 @@ def test_parser_ops_in_their_older_forms():
     bad_source = {"type": "expression", "value": {"op": "!=", "left": _field("ethernet", "srcAddr"),
                                                   "right": _hex(0x0BAD)}}
     j["parsers"][0]["parse_states"][2]["parser_ops"].insert(0, {"op": "verify", "parameters": [bad_source, 7]})
-    validate(j, allow_compiler_shapes=False)
+    validate(j)
     eng = Engine(j)
     routes(eng.table_add)
     check_forwarded(eng.process(1, b"\xee\xee" + packet()))

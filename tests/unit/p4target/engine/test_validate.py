@@ -8,7 +8,6 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from p4target.engine import Engine, ProgramLoadError
-from p4target.engine.loader import schema
 from p4target.engine.loader.schema import validate
 from p4target.engine.sample_programs import F, hexv, l3_router, op
 
@@ -27,7 +26,7 @@ def _set(path_fn, **kv):
     return mutate
 
 
-# (mutation, exact message); each is refused whatever ALLOW_EMBEDDED_COMPILER_SHAPES says
+# (mutation, exact message)
 REFUSED = [
     (lambda j: j["pipelines"][0]["conditionals"][0].update(expression={"value": hexv(1)}),
      'pipelines[0].conditionals[0].expression: expression node needs "type"'),
@@ -130,17 +129,16 @@ REFUSED = [
 def test_malformed_shapes_are_refused_with_their_json_path(mutate, message):
     j = copy.deepcopy(l3_router())
     mutate(j)
-    for allow in (True, False):
-        with pytest.raises(ProgramLoadError) as e:
-            validate(j, allow_compiler_shapes=allow)
-        assert str(e.value) == message
+    with pytest.raises(ProgramLoadError) as e:
+        validate(j)
+    assert str(e.value) == message
     with pytest.raises(ProgramLoadError) as e:
         Engine(j)
     assert str(e.value) == message
 
 
 def test_the_sample_program_is_valid_bmv2_json():
-    validate(l3_router(), allow_compiler_shapes=False)
+    validate(l3_router())
 
 
 def test_a_transition_value_of_the_key_width_in_fewer_digits_is_accepted():
@@ -205,17 +203,12 @@ COMPILER_SHAPES = [
 
 
 @pytest.mark.parametrize("mutate, message", COMPILER_SHAPES, ids=[m.__name__.strip("_") for m, _ in COMPILER_SHAPES])
-def test_shapes_bmv2_refuses_that_the_embedded_compiler_still_writes(mutate, message):
+def test_shapes_bmv2_refuses_that_the_embedded_compiler_once_wrote(mutate, message):
     j = copy.deepcopy(l3_router())
     mutate(j)
     with pytest.raises(ProgramLoadError) as e:
-        validate(j, allow_compiler_shapes=False)  # the rule itself, as BMv2 has it
+        validate(j)
     assert str(e.value) == message
-    validate(j, allow_compiler_shapes=True)  # tolerated until the compiler writes BMv2's shapes
-
-
-def test_the_compiler_shapes_switch_is_one_module_constant():
-    assert isinstance(schema.ALLOW_EMBEDDED_COMPILER_SHAPES, bool)
 
 
 def test_deeply_nested_expressions_are_a_load_error_not_a_crash():

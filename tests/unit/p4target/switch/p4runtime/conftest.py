@@ -12,12 +12,13 @@ import pytest
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, hexv, op
+from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, expr_param, hexv, op
 from p4target.switch.p4runtime import start_p4runtime_server
 from p4target.switch.target import SwitchTarget
 
 SM = "standard_metadata"
 CPU_PORT = 64
+_P4INFO_OPTIONAL = {("MyIngress.t_tern", "hdr.h.d")}   # (table, key) the P4Info calls OPTIONAL
 ME = p4info_pb2.MatchField
 
 
@@ -59,7 +60,8 @@ def test_program() -> dict:
             {"op": "count", "parameters": [{"type": "counter_array", "value": "MyIngress.cnt"}, hexv(1)]},
             {"op": "register_read", "parameters": [F("scalars", "r32"), {"type": "register_array", "value": "MyIngress.reg"}, hexv(2)]},
             {"op": "register_write", "parameters": [{"type": "register_array", "value": "MyIngress.reg"}, hexv(2),
-                                                    op("&", op("+", F("scalars", "r32"), hexv(1)), hexv(0xFFFFFFFF))]},
+                                                    expr_param(op("&", op("+", F("scalars", "r32"), hexv(1)),
+                                                                  hexv(0xFFFFFFFF)))]},
             {"op": "execute_meter", "parameters": [{"type": "meter_array", "value": "MyIngress.mtr"}, hexv(0), F("h", "b")]}]),
     ]
     aid = {name: i for i, (name, _, _) in enumerate(actions)}
@@ -68,7 +70,10 @@ def test_program() -> dict:
         t = {"name": name, "id": tid, "type": "simple", "max_size": 1024, "with_counters": False,
              "support_timeout": False, "direct_meters": None,
              "match_type": next((k for k in ("range", "ternary", "lpm") if k in {mt for _, _, mt in keys}), "exact"),
-             "key": [{"match_type": mt, "name": f"hdr.{h}.{f}", "target": [h, f], "mask": None} for h, f, mt in keys],
+             # BMv2 knows no "optional" match type: the JSON says "ternary" (as p4c writes it) and
+             # only the P4Info says OPTIONAL (_P4INFO_OPTIONAL)
+             "key": [{"match_type": "ternary" if mt == "optional" else mt, "name": f"hdr.{h}.{f}",
+                      "target": [h, f], "mask": None} for h, f, mt in keys],
              "action_ids": [aid[a] for a in acts], "actions": list(acts), "base_default_next": nxt,
              "next_tables": {a: nxt for a in acts},
              "default_entry": {"action_id": aid[default], "action_const": False, "action_data": [],
@@ -178,7 +183,8 @@ def p4info_for(bmv2: dict, controller_headers: dict[str, str] | None = None,
         pt.preamble.id, pt.preamble.name = new_id(P.TABLE, n), t["name"]
         table_ids[t["name"]] = pt.preamble.id
         for fid, k in enumerate(t["key"], 1):
-            pt.match_fields.add(id=fid, name=k["name"], bitwidth=width(k["target"]), match_type=kinds[k["match_type"]])
+            kind = "optional" if (t["name"], k["name"]) in _P4INFO_OPTIONAL else k["match_type"]
+            pt.match_fields.add(id=fid, name=k["name"], bitwidth=width(k["target"]), match_type=kinds[kind])
         for a in t["actions"]:
             pt.action_refs.add(id=action_ids[a])
         de = t.get("default_entry")
