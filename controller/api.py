@@ -14,7 +14,7 @@ import socket
 import socketserver
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator
 
 from controller import errors
 from controller import p4names as N
@@ -48,7 +48,7 @@ def _short_path(path: Path) -> Iterator[str]:
 U32_MAX = 0xFFFFFFFF
 
 
-def _int(args: dict, name: str, lo: int, hi: int, *, optional: bool = False) -> Optional[int]:
+def _int(args: dict, name: str, lo: int, hi: int, *, optional: bool = False) -> int | None:
     """Argument ``name`` as an integer in [lo, hi] (a JSON integer: no floats, strings or booleans)."""
     if name not in args or args[name] is None:
         if optional:
@@ -69,7 +69,7 @@ def _bool(args: dict, name: str, default: bool) -> bool:
     return v
 
 
-def _name(args: dict, name: str, *, optional: bool = False) -> Optional[str]:
+def _name(args: dict, name: str, *, optional: bool = False) -> str | None:
     """Argument ``name`` as a non-empty string (a switch name)."""
     if name not in args or args[name] is None:
         if optional:
@@ -81,7 +81,7 @@ def _name(args: dict, name: str, *, optional: bool = False) -> Optional[str]:
     return v
 
 
-def _pair(args: dict, name: str, hi: int) -> Optional[tuple[int, int]]:
+def _pair(args: dict, name: str, hi: int) -> tuple[int, int] | None:
     v = args.get(name)
     if v is None:
         return None
@@ -181,7 +181,7 @@ COMMANDS: dict[str, Callable[[NetworkController, dict], Any]] = {
 }
 
 
-def handle(ctl: NetworkController, cmd: str, args: Optional[dict] = None) -> Any:
+def handle(ctl: NetworkController, cmd: str, args: dict | None = None) -> Any:
     """Run one API command; raises ControllerError subclasses on failure."""
     fn = COMMANDS.get(cmd)
     if fn is None:
@@ -277,7 +277,7 @@ class ApiServer:
             pass
 
 
-def call(path: Path, cmd: str, args: Optional[dict] = None, timeout: float = 60.0) -> Any:
+def call(path: Path, cmd: str, args: dict | None = None, timeout: float = 60.0) -> Any:
     """Send one command to the daemon on ``path``; raises the daemon's error type on failure."""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
@@ -313,7 +313,7 @@ def call(path: Path, cmd: str, args: Optional[dict] = None, timeout: float = 60.
     return response.get("result")
 
 
-def ping(path: Path) -> Optional[dict]:
+def ping(path: Path) -> dict | None:
     """The daemon's ping answer, or None when nothing answers on ``path``."""
     try:
         return call(path, "ping", timeout=3.0)

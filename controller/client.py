@@ -11,7 +11,7 @@ import json
 import queue
 import threading
 import time
-from typing import Callable, Iterable, Iterator, Optional, Sequence, Union
+from typing import Callable, Iterable, Iterator, Sequence
 
 import grpc
 from google.rpc import code_pb2, status_pb2
@@ -95,8 +95,8 @@ class SwitchConnection:
 
     def __init__(self, name: str, address: str, device_id: int,
                  election_id: ElectionId = (0, 1), timeout: float = 5.0,
-                 on_stream_lost: Optional[StreamLostCallback] = None,
-                 on_primary_regained: Optional[StreamLostCallback] = None) -> None:
+                 on_stream_lost: StreamLostCallback | None = None,
+                 on_primary_regained: StreamLostCallback | None = None) -> None:
         self.name = name
         self.address = address
         self.device_id = device_id
@@ -104,11 +104,11 @@ class SwitchConnection:
         self.timeout = timeout
         self.on_stream_lost = on_stream_lost
         self.on_primary_regained = on_primary_regained
-        self.primary_election_id: Optional[ElectionId] = None
-        self._channel: Optional[grpc.Channel] = None
-        self._stub: Optional[p4runtime_pb2_grpc.P4RuntimeStub] = None
-        self._requests: Optional[_RequestQueue] = None
-        self._reader: Optional[threading.Thread] = None
+        self.primary_election_id: ElectionId | None = None
+        self._channel: grpc.Channel | None = None
+        self._stub: p4runtime_pb2_grpc.P4RuntimeStub | None = None
+        self._requests: _RequestQueue | None = None
+        self._reader: threading.Thread | None = None
         self._arbitrated = threading.Event()
         self._is_primary = False
         self._closing = False
@@ -239,13 +239,12 @@ class SwitchConnection:
                 + (f" (primary election id {election_id_int(primary)})" if primary else ""),
                 self.name, election_id_int(primary) if primary else None)
 
-    def _election(self, msg: Union[p4runtime_pb2.WriteRequest,
-                                   p4runtime_pb2.SetForwardingPipelineConfigRequest]) -> None:
+    def _election(self, msg: p4runtime_pb2.WriteRequest | p4runtime_pb2.SetForwardingPipelineConfigRequest) -> None:
         msg.election_id.high = self.election_id[0]
         msg.election_id.low = self.election_id[1]
 
     # -- pipeline ------------------------------------------------------------------------
-    def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: Union[bytes, dict],
+    def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes | dict,
                      cookie: int = 0) -> None:
         """Push P4Info + BMv2 JSON (bytes, or a dict that is serialised) and commit it."""
         self._require_primary("SetForwardingPipelineConfig")
@@ -265,7 +264,7 @@ class SwitchConnection:
         except grpc.RpcError as exc:
             raise errors.from_grpc(exc, self.name, "SetForwardingPipelineConfig") from None
 
-    def get_pipeline(self) -> Optional[tuple[p4info_pb2.P4Info, int]]:
+    def get_pipeline(self) -> tuple[p4info_pb2.P4Info, int] | None:
         """(P4Info, cookie) of the loaded pipeline, or None when none is loaded."""
         req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
             device_id=self.device_id,
@@ -326,7 +325,7 @@ class SwitchConnection:
             raise errors.UnreachableError("not connected", self.name)
         self._requests.put(req)
 
-    def packet_in(self, timeout: float) -> Optional[p4runtime_pb2.PacketIn]:
+    def packet_in(self, timeout: float) -> p4runtime_pb2.PacketIn | None:
         """The next packet-in, or None after ``timeout`` seconds."""
         try:
             return self.packets_in.get(timeout=timeout)
@@ -342,7 +341,7 @@ def connect_with_backoff(conn: SwitchConnection, attempts: int, first_delay: flo
     Raises the last UnreachableError when every attempt failed.
     """
     delay = first_delay
-    last: Optional[errors.ControllerError] = None
+    last: errors.ControllerError | None = None
     for i in range(max(1, attempts)):
         if should_stop():
             break

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Sequence
 
 from p4.config.v1 import p4info_pb2
 
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     ctl = NetworkController(topo, p4info, config, election_id=DAEMON_ELECTION_ID, options=options,
                             timeout=args.timeout, state_file=state_file, log=_log,
                             set_queues=not args.no_queues, reconnect=not args.once)
-    server: Optional[ApiServer] = None
+    server: ApiServer | None = None
     pid_file = Path(args.pid_file)
     stop = threading.Event()
     try:
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
                 pass
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `python -m controller.daemon`."""
     args = build_parser().parse_args(argv)
     try:

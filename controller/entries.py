@@ -7,7 +7,7 @@ Integers are sent as canonical (shortest) byte strings, as P4Runtime specifies.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Union
 
 from p4.v1 import p4runtime_pb2
 
@@ -68,9 +68,9 @@ class TableEntry:
 
     table: str
     match: tuple[tuple[str, Match], ...] = ()
-    action: Optional[Action] = None
-    member_id: Optional[int] = None
-    group_id: Optional[int] = None
+    action: Action | None = None
+    member_id: int | None = None
+    group_id: int | None = None
     priority: int = 0
     is_default: bool = False
 
@@ -258,7 +258,7 @@ class Codec:
         group.action_profile_group.action_profile_id = pid
         return member, group
 
-    def counter_request(self, counter: str, index: Optional[int] = None) -> p4runtime_pb2.Entity:
+    def counter_request(self, counter: str, index: int | None = None) -> p4runtime_pb2.Entity:
         """A read request entity for one cell (or, with ``index=None``, all) of ``counter``."""
         out = p4runtime_pb2.Entity()
         out.counter_entry.counter_id = self.p4info.counter_id(counter)

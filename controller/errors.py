@@ -6,7 +6,7 @@ fit for a CLI. gRPC failures are mapped to the subclasses below by :func:`from_g
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Sequence
 
 
 class ControllerError(Exception):
@@ -24,7 +24,7 @@ class TopologyError(ConfigError):
 class PolicyError(ControllerError):
     """A policy document is invalid; names the source and the field (``FILE: a.b[1].c: msg``)."""
 
-    def __init__(self, field: str, message: str, source: Optional[str] = None) -> None:
+    def __init__(self, field: str, message: str, source: str | None = None) -> None:
         self.field = field
         self.message = message
         self.source = source
@@ -46,7 +46,7 @@ class P4NameError(ControllerError):
 class SwitchError(ControllerError):
     """A switch operation failed; ``switch`` names the switch when known."""
 
-    def __init__(self, message: str, switch: Optional[str] = None) -> None:
+    def __init__(self, message: str, switch: str | None = None) -> None:
         self.message = message
         self.switch = switch
         super().__init__(str(self))
@@ -66,8 +66,8 @@ class TimeoutError_(UnreachableError):
 class NotPrimaryError(SwitchError):
     """Another controller is primary for the switch; we are backup and must not write."""
 
-    def __init__(self, message: str, switch: Optional[str] = None,
-                 primary_election_id: Optional[int] = None) -> None:
+    def __init__(self, message: str, switch: str | None = None,
+                 primary_election_id: int | None = None) -> None:
         self.primary_election_id = primary_election_id
         super().__init__(message, switch)
 
@@ -75,7 +75,7 @@ class NotPrimaryError(SwitchError):
 class RpcError(SwitchError):
     """A P4Runtime RPC failed with a gRPC status other than the ones mapped more precisely."""
 
-    def __init__(self, message: str, switch: Optional[str] = None, code: str = "UNKNOWN") -> None:
+    def __init__(self, message: str, switch: str | None = None, code: str = "UNKNOWN") -> None:
         self.code = code
         super().__init__(message, switch)
 
@@ -121,7 +121,7 @@ class UpdateError:
 class WriteError(RpcError):
     """A batch write failed; ``updates`` has one :class:`UpdateError` per update (when known)."""
 
-    def __init__(self, message: str, switch: Optional[str] = None, code: str = "UNKNOWN",
+    def __init__(self, message: str, switch: str | None = None, code: str = "UNKNOWN",
                  updates: Sequence[UpdateError] = ()) -> None:
         self.updates = list(updates)
         super().__init__(message, switch, code)
@@ -157,7 +157,7 @@ _BY_CODE = {
 }
 
 
-def from_grpc(err: Exception, switch: Optional[str] = None, what: str = "RPC") -> SwitchError:
+def from_grpc(err: Exception, switch: str | None = None, what: str = "RPC") -> SwitchError:
     """Map a ``grpc.RpcError`` to the matching typed error (one-line message)."""
     code_obj = getattr(err, "code", None)
     code = code_obj().name if callable(code_obj) else "UNKNOWN"

@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Sequence
 
 from controller import api, errors
 from controller.daemon import default_socket, load_p4info_file, read_bmv2_json
@@ -207,7 +207,7 @@ def request_of(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     return "switches", {}
 
 
-def policy_set_problem(args: argparse.Namespace) -> Optional[str]:
+def policy_set_problem(args: argparse.Namespace) -> str | None:
     """Why a ``policy set`` command line cannot be sent, or None."""
     if args.command != "policy" or args.action != "set" or args.layers is not None:
         return None
@@ -335,7 +335,7 @@ FORMATS: dict[str, Callable[[Any], str]] = {
 }
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gradctl`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)

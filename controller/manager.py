@@ -16,7 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Sequence
 
 from p4.config.v1 import p4info_pb2
 
@@ -55,7 +55,7 @@ class ManagedSwitch:
     name: str
     conn: SwitchConnection
     plan: SwitchPlan
-    last_error: Optional[str] = None
+    last_error: str | None = None
     pipeline_loaded: bool = False
     reconnecting: bool = False
     restarts: int = 0
@@ -99,9 +99,9 @@ class NetworkController:
     """Programs every switch of ``topology``; see the module docstring."""
 
     def __init__(self, topology: Topology, p4info: p4info_pb2.P4Info,
-                 device_config: Optional[bytes], *, election_id: ElectionId = DAEMON_ELECTION_ID,
+                 device_config: bytes | None, *, election_id: ElectionId = DAEMON_ELECTION_ID,
                  options: NetworkOptions = NetworkOptions(), timeout: float = 3.0,
-                 state_file: Optional[Path] = None, log: Optional[Log] = None,
+                 state_file: Path | None = None, log: Log | None = None,
                  set_queues: bool = True, reconnect: bool = True) -> None:
         self.topology = topology
         self.p4info_msg = p4info
@@ -140,9 +140,9 @@ class NetworkController:
     def _plan(self, name: str) -> SwitchPlan:
         return plan_switch(self.topology, name, self.options, self.state.ecn_overrides.get(name))
 
-    def policy_entries(self, policy: Optional[Policy] = None,
-                       slots: Optional[dict[RuleKey, int]] = None,
-                       job_states: Optional[dict[int, JobState]] = None) -> list[TableEntry]:
+    def policy_entries(self, policy: Policy | None = None,
+                       slots: dict[RuleKey, int] | None = None,
+                       job_states: dict[int, JobState] | None = None) -> list[TableEntry]:
         """The job_features and gradient_class entries of ``policy`` (default: the current one)."""
         return translate(policy or self.state.policy, slots if slots is not None else self.state.slots,
                          job_states if job_states is not None else self.state.job_states)
@@ -162,7 +162,7 @@ class NetworkController:
         return [self.codec.decode(e) for e in conn.read(req)]
 
     # -- connecting ------------------------------------------------------------------------
-    def start(self, push_pipeline: bool = True, sync: bool = True) -> dict[str, Optional[str]]:
+    def start(self, push_pipeline: bool = True, sync: bool = True) -> dict[str, str | None]:
         """Connect to every switch in parallel and bring each in step; returns name -> error.
 
         With ``sync=False`` nothing is written at start: the switches keep what they hold
@@ -176,7 +176,7 @@ class NetworkController:
             self._save_state()
         return results
 
-    def _bring_up(self, name: str, push_pipeline: bool, sync: bool = True) -> Optional[str]:
+    def _bring_up(self, name: str, push_pipeline: bool, sync: bool = True) -> str | None:
         ms = self.switches[name]
         try:
             primary = ms.conn.connect()
@@ -302,7 +302,7 @@ class NetworkController:
         return [n for n, ms in self.switches.items() if ms.conn.is_primary and ms.pipeline_loaded]
 
     # -- policy ----------------------------------------------------------------------------
-    def apply_policy(self, policy: Policy, job_states: Optional[dict[int, JobState]] = None) -> dict[str, Any]:
+    def apply_policy(self, policy: Policy, job_states: dict[int, JobState] | None = None) -> dict[str, Any]:
         """Install ``policy`` on every reachable switch as a diff, all or nothing."""
         self.check_priorities(policy)
         with self.lock:
@@ -347,7 +347,7 @@ class NetworkController:
                         f"queue {rule.priority} does not exist on switch {fewest.name} "
                         f"({fewest.priority_queues} priority queues: 0..{fewest.priority_queues - 1})")
 
-    def set_job_state(self, job_id: int, round_: Optional[int], critical: bool) -> dict[str, Any]:
+    def set_job_state(self, job_id: int, round_: int | None, critical: bool) -> dict[str, Any]:
         """Tell the controller a job's round/regime; re-applies phase-dependent bounds."""
         if self.state.policy.job(job_id) is None:
             raise errors.PolicyError("job", f"no job {job_id} in the current policy")
@@ -360,8 +360,8 @@ class NetworkController:
         return slot_table(self.state.policy, self.state.slots, self.state.job_states)
 
     # -- PCN -------------------------------------------------------------------------------
-    def set_pcn(self, switch: str, port: int, threshold: Optional[int] = None,
-                normal: Optional[int] = None) -> dict[str, Any]:
+    def set_pcn(self, switch: str, port: int, threshold: int | None = None,
+                normal: int | None = None) -> dict[str, Any]:
         """Change one port's PCN (and optionally normal ECN) threshold."""
         if switch not in self.switches:
             raise errors.ConfigError(f"unknown switch '{switch}' (known: {', '.join(self.switches)})")
@@ -416,7 +416,7 @@ class NetworkController:
         return out
 
     # -- stats -----------------------------------------------------------------------------
-    def stats(self, switch: Optional[str] = None) -> dict[str, Any]:
+    def stats(self, switch: str | None = None) -> dict[str, Any]:
         """Per switch: per policy class seen/dropped/marked and loss vs bound; per queue counters."""
         names = [switch] if switch else list(self.switches)
         for n in names:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ipaddress
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Optional
 
 from controller import p4names as N
 from controller.entries import Action, Entity, Exact, Group, Lpm, Member, TableEntry, Ternary
@@ -35,7 +34,7 @@ class QueueSetting:
 
     kind: str                   # "rate" | "depth"
     value: int
-    port: Optional[int] = None
+    port: int | None = None
 
     def command(self) -> str:
         """The simple_switch_CLI command line."""
@@ -161,7 +160,7 @@ def queue_settings(topo: Topology, switch: str) -> list[QueueSetting]:
 
 
 def plan_switch(topo: Topology, switch: str, options: NetworkOptions = NetworkOptions(),
-                ecn_overrides: Optional[dict[int, tuple[int, int]]] = None) -> SwitchPlan:
+                ecn_overrides: dict[int, tuple[int, int]] | None = None) -> SwitchPlan:
     """The whole network state of ``switch``; ``ecn_overrides`` maps port -> (normal, pcn)."""
     if switch not in topo.switches:
         raise ConfigError(f"unknown switch '{switch}'")

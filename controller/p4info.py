@@ -5,7 +5,7 @@ Every miss becomes a :class:`~controller.errors.P4NameError` naming what is miss
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
@@ -16,7 +16,7 @@ from controller.errors import ConfigError, P4NameError
 FORMATS_BY_SUFFIX = {".txt": "text", ".txtpb": "text", ".json": "json", ".bin": "binary"}
 
 
-def load_p4info(path: Union[str, Path]) -> p4info_pb2.P4Info:
+def load_p4info(path: str | Path) -> p4info_pb2.P4Info:
     """Read a P4Info file in any format p4c writes: text proto (``.txt``/``.txtpb``), JSON
     (``.json``) or binary (``.bin``); another suffix is tried as text, then JSON, then binary.
     ConfigError (one line) when it cannot be read or is none of them."""

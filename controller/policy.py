@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Mapping
 
 from controller import p4names as N
 from controller.documents import DocumentError, load_file, short
@@ -60,7 +60,7 @@ class Rule:
     drop_threshold: int
     phases: tuple[Phase, ...] = ()
 
-    def bound_at(self, round_: Optional[int], critical: bool) -> float:
+    def bound_at(self, round_: int | None, critical: bool) -> float:
         """The push bound in effect at ``round_`` (the plain bound outside every phase)."""
         if round_ is not None:
             for ph in self.phases:
@@ -92,7 +92,7 @@ class Job:
 class JobState:
     """What the controller knows of a running job: current round, critical regime."""
 
-    round: Optional[int] = None
+    round: int | None = None
     critical: bool = False
 
 
@@ -103,7 +103,7 @@ class Policy:
     jobs: tuple[Job, ...]
     document: Mapping[str, Any] = field(compare=False, hash=False)
 
-    def job(self, job_id: int) -> Optional[Job]:
+    def job(self, job_id: int) -> Job | None:
         """The job with id ``job_id``, or None."""
         return next((j for j in self.jobs if j.job_id == job_id), None)
 
@@ -290,7 +290,7 @@ def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
     return Policy(tuple(jobs), copy.deepcopy(doc))
 
 
-def load_policy(path: Union[str, Path]) -> Policy:
+def load_policy(path: str | Path) -> Policy:
     """Read and validate a YAML or JSON policy file; errors start with the file name.
 
     Reading is bounded (:mod:`controller.documents`): size, UTF-8, nesting, integer length,
@@ -316,7 +316,7 @@ def empty_policy() -> Policy:
 
 # -- edits from the CLI ----------------------------------------------------------------------
 def set_rule(policy: Policy, job_id: int, layers: tuple[int, int],
-             mag_classes: Optional[tuple[int, int]] = None, **changes: Any) -> Policy:
+             mag_classes: tuple[int, int] | None = None, **changes: Any) -> Policy:
     """A copy of ``policy`` with the rule of ``job_id`` over exactly ``layers`` (and
     ``mag_classes``) changed, or added when there is none; ``changes`` are rule fields
     (loss_bound, pull_bound, priority, drop_eligible, drop_threshold). Revalidated."""
@@ -351,7 +351,7 @@ def set_rule(policy: Policy, job_id: int, layers: tuple[int, int],
     return parse_policy(doc)
 
 
-def set_features(policy: Policy, job_id: int, **changes: Optional[bool]) -> Policy:
+def set_features(policy: Policy, job_id: int, **changes: bool | None) -> Policy:
     """A copy of ``policy`` with ablation switches of ``job_id`` changed (``spray``,
     ``prioritize``, ``selective_drop``; None = unchanged). Revalidated."""
     unknown = set(changes) - set(_FEATURE_KEYS)
@@ -366,7 +366,7 @@ def set_features(policy: Policy, job_id: int, **changes: Optional[bool]) -> Poli
     return parse_policy(doc)
 
 
-def _pair_of(v: Any) -> Optional[tuple[int, int]]:
+def _pair_of(v: Any) -> tuple[int, int] | None:
     if isinstance(v, int):
         return (v, v)
     if isinstance(v, list) and len(v) == 2:
@@ -383,7 +383,7 @@ def rule_key(job: Job, rule: Rule) -> RuleKey:
     return (job.job_id, *rule.layers, *rule.mag_classes)
 
 
-def assign_slots(policy: Policy, previous: Optional[Mapping[RuleKey, int]] = None) -> dict[RuleKey, int]:
+def assign_slots(policy: Policy, previous: Mapping[RuleKey, int] | None = None) -> dict[RuleKey, int]:
     """A budget slot per rule; a rule that existed before keeps its slot (its counters stay)."""
     previous = previous or {}
     keys = [rule_key(j, r) for j in policy.jobs for r in j.rules]
@@ -412,7 +412,7 @@ def features_entry(job: Job) -> TableEntry:
 
 
 def translate(policy: Policy, slots: Mapping[RuleKey, int],
-              states: Optional[Mapping[int, JobState]] = None) -> list[TableEntry]:
+              states: Mapping[int, JobState] | None = None) -> list[TableEntry]:
     """The entries of ``policy``: one ``gradient_class`` entry per rule (with the given slots),
     and a ``job_features`` entry for each job that turns a mechanism off (no entry = all on)."""
     states = states or {}
@@ -440,7 +440,7 @@ def translate(policy: Policy, slots: Mapping[RuleKey, int],
 
 
 def slot_table(policy: Policy, slots: Mapping[RuleKey, int],
-               states: Optional[Mapping[int, JobState]] = None) -> list[SlotInfo]:
+               states: Mapping[int, JobState] | None = None) -> list[SlotInfo]:
     """What each used slot stands for, in policy order."""
     states = states or {}
     out = []

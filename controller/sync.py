@@ -8,7 +8,7 @@ switch is left as it was before; the original error is raised.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Protocol, Sequence
+from typing import Iterable, Protocol, Sequence
 
 from p4.v1 import p4runtime_pb2
 
@@ -30,7 +30,7 @@ class Op:
 
     kind: str
     entity: Entity
-    old: Optional[Entity] = None
+    old: Entity | None = None
 
     def inverse(self) -> "Op":
         """The op that undoes this one."""

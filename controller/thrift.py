@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Sequence
 
 from controller.errors import ThriftError
 
@@ -26,8 +26,8 @@ def find_cli() -> str:
     return found
 
 
-def run_commands(thrift_port: int, commands: Sequence[str], switch: Optional[str] = None,
-                 host: str = "127.0.0.1", timeout: float = 15.0, cli: Optional[str] = None) -> str:
+def run_commands(thrift_port: int, commands: Sequence[str], switch: str | None = None,
+                 host: str = "127.0.0.1", timeout: float = 15.0, cli: str | None = None) -> str:
     """Run CLI commands in one session; raises ThriftError on a refused connection or an error line."""
     if not commands:
         return ""

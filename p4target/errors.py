@@ -6,7 +6,6 @@ Every error the embedded P4 target raises for a user mistake derives from
 """
 from __future__ import annotations
 
-from typing import Optional
 
 
 class P4TargetError(Exception):
@@ -20,8 +19,8 @@ class CompileError(P4TargetError):
     unknown are left out).
     """
 
-    def __init__(self, message: str, file: Optional[str] = None,
-                 line: Optional[int] = None, column: Optional[int] = None) -> None:
+    def __init__(self, message: str, file: str | None = None,
+                 line: int | None = None, column: int | None = None) -> None:
         self.message = message
         self.file = file
         self.line = line
@@ -49,8 +48,8 @@ class UnsupportedError(CompileError):
     ``construct`` names it; the message says so.
     """
 
-    def __init__(self, construct: str, file: Optional[str] = None,
-                 line: Optional[int] = None, column: Optional[int] = None,
+    def __init__(self, construct: str, file: str | None = None,
+                 line: int | None = None, column: int | None = None,
                  detail: str = "") -> None:
         self.construct = construct
         message = f"unsupported construct: {construct}" + (f" ({detail})" if detail else "")

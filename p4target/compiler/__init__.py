@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Sequence
 
 from p4target.compiler import ast
 from p4target.compiler.context import Context
@@ -50,7 +50,7 @@ def _lower(program: ast.Program, name: str) -> CompiledProgram:
 
 
 def compile_file(path: str, include_dirs: Sequence[str] = (),
-                 defines: Optional[Mapping[str, str]] = None) -> CompiledProgram:
+                 defines: Mapping[str, str] | None = None) -> CompiledProgram:
     """Compile a P4_16 v1model program file."""
     if not os.path.isfile(path):
         raise CompileError(f"cannot open '{path}': no such file")
@@ -59,7 +59,7 @@ def compile_file(path: str, include_dirs: Sequence[str] = (),
 
 
 def compile_text(text: str, file: str = "<text>", include_dirs: Sequence[str] = (),
-                 defines: Optional[Mapping[str, str]] = None) -> CompiledProgram:
+                 defines: Mapping[str, str] | None = None) -> CompiledProgram:
     """Compile P4_16 program text (``file`` names it in errors)."""
     program = parse_text(text, file, include_dirs, defines)
     return _lower(program, os.path.basename(file))

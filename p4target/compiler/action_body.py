@@ -3,7 +3,7 @@ straight-line primitives, either predicated (each assignment guarded by its bran
 or with BMv2's `_jump_if_zero` / `_jump` primitives."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from p4target.compiler.bmv2_json import expr, hexstr
 from p4target.compiler.context import Context
@@ -14,7 +14,7 @@ from p4target.compiler.types import Bool
 from p4target.errors import UnsupportedError
 
 
-def predicate(ctx: Context, items: list[Item], node: Any, pred: Optional[dict] = None) -> list[dict]:
+def predicate(ctx: Context, items: list[Item], node: Any, pred: dict | None = None) -> list[dict]:
     """Flatten structured items into straight-line primitives (BMv2 actions have no branches):
     each branch's assignments become ``dst = cond ? value : dst``; conditions are saved first.
     A ``return`` under a condition sets a flag that guards the rest of its action body."""
@@ -25,7 +25,7 @@ class _Frame:
     """One inlined body: its return flag (created on the first conditional return)."""
 
     def __init__(self) -> None:
-        self.flag: Optional[dict] = None
+        self.flag: dict | None = None
 
 
 class _Predicator:
@@ -36,20 +36,20 @@ class _Predicator:
     def _unsupported(self, what: str, hint: str = "") -> UnsupportedError:
         return UnsupportedError.at(getattr(self.node, "loc", None), what, hint)
 
-    def body(self, items: list[Item], pred: Optional[dict]) -> list[dict]:
+    def body(self, items: list[Item], pred: dict | None) -> list[dict]:
         frame = _Frame()
         out = self.items(items, pred, frame, top=True)
         if frame.flag is not None:
             out.insert(0, assign(frame.flag, {"type": "hexstr", "value": "0x0"}))
         return out
 
-    def _guard(self, pred: Optional[dict], frame: _Frame) -> Optional[dict]:
+    def _guard(self, pred: dict | None, frame: _Frame) -> dict | None:
         if frame.flag is None:
             return pred
         live = expr("not", None, expr("d2b", None, frame.flag))
         return live if pred is None else expr("and", pred, live)
 
-    def items(self, items: list[Item], pred: Optional[dict], frame: _Frame, top: bool) -> list[dict]:
+    def items(self, items: list[Item], pred: dict | None, frame: _Frame, top: bool) -> list[dict]:
         out: list[dict] = []
         for it in items:
             guard = self._guard(pred, frame)

@@ -65,7 +65,7 @@ Annotations
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Tuple, Union
 
 from p4target.compiler.source import UNKNOWN_LOCATION, SourceLocation
 
@@ -92,7 +92,7 @@ class Annotation(Node):
 Annotations = Tuple[Annotation, ...]
 
 
-def find_annotation(annotations: Annotations, name: str) -> Optional[Annotation]:
+def find_annotation(annotations: Annotations, name: str) -> Annotation | None:
     """The first annotation called ``name``, or None."""
     for ann in annotations:
         if ann.name == name:
@@ -197,7 +197,7 @@ class IntLiteral(Expression):
     """Integer literal; ``width`` is None for unsized literals (``5``, ``0x1F``)."""
 
     value: int
-    width: Optional[int] = None
+    width: int | None = None
     signed: bool = False
     text: str = ""
 
@@ -315,7 +315,7 @@ class StructExpression(Expression):
     """``{a = 1, b = 2}``; ``type`` set for ``(T){...}``-style typed initializers if present."""
 
     fields: Tuple[NamedExpression, ...] = ()
-    type: Optional[Type] = None
+    type: Type | None = None
 
 
 @_node
@@ -391,7 +391,7 @@ class MethodCallStatement(Statement):
 class IfStatement(Statement):
     condition: Expression
     then: Statement
-    otherwise: Optional[Statement] = None
+    otherwise: Statement | None = None
 
 
 @_node
@@ -399,7 +399,7 @@ class SwitchCase(Node):
     """``label: body``; ``body`` None for a fall-through label (``a:`` then ``b: {...}``)."""
 
     label: Expression
-    body: Optional[BlockStatement] = None
+    body: BlockStatement | None = None
 
 
 @_node
@@ -417,7 +417,7 @@ class ExitStatement(Statement):
 
 @_node
 class ReturnStatement(Statement):
-    value: Optional[Expression] = None
+    value: Expression | None = None
 
 
 @_node
@@ -430,9 +430,9 @@ class ForStatement(Statement):
     """``for (init; condition; update) body``; init and update are comma-separated simple
     statements (declarations, assignments, calls)."""
     init: Tuple[Statement, ...] = ()
-    condition: Optional[Expression] = None
+    condition: Expression | None = None
     update: Tuple[Statement, ...] = ()
-    body: Optional[Statement] = None
+    body: Statement | None = None
     annotations: Annotations = ()
 
 
@@ -440,10 +440,10 @@ class ForStatement(Statement):
 class ForInStatement(Statement):
     """``for (T name in collection) body`` (``type`` None: ``name`` is an existing variable);
     the collection is a ``RangeExpression``, a list expression or a header stack."""
-    type: Optional[Type] = None
+    type: Type | None = None
     name: str = ""
-    collection: Optional[Expression] = None
-    body: Optional[Statement] = None
+    collection: Expression | None = None
+    body: Statement | None = None
     annotations: Annotations = ()
 
 
@@ -512,7 +512,7 @@ class StructDecl(Declaration):
 @_node
 class EnumMember(Node):
     name: str
-    value: Optional[Expression] = None
+    value: Expression | None = None
 
 
 @_node
@@ -520,7 +520,7 @@ class EnumDecl(Declaration):
     """``enum E {A, B}`` or serializable ``enum bit<8> E {A = 1}`` (``underlying`` set)."""
 
     members: Tuple[EnumMember, ...] = ()
-    underlying: Optional[Type] = None
+    underlying: Type | None = None
 
 
 @_node
@@ -541,8 +541,8 @@ class MatchKindDecl(Declaration):
 class Parameter(Node):
     name: str
     type: Type
-    direction: Optional[str] = None
-    default: Optional[Expression] = None
+    direction: str | None = None
+    default: Expression | None = None
     annotations: Annotations = ()
 
 
@@ -551,7 +551,7 @@ class MethodPrototype(Node):
     """A method (or function) signature; constructors have ``return_type`` None."""
 
     name: str
-    return_type: Optional[Type]
+    return_type: Type | None
     params: Tuple[Parameter, ...] = ()
     type_params: Tuple[str, ...] = ()
     annotations: Annotations = ()
@@ -609,7 +609,7 @@ class PackageTypeDecl(Declaration):
 @_node
 class VariableDecl(Declaration):
     type: Type
-    initializer: Optional[Expression] = None
+    initializer: Expression | None = None
 
 
 @_node
@@ -655,7 +655,7 @@ class ParserState(Node):
 
     name: str
     statements: Tuple[Statement, ...] = ()
-    transition: Optional[Transition] = None
+    transition: Transition | None = None
     annotations: Annotations = ()
 
 
@@ -706,7 +706,7 @@ class TableEntry(Node):
 
     keys: Tuple[Expression, ...]
     action: ActionRef
-    priority: Optional[Expression] = None
+    priority: Expression | None = None
     is_const: bool = False
     annotations: Annotations = ()
 
@@ -749,7 +749,7 @@ class ExpressionProperty(TableProperty):
 class TableDecl(Declaration):
     properties: Tuple[TableProperty, ...] = ()
 
-    def property(self, name: str) -> Optional[TableProperty]:
+    def property(self, name: str) -> TableProperty | None:
         """The property called ``name`` (``key``, ``actions``, ``size``...), or None."""
         for prop in self.properties:
             if prop.name == name:

@@ -1,7 +1,7 @@
 """Accumulates a program in BMv2's JSON format (the shape p4c-bm2-ss writes)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from p4target.compiler.types import P4Type, VarbitT, bit_width, is_signed
 
@@ -16,14 +16,14 @@ def fresh_name(base: str, used: set[str]) -> str:
     return name
 
 
-def hexstr(value: int, bitwidth: Optional[int] = None) -> dict:
+def hexstr(value: int, bitwidth: int | None = None) -> dict:
     out: dict = {"type": "hexstr", "value": hex(value) if value >= 0 else "-" + hex(-value)}
     if bitwidth is not None:
         out["bitwidth"] = bitwidth
     return out
 
 
-def expr(op: str, left: Optional[dict], right: Optional[dict], **extra: Any) -> dict:
+def expr(op: str, left: dict | None, right: dict | None, **extra: Any) -> dict:
     value = {"op": op, "left": left, "right": right}
     value.update(extra)
     return {"type": "expression", "value": value}

@@ -10,7 +10,7 @@ an ``if``. Assignment targets are evaluated before the value (their stack indice
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from p4target.compiler import ast
 from p4target.compiler.ir import HitItem, IfItem, Item, Prims, assign
@@ -93,7 +93,7 @@ class CallHoister:
 
     def _in_order(self, e: ast.Node) -> ast.Node:
         """Operands left to right; those read before a call are saved first."""
-        slots: list[tuple[str, Optional[int]]] = []
+        slots: list[tuple[str, int | None]] = []
         for f in dataclasses.fields(e):
             v = getattr(e, f.name)
             if f.name != "loc" and isinstance(v, (ast.Expression, ast.NamedExpression)):
@@ -104,10 +104,10 @@ class CallHoister:
         values = {f.name: list(getattr(e, f.name)) if isinstance(getattr(e, f.name), tuple)
                   else getattr(e, f.name) for f in dataclasses.fields(e) if f.name != "loc"}
 
-        def get(slot: tuple[str, Optional[int]]) -> Any:
+        def get(slot: tuple[str, int | None]) -> Any:
             return values[slot[0]] if slot[1] is None else values[slot[0]][slot[1]]
 
-        def put(slot: tuple[str, Optional[int]], v: Any) -> None:
+        def put(slot: tuple[str, int | None], v: Any) -> None:
             if slot[1] is None:
                 values[slot[0]] = v
             else:
@@ -184,7 +184,7 @@ class CallHoister:
         return flag
 
     # ------------------------------------------------------------------ calls and targets
-    def call(self, c: ast.MethodCallExpression, want_result: bool) -> Optional[ast.Expression]:
+    def call(self, c: ast.MethodCallExpression, want_result: bool) -> ast.Expression | None:
         """Arguments' calls first (left to right), then ``c``; for a P4 function called for its
         value, the temporary holding the result."""
         c = dataclasses.replace(c, args=self.arguments(c))

@@ -13,7 +13,6 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Optional
 
 from p4target.atomic_files import write_files
 from p4target.compiler.p4info import FORMATS_BY_SUFFIX, p4info_format, serialize_p4info
@@ -150,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Entry point of `python -m p4target compile`; returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from p4target.compiler.bmv2_json import Bmv2Program, fresh_name
 from p4target.compiler.expressions import Env
@@ -20,12 +20,12 @@ class TableInfo:
     is_const_table: bool = False
     key_names: list[str] = field(default_factory=list)
     key_bitwidths: list[int] = field(default_factory=list)
-    key_type_names: list[Optional[str]] = field(default_factory=list)  # P4 ``type`` of each key
+    key_type_names: list[str | None] = field(default_factory=list)  # P4 ``type`` of each key
     key_match_kinds: list[str] = field(default_factory=list)  # source match kinds (JSON says "ternary" for "optional")
-    implementation: Optional[str] = None
-    direct_counter: Optional[str] = None
-    direct_meter: Optional[str] = None
-    size: Optional[int] = None
+    implementation: str | None = None
+    direct_counter: str | None = None
+    direct_meter: str | None = None
+    size: int | None = None
 
 
 class Context:
@@ -38,7 +38,7 @@ class Context:
         self.global_env = Env()
         for name, decl in scope.actions.items():
             self.global_env.define(name, ActionSymbol(decl, name, None))
-        self.metadata: Optional[StructValue] = None
+        self.metadata: StructValue | None = None
         self.externs: dict[str, ExternInstance] = {}
         self.tables: dict[str, TableInfo] = {}
         self.applied_tables: set[str] = set()
@@ -48,7 +48,7 @@ class Context:
         # P4Info): name -> directionless (name, bitwidth) parameters
         self.direct_actions: dict[str, list[tuple[str, int]]] = {}
         # action name -> the P4 ``type`` of each action-data parameter (None: a plain type)
-        self.action_param_types: dict[str, list[Optional[str]]] = {}
+        self.action_param_types: dict[str, list[str | None]] = {}
         self.serializable_enums: dict[str, Any] = {}  # name -> EnumT (for P4Info type_info)
         self.extern_annotations: dict[str, list[str]] = {}
         self.hidden: set[str] = set()
@@ -58,7 +58,7 @@ class Context:
         self.value_sets: dict[str, Any] = {}  # BMv2 name -> element type (for P4Info matches)
         self._names: dict[str, int] = {}
         self._used_action_names: set[str] = set()
-        self.pipeline: Optional[dict] = None
+        self.pipeline: dict | None = None
         self.profile_kinds: dict[str, tuple[str, int]] = {}
         self._table_ids = 0
         self._profile_ids = 0

@@ -2,7 +2,6 @@
 `statements.ControlLowering`) become a graph of tables and conditionals."""
 from __future__ import annotations
 
-from typing import Optional
 
 from p4target.compiler.context import Context
 from p4target.compiler.ir import ApplyTable, ExitItem, HitItem, IfItem, Item, Prims, ReturnItem, SubBlock, SwitchItem
@@ -26,13 +25,13 @@ class PipelineLinker:
         self.pipeline["init_table"] = self.link(items, None, None)
         return self.pipeline
 
-    def link(self, items: list[Item], nxt: Optional[str], ret: Optional[str]) -> Optional[str]:
+    def link(self, items: list[Item], nxt: str | None, ret: str | None) -> str | None:
         node = nxt
         for item in reversed(items):
             node = self.link_item(item, node, ret)
         return node
 
-    def link_item(self, item: Item, nxt: Optional[str], ret: Optional[str]) -> Optional[str]:
+    def link_item(self, item: Item, nxt: str | None, ret: str | None) -> str | None:
         if isinstance(item, Prims):
             return self._action_table(item.primitives, nxt) if item.primitives else nxt
         if isinstance(item, ExitItem):
@@ -89,7 +88,7 @@ class PipelineLinker:
         self.pipeline["tables"].append(table)
         return table, pre
 
-    def _action_table(self, primitives: list[dict], nxt: Optional[str]) -> str:
+    def _action_table(self, primitives: list[dict], nxt: str | None) -> str:
         ctx = self.ctx
         aname = ctx.action_name("act")
         aid = ctx.out.add_action(aname, [], primitives)

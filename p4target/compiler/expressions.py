@@ -6,7 +6,7 @@ results are brought back to their width (``&`` mask, ``two_comp_mod`` for ``int<
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from p4target.compiler import ast
 from p4target.compiler.bmv2_json import expr, hexstr
@@ -25,19 +25,19 @@ _PLACE_SHAPES = (ast.PathExpression, ast.MemberExpression, ast.IndexExpression)
 class Env:
     """A chain of name -> Value scopes."""
 
-    def __init__(self, parent: Optional["Env"] = None, names: Optional[dict[str, Value]] = None) -> None:
+    def __init__(self, parent: "Env" | None = None, names: dict[str, Value] | None = None) -> None:
         self.parent = parent
         self.names: dict[str, Value] = dict(names or {})
 
-    def lookup(self, name: str) -> Optional[Value]:
-        env: Optional[Env] = self
+    def lookup(self, name: str) -> Value | None:
+        env: Env | None = self
         while env is not None:
             if name in env.names:
                 return env.names[name]
             env = env.parent
         return None
 
-    def child(self, names: Optional[dict[str, Value]] = None) -> "Env":
+    def child(self, names: dict[str, Value] | None = None) -> "Env":
         return Env(self, names)
 
     def define(self, name: str, value: Value) -> None:
@@ -215,7 +215,7 @@ class ExpressionLowering:
         deref = expr("dereference_header_stack", {"type": "header_stack", "value": stack.name}, index)
         return expr("access_field", deref, hexstr(offset))
 
-    def rvalue(self, v: Value, node: Any, expected: Optional[P4Type] = None) -> tuple[dict, P4Type]:
+    def rvalue(self, v: Value, node: Any, expected: P4Type | None = None) -> tuple[dict, P4Type]:
         """A scalar value as a BMv2 expression."""
         if isinstance(v, FieldValue):
             j = v.json()
@@ -236,7 +236,7 @@ class ExpressionLowering:
             return v.json, v.type
         raise fail(node, "expression is not a scalar value")
 
-    def const_json(self, value: Any, t: P4Type, expected: Optional[P4Type], node: Any) -> tuple[dict, P4Type]:
+    def const_json(self, value: Any, t: P4Type, expected: P4Type | None, node: Any) -> tuple[dict, P4Type]:
         if isinstance(t, Bool) or isinstance(value, bool):
             return {"type": "bool", "value": bool(value)}, Bool()
         if isinstance(value, str):
@@ -258,7 +258,7 @@ class ExpressionLowering:
             raise fail(e, f"condition must be bool, not {t}")
         return j
 
-    def lower(self, e: ast.Expression, expected: Optional[P4Type] = None) -> tuple[dict, P4Type]:
+    def lower(self, e: ast.Expression, expected: P4Type | None = None) -> tuple[dict, P4Type]:
         """(BMv2 expression, type) of ``e``; ``expected`` types unsized literals."""
         if isinstance(e, ast.IntLiteral):
             if e.width is not None:
@@ -297,7 +297,7 @@ class ExpressionLowering:
             return self._call(e, expected)
         raise UnsupportedError.at(e.loc, f"expression {type(e).__name__} here")
 
-    def _unary(self, e: ast.UnaryExpression, expected: Optional[P4Type]) -> tuple[dict, P4Type]:
+    def _unary(self, e: ast.UnaryExpression, expected: P4Type | None) -> tuple[dict, P4Type]:
         if e.op == "!":
             return expr("not", None, self.lower_bool(e.operand)), Bool()
         j, t = self.lower(e.operand, expected)
@@ -312,11 +312,11 @@ class ExpressionLowering:
             return fit(expr("-", None, j), t), t
         raise fail(e, f"unknown operator '{e.op}'")
 
-    def _operands(self, e: ast.BinaryExpression, expected: Optional[P4Type]) -> tuple[dict, P4Type, dict, P4Type]:
+    def _operands(self, e: ast.BinaryExpression, expected: P4Type | None) -> tuple[dict, P4Type, dict, P4Type]:
         return self._typed_pair(e.left, e.right, expected if e.op not in COMPARISONS else None)
 
     def _typed_pair(self, left: ast.Expression, right: ast.Expression,
-                    expected: Optional[P4Type]) -> tuple[dict, P4Type, dict, P4Type]:
+                    expected: P4Type | None) -> tuple[dict, P4Type, dict, P4Type]:
         """Two operands of one type: an unsized literal takes the other operand's type, and
         only when both are unsized the context's (``(bit<8>)(4 / 1w1)`` divides in bit<1>)."""
         a, at = self.lower(left)
@@ -329,7 +329,7 @@ class ExpressionLowering:
             b, bt = self.lower(right, expected)
         return a, at, b, bt
 
-    def _binary(self, e: ast.BinaryExpression, expected: Optional[P4Type]) -> tuple[dict, P4Type]:
+    def _binary(self, e: ast.BinaryExpression, expected: P4Type | None) -> tuple[dict, P4Type]:
         op = e.op
         if op in ("&&", "||"):
             return expr("and" if op == "&&" else "or", self.lower_bool(e.left), self.lower_bool(e.right)), Bool()
@@ -438,7 +438,7 @@ class ExpressionLowering:
             return j, target
         raise fail(e, f"cannot cast {t} to {target}")
 
-    def _call(self, e: ast.MethodCallExpression, expected: Optional[P4Type]) -> tuple[dict, P4Type]:
+    def _call(self, e: ast.MethodCallExpression, expected: P4Type | None) -> tuple[dict, P4Type]:
         m = e.method
         if isinstance(m, ast.MemberExpression) and m.member == "isValid" and not e.args:
             base = self.value_of(m.expr)

@@ -1,7 +1,7 @@
 """v1model externs: instances become BMv2 arrays, calls become BMv2 primitives."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from p4target.compiler import ast
 from p4target.compiler.bmv2_json import hexstr
@@ -75,7 +75,7 @@ def _ref(kind: str, name: str) -> dict:
     return {"type": kind, "value": name}
 
 
-def _out_field(sl: "StatementLowering", e: ast.Expression, t: Optional[P4Type] = None) -> dict:
+def _out_field(sl: "StatementLowering", e: ast.Expression, t: P4Type | None = None) -> dict:
     """The field an extern writes; for the don't-care ``_``, a fresh one of type ``t``."""
     if isinstance(e, ast.DontCareExpression):
         if t is None:
@@ -168,7 +168,7 @@ def _hash_inputs(sl: "StatementLowering", e: ast.Expression) -> tuple[list[dict]
 
 def _width_of(sl: "StatementLowering", v: Value, j: dict) -> int:
     """Bit width of field ``j`` of the header or struct value ``v``."""
-    def find(val: Value) -> Optional[int]:
+    def find(val: Value) -> int | None:
         if isinstance(val, FieldValue):
             return bit_width(val.type) if val.json() == j else None
         if isinstance(val, HeaderValue):

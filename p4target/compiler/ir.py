@@ -7,7 +7,7 @@ and `action_body` into the primitives of one action.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from p4target.compiler.values import TableSymbol
 
@@ -48,7 +48,7 @@ class SwitchItem(Item):
     table: TableSymbol
     node: Any
     cases: list[tuple[list[str], list[Item]]] = field(default_factory=list)
-    default: Optional[list[Item]] = None
+    default: list[Item] | None = None
 
 
 @dataclass
@@ -66,7 +66,7 @@ class LoopItem(Item):
     """A ``for`` loop inside an action that is not unrolled (BMv2 runs it with `_jump_if_zero` /
     `_jump`; see `loops`)."""
     init: list[Item]
-    cond: Optional[dict]
+    cond: dict | None
     body: list[Item]
     update: list[Item]
 

@@ -9,7 +9,7 @@ so that ``bit<bit<8>>``-style nesting needs no special casing. ``_`` has kind ``
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 from p4target.compiler.preprocessor import PreprocessedSource
 from p4target.compiler.source import SourceLocation
@@ -62,9 +62,9 @@ class Token:
         return f"Token({self.kind!r}, {self.text!r}, {self.loc})"
 
 
-def parse_int_literal(text: str) -> Tuple[int, Optional[int], bool]:
+def parse_int_literal(text: str) -> Tuple[int, int | None, bool]:
     """(value, width or None, signed) of a P4 integer literal such as ``8w0x1F`` or ``16s5``."""
-    width: Optional[int] = None
+    width: int | None = None
     signed = False
     m = re.match(r"([0-9][0-9_]*)([wsWS])(-?)(.*)$", text)
     body = text

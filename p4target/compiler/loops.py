@@ -13,7 +13,7 @@ jump primitives instead (`LoopItem`); anywhere else it is reported as unsupporte
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable
 
 from p4target.compiler import ast
 from p4target.compiler.bmv2_json import expr, hexstr
@@ -161,7 +161,7 @@ def _check_unroll_allowed(s: ast.Statement) -> None:
         raise _NotUnrollable("it is marked @nounroll")
 
 
-def _constant(loop: "StatementLowering", e: Optional[ast.Expression], t: Optional[P4Type]) -> Optional[Any]:
+def _constant(loop: "StatementLowering", e: ast.Expression | None, t: P4Type | None) -> Any | None:
     if e is None:
         return None
     try:
@@ -178,13 +178,13 @@ def _defines(st: ast.Statement, name: str) -> bool:
         and st.target.name == name
 
 
-def _root(e: ast.Expression) -> Optional[str]:
+def _root(e: ast.Expression) -> str | None:
     while isinstance(e, (ast.MemberExpression, ast.IndexExpression, ast.SliceExpression)):
         e = e.expr
     return e.name if isinstance(e, ast.PathExpression) else None
 
 
-def _writes(st: Optional[ast.Statement], name: str) -> bool:
+def _writes(st: ast.Statement | None, name: str) -> bool:
     """Whether ``st`` assigns ``name`` (or part of it) before a declaration shadows it."""
     if st is None:
         return False
@@ -247,8 +247,8 @@ class _Flags:
 
     def __init__(self, loop: "StatementLowering") -> None:
         self.loop = loop
-        self.brk: Optional[dict] = None
-        self.cont: Optional[dict] = None
+        self.brk: dict | None = None
+        self.cont: dict | None = None
 
     def _new(self, base: str) -> dict:
         return {"type": "field", "value": ["scalars", self.loop.ctx.out.add_scalar(base, Bool())]}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import List, Mapping, Optional, Sequence, Set, Tuple
+from typing import List, Mapping, Sequence, Set, Tuple
 
 from p4target.compiler import ast
 from p4target.compiler.lexer import UNSUPPORTED_KEYWORDS, Token, tokenize
@@ -435,7 +435,7 @@ class Parser(ExpressionParsing):
         name = self.expect_name("the state name")
         self.expect("{", "'{' opening the state")
         statements: List[ast.Statement] = []
-        transition: Optional[ast.Transition] = None
+        transition: ast.Transition | None = None
         while not self.accept("}"):
             tok = self.peek()
             if tok.kind == "eof":
@@ -502,7 +502,7 @@ class Parser(ExpressionParsing):
                 ctor_params = self.parse_parameters()
             self.expect("{", "'{' opening the control body")
             locals_: List[ast.Declaration] = []
-            body: Optional[ast.BlockStatement] = None
+            body: ast.BlockStatement | None = None
             while not self.accept("}"):
                 if self.at("eof"):
                     self.error_at(self.peek(), f"unterminated control {name.text}")
@@ -671,7 +671,7 @@ class Parser(ExpressionParsing):
         anns = self.parse_annotations()
         start = self.peek()
         is_const = bool(self.accept("const"))
-        priority: Optional[ast.Expression] = None
+        priority: ast.Expression | None = None
         if self.peek().kind == "id" and self.peek().text == "priority" and \
                 self.peek(1).kind == "=":
             self.advance()
@@ -782,7 +782,7 @@ class Parser(ExpressionParsing):
         return ast.ForStatement(loc=start.loc, init=tuple(init), condition=cond,
                                 update=tuple(update), body=body)
 
-    def _compound_assignment(self, tok: Token, target: ast.Expression) -> Optional[ast.AssignmentStatement]:
+    def _compound_assignment(self, tok: Token, target: ast.Expression) -> ast.AssignmentStatement | None:
         """``target op= value`` as ``target = target op value``; the back end evaluates a
         target with a call in it once (see ``ast.CompoundAssignmentStatement``)."""
         op = self.compound_assignment_op()
@@ -793,7 +793,7 @@ class Parser(ExpressionParsing):
             loc=tok.loc, target=target, op=op, rhs=value,
             value=ast.BinaryExpression(loc=tok.loc, op=op, left=target, right=value))
 
-    def _parse_for_in(self, start: Token) -> Optional[ast.ForInStatement]:
+    def _parse_for_in(self, start: Token) -> ast.ForInStatement | None:
         """``for (T x in e) body`` / ``for (x in e) body`` (``e``: ``lo .. hi``, a list, a stack),
         or None (the cursor unmoved) for a C-style header."""
         mark = self.k
@@ -906,7 +906,7 @@ def parse_source(source: PreprocessedSource) -> ast.Program:
 
 
 def parse_program(path: str, include_dirs: Sequence[str] = (),
-                  defines: Optional[Mapping[str, Optional[str]]] = None) -> ast.Program:
+                  defines: Mapping[str, str | None] | None = None) -> ast.Program:
     """Preprocess, lex and parse the P4 file at ``path`` into an :class:`ast.Program`.
 
     Raises :class:`~p4target.errors.CompileError` (``UnsupportedError`` for constructs outside
@@ -916,7 +916,7 @@ def parse_program(path: str, include_dirs: Sequence[str] = (),
 
 
 def parse_text(text: str, file: str = "<input>", include_dirs: Sequence[str] = (),
-               defines: Optional[Mapping[str, Optional[str]]] = None) -> ast.Program:
+               defines: Mapping[str, str | None] | None = None) -> ast.Program:
     """Like :func:`parse_program` for program text (``file`` names it in errors and anchors
     relative ``#include``\\s)."""
     return parse_source(preprocess_text(text, file, include_dirs, defines))

@@ -7,7 +7,7 @@ and only appear in select cases and table entries.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 from p4target.compiler import ast
 from p4target.compiler.lexer import Token
@@ -50,12 +50,12 @@ class ExpressionParsing:
     def at(self, kind: str) -> bool:
         return self.tokens[self.k].kind == kind
 
-    def accept(self, kind: str) -> Optional[Token]:
+    def accept(self, kind: str) -> Token | None:
         if self.tokens[self.k].kind == kind:
             return self.advance()
         return None
 
-    def expect(self, kind: str, what: Optional[str] = None) -> Token:
+    def expect(self, kind: str, what: str | None = None) -> Token:
         tok = self.tokens[self.k]
         if tok.kind != kind:
             self.error_at(tok, f"expected {what or repr(kind)}, found {self.describe(tok)}")
@@ -91,7 +91,7 @@ class ExpressionParsing:
         b = self.peek(1)
         return a.kind == ">" and b.kind == ">" and b.offset == a.end
 
-    def compound_assignment_op(self) -> Optional[str]:
+    def compound_assignment_op(self) -> str | None:
         """The operator of a compound assignment at the cursor (``+=`` -> ``+``, ``>>=`` ->
         ``>>``), consuming it, or None."""
         tok = self.tokens[self.k]
@@ -196,7 +196,7 @@ class ExpressionParsing:
         self.expect(">", "'>' closing the type arguments")
         return tuple(args)
 
-    def _try_type_args_call(self) -> Optional[Tuple[ast.Type, ...]]:
+    def _try_type_args_call(self) -> Tuple[ast.Type, ...] | None:
         """At '<': speculatively parse ``<types>(``; restore the cursor and return None if not."""
         if not self.starts_type(1):
             return None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from p4target.compiler import ast, externs
 from p4target.compiler.bmv2_json import fresh_name, hexstr
@@ -43,7 +43,7 @@ class _ParserFrame:
     env: Env
     control: ControlContext
     states: dict[str, str]            # P4 state name -> BMv2 state name
-    accept: Optional[str]             # BMv2 state after ``accept`` (None: the parser ends)
+    accept: str | None             # BMv2 state after ``accept`` (None: the parser ends)
     init_ops: list[dict] = field(default_factory=list)
 
 
@@ -59,7 +59,7 @@ class ParserLowering:
                                 {s.name: s.name for s in decl.states}, None)
 
     def _frame(self, decl: ast.ParserDecl, env: Env, control: ControlContext, states: dict[str, str],
-               accept: Optional[str]) -> _ParserFrame:
+               accept: str | None) -> _ParserFrame:
         if "start" not in states:
             raise fail(decl, f"parser '{decl.name}' has no start state")
         frame = _ParserFrame(decl, env, control, states, accept)
@@ -157,7 +157,7 @@ class ParserLowering:
     def _fresh_state(self, base: str) -> str:
         return fresh_name(base, self._used_names)
 
-    def _sub_parser_call(self, frame: _ParserFrame, statements: tuple) -> Optional[tuple[int, BlockInstance]]:
+    def _sub_parser_call(self, frame: _ParserFrame, statements: tuple) -> tuple[int, BlockInstance] | None:
         """(index, instance) of the first statement applying a sub-parser, if any."""
         for i, st in enumerate(statements):
             if not isinstance(st, ast.MethodCallStatement):
@@ -216,8 +216,8 @@ class ParserLowering:
         return out
 
     def _state(self, frame: _ParserFrame, env: Env, name: str, statements: tuple, tr: Any, node: Any,
-               pre_items: Optional[list] = None, pre_ops: Optional[list[dict]] = None,
-               next_state: Optional[str] = None) -> dict:
+               pre_items: list | None = None, pre_ops: list[dict] | None = None,
+               next_state: str | None = None) -> dict:
         """One BMv2 parse state; with ``next_state`` it ends in that state instead of ``tr``."""
         sl = StatementLowering(self.ctx, env, frame.control, in_parser=True, block_kind="parser")
         items = (pre_items or []) + sl.block(statements)
@@ -288,7 +288,7 @@ class ParserLowering:
         return out
 
     @staticmethod
-    def _value_set_case(sl: StatementLowering, case: ast.SelectCase, widths: list[int]) -> Optional[str]:
+    def _value_set_case(sl: StatementLowering, case: ast.SelectCase, widths: list[int]) -> str | None:
         """The BMv2 name of the value set a select case names, or None for other keysets."""
         if not isinstance(case.keyset, ast.PathExpression):
             return None
@@ -301,10 +301,10 @@ class ParserLowering:
         return v.name
 
     @staticmethod
-    def _default(target: Optional[str]) -> dict:
+    def _default(target: str | None) -> dict:
         return {"type": "default", "value": None, "mask": None, "next_state": target}
 
-    def _target(self, frame: _ParserFrame, name: str, node: Any) -> Optional[str]:
+    def _target(self, frame: _ParserFrame, name: str, node: Any) -> str | None:
         if name == "accept":
             return frame.accept
         if name == "reject":
@@ -362,7 +362,7 @@ class ParserLowering:
         return int(v)
 
 
-def _value_set_widths(t: P4Type) -> Optional[list[int]]:
+def _value_set_widths(t: P4Type) -> list[int] | None:
     """Widths of the select key components a value set of element type ``t`` matches."""
     if isinstance(t, (Bits, EnumT)) and bit_width(t) > 0:
         return [bit_width(t)] if not isinstance(t, EnumT) or t.underlying else None

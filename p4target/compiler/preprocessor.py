@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Sequence, Tuple
 
 from p4target.errors import CompileError
 
@@ -35,7 +35,7 @@ class Macro:
 
     name: str
     body: str
-    params: Optional[Tuple[str, ...]] = None
+    params: Tuple[str, ...] | None = None
     variadic: bool = False
 
 
@@ -101,7 +101,7 @@ class Preprocessor:
     """One preprocessing run (macro table, include stack)."""
 
     def __init__(self, include_dirs: Sequence[str] = (),
-                 defines: Optional[Mapping[str, Optional[str]]] = None) -> None:
+                 defines: Mapping[str, str | None] | None = None) -> None:
         self.include_dirs = [str(d) for d in include_dirs]
         self.macros: Dict[str, Macro] = {}
         self.once: set = set()
@@ -296,7 +296,7 @@ class Preprocessor:
 
     # ------------------------------------------------------------------ expansion
     def _expand(self, text: str, origin: Tuple[str, int], disabled: frozenset = frozenset(),
-                budget: Optional[List[int]] = None) -> str:
+                budget: List[int] | None = None) -> str:
         if not self.macros or not _IDENT.search(text):
             return text
         if budget is None:
@@ -446,7 +446,7 @@ class _CondEvaluator:
             raise _CondSyntax(f"unexpected {self.tokens[self.k][1]!r}")
         return value
 
-    def _peek(self) -> Optional[str]:
+    def _peek(self) -> str | None:
         if self.k < len(self.tokens) and self.tokens[self.k][0] == "op":
             return self.tokens[self.k][1]  # type: ignore[return-value]
         return None
@@ -512,12 +512,12 @@ class _CondEvaluator:
 
 
 def preprocess_file(path: str, include_dirs: Sequence[str] = (),
-                    defines: Optional[Mapping[str, Optional[str]]] = None) -> PreprocessedSource:
+                    defines: Mapping[str, str | None] | None = None) -> PreprocessedSource:
     """Preprocess the file at ``path``."""
     return Preprocessor(include_dirs, defines).run_file(path)
 
 
 def preprocess_text(text: str, file: str = "<input>", include_dirs: Sequence[str] = (),
-                    defines: Optional[Mapping[str, Optional[str]]] = None) -> PreprocessedSource:
+                    defines: Mapping[str, str | None] | None = None) -> PreprocessedSource:
     """Preprocess ``text`` as if it were the file ``file``."""
     return Preprocessor(include_dirs, defines).run_text(text, file)

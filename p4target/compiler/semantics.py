@@ -3,7 +3,7 @@ errors and match kinds numbered, blocks and actions indexed by name."""
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from p4target.compiler import ast
 from p4target.compiler.types import (Bits, Bool, EnumT, ErrorT, ExternT, HeaderT, InfInt, MatchKindT,
@@ -76,7 +76,7 @@ class ProgramScope:
             raise UnsupportedError.at(d.loc, "top-level " + type(d).__name__)
 
     # ------------------------------------------------------------------ types
-    def resolve(self, t: ast.Type, params: Optional[dict[str, P4Type]] = None) -> P4Type:
+    def resolve(self, t: ast.Type, params: dict[str, P4Type] | None = None) -> P4Type:
         """The resolved type of a type node (``params`` binds type parameters)."""
         if isinstance(t, ast.BitType):
             width = self.const_eval(t.width, lambda n: None)
@@ -113,7 +113,7 @@ class ProgramScope:
             return InfInt()
         raise UnsupportedError.at(t.loc, f"type {type(t).__name__}")
 
-    def resolve_name(self, name: str, node: Any, params: Optional[dict[str, P4Type]] = None) -> P4Type:
+    def resolve_name(self, name: str, node: Any, params: dict[str, P4Type] | None = None) -> P4Type:
         if params and name in params:
             return params[name]
         if name in self.resolved:
@@ -185,7 +185,7 @@ class ProgramScope:
 
     # ------------------------------------------------------------------ constants
     def const_eval(self, e: ast.Expression, lookup: Callable[[str], Any],
-                   expected: Optional[P4Type] = None) -> Any:
+                   expected: P4Type | None = None) -> Any:
         """Evaluate a compile-time expression to an int or bool (enum/error members to ints).
 
         ``lookup(name)`` gives local constants first (None when unknown)."""
@@ -197,7 +197,7 @@ class ProgramScope:
     def _eval(self, e: ast.Expression, lookup: Callable[[str], Any]) -> Any:
         return self._typed_eval(e, lookup)[0]
 
-    def _typed_eval(self, e: ast.Expression, lookup: Callable[[str], Any]) -> tuple[Any, Optional[Bits]]:
+    def _typed_eval(self, e: ast.Expression, lookup: Callable[[str], Any]) -> tuple[Any, Bits | None]:
         """A constant's value and, when it has one, its fixed-width type (``bit<W>``/``int<W>``,
         also through a ``typedef`` or ``type``): arithmetic on it wraps at that width."""
         if isinstance(e, ast.IntLiteral):
@@ -271,7 +271,7 @@ _TRANSLATION_RE = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*,\s*'
                              r'(?:(string)|bit\s*<\s*(0[xX][0-9a-fA-F]+|\d+)\s*>|(0[xX][0-9a-fA-F]+|\d+))\s*$')
 
 
-def p4runtime_translation(annotations: Any) -> Optional[Translation]:
+def p4runtime_translation(annotations: Any) -> Translation | None:
     """The ``@p4runtime_translation("URI", bit<W> | W | string)`` among ``annotations``, parsed
     as p4c's annotation grammar accepts it (CompileError for any other argument form)."""
     ann = ast.find_annotation(annotations, "p4runtime_translation")

@@ -7,7 +7,7 @@ for a sub-control applied inline (a control and the statements in it lower each 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any
 
 from p4target.compiler import ast, externs
 from p4target.compiler.bmv2_json import expr, hexstr
@@ -29,9 +29,9 @@ from p4target.errors import CompileError, UnsupportedError
 class StatementLowering:
     """Lowers statements of one block (control apply, action body, parser state)."""
 
-    def __init__(self, ctx: Context, env: Env, control: Optional[ControlContext],
+    def __init__(self, ctx: Context, env: Env, control: ControlContext | None,
                  in_parser: bool = False, block_kind: str = "control",
-                 return_target: Optional[Value] = None) -> None:
+                 return_target: Value | None = None) -> None:
         self.ctx = ctx
         self.return_target = return_target
         self.env = env
@@ -146,7 +146,7 @@ class StatementLowering:
             return HitItem(table, call, then, otherwise) if hit else HitItem(table, call, otherwise, then)
         return IfItem(self.ex.lower_bool(s.condition), then, otherwise)
 
-    def _hoist_calls(self, s: ast.Statement) -> Optional[list[Item]]:
+    def _hoist_calls(self, s: ast.Statement) -> list[Item] | None:
         """``s`` preceded by the calls inside its expressions (see `call_order`), or None when
         it has none."""
         hoister = CallHoister(self)
@@ -369,7 +369,7 @@ class StatementLowering:
                 return [self.inline_function(c, None)]
         raise fail(c, "unknown method or function")
 
-    def bind_args(self, params: tuple, args: tuple, node: Any) -> list[tuple[ast.Parameter, Optional[ast.Expression]]]:
+    def bind_args(self, params: tuple, args: tuple, node: Any) -> list[tuple[ast.Parameter, ast.Expression | None]]:
         """Pair parameters with positional or named arguments."""
         named = {a.name: a.value for a in args if isinstance(a, ast.NamedArgument)}
         positional = [a for a in args if not isinstance(a, ast.NamedArgument)]
@@ -457,14 +457,14 @@ class StatementLowering:
             env.define(p.name, param)
         return copy_in, copy_out
 
-    def function_of(self, e: Any) -> Optional[ast.FunctionDecl]:
+    def function_of(self, e: Any) -> ast.FunctionDecl | None:
         """The P4 function ``e`` calls, if it is such a call."""
         if isinstance(e, ast.MethodCallExpression) and isinstance(e.method, ast.PathExpression) \
                 and self.env.lookup(e.method.name) is None:
             return self.ctx.scope.functions.get(e.method.name)
         return None
 
-    def inline_function(self, c: ast.MethodCallExpression, target: Optional[Value]) -> Item:
+    def inline_function(self, c: ast.MethodCallExpression, target: Value | None) -> Item:
         """A P4 function call, inlined with copy-in/copy-out; ``return e`` assigns ``target``
         and leaves the body."""
         decl = self.function_of(c)
@@ -516,7 +516,7 @@ class StatementLowering:
 
 
 # --------------------------------------------------------------------------- helpers
-def _table_apply_in(cond: ast.Expression) -> Optional[tuple[ast.MethodCallExpression, str, bool]]:
+def _table_apply_in(cond: ast.Expression) -> tuple[ast.MethodCallExpression, str, bool] | None:
     negate = False
     e = cond
     while isinstance(e, ast.UnaryExpression) and e.op == "!":

@@ -2,7 +2,7 @@
 action profiles and selectors, direct counters and meters)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from p4target.compiler import ast
 from p4target.compiler.action_body import action_primitives, predicate
@@ -344,7 +344,7 @@ class TableBuilder:
         def const(e: ast.Expression) -> int:
             return int(self.ctx.scope.const_eval(e, ex._const_lookup))
 
-        def annotated(ent: ast.TableEntry) -> Optional[ast.Expression]:
+        def annotated(ent: ast.TableEntry) -> ast.Expression | None:
             ann = ast.find_annotation(ent.annotations, "priority")
             return ann.args[0] if ann is not None and len(ann.args) == 1 else None
 
@@ -428,7 +428,7 @@ class TableBuilder:
         raise fail(e, f"match kind '{mk}' in const entries")
 
 
-def _annotated_name(annotations: tuple) -> Optional[str]:
+def _annotated_name(annotations: tuple) -> str | None:
     ann = ast.find_annotation(annotations, "name")
     if ann is not None and ann.args and isinstance(ann.args[0], ast.StringLiteral):
         return ann.args[0].value

@@ -3,7 +3,6 @@ carry widths, fields and members)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 
 class P4Type:
@@ -20,7 +19,7 @@ class Bits(P4Type):
     was declared with (P4Info's ``type_name``; equality ignores it)."""
     width: int
     signed: bool = False
-    new_type: Optional[str] = field(default=None, compare=False)
+    new_type: str | None = field(default=None, compare=False)
 
     def is_scalar(self) -> bool:
         return True
@@ -39,7 +38,7 @@ class InfInt(P4Type):
 
 @dataclass(frozen=True)
 class Bool(P4Type):
-    new_type: Optional[str] = field(default=None, compare=False)  # as for Bits
+    new_type: str | None = field(default=None, compare=False)  # as for Bits
 
     def is_scalar(self) -> bool:
         return True
@@ -80,7 +79,7 @@ class EnumT(P4Type):
     """An enum; ``underlying`` is set for serializable enums, ``members`` maps name -> value."""
     name: str
     members: dict[str, int]
-    underlying: Optional[Bits] = None
+    underlying: Bits | None = None
 
     def is_scalar(self) -> bool:
         return True
@@ -98,7 +97,7 @@ class StructLike(P4Type):
     field_annotations: dict[str, tuple] = field(default_factory=dict)
     annotations: tuple = ()
 
-    def field_type(self, name: str) -> Optional[P4Type]:
+    def field_type(self, name: str) -> P4Type | None:
         for fname, ftype in self.fields:
             if fname == name:
                 return ftype
@@ -112,7 +111,7 @@ class HeaderT(StructLike):
     """``header``. A header with struct-typed fields is stored flat, as p4c does: every field
     renamed ``_<path>_<index>``; ``renamed`` maps each P4 field name to its flat field name,
     or (for a struct) to ``(StructT, {member: ...})`` recursively."""
-    renamed: Optional[dict] = None
+    renamed: dict | None = None
 
     def width(self) -> int:
         return sum(bit_width(t) for _, t in self.fields)
@@ -178,7 +177,7 @@ class Translation:
     """``@p4runtime_translation(uri, bit<W> | W | string)`` on a ``type``: the controller sees
     values of ``sdn_bitwidth`` bits, or strings when ``sdn_bitwidth`` is None."""
     uri: str
-    sdn_bitwidth: Optional[int]
+    sdn_bitwidth: int | None
 
 
 @dataclass(eq=False)
@@ -187,11 +186,11 @@ class NewType:
     its P4Runtime translation, if annotated."""
     name: str
     underlying: P4Type
-    translation: Optional[Translation] = None
+    translation: Translation | None = None
     annotations: tuple = ()
 
 
-def new_type_name(t: P4Type) -> Optional[str]:
+def new_type_name(t: P4Type) -> str | None:
     """The ``type`` declaration a scalar type came from (None for plain types)."""
     return getattr(t, "new_type", None)
 

@@ -6,7 +6,7 @@ of those), compile-time constants, action data, extern instances, tables and act
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from p4target.compiler import ast
 from p4target.compiler.types import HeaderT, P4Type, StackT, StructLike, UnionT
@@ -34,7 +34,7 @@ class HeaderValue(Value):
     type: StructLike
     metadata: bool = False
 
-    def field(self, name: str) -> Optional[Value]:
+    def field(self, name: str) -> Value | None:
         """The field named ``name`` (a struct of fields for struct-typed fields of a header)."""
         renamed = getattr(self.type, "renamed", None)
         if renamed and name in renamed:
@@ -56,7 +56,7 @@ class StackValue(Value):
     name: str
     type: StackT
     elements: list[str]
-    unions: Optional[list["UnionValue"]] = None
+    unions: list["UnionValue"] | None = None
 
 
 @dataclass
@@ -109,8 +109,8 @@ class DynamicStackField(ExprValue):
     """``stack[i].f`` with a run-time ``i`` (``json`` is BMv2's dereference of it). Reads and
     writes go element by element, as p4c lowers run-time indices for BMv2: an index past the
     end reads 0 and writes nothing."""
-    stack: Optional[StackValue] = None
-    index_json: Optional[dict] = None
+    stack: StackValue | None = None
+    index_json: dict | None = None
     field: str = ""
 
     def element_fields(self) -> list[dict]:
@@ -145,7 +145,7 @@ class TableSymbol(Value):
 class ActionSymbol(Value):
     decl: ast.ActionDecl
     name: str
-    control: Optional["ControlContext"]
+    control: "ControlContext" | None
 
 
 @dataclass

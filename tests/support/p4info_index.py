@@ -2,7 +2,7 @@
 (the controller has its own index, `controller.p4info.P4Info`)."""
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
 from p4.config.v1 import p4info_pb2
 
@@ -47,7 +47,7 @@ class P4InfoIndex:
         if kind not in KINDS:
             raise P4InfoLookupError(f"unknown P4Info object kind '{kind}' (one of {', '.join(KINDS)})")
 
-    def get(self, kind: str, key: Union[str, int]) -> Any:
+    def get(self, kind: str, key: str | int) -> Any:
         """The P4Info message of ``kind`` with this name/alias (str) or id (int)."""
         self._check_kind(kind)
         found = self._by_id[kind].get(key) if isinstance(key, int) else self._by_name[kind].get(key)
@@ -55,7 +55,7 @@ class P4InfoIndex:
             raise P4InfoLookupError(f"P4Info has no {kind.rstrip('s').replace('_', ' ')} {key!r}")
         return found
 
-    def has(self, kind: str, key: Union[str, int]) -> bool:
+    def has(self, kind: str, key: str | int) -> bool:
         """True if ``get`` would find it."""
         self._check_kind(kind)
         return (key in self._by_id[kind]) if isinstance(key, int) else (key in self._by_name[kind])
@@ -81,10 +81,10 @@ class P4InfoIndex:
         return [obj.preamble.name for obj in getattr(self.p4info, kind)]
 
     # Convenience for the common kinds.
-    def table(self, key: Union[str, int]) -> Any:
+    def table(self, key: str | int) -> Any:
         return self.get("tables", key)
 
-    def action(self, key: Union[str, int]) -> Any:
+    def action(self, key: str | int) -> Any:
         return self.get("actions", key)
 
     def table_id(self, name: str) -> int:
@@ -93,7 +93,7 @@ class P4InfoIndex:
     def action_id(self, name: str) -> int:
         return self.id("actions", name)
 
-    def match_field(self, table: Union[str, int], key: Union[str, int]) -> Any:
+    def match_field(self, table: str | int, key: str | int) -> Any:
         """Match field of a table by field name or id."""
         t = self.table(table)
         for mf in t.match_fields:
@@ -101,7 +101,7 @@ class P4InfoIndex:
                 return mf
         raise P4InfoLookupError(f"table '{t.preamble.name}' has no match field {key!r}")
 
-    def param(self, action: Union[str, int], key: Union[str, int]) -> Any:
+    def param(self, action: str | int, key: str | int) -> Any:
         """Parameter of an action by name or id."""
         a = self.action(action)
         for p in a.params:
@@ -109,7 +109,7 @@ class P4InfoIndex:
                 return p
         raise P4InfoLookupError(f"action '{a.preamble.name}' has no parameter {key!r}")
 
-    def controller_metadata(self, header: Union[str, int], key: Union[str, int]) -> Any:
+    def controller_metadata(self, header: str | int, key: str | int) -> Any:
         """Metadata field of a controller header (``packet_in``/``packet_out``) by name or id."""
         h = self.get("controller_packet_metadata", header)
         for md in h.metadata:
@@ -117,6 +117,6 @@ class P4InfoIndex:
                 return md
         raise P4InfoLookupError(f"controller header '{h.preamble.name}' has no metadata {key!r}")
 
-    def table_actions(self, table: Union[str, int]) -> list[str]:
+    def table_actions(self, table: str | int) -> list[str]:
         """Names of the actions a table may run (its action_refs, in order)."""
         return [self.name("actions", ref.id) for ref in self.table(table).action_refs]

@@ -10,14 +10,14 @@ from __future__ import annotations
 import queue
 import threading
 from concurrent import futures
-from typing import Callable, Optional
+from typing import Callable
 
 import grpc
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-FailHook = Callable[[p4runtime_pb2.Update], Optional[tuple[int, str]]]
+FailHook = Callable[[p4runtime_pb2.Update], tuple[int, str] | None]
 
 
 def entity_key(entity: p4runtime_pb2.Entity) -> tuple:
@@ -47,7 +47,7 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     # -- arbitration -----------------------------------------------------------------------
     def StreamChannel(self, request_iterator, context):
-        out: "queue.Queue[Optional[p4runtime_pb2.StreamMessageResponse]]" = queue.Queue()
+        out: "queue.Queue[p4runtime_pb2.StreamMessageResponse | None]" = queue.Queue()
         me = {"queue": out, "eid": None}
 
         def pump() -> None:
@@ -203,13 +203,13 @@ class TestP4RuntimeServer:
         self.device_config = b""
         self.cookie = 0
         self.pipeline_pushes = 0
-        self.fail_hook: Optional[FailHook] = None
+        self.fail_hook: FailHook | None = None
         self.write_batches: list[list[p4runtime_pb2.Update]] = []
         self.counters: dict[tuple[int, int], tuple[int, int]] = {}
         self.counter_sizes: dict[int, int] = {}
         self.packets_out: list[p4runtime_pb2.PacketOut] = []
         self._port = port
-        self._server: Optional[grpc.Server] = None
+        self._server: grpc.Server | None = None
         self.address = ""
 
     def start(self) -> "TestP4RuntimeServer":
@@ -230,7 +230,7 @@ class TestP4RuntimeServer:
             self.store.clear()
             self.p4info = None
 
-    def primary(self) -> Optional[tuple[int, int]]:
+    def primary(self) -> tuple[int, int] | None:
         eids = [s["eid"] for s in self.streams if s["eid"] is not None]
         return max(eids) if eids else None
 

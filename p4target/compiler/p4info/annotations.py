@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 # Annotations p4c consumes itself and never copies into P4Info.
 _CONSUMED_ANNOTATIONS = {"name", "id", "hidden", "brief", "description", "max_group_size"}
@@ -35,7 +35,7 @@ def apply_annotations(target: Any, annotations: Iterable[str], doc_holder: Any =
         target.annotations.append(text)
 
 
-def annotation_int(annotations: Iterable[str], wanted: str) -> Optional[int]:
+def annotation_int(annotations: Iterable[str], wanted: str) -> int | None:
     """The integer argument of the first `@wanted(N)` annotation, or None."""
     for text in annotations:
         if annotation_name(text) == wanted:

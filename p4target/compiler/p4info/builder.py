@@ -2,7 +2,7 @@
 with p4c's ids and aliases."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 from p4.config.v1 import p4info_pb2
 
@@ -52,7 +52,7 @@ class _FieldWidths:
         for hdr in bmv2.get("headers", []):
             self._by_header[hdr["name"]] = types.get(hdr.get("header_type", ""), {})
 
-    def width(self, target: Any) -> Optional[int]:
+    def width(self, target: Any) -> int | None:
         if isinstance(target, str):  # a header (validity match)
             return 1
         if not isinstance(target, (list, tuple)) or len(target) != 2:
@@ -83,7 +83,7 @@ def _table_is_visible(name: str, hints: P4InfoHints) -> bool:
     return name in hints.tables or "." in name
 
 
-def build_p4info(bmv2_json: dict, hints: Optional[P4InfoHints] = None) -> p4info_pb2.P4Info:
+def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb2.P4Info:
     """Derive the P4Info of a BMv2 JSON program (our compiler's or p4c's) with p4c's ids.
 
     Raises :class:`P4TargetError` when the JSON and the hints disagree (an unknown action
@@ -312,8 +312,8 @@ def _preamble(pre: Any, symbols: SymbolIds, prefix: int, name: str, annotations:
 
 def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHints,
                widths: _FieldWidths, new_types: NewTypes, action_by_id: dict[int, str],
-               param_widths: dict[int, list[int]], impl: Optional[str],
-               direct_counter: Optional[str], direct_meter: Optional[str]) -> None:
+               param_widths: dict[int, list[int]], impl: str | None,
+               direct_counter: str | None, direct_meter: str | None) -> None:
     name = t["name"]
     pt = info.tables.add()
     _preamble(pt.preamble, symbols, PREFIX_TABLE, name, th.annotations)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Union
 
 from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
@@ -17,7 +16,7 @@ TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.conf
 FORMATS_BY_SUFFIX = {".txt": "text", ".txtpb": "text", ".json": "json", ".bin": "binary"}
 
 
-def p4info_format(path: Union[str, os.PathLike]) -> str:
+def p4info_format(path: str | os.PathLike) -> str:
     """``text``, ``json`` or ``binary`` from the file suffix; P4TargetError for others."""
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS_BY_SUFFIX:
@@ -37,7 +36,7 @@ def serialize_p4info(p4info: p4info_pb2.P4Info, fmt: str) -> bytes:
     raise P4TargetError(f"unknown P4Info format '{fmt}' (use text, json or binary)")
 
 
-def write_p4info(p4info: p4info_pb2.P4Info, path: Union[str, os.PathLike]) -> None:
+def write_p4info(p4info: p4info_pb2.P4Info, path: str | os.PathLike) -> None:
     """Write ``p4info`` atomically, in the format its suffix names (.txt/.txtpb, .json, .bin)."""
     write_file(path, serialize_p4info(p4info, p4info_format(path)))
 
@@ -61,7 +60,7 @@ def parse_p4info(data: bytes, fmt: str) -> p4info_pb2.P4Info:
     return info
 
 
-def read_p4info(path: Union[str, os.PathLike]) -> p4info_pb2.P4Info:
+def read_p4info(path: str | os.PathLike) -> p4info_pb2.P4Info:
     """Read a P4Info file written in any of the three formats (chosen by suffix)."""
     fmt = p4info_format(path)
     try:

@@ -3,7 +3,6 @@ end hands to the P4Info builder."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 # The PkgInfo fields p4c fills from ``@pkginfo`` keys (``arch`` overrides the compiler's).
 PKG_INFO_KEYS = ("name", "version", "arch", "organization", "contact", "url")
@@ -16,14 +15,14 @@ class TableHints:
     action_scopes: dict[str, str] = field(default_factory=dict)  # action -> TABLE_AND_DEFAULT|TABLE_ONLY|DEFAULT_ONLY
     const_default_action: bool = False
     is_const_table: bool = False                                # had `const entries`
-    key_names: Optional[list[str]] = None                       # override match field names
-    key_bitwidths: Optional[list[int]] = None                   # override widths (expressions, slices)
-    key_type_names: Optional[list[Optional[str]]] = None        # P4 ``type`` of each key (P4Info type_name)
-    key_match_kinds: Optional[list[str]] = None                 # source match kinds (JSON has "ternary" for "optional")
-    implementation: Optional[str] = None                        # action profile/selector name
-    direct_counter: Optional[str] = None
-    direct_meter: Optional[str] = None
-    size: Optional[int] = None
+    key_names: list[str] | None = None                       # override match field names
+    key_bitwidths: list[int] | None = None                   # override widths (expressions, slices)
+    key_type_names: list[str | None] | None = None        # P4 ``type`` of each key (P4Info type_name)
+    key_match_kinds: list[str] | None = None                 # source match kinds (JSON has "ternary" for "optional")
+    implementation: str | None = None                        # action profile/selector name
+    direct_counter: str | None = None
+    direct_meter: str | None = None
+    size: int | None = None
 
 
 @dataclass
@@ -33,7 +32,7 @@ class ControllerHeaderHint:
     controller_header: str          # "packet_in" / "packet_out"
     fields: list[tuple[str, int]]   # (field name, bitwidth) in order
     annotations: list[str] = field(default_factory=list)
-    type_names: list[Optional[str]] = field(default_factory=list)  # P4 ``type`` of each field
+    type_names: list[str | None] = field(default_factory=list)  # P4 ``type`` of each field
 
 
 @dataclass
@@ -42,7 +41,7 @@ class DigestHint:
     name: str                       # BMv2 learn_list name
     type_name: str                  # struct type name: the P4Info digest name and type_info key
     fields: list[tuple[str, int]]
-    type_names: list[Optional[str]] = field(default_factory=list)  # P4 ``type`` of each field
+    type_names: list[str | None] = field(default_factory=list)  # P4 ``type`` of each field
 
 
 @dataclass
@@ -53,8 +52,8 @@ class NewTypeHint:
     bitwidth: int = 0
     signed: bool = False
     is_bool: bool = False
-    uri: Optional[str] = None
-    sdn_bitwidth: Optional[int] = None
+    uri: str | None = None
+    sdn_bitwidth: int | None = None
     annotations: list[str] = field(default_factory=list)
 
 
@@ -92,5 +91,5 @@ class P4InfoHints:
     pkg_annotations: list[str] = field(default_factory=list)
     # P4 ``type`` declarations by name, and the types of action parameters and registers
     new_types: dict[str, NewTypeHint] = field(default_factory=dict)
-    action_param_types: dict[str, list[Optional[str]]] = field(default_factory=dict)
+    action_param_types: dict[str, list[str | None]] = field(default_factory=dict)
     register_type_names: dict[str, str] = field(default_factory=dict)

@@ -8,7 +8,6 @@ suffix that is unique among all symbols of the program.
 """
 from __future__ import annotations
 
-from typing import Optional
 
 from p4.config.v1 import p4info_pb2
 
@@ -48,9 +47,9 @@ def hashed_id(prefix: int, name: str) -> int:
 class SymbolIds:
     """Collects the program's P4Runtime symbols, then assigns ids and aliases like p4c."""
 
-    def __init__(self, explicit_ids: Optional[dict[str, int]] = None) -> None:
+    def __init__(self, explicit_ids: dict[str, int] | None = None) -> None:
         self._explicit = dict(explicit_ids or {})
-        self._symbols: dict[int, dict[str, Optional[int]]] = {}
+        self._symbols: dict[int, dict[str, int | None]] = {}
         self._taken: set[int] = set()
         self._all_names: set[str] = set()
         self._suffix_counts: dict[tuple[str, ...], int] = {}
@@ -71,7 +70,7 @@ class SymbolIds:
                 suffix = parts[-k:]
                 self._suffix_counts[suffix] = self._suffix_counts.get(suffix, 0) + 1
 
-    def _reserve_explicit(self, prefix: int, name: str) -> Optional[int]:
+    def _reserve_explicit(self, prefix: int, name: str) -> int | None:
         if name not in self._explicit:
             return None
         value = int(self._explicit[name])

@@ -2,7 +2,7 @@
 and ``type_info.new_types``."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from p4target.compiler.p4info.annotations import annotation_name, apply_annotations
 from p4target.compiler.p4info.hints import NewTypeHint
@@ -17,14 +17,14 @@ class NewTypes:
         self.hints = hints
         self.used: set[str] = set()
 
-    def reference(self, type_name: Optional[str]) -> bool:
+    def reference(self, type_name: str | None) -> bool:
         """Record a use of ``type_name``; False when it is not a P4 ``type``."""
         if not type_name or type_name not in self.hints:
             return False
         self.used.add(type_name)
         return True
 
-    def describe(self, msg: Any, type_name: Optional[str], width: int) -> None:
+    def describe(self, msg: Any, type_name: str | None, width: int) -> None:
         """Set ``bitwidth`` (and ``type_name``) of a match field, action parameter or
         controller header field of data-plane width ``width``."""
         msg.bitwidth = int(width)
