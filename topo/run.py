@@ -12,7 +12,7 @@ from types import FrameType
 from mininet.log import setLogLevel
 
 from p4target.switch.errors import OptionError
-from p4target.switch.impairments import parse_impairment
+from p4target.switch.links.impairments import parse_impairment
 from hosts.errors import ConfigError
 from hosts.exchange.config import TRANSPORTS
 from hosts.exchange.tcp_options import check_congestion_control

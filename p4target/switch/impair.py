@@ -5,7 +5,7 @@
     python -m p4target.switch.impair --thrift-port N PORT --rate PPS|off
     python -m p4target.switch.impair --thrift-port N PORT         show both
 
-SPEC is the `--impair` syntax without the port (see `impairments`); burst times count from
+SPEC is the `--impair` syntax without the port (see `links.impairments`); burst times count from
 this call. Input is checked here and again by the switch before anything is applied; errors
 print one line and exit non-zero (2: bad input, 1: the switch refused or is unreachable).
 """
@@ -20,8 +20,8 @@ from thrift.Thrift import TException
 from thrift.transport import TSocket, TTransport
 
 from p4target.switch.errors import OptionError
-from p4target.switch.impairments import parse_impairment_spec
-from p4target.switch.thrift_links import SERVICE, LinkClient
+from p4target.switch.links.impairments import parse_impairment_spec
+from p4target.switch.thrift.links import SERVICE, LinkClient
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from p4target.switch.errors import OptionError
-from p4target.switch.impairments import parse_impairment
+from p4target.switch.links.impairments import parse_impairment
 from p4target.switch.program_options import OptionSyntax, Spec
 
 DEFAULT_THRIFT_PORT = 9090

@@ -6,7 +6,7 @@ frame)` (the target's ingress), which may transmit on the same thread. `transmit
 is the target's egress: it applies the port's link impairment in user space (loss, loss
 bursts, delay and jitter through a `DelayLine`) and sends the frame; `set_impairment` replaces
 a port's impairment while frames flow (its burst times then count from that call). Rate
-bursts are not applied here: they shape the traffic manager (`port_rates`). With `pcap_dir`
+bursts are not applied here: they shape the traffic manager (`links.port_rates`). With `pcap_dir`
 every port records `IFACE_in.pcap` (frames received) and `IFACE_out.pcap` (frames put on the
 wire), as BMv2's `--pcap` does.
 
@@ -29,10 +29,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from p4target.switch.delay_line import DelayLine
+from p4target.switch.links.delay_line import DelayLine
 from p4target.switch.errors import PortError
 from p4target.switch.file_ports import FilePort, replay_files
-from p4target.switch.impairments import Impairment
+from p4target.switch.links.impairments import Impairment
 from p4target.switch.pcap import PcapWriter
 from p4target.switch.switch_log import LEVELS, SwitchLog
 

@@ -14,15 +14,15 @@ from typing import Any, Callable, TextIO
 
 from p4target.engine import EngineError
 from p4target.switch.errors import SwitchError
-from p4target.switch.impairments import parse_impairment
-from p4target.switch.link_control import LinkControl
+from p4target.switch.links.impairments import parse_impairment
+from p4target.switch.links.control import LinkControl
 from p4target.switch.options import SwitchOptions
-from p4target.switch.port_rates import PortRateSchedule
+from p4target.switch.links.port_rates import PortRateSchedule
 from p4target.switch.ports import SwitchPorts
 from p4target.switch.stats_file import StatsFile, stats_path
 from p4target.switch.switch_log import SwitchLog
 from p4target.switch.target import SwitchTarget
-from p4target.switch.thrift_server import ThriftServer
+from p4target.switch.thrift.server import ThriftServer
 
 
 class ProgramFileError(SwitchError):

@@ -24,7 +24,7 @@ from p4target.engine import Engine, ProgramLoadError
 from p4target.engine.sample_programs import l3_router
 from p4target.switch.p4runtime import start_p4runtime_server
 from p4target.switch.target import SwitchTarget
-from p4target.switch.thrift_server import ThriftServer
+from p4target.switch.thrift.server import ThriftServer
 
 Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
 

@@ -11,7 +11,7 @@ import pytest
 from p4target.compiler import compile_file
 from p4target.switch.p4runtime import start_p4runtime_server
 from p4target.switch.target import SwitchTarget
-from p4target.switch.thrift_server import ThriftServer
+from p4target.switch.thrift.server import ThriftServer
 
 from controller import errors
 from controller.manager import NetworkController

@@ -15,7 +15,7 @@ from scapy.layers.l2 import Ether
 from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
 from thrift.transport import TSocket, TTransport
 
-from p4target.switch.thrift_links import SERVICE, LinkClient
+from p4target.switch.thrift.links import SERVICE, LinkClient
 from support.switch_probes import is_probe, probe, program_file, routes
 
 

@@ -7,7 +7,7 @@ import pytest
 from hosts.errors import ConfigError
 from hosts.loss_model import LossBurst, LossModel, parse_burst
 from p4target.switch.errors import OptionError
-from p4target.switch.impairments import parse_impairment_spec
+from p4target.switch.links.impairments import parse_impairment_spec
 
 VALID = [
     ("2s+200ms@0.7", (2.0, 0.2, 0.7)),

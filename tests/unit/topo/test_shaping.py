@@ -1,5 +1,5 @@
 """Who makes each link impairment: netem, the embedded switch's --impair, or nobody."""
-from p4target.switch.impairments import parse_impairment
+from p4target.switch.links.impairments import parse_impairment
 from topo.shaping import plan_impairments
 from topo.topologies import TopoParams, build_topology
 

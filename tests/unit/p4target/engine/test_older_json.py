@@ -15,7 +15,7 @@ from scapy.layers.l2 import Ether
 from p4target.engine import Engine, Exact, Lpm
 from p4target.engine.loader.schema import validate
 from p4target.switch.target import SwitchTarget
-from p4target.switch.thrift_server import ThriftServer
+from p4target.switch.thrift.server import ThriftServer
 
 CLI = os.path.join(os.path.dirname(sys.executable), "simple_switch_CLI")
 

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from p4target.switch.errors import OptionError
-from p4target.switch.impairments import Impairment, LossBurst, RateBurst, parse_impairment, parse_impairment_spec
+from p4target.switch.links.impairments import Impairment, LossBurst, RateBurst, parse_impairment, parse_impairment_spec
 
 
 def test_spec_is_parsed_with_units() -> None:

@@ -10,8 +10,8 @@ from scapy.layers.l2 import Ether
 
 from p4target.engine import Lpm
 from p4target.engine.sample_programs import l3_router
-from p4target.switch.impairments import RateBurst
-from p4target.switch.port_rates import PortRateSchedule
+from p4target.switch.links.impairments import RateBurst
+from p4target.switch.links.port_rates import PortRateSchedule
 from p4target.switch.target import SwitchTarget
 
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from p4target.switch.delay_line import DelayLine
-from p4target.switch.impairments import parse_impairment
+from p4target.switch.links.delay_line import DelayLine
+from p4target.switch.links.impairments import parse_impairment
 from p4target.switch.pcap import PcapWriter, read_pcap
 from p4target.switch.ports import PortError, SwitchPorts
 

@@ -19,8 +19,8 @@ from thrift.transport import TSocket, TTransport
 from p4target.engine import Lpm
 from p4target.engine.sample_programs import l3_router
 from p4target.switch.target import SwitchTarget
-from p4target.switch.thrift_priority import PriorityQueueClient
-from p4target.switch.thrift_server import ThriftPortInUseError, ThriftServer
+from p4target.switch.thrift.priority import PriorityQueueClient
+from p4target.switch.thrift.server import ThriftPortInUseError, ThriftServer
 
 CLI = os.path.join(os.path.dirname(sys.executable), "simple_switch_CLI")
 LPM = "MyIngress.ipv4_lpm"

@@ -12,13 +12,13 @@ from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 
 from p4target.engine.sample_programs import l3_router
-from p4target.switch.link_control import LinkControl
+from p4target.switch.links.control import LinkControl
 from p4target.switch.pcap import PcapWriter
-from p4target.switch.port_rates import PortRateSchedule
+from p4target.switch.links.port_rates import PortRateSchedule
 from p4target.switch.ports import SwitchPorts
 from p4target.switch.target import SwitchTarget
-from p4target.switch.thrift_links import SERVICE, LinkClient
-from p4target.switch.thrift_server import ThriftServer
+from p4target.switch.thrift.links import SERVICE, LinkClient
+from p4target.switch.thrift.server import ThriftServer
 
 
 @pytest.fixture

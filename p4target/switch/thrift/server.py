@@ -2,8 +2,8 @@
 clients) drive this target as they drive simple_switch.
 
 Multiplexed binary protocol over buffered TCP, services "standard", "simple_pre_lag",
-"simple_pre" and "simple_switch" (see `thrift_handlers`), plus our "p4target_links" service
-for run-time link changes when the server is given a `LinkControl` (see `thrift_links`). Every call runs with the target's
+"simple_pre" and "simple_switch" (see `handlers`), plus our "p4target_links" service
+for run-time link changes when the server is given a `LinkControl` (see `links`). Every call runs with the target's
 lock held, so one CLI command is atomic with respect to the data path and the P4Runtime
 server, and is written to the switch log (pipeline swaps lock inside SwitchTarget instead).
 """
@@ -25,12 +25,12 @@ from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TSocket, TTransport
 
 from p4target.switch.errors import SwitchError
-from p4target.switch.link_control import LinkControl
+from p4target.switch.links.control import LinkControl
 from p4target.switch.switch_log import SwitchLog
 from p4target.switch.target import SwitchTarget
-from p4target.switch.thrift_handlers import ConfigText, PreHandler, SimpleSwitchHandler, StandardHandler
-from p4target.switch.thrift_links import SERVICE as LINKS_SERVICE, LinkHandler, LinkProcessor
-from p4target.switch.thrift_priority import PriorityProcessor
+from p4target.switch.thrift.handlers import ConfigText, PreHandler, SimpleSwitchHandler, StandardHandler
+from p4target.switch.thrift.links import SERVICE as LINKS_SERVICE, LinkHandler, LinkProcessor
+from p4target.switch.thrift.priority import PriorityProcessor
 
 _QUIET_CALLS = ("bm_get_config", "bm_get_config_md5", "bm_mt_get", "bm_mt_act_prof_get", "bm_mc_get",
                 "bm_counter_read", "bm_register_read", "bm_meter_get", "mirroring_session_get",

@@ -1,6 +1,6 @@
 """Run-time control of the switch's links: one port's impairment spec and egress rate.
 
-`LinkControl` is what the Thrift link calls (`thrift_links`) and the start-up flags
+`LinkControl` is what the Thrift link calls (`thrift.links`) and the start-up flags
 (`--impair`, `--port-rate`) go through. A change is validated completely (spec syntax, port
 exists, rate > 0) before anything is applied, and a spec's delay/loss part (on the ports)
 and its rate bursts (on the traffic manager) take effect from the same instant.
@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 
 from p4target.switch.errors import OptionError
-from p4target.switch.impairments import Impairment, parse_impairment_spec
-from p4target.switch.port_rates import PortRateSchedule
+from p4target.switch.links.impairments import Impairment, parse_impairment_spec
+from p4target.switch.links.port_rates import PortRateSchedule
 from p4target.switch.ports import PortError, SwitchPorts
 
 

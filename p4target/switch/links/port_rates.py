@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Callable
 
-from p4target.switch.impairments import RateBurst
+from p4target.switch.links.impairments import RateBurst
 from p4target.switch.target import SwitchTarget
 
 # (absolute monotonic start, absolute end, pps)

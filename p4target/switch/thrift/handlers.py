@@ -2,7 +2,7 @@
 
 Each handler method implements the call of the same name in BMv2's IDL on top of the
 engine's runtime API. Errors are raised as the IDL's typed exceptions with BMv2's codes, so
-`simple_switch_CLI` prints them as it does against BMv2. The server (`thrift_server`) holds
+`simple_switch_CLI` prints them as it does against BMv2. The server (`server`) holds
 the target's lock around every call.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Per-port link impairments (delay, jitter, random loss, scheduled loss and rate bursts).
 
 Spec syntax (flag `--impair PORT:SPEC`, and the run-time `set_port_impairment` call of
-`thrift_links`): comma-separated `key=value` items, e.g.
+`thrift.links`): comma-separated `key=value` items, e.g.
 `1:delay=5ms,jitter=1ms,loss=0.01,burst=2s+200ms@0.7,rateburst=3s+100ms@200`:
 - `delay`, `jitter`: hold each frame delay +- uniform jitter (frames may reorder);
 - `loss`: drop each frame with this probability;

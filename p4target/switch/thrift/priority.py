@@ -13,7 +13,7 @@ from typing import Any
 from sswitch_runtime import SimpleSwitch
 from thrift.Thrift import TApplicationException, TMessageType, TType
 
-from p4target.switch.thrift_structs import ThriftCaller, ThriftStruct as _Struct
+from p4target.switch.thrift.structs import ThriftCaller, ThriftStruct as _Struct
 
 PRIORITY_METHODS = ("set_egress_priority_queue_depth", "set_egress_priority_queue_rate")
 

@@ -14,10 +14,10 @@ from typing import Any, Callable
 
 from thrift.Thrift import TApplicationException, TMessageType, TProcessor, TType
 
-from p4target.switch.thrift_structs import ThriftCaller, ThriftStruct as _Struct
+from p4target.switch.thrift.structs import ThriftCaller, ThriftStruct as _Struct
 
 from p4target.switch.errors import SwitchError
-from p4target.switch.link_control import LinkControl
+from p4target.switch.links.control import LinkControl
 
 SERVICE = "p4target_links"
 
