@@ -79,7 +79,7 @@ def _duration(text: str, what: str) -> float:
                 value = float(text[: -len(suffix)]) * _UNITS[suffix]
             except ValueError:
                 break
-            if value < 0:
+            if not 0 <= value < float("inf"):   # also refuses nan and inf
                 break
             return value
     raise OptionError(f"bad {what} '{text}': expected a time like 5ms, 200us or 2s")

@@ -18,7 +18,8 @@ VALID = [
 ]
 INVALID = ["", "2s", "2s+200ms", "2s@0.7", "+200ms@0.7", "2s+@0.7", "2+200ms@0.7", "2s+200@0.7",
            "-1s+200ms@0.7", "2s+-5ms@0.7", "xs+200ms@0.7", "2s+200ms@1.5", "2s+200ms@-0.1",
-           "2s+200ms@", "2s+200ms@lots", "2m+200ms@0.7"]
+           "2s+200ms@", "2s+200ms@lots", "2m+200ms@0.7", "nanms+1s@0.5", "1s+infms@0.5",
+           "infs+1s@0.5", "1s+200ms@nan"]
 
 
 def switch_burst(text: str) -> tuple[float, float, float]:
