@@ -395,9 +395,10 @@ class NetworkController:
         for j in changed:
             rt = self.jobs.get(j)
             new = JobRuntime(**{k: getattr(rt, k) for k in rt.__dataclass_fields__})
-            new.epoch = rt.epoch + 1
-            new.effective_round = rt.effective_round_for(cause, now)
             old_job = self.state.policy.job(j)
+            # a job new to an idle tracker starts at epoch 1; every later change counts
+            new.epoch = rt.epoch if old_job is None and not rt.running(now) else rt.epoch + 1
+            new.effective_round = rt.effective_round_for(cause, now)
             if not rt.running(now) or old_job is None or policy.job(j) is None:
                 new.pending = None
             elif rt.pending is not None:   # not blocked: merged into the pending change
