@@ -21,7 +21,7 @@ import numpy as np
 
 from hosts import wire
 from hosts.cli import agent_main, check_port
-from hosts.errors import ConfigError
+from hosts.errors import ConfigError, ControllerUnreachable
 from hosts.exchange.config import add_transport_arguments, config_from_args, following
 from hosts.exchange.factory import server_exchange
 from hosts.jsonlog import JsonLog
@@ -113,7 +113,7 @@ def serve(args: argparse.Namespace) -> None:
             epoch_end = (rnd + 1) % per_epoch == 0
             checked = phase.observe(layer_norms) if phase is not None else False
             if client is not None and view is not None:
-                view = client.report(
+                view = _report(client, view, log,
                     rnd, regime=None if phase is None else
                     ("normal" if phase.phase == "high" else "critical"),
                     push_s=round(gathered.seconds, 6), round_time_s=round_time,
@@ -163,6 +163,17 @@ def serve(args: argparse.Namespace) -> None:
     finally:
         exchange.close()
         log.close()
+
+
+def _report(client: PolicyClient, view: PolicyView, log: JsonLog, round_: int,
+            **stats: object) -> PolicyView:
+    """Report ``round_``; the view the controller answers, or (controller gone mid-job: a
+    restart) the last one, logged as a `controller` event."""
+    try:
+        return client.report(round_, **stats)
+    except ControllerUnreachable as exc:
+        log.write("controller", round=round_, error=str(exc), kept_epoch=view.at(round_ + 1).epoch)
+        return PolicyView(view.at(round_ + 1), 0, None)
 
 
 def _ms(seconds: float) -> float | None:

@@ -16,7 +16,7 @@ import time
 
 from hosts import wire
 from hosts.cli import agent_main, check_port, resolve_ipv4
-from hosts.errors import ConfigError
+from hosts.errors import ConfigError, ControllerUnreachable
 from hosts.exchange.config import add_transport_arguments, config_from_args, following
 from hosts.exchange.factory import worker_exchange
 from hosts.jsonlog import JsonLog
@@ -64,8 +64,9 @@ def work(args: argparse.Namespace) -> None:
     local = (args.bind, check_port(args.port, "--port") if config.udp else 0)
     flag_hole_fill = config.hole_fill
     client = PolicyClient(config.controller, config.job_id, model.num_layers) if config.controller else None
-    if client is not None:
-        config = following(config, client.fetch().at(0), flag_hole_fill)
+    last_generation = client.fetch().at(0) if client is not None else None
+    if last_generation is not None:
+        config = following(config, last_generation, flag_hole_fill)
     exchange = worker_exchange(config, plan, args.rank, ps, local)
     log.write("start", workers=args.workers, ps=f"{ps[0]}:{ps[1]}",
               pull_bounds=list(config.bounds.pull), config=config.summary())
@@ -77,7 +78,12 @@ def work(args: argparse.Namespace) -> None:
         while args.rounds is None or rnd < args.rounds:
             t0 = time.monotonic()
             if client is not None:
-                generation = client.fetch().at(rnd)
+                try:
+                    generation = client.fetch().at(rnd)
+                except ControllerUnreachable as exc:   # a restart mid-job: keep the last one
+                    log.write("controller", round=rnd, error=str(exc), kept_epoch=epoch)
+                    generation = last_generation   # type: ignore[assignment]
+                last_generation = generation
                 if generation.epoch != epoch:
                     log.write("policy", round=rnd, **generation.summary())
                     epoch = generation.epoch
