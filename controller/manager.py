@@ -148,8 +148,13 @@ class NetworkController:
     def policy_entries(self, policy: Policy | None = None,
                        slots: dict[RuleKey, int] | None = None,
                        job_states: dict[int, JobState] | None = None) -> list[TableEntry]:
-        """The job_features and gradient_class entries of ``policy`` (default: the current one)."""
-        return translate(policy or self.state.policy, slots if slots is not None else self.state.slots,
+        """The job_features and gradient_class entries of ``policy`` (default: the current one,
+        with the previous entries of its jobs' pending changes, so a switch that reconnects in
+        the middle of one gets them back)."""
+        if policy is None:
+            return translate(self.state.policy, self.state.slots, self.state.job_states,
+                             self.jobs.pending())
+        return translate(policy, slots if slots is not None else self.state.slots,
                          job_states if job_states is not None else self.state.job_states)
 
     def desired(self, name: str) -> list[Entity]:
