@@ -91,6 +91,13 @@ def test_synthesized_tables_are_named_as_p4c_names_them() -> None:
     assert f"tbl_myprog2l{line}" in tables
 
 
+def test_standard_metadata_aliases_are_written_as_p4c_writes_them() -> None:
+    """v1model's @alias fields become field_aliases: simple_switch multicasts, queues by priority
+    and fills queue depths and timestamps only through those names."""
+    from p4target.engine.sample_programs import FIELD_ALIASES
+    assert compile_text(ROUTER, "router.p4").bmv2_json["field_aliases"] == FIELD_ALIASES
+
+
 def test_p4info_names_scopes_and_hidden_tables() -> None:
     c = compile_text(ROUTER, "router.p4")
     names = [t.preamble.name for t in c.p4info.tables]

@@ -12,7 +12,7 @@ import pytest
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, expr_param, hexv, op
+from p4target.engine.sample_programs import ERRORS, FIELD_ALIASES, STANDARD_METADATA, F, expr_param, hexv, op
 from p4target.switch.p4runtime import start_p4runtime_server
 from p4target.switch.target import SwitchTarget
 
@@ -110,7 +110,7 @@ def test_program() -> dict:
             {"name": "packet_in", "id": 3, "header_type": "packet_in_t", "metadata": False},
             {"name": "h", "id": 4, "header_type": "h_t", "metadata": False},
         ],
-        "errors": ERRORS,
+        "errors": ERRORS, "field_aliases": FIELD_ALIASES,
         "field_lists": [],
         "learn_lists": [{"id": 1, "name": "learn_t", "elements": [F("h", "a"), F("h", "c")]}],
         "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [
