@@ -159,6 +159,9 @@ def test_resubmit_reenters_ingress_with_preserved_field():
     j["pipelines"][0]["init_table"] = "c"
     eng = Engine(j)
     assert eng.process(0, pkt()) == [(2, pkt(a=RESUBMIT, b=42))]
+    # simple_switch takes a field list id of 0 for "no resubmit requested"
+    first[1]["parameters"] = [hexv(0)]
+    assert Engine(j).process(0, pkt()) == [(0, pkt())]  # the first pass leaves on egress_spec 0
 
 
 def test_recirculate_reenters_with_deparsed_packet():
@@ -459,7 +462,8 @@ def test_clone_e2e_copies_egress_result_and_truncate_primitive():
     j = program(actions=[fwd], egress_actions=[eg])
     j["actions"][-1]["primitives"] = [
         assign(F("h", "b"), hexv(0x77)),
-        {"op": "clone_egress_pkt_to_egress", "parameters": [hexv(4), hexv(0)]}]
+        {"op": "clone_egress_pkt_to_egress", "parameters": [hexv(4), hexv(2)]}]
+    j["field_lists"].append({"id": 2, "name": "fl_0", "elements": []})  # p4c's empty list of a clone
     j["actions"].append({"name": "cl", "id": 20, "runtime_data": [], "primitives": [
         assign(F("h", "a"), F(SM, "instance_type")), {"op": "truncate", "parameters": [hexv(2)]}]})
     j["pipelines"][1]["conditionals"] = [{"name": "c", "id": 0,

@@ -54,7 +54,7 @@ def test_program() -> dict:
         ("MyIngress.learn", [], [{"op": "generate_digest", "parameters": [hexv(1), hexv(1)]},
                                  _assign(F(SM, "egress_spec"), hexv(1))]),
         ("MyIngress.clone5", [], [_assign(F(SM, "egress_spec"), hexv(1)),
-                                  {"op": "clone_ingress_pkt_to_egress", "parameters": [hexv(5), hexv(0)]}]),
+                                  {"op": "clone_ingress_pkt_to_egress", "parameters": [hexv(5), hexv(1)]}]),
         ("MyIngress.stats", [("port", 9)], [
             _assign(F(SM, "egress_spec"), _rd(0)),
             {"op": "count", "parameters": [{"type": "counter_array", "value": "MyIngress.cnt"}, hexv(1)]},
@@ -111,7 +111,7 @@ def test_program() -> dict:
             {"name": "h", "id": 4, "header_type": "h_t", "metadata": False},
         ],
         "errors": ERRORS, "field_aliases": FIELD_ALIASES,
-        "field_lists": [],
+        "field_lists": [{"id": 1, "name": "fl", "elements": []}],  # p4c's empty list of a clone
         "learn_lists": [{"id": 1, "name": "learn_t", "elements": [F("h", "a"), F("h", "c")]}],
         "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [
             {"name": "start", "id": 0, "parser_ops": [],
