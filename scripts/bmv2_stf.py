@@ -82,6 +82,22 @@ def port_map(ports: list[int]) -> str:
     return "".join(reversed(bits))
 
 
+def _as_kind(value: Any, match_type: str, width: int) -> Any:
+    """An STF key value in the form of its key's match kind, as p4c's runner writes it for
+    simple_switch_CLI: a plain value on a ternary (or optional) key matches all bits, on an LPM
+    key the whole width, on a range key just itself (BMv2 refuses another kind: BAD_MATCH_KEY)."""
+    if isinstance(value, Exact):
+        if match_type in ("ternary", "optional"):
+            return Ternary(value.value, (1 << width) - 1)
+        if match_type == "lpm":
+            return Lpm(value.value, width)
+        if match_type == "range":
+            return Range(value.value, value.value)
+    if isinstance(value, Lpm) and match_type == "ternary":
+        return Ternary(value.value, ((1 << value.prefix_len) - 1) << (width - value.prefix_len))
+    return value
+
+
 class _Nanomsg:
     """A nanomsg PAIR socket through libnanomsg (ctypes; no Python binding needed)."""
 
@@ -264,6 +280,7 @@ class RealSwitch:
         params = []
         for kf, value in zip(self.shape.table(table).keys, key):
             w = kf.width
+            value = _as_kind(value, kf.match_type, w)
             if isinstance(value, Exact):
                 params.append(t["BmMatchParam"](type=kinds.EXACT, exact=t["BmMatchParamExact"](
                     value_bytes(value.value, w))))

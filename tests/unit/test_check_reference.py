@@ -105,3 +105,13 @@ def test_values_and_port_maps_as_simple_switch_cli_sends_them() -> None:
     assert bmv2_stf.value_bytes(5, 1) == b"\x01"  # cut to the field's width
     assert bmv2_stf.value_bytes(0, 48) == bytes(6)
     assert bmv2_stf.port_map([1, 3]) == "1010" and bmv2_stf.port_map([0]) == "1"
+
+
+def test_stf_key_values_take_their_keys_match_kind_as_bmv2_needs() -> None:
+    from p4target.engine import Exact, Lpm, Range, Ternary
+    assert bmv2_stf._as_kind(Exact(5), "ternary", 8) == Ternary(5, 0xFF)
+    assert bmv2_stf._as_kind(Exact(5), "optional", 8) == Ternary(5, 0xFF)
+    assert bmv2_stf._as_kind(Exact(5), "lpm", 16) == Lpm(5, 16)
+    assert bmv2_stf._as_kind(Exact(5), "range", 8) == Range(5, 5)
+    assert bmv2_stf._as_kind(Lpm(0x0A00, 8), "ternary", 16) == Ternary(0x0A00, 0xFF00)
+    assert bmv2_stf._as_kind(Exact(5), "exact", 8) == Exact(5)
