@@ -237,8 +237,9 @@ def run_with_our_driver(ref: Reference, work: Path, p4: Path, priority_queues: i
     if result.ok:
         shutil.rmtree(case, ignore_errors=True)
         return Outcome(p4.stem, True)
+    (case / "result.txt").write_text("\n".join(result.lines) + "\n")
     first = next((line for line in result.lines if "FAIL" in line), "")
-    return Outcome(p4.stem, False, first.strip()[:200])
+    return Outcome(p4.stem, False, first.strip()[:200] + f" (all: {case / 'result.txt'})")
 
 
 def table_shapes(bmv2_json: dict) -> dict:
@@ -395,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", help="Python with ptf, scapy, ply and thrift for p4c's runner")
     ap.add_argument("--samples", action="store_true",
                     help="run p4c's v1model STF samples (real BMv2 and embedded switch) instead")
-    ap.add_argument("-k", dest="pattern", help="only programs whose name contains this")
+    ap.add_argument("-k", dest="pattern", action="append", help="only programs whose name contains this (repeatable)")
     ap.add_argument("-v", "--verbose", action="store_true", help="list passing programs too")
     ap.add_argument("-j", "--jobs", type=int, default=4,
                     help="programs run at once (each runner mostly waits; default 4)")
@@ -420,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cases = conformance_programs()
     if args.pattern:
-        cases = [(p4, a) for p4, a in cases if args.pattern in p4.stem]
+        cases = [(p4, a) for p4, a in cases if any(k in p4.stem for k in args.pattern)]
     if not cases:
         print("check-reference: no programs selected", file=sys.stderr)
         return 2
