@@ -74,11 +74,15 @@ def conformance_programs() -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global FIXTURES
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--p4c-bm2-ss", help="the p4c back end to run (default: on PATH)")
     ap.add_argument("-I", dest="include", action="append", default=[],
                     help="include folder for p4c (its p4include, when p4c is not installed)")
+    ap.add_argument("--out", help="write the fixtures here instead of tests/conformance/p4c_fixtures")
     args = ap.parse_args(argv)
+    if args.out:
+        FIXTURES = Path(args.out).resolve()
     exe = find_p4c(args.p4c_bm2_ss)
     version, commit = p4c_version(exe)
     includes = [str(Path(i).resolve()) for i in args.include]
@@ -121,9 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     manifest = {"p4c": {"version": version, "commit": commit, "backend": "p4c-bm2-ss"},
                 "source_commit": _git_head(), "programs": programs}
     (FIXTURES / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    readme = FIXTURES / "README.md"
+    if readme.exists():  # the version line names the p4c these were made with
+        readme.write_text(re.sub(r"Made with \*\*p4c-bm2-ss [^*]*\*\*",
+                                 f"Made with **p4c-bm2-ss {version} (p4c commit {commit})**", readme.read_text()))
     refused = sum("error" in e for e in programs.values())
     print(f"make_p4c_fixtures: p4c {version} ({commit}): {len(programs) - refused} of {len(programs)} "
-          f"programs compiled, fixtures in {FIXTURES.relative_to(ROOT)}")
+          f"programs compiled, fixtures in {FIXTURES}")
     return 0
 
 
