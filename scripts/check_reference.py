@@ -391,6 +391,7 @@ def _report(title: str, outcomes: list[Outcome]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global LOCK_HOLD
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--p4c", help="p4c source checkout (default $P4C_SRC or /opt/p4ref/src/p4c)")
     ap.add_argument("--python", help="Python with ptf, scapy, ply and thrift for p4c's runner")
@@ -407,9 +408,12 @@ def main(argv: list[str] | None = None) -> int:
                     "(default: on PATH or in the reference prefix)")
     ap.add_argument("--p4c-include", help="p4c's p4include folder (when p4c is not installed; "
                     "default: p4include of the p4c checkout)")
+    ap.add_argument("--lock-hold", type=int, default=LOCK_HOLD, metavar="S",
+                    help=f"seconds of runs started per hold of the network lock (default {LOCK_HOLD}, at most 660)")
     ap.add_argument("--only", choices=("runner", "driver", "p4c"), action="append",
                     help="run only these parts for the conformance programs (repeatable)")
     args = ap.parse_args(argv)
+    LOCK_HOLD = max(30, min(660, args.lock_hold))
     try:
         ref = find_reference(args.p4c, args.python)
     except Unavailable as e:
