@@ -8,6 +8,13 @@ p4c source checkout (for the runner; p4c itself need not be built), see p4target
 (`tests/conformance/**/X.p4` with an `X.stf`); `--samples` runs p4c's v1model STF samples
 instead, on real BMv2 and on the embedded switch (`p4target stf`), and prints both counts.
 
+For the conformance programs it also runs each STF test on real BMv2 with our own STF runner
+(`bmv2_stf.py`: command by command over Thrift and nanomsg, so range keys, state changes between
+packets, counter and register checks all run as written), and, when p4c's `p4c-bm2-ss` is on
+PATH (or given with --p4c-bm2-ss), compiles them with p4c and runs p4c's JSON on the embedded
+switch. `--switch embedded` puts the embedded switch (`p4target switch`) in place of the real
+`simple_switch` under p4c's runner.
+
 The runner's build directory is a temporary one holding a `p4c-bm2-ss` that runs our compiler
 and a `config.h` defining HAVE_SIMPLE_SWITCH (without it the runner skips BMv2 and exits 0;
 a run that says so counts as a failure here). Each program runs under the shared network lock
@@ -25,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +47,27 @@ LOCK = "/tmp/gradlane-net.lock"
 SKIP_MESSAGE = "Will skip running BMv2 tests"
 RUNNER_MODULES = ("ptf", "scapy", "ply", "thrift")
 TIMEOUT = 180  # seconds per program; the runner itself gives the switch 60 s to come up
+LOCK_HOLD = 420  # seconds of runs started per hold of the network lock (others wait for it)
+
+
+class NetworkLock:
+    """The machine-wide network lock, held while switches run; `may_continue` says whether
+    another batch may still start in this hold (the hold stays well under COMMON.md's 12 min)."""
+
+    _since = 0.0
+
+    def __enter__(self) -> "NetworkLock":
+        self._file = open(LOCK, "a")
+        fcntl.flock(self._file, fcntl.LOCK_EX)
+        NetworkLock._since = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+    @staticmethod
+    def may_continue() -> bool:
+        return time.monotonic() - NetworkLock._since < LOCK_HOLD
 
 
 class Unavailable(Exception):
@@ -150,6 +179,69 @@ def install_cli_adapter(build: Path, ref: Reference) -> None:
     ref.env["PATH"] = os.pathsep.join([str(bin_dir), ref.env["PATH"]])
 
 
+def install_embedded_switch(build: Path, ref: Reference) -> None:
+    """The embedded switch (`p4target switch`, from the copy in `build`) as the runner's
+    `simple_switch`; the real simple_switch_CLI talks to its Thrift server."""
+    wrapper = build / "bin" / "simple_switch"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{build}${{PYTHONPATH:+:$PYTHONPATH}}" '
+                       f'exec "{sys.executable}" -m p4target switch "$@"\n')
+    wrapper.chmod(0o755)
+
+
+def find_p4c_backend(given: str | None) -> str | None:
+    """p4c's `p4c-bm2-ss` (given, on PATH, or in the reference prefix), if there is one."""
+    for candidate in (given, shutil.which("p4c-bm2-ss"), str(DEFAULT_PREFIX / "bin" / "p4c-bm2-ss")):
+        if candidate and os.access(candidate, os.X_OK) and not Path(candidate).is_dir():
+            return candidate
+    return None
+
+
+def run_p4c_json_on_embedded(p4c: str, includes: list[str], work: Path, p4: Path,
+                             priority_queues: int) -> Outcome:
+    """p4c's JSON of `p4` on the embedded switch (in this process, as CI runs the fixtures)."""
+    from make_p4c_fixtures import compile_p4c
+    from p4target.stf import run_stf
+
+    out = Path(tempfile.mkdtemp(prefix=p4.stem + "-p4c-", dir=work)) / (p4.stem + ".json")
+    error = compile_p4c(p4c, includes, p4, out)
+    if error:
+        return Outcome(p4.stem, False, f"p4c: {error}")
+    stf = p4.with_suffix(".stf")
+    try:
+        result = run_stf(json.loads(out.read_text()), stf.read_text(), str(stf), priority_queues=priority_queues)
+    except Exception as e:  # a load error of the embedded switch is this program's failure
+        return Outcome(p4.stem, False, f"{type(e).__name__}: {e}"[:200])
+    first = next((line for line in result.lines if "FAIL" in line), "")
+    return Outcome(p4.stem, result.ok, first.strip()[:200])
+
+
+def run_with_our_driver(ref: Reference, work: Path, p4: Path, priority_queues: int) -> Outcome:
+    """Our compiler's JSON on real BMv2, the STF test run command by command (`bmv2_stf`)."""
+    from bmv2_stf import Bmv2Unavailable, run_stf_on_bmv2
+
+    try:
+        program = compile_file(str(p4), include_dirs=(str(p4.parent),)).bmv2_json
+    except CompileError as e:
+        return Outcome(p4.stem, False, f"our compiler: {e}")
+    case = Path(tempfile.mkdtemp(prefix=p4.stem + "-driver-", dir=work))
+    path = case / (p4.stem + ".json")
+    path.write_text(json.dumps(program))
+    stf = p4.with_suffix(".stf")
+    try:
+        result = run_stf_on_bmv2(str(ref.simple_switch), ref.env, program, str(path), stf.read_text(), str(stf),
+                                 priority_queues, log=str(case / "simple_switch.log"))
+    except Bmv2Unavailable as e:
+        return Outcome(p4.stem, False, str(e))
+    except Exception as e:  # noqa: BLE001  (the runner's own errors: this program fails)
+        return Outcome(p4.stem, False, f"{type(e).__name__}: {e}"[:200])
+    if result.ok:
+        shutil.rmtree(case, ignore_errors=True)
+        return Outcome(p4.stem, True)
+    (case / "result.txt").write_text("\n".join(result.lines) + "\n")
+    first = next((line for line in result.lines if "FAIL" in line), "")
+    return Outcome(p4.stem, False, first.strip()[:200] + f" (all: {case / 'result.txt'})")
+
+
 def table_shapes(bmv2_json: dict) -> dict:
     """What the CLI adapter needs: each table's action profile and key match kinds, and the
     number of parameters of each action."""
@@ -187,6 +279,7 @@ def _wildcards(value: int, mask: int, width: int) -> str:
 
 _REGISTER_READ = re.compile(r"^([ \t]*register_read[ \t]+\S+[ \t]+\S+)[ \t]+\S+", re.MULTILINE)
 _CHECK_COUNTER = re.compile(r"^[ \t]*check_counter\b.*$", re.MULTILINE)
+_REGISTER_WRITE = re.compile(r"^([ \t]*register_write[ \t]+\S+[ \t]+\S+[ \t]+)(0x[0-9a-fA-F]+|0b[01]+)", re.MULTILINE)
 
 
 def runner_stf(text: str) -> str:
@@ -195,8 +288,11 @@ def runner_stf(text: str) -> str:
     `*` wildcards; a range `lo..hi` or `lo->hi` (no p4c STF form) becomes one number that the CLI adapter
     turns back into BMv2's `lo->hi`. The runner checks packets only: it ignores counter checks
     (and cannot parse ours, whose counter names have dots) and passes `register_read` to the
-    CLI without comparing, so those expectations are left out."""
+    CLI without comparing, so those expectations are left out; a `register_write` value is
+    written in decimal, the only form simple_switch_CLI reads."""
     text = _CHECK_COUNTER.sub("", _REGISTER_READ.sub(r"\1", text))
+    # simple_switch_CLI's register_write takes a decimal value only
+    text = _REGISTER_WRITE.sub(lambda m: m.group(1) + str(_literal(m.group(2))[0]), text)
     def lpm(m: re.Match) -> str:
         value, width = _literal(m.group(2))
         length = int(m.group(3))
@@ -295,17 +391,29 @@ def _report(title: str, outcomes: list[Outcome]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global LOCK_HOLD
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--p4c", help="p4c source checkout (default $P4C_SRC or /opt/p4ref/src/p4c)")
     ap.add_argument("--python", help="Python with ptf, scapy, ply and thrift for p4c's runner")
     ap.add_argument("--samples", action="store_true",
                     help="run p4c's v1model STF samples (real BMv2 and embedded switch) instead")
-    ap.add_argument("-k", dest="pattern", help="only programs whose name contains this")
+    ap.add_argument("-k", dest="pattern", action="append", help="only programs whose name contains this (repeatable)")
     ap.add_argument("-v", "--verbose", action="store_true", help="list passing programs too")
     ap.add_argument("-j", "--jobs", type=int, default=4,
                     help="programs run at once (each runner mostly waits; default 4)")
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep the runner's files of failing programs")
+    ap.add_argument("--switch", choices=("bmv2", "embedded"), default="bmv2",
+                    help="the simple_switch under p4c's runner: the real one (default) or the embedded switch")
+    ap.add_argument("--p4c-bm2-ss", help="p4c's BMv2 back end for p4c's JSON on the embedded switch "
+                    "(default: on PATH or in the reference prefix)")
+    ap.add_argument("--p4c-include", help="p4c's p4include folder (when p4c is not installed; "
+                    "default: p4include of the p4c checkout)")
+    ap.add_argument("--lock-hold", type=int, default=LOCK_HOLD, metavar="S",
+                    help=f"seconds of runs started per hold of the network lock (default {LOCK_HOLD}, at most 660)")
+    ap.add_argument("--only", choices=("runner", "driver", "p4c"), action="append",
+                    help="run only these parts for the conformance programs (repeatable)")
     args = ap.parse_args(argv)
+    LOCK_HOLD = max(30, min(660, args.lock_hold))
     try:
         ref = find_reference(args.p4c, args.python)
     except Unavailable as e:
@@ -317,42 +425,89 @@ def main(argv: list[str] | None = None) -> int:
     else:
         cases = conformance_programs()
     if args.pattern:
-        cases = [(p4, a) for p4, a in cases if args.pattern in p4.stem]
+        cases = [(p4, a) for p4, a in cases if any(k in p4.stem for k in args.pattern)]
     if not cases:
         print("check-reference: no programs selected", file=sys.stderr)
         return 2
     what = "p4c v1model STF samples" if args.samples else "conformance programs"
+    parts = set(args.only or ("runner", "driver", "p4c"))
+    if args.samples:
+        parts = {"runner"}
+    elif args.switch == "embedded":
+        parts &= {"runner"}
+    p4c = find_p4c_backend(args.p4c_bm2_ss) if "p4c" in parts else None
+    on_bmv2: list[Outcome] = []
     on_embedded: list[Outcome] = []
+    with_driver: list[Outcome] = []
+    p4c_on_embedded: list[Outcome] = []
+    switch_name = "the embedded switch" if args.switch == "embedded" else "real BMv2"
     with tempfile.TemporaryDirectory(prefix="check-reference-") as tmp:
         work = Path(args.keep) if args.keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         build = make_build_dir(work)
         try:
             install_cli_adapter(build, ref)
+            if args.switch == "embedded":
+                install_embedded_switch(build, ref)
             # p4c's samples are in the runner's own STF dialect; ours is translated
-            on_bmv2 = []
-            with ThreadPoolExecutor(args.jobs) as pool:
-                for start in range(0, len(cases), args.jobs):
-                    batch = cases[start:start + args.jobs]
-                    with open(LOCK, "a") as lock:  # a few programs at a time under the network lock
-                        fcntl.flock(lock, fcntl.LOCK_EX)
-                        outcomes = list(pool.map(lambda case: run_on_bmv2(
-                            ref, build, work, case[0], case[0].with_suffix(".stf").read_text(), case[1],
-                            translate=not args.samples), batch))
-                    on_bmv2 += [_show("bmv2", o, args.verbose) for o in outcomes]
+            if "runner" in parts:
+                with ThreadPoolExecutor(args.jobs) as pool:
+                    start = 0
+                    while start < len(cases):
+                        with NetworkLock():  # batches of a few programs for up to LOCK_HOLD seconds
+                            while start < len(cases) and NetworkLock.may_continue():
+                                batch = cases[start:start + args.jobs]
+                                start += len(batch)
+                                outcomes = list(pool.map(lambda case: run_on_bmv2(
+                                    ref, build, work, case[0], case[0].with_suffix(".stf").read_text(), case[1],
+                                    translate=not args.samples), batch))
+                                on_bmv2 += [_show(args.switch, o, args.verbose) for o in outcomes]
         except Unavailable as e:
             print(f"check-reference: {e}", file=sys.stderr)
             return 2
         if args.samples:
             on_embedded = [_show("embedded", run_on_embedded(build, p4, p4.with_suffix(".stf")), args.verbose)
                            for p4, _ in cases]
-    passed = _report(f"our compiler's JSON on real BMv2 ({what})", on_bmv2)
+        if "driver" in parts:
+            sys.path.insert(0, str(Path(__file__).parent))
+            sys.path[:0] = [p for p in ref.env.get("PYTHONPATH", "").split(os.pathsep) if p]
+            pending = list(cases)
+            while pending:
+                with NetworkLock():  # one switch at a time, for up to LOCK_HOLD seconds per hold
+                    while pending and NetworkLock.may_continue():
+                        p4, target_args = pending.pop(0)
+                        queues = 8 if "--priority-queues" in target_args else 1
+                        with_driver.append(_show("driver", run_with_our_driver(ref, work, p4, queues), args.verbose))
+        if p4c is not None:
+            sys.path.insert(0, str(Path(__file__).parent))
+            include = args.p4c_include or str(ref.p4c / "p4include")
+            for p4, target_args in cases:
+                queues = 8 if "--priority-queues" in target_args else 1
+                p4c_on_embedded.append(_show("p4c-json", run_p4c_json_on_embedded(p4c, [include], work, p4, queues),
+                                             args.verbose))
+    passed = len(on_bmv2)
+    if "runner" in parts:
+        passed = _report(f"our compiler's JSON on {switch_name}, p4c's runner ({what})", on_bmv2)
     if args.samples:
-        _report(f"our compiler's JSON on the embedded switch ({what})", on_embedded)
+        _report(f"our compiler's JSON on the embedded switch, p4target stf ({what})", on_embedded)
         differ = [b.name for b, e in zip(on_bmv2, on_embedded) if b.ok != e.ok]
         if differ:
             print("results differ for: " + " ".join(differ))
-    return 0 if passed == len(on_bmv2) else 1
+    ok = passed == len(on_bmv2)
+    if with_driver:
+        ok = _report(f"our compiler's JSON on real BMv2, our STF runner ({what})", with_driver) \
+            == len(with_driver) and ok
+    if p4c is not None:
+        ok = _report(f"p4c's JSON ({p4c_version_text(p4c)}) on the embedded switch ({what})", p4c_on_embedded) \
+            == len(p4c_on_embedded) and ok
+    elif "p4c" in parts:
+        print("p4c's JSON on the embedded switch: skipped, no p4c-bm2-ss on PATH (pass --p4c-bm2-ss)")
+    return 0 if ok else 1
+
+
+def p4c_version_text(exe: str) -> str:
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.split()
+    return " ".join(out[1:3]) if len(out) > 2 else exe
 
 
 if __name__ == "__main__":

@@ -127,6 +127,7 @@ class Bmv2Program:
         self.pipelines: list[dict] = []
         self.checksums: list[dict] = []
         self.extern_instances: list[dict] = []
+        self.field_aliases: list[list] = []
         self.scalar_fields: list[list] = []
         self._scalar_names: set[str] = set()
         self._header_type_ids: dict[str, str] = {}
@@ -234,7 +235,7 @@ class Bmv2Program:
             "checksums": self.checksums,
             "force_arith": [],
             "extern_instances": self.extern_instances,
-            "field_aliases": [],
+            "field_aliases": self.field_aliases,
             "program": self.program_name,
             "__meta__": {"version": [2, 23], "compiler": "gradlane p4target"},
         }

@@ -2,12 +2,28 @@
 `statements.ControlLowering`) become a graph of tables and conditionals."""
 from __future__ import annotations
 
+import re
+
 
 from p4target.compiler.context import Context
 from p4target.compiler.ir import ApplyTable, ExitItem, HitItem, IfItem, Item, Prims, ReturnItem, SubBlock, SwitchItem
 from p4target.compiler.semantics import fail
+from p4target.compiler.source import SourceLocation
 from p4target.compiler.tables import ActionLowering, TableBuilder
 from p4target.compiler.values import TableSymbol
+
+
+def synthesized_action_name(loc: SourceLocation | None) -> str:
+    """p4c's name for an action made of statements outside any action: the source file's name
+    (letters, digits and `_` from its first letter to its first `.`; an `l` after a final digit)
+    and the line of the first statement, e.g. `forloopbmv2l99`; `act` without a position."""
+    if loc is None or loc.line <= 0:
+        return "act"
+    stem = re.sub(r"^[^A-Za-z]*", "", loc.file.rsplit("/", 1)[-1]).split(".", 1)[0]
+    name = re.sub(r"[^A-Za-z0-9_]", "", stem)
+    if not name:
+        return "act"
+    return f"{name}{'l' if name[-1].isdigit() else ''}{loc.line}"
 
 
 class PipelineLinker:
@@ -33,9 +49,9 @@ class PipelineLinker:
 
     def link_item(self, item: Item, nxt: str | None, ret: str | None) -> str | None:
         if isinstance(item, Prims):
-            return self._action_table(item.primitives, nxt) if item.primitives else nxt
+            return self._action_table(item.primitives, nxt, item.loc) if item.primitives else nxt
         if isinstance(item, ExitItem):
-            return self._action_table([{"op": "exit", "parameters": []}], None)
+            return self._action_table([{"op": "exit", "parameters": []}], None, item.loc)
         if isinstance(item, ReturnItem):
             return ret
         if isinstance(item, SubBlock):
@@ -55,14 +71,14 @@ class PipelineLinker:
             table, pre = self._table(item.table, item.node)
             table["base_default_next"] = nxt
             table["next_tables"] = {a: nxt for a in table["actions"]}
-            return self._action_table(pre, table["name"]) if pre else table["name"]
+            return self._action_table(pre, table["name"], getattr(item.node, "loc", None)) if pre else table["name"]
         if isinstance(item, HitItem):
             table, pre = self._table(item.table, item.node)
             hit = self.link(item.then, nxt, ret)
             miss = self.link(item.otherwise, nxt, ret)
             table["base_default_next"] = nxt
             table["next_tables"] = {"__HIT__": hit, "__MISS__": miss}
-            return self._action_table(pre, table["name"]) if pre else table["name"]
+            return self._action_table(pre, table["name"], getattr(item.node, "loc", None)) if pre else table["name"]
         if isinstance(item, SwitchItem):
             table, pre = self._table(item.table, item.node)
             default = self.link(item.default, nxt, ret) if item.default is not None else nxt
@@ -76,7 +92,7 @@ class PipelineLinker:
                     next_tables[p4_to_bmv2[label]] = target
             table["base_default_next"] = nxt
             table["next_tables"] = next_tables
-            return self._action_table(pre, table["name"]) if pre else table["name"]
+            return self._action_table(pre, table["name"], getattr(item.node, "loc", None)) if pre else table["name"]
         raise fail(None, f"internal: cannot link {type(item).__name__}")
 
     def _table(self, sym: TableSymbol, node: object) -> tuple[dict, list[dict]]:
@@ -88,11 +104,11 @@ class PipelineLinker:
         self.pipeline["tables"].append(table)
         return table, pre
 
-    def _action_table(self, primitives: list[dict], nxt: str | None) -> str:
+    def _action_table(self, primitives: list[dict], nxt: str | None, loc: SourceLocation | None) -> str:
         ctx = self.ctx
-        aname = ctx.action_name("act")
+        aname = ctx.action_name(synthesized_action_name(loc))
         aid = ctx.out.add_action(aname, [], primitives)
-        tname = ctx.fresh("tbl_act")
+        tname = ctx.fresh("tbl_" + aname)
         ctx.hidden.add(tname)
         ctx.hidden.add(aname)
         self.pipeline["tables"].append({

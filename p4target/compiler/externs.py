@@ -235,21 +235,22 @@ def function_call(sl: "StatementLowering", name: str, c: ast.MethodCallExpressio
     if name in ("clone", "clone_preserving_field_list", "clone3"):
         kind = _enum_member(a[0], "CloneType")
         session, _ = ex.lower(a[1], Bits(32))
-        fl = 0
         if name == "clone_preserving_field_list":
-            fl = int(ctx.scope.const_eval(a[2], ex._const_lookup))
-            _ensure_field_list(ctx, fl, c)
+            fl = _ensure_field_list(ctx, int(ctx.scope.const_eval(a[2], ex._const_lookup)), c)
         elif name == "clone3":
             fl = _anonymous_field_list(sl, a[2])
+        else:
+            # as p4c: an empty field list of its own (simple_switch looks the id up on every
+            # clone; an id no field list has crashes it)
+            fl = _new_field_list(ctx, "fl", [])
         op = "clone_ingress_pkt_to_egress" if kind == "I2E" else "clone_egress_pkt_to_egress"
         return [{"op": op, "parameters": [session, hexstr(fl)]}]
     if name in ("resubmit_preserving_field_list", "recirculate_preserving_field_list"):
-        fl = int(ctx.scope.const_eval(a[0], ex._const_lookup))
-        _ensure_field_list(ctx, fl, c)
+        fl = _ensure_field_list(ctx, int(ctx.scope.const_eval(a[0], ex._const_lookup)), c)
         # simple_switch's primitives are "resubmit"/"recirculate" taking the field list id
         return [{"op": name.removesuffix("_preserving_field_list"), "parameters": [hexstr(fl)]}]
     if name in ("resubmit", "recirculate"):
-        fl = _anonymous_field_list(sl, a[0]) if a else 0
+        fl = _anonymous_field_list(sl, a[0]) if a else _new_field_list(ctx, "fl", [])
         return [{"op": name, "parameters": [hexstr(fl)]}]
     if name == "truncate":
         return [{"op": "truncate", "parameters": [ex.lower(a[0], Bits(32))[0]]}]
@@ -347,10 +348,24 @@ def _learn_list(ctx: Context, type_name: str, fields: list[dict]) -> int:
     return lid
 
 
-def _ensure_field_list(ctx: Context, index: int, node: Any) -> None:
-    """Field list ``index``: user metadata fields annotated ``@field_list(index)``."""
-    if any(fl["id"] == index for fl in ctx.out.field_lists):
-        return
+def _new_field_list(ctx: Context, name: str, elements: list[dict]) -> int:
+    """A new field list; its id (from 1, as p4c numbers them: simple_switch takes a resubmit or
+    recirculate field list id of 0 for "none requested")."""
+    fid = max([fl["id"] for fl in ctx.out.field_lists] + [0]) + 1
+    names = {fl["name"] for fl in ctx.out.field_lists}
+    unique, n = name, 0
+    while unique in names:
+        unique, n = f"{name}_{n}", n + 1
+    ctx.out.field_lists.append({"id": fid, "name": unique, "elements": elements})
+    return fid
+
+
+def _ensure_field_list(ctx: Context, index: int, node: Any) -> int:
+    """The id of field list ``index`` (p4c's `field_list<index>`): the user metadata fields
+    annotated ``@field_list(index)``."""
+    for fl in ctx.out.field_lists:
+        if fl["name"] == f"field_list{index}":
+            return fl["id"]
     elements: list[dict] = []
 
     def walk(v: Value, t: Any) -> None:
@@ -366,7 +381,7 @@ def _ensure_field_list(ctx: Context, index: int, node: Any) -> None:
             walk(member, None)
     if ctx.metadata is not None:
         walk(ctx.metadata, None)
-    ctx.out.field_lists.append({"id": index, "name": f"field_list{index}", "elements": elements})
+    return _new_field_list(ctx, f"field_list{index}", elements)
 
 
 def _log_msg_argument(sl: "StatementLowering", e: ast.Expression) -> tuple[str, list[dict]]:
@@ -394,9 +409,7 @@ def _log_msg_argument(sl: "StatementLowering", e: ast.Expression) -> tuple[str, 
 
 def _anonymous_field_list(sl: "StatementLowering", e: ast.Expression) -> int:
     fields = [j for j in _field_list(sl, e) if j.get("type") == "field"]
-    fid = max([fl["id"] for fl in sl.ctx.out.field_lists] + [100]) + 1
-    sl.ctx.out.field_lists.append({"id": fid, "name": f"fl_{fid}", "elements": fields})
-    return fid
+    return _new_field_list(sl.ctx, "fl", fields)
 
 
 def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:

@@ -19,6 +19,7 @@ class Item:
 @dataclass
 class Prims(Item):
     primitives: list[dict]
+    loc: Any = None  # where the first statement of the run is (names its synthesized action)
 
 
 @dataclass
@@ -53,7 +54,7 @@ class SwitchItem(Item):
 
 @dataclass
 class ExitItem(Item):
-    pass
+    loc: Any = None
 
 
 @dataclass
@@ -100,7 +101,7 @@ def merge(items: list[Item]) -> list[Item]:
     out: list[Item] = []
     for it in items:
         if isinstance(it, Prims) and out and isinstance(out[-1], Prims):
-            out[-1] = Prims(out[-1].primitives + it.primitives)
+            out[-1] = Prims(out[-1].primitives + it.primitives, out[-1].loc or it.loc)
         elif isinstance(it, Prims) and not it.primitives:
             continue
         else:

@@ -57,7 +57,9 @@ class StatementLowering:
     def statement(self, s: ast.Statement) -> list[Item]:
         items = self._statement(s)
         checks = self.ex.take_bounds_checks()
-        return [Prims(checks)] + items if checks else items
+        items = [Prims(checks)] + items if checks else items
+        _locate(items, s.loc)
+        return items
 
     def _statement(self, s: ast.Statement) -> list[Item]:
         if isinstance(s, ast.BlockStatement):
@@ -644,3 +646,20 @@ class ControlLowering:
         sl = StatementLowering(self.ctx, self.env.child(), self.control, block_kind=self.block_kind)
         items = sl.block(self.decl.body.statements)
         return list(self.init) + items
+
+
+def _locate(items: list, loc: object) -> None:
+    """Give the straight-line runs and exits in `items` (nested ones too) that have no source
+    position yet the position `loc` of the statement they were lowered from."""
+    for it in items:
+        if isinstance(it, (Prims, ExitItem)):
+            if it.loc is None:
+                it.loc = loc
+        elif isinstance(it, Item) and dataclasses.is_dataclass(it):
+            for f in dataclasses.fields(it):
+                value = getattr(it, f.name)
+                if isinstance(value, list):
+                    _locate([v for v in value if isinstance(v, Item)], loc)
+                    for v in value:  # a switch's cases: (labels, items)
+                        if isinstance(v, tuple) and v and isinstance(v[-1], list):
+                            _locate(v[-1], loc)

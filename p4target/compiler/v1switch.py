@@ -52,6 +52,12 @@ def lower_program(program: ast.Program, program_name: str) -> Context:
     assert isinstance(sm_type, StructLike)
     ctx.out.add_header_type("standard_metadata", sm_type.fields)
     ctx.out.add_header("standard_metadata", "standard_metadata", True)
+    # @alias("intrinsic_metadata.mcast_grp"): simple_switch reads and writes the field under that
+    # name (multicast, priority queues, queueing metadata, timestamps), as p4c writes them
+    for fname, _ in sm_type.fields:
+        alias = ast.find_annotation(sm_type.field_annotations.get(fname, ()), "alias")
+        if alias is not None and alias.args and isinstance(alias.args[0], ast.StringLiteral):
+            ctx.out.field_aliases.append([alias.args[0].value, ["standard_metadata", fname]])
     sm = HeaderValue("standard_metadata", sm_type, True)
     ctx.metadata = meta if not isinstance(meta, HeaderValue) else None
     for name, inst in scope.instances.items():

@@ -489,7 +489,7 @@ class Engine:
             for lid in P.digests:
                 name, fields = prog.learn_lists.get(lid, (str(lid), []))
                 self._digest_cb(name, lid, tuple(F[i] for i in fields))
-        if P.resubmit is not None:
+        if P.resubmit:  # simple_switch: a field list id of 0 requests nothing
             if P.passes < MAX_PASSES:
                 # BMv2 resets all metadata (ingress_port included) but the preserved fields
                 R = self._new_packet(0, P.orig, pg.RESUBMIT)
@@ -609,7 +609,7 @@ class Engine:
             return
         if P.truncate and len(data) > P.truncate:
             data = data[:P.truncate]
-        if P.recirc is not None:
+        if P.recirc:
             if P.passes < MAX_PASSES:
                 # metadata reset (ingress_port included) except the preserved fields
                 R = self._new_packet(0, data, pg.RECIRC)

@@ -11,6 +11,31 @@ from .packet import PacketState
 from .tables import ActionProfile, ActionSpec, Table
 
 
+# The names simple_switch reads and writes its per-packet metadata under (simple_switch.cpp).
+# `standard_metadata.*` must be fields of the header instance `standard_metadata`; the others
+# exist when a header instance of that name has the field or when the JSON's `field_aliases`
+# map the name onto a field (p4c's v1model.p4 aliases them to standard_metadata with @alias).
+SIMPLE_SWITCH_FIELDS = {
+    **{n: "standard_metadata" for n in ("ingress_port", "egress_spec", "egress_port", "instance_type",
+                                        "packet_length", "checksum_error", "parser_error")},
+    **{n: "intrinsic_metadata" for n in ("ingress_global_timestamp", "egress_global_timestamp", "mcast_grp",
+                                         "egress_rid", "priority")},
+    **{n: "queueing_metadata" for n in ("enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth", "qid")},
+}
+# simple_switch fills queueing metadata only when all four of these exist (check_queueing_metadata)
+QUEUEING_FIELDS = ("enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth")
+
+
+def simple_switch_field(field_index: dict[tuple[str, str], int], name: str) -> int | None:
+    """Slot of the metadata field simple_switch knows as `name` (e.g. "mcast_grp" is
+    `intrinsic_metadata.mcast_grp`), or None when the program has no such field (or, for
+    queueing metadata, lacks any of the four that simple_switch needs to fill them)."""
+    header = SIMPLE_SWITCH_FIELDS[name]
+    if header == "queueing_metadata" and any((header, q) not in field_index for q in QUEUEING_FIELDS):
+        return None
+    return field_index.get((header, name))
+
+
 @dataclass
 class Program:
     """A loaded program: layout, compiled stages and the runtime objects they use."""
@@ -47,9 +72,6 @@ class Program:
         return PacketState(self.F0[:], self.V0[:], self.NX0[:])
 
     def sm(self, name: str) -> int | None:
-        """Slot of a standard/intrinsic/queueing metadata field, or None if the program lacks it."""
-        for hdr in ("standard_metadata", "intrinsic_metadata", "queueing_metadata"):
-            idx = self.field_index.get((hdr, name))
-            if idx is not None:
-                return idx
-        return None
+        """Slot of the metadata field simple_switch knows as `name`, or None (see
+        `simple_switch_field`)."""
+        return simple_switch_field(self.field_index, name)

@@ -11,6 +11,14 @@ STANDARD_METADATA = [
     ["parser_error", 32, False], ["priority", 3, False], ["_padding", 3, False],
 ]
 
+# p4c's field_aliases for v1model's standard_metadata (its @alias annotations): the names
+# simple_switch uses for multicast, priority queues, queueing metadata and timestamps
+FIELD_ALIASES = [[alias, ["standard_metadata", alias.split(".")[1]]] for alias in (
+    "queueing_metadata.enq_timestamp", "queueing_metadata.enq_qdepth", "queueing_metadata.deq_timedelta",
+    "queueing_metadata.deq_qdepth", "intrinsic_metadata.ingress_global_timestamp",
+    "intrinsic_metadata.egress_global_timestamp", "intrinsic_metadata.mcast_grp", "intrinsic_metadata.egress_rid",
+    "intrinsic_metadata.priority")]
+
 ERRORS = [["NoError", 0], ["PacketTooShort", 1], ["NoMatch", 2], ["StackOutOfBounds", 3],
           ["HeaderTooShort", 4], ["ParserTimeout", 5], ["ParserInvalidArgument", 6]]
 
@@ -124,7 +132,7 @@ def l3_router() -> dict:
         "checksums": [{"name": "cksum", "id": 0, "target": ["ipv4", "hdrChecksum"], "type": "generic",
                        "calculation": "calc", "verify": False, "update": True,
                        "if_cond": op("d2b", None, op("valid", None, {"type": "header", "value": "ipv4"}))}],
-        "force_arith": [], "extern_instances": [], "field_aliases": [],
+        "force_arith": [], "extern_instances": [], "field_aliases": FIELD_ALIASES,
         "program": "l3_router.p4",
         "__meta__": {"version": [2, 23], "compiler": "hand-built"},
     }

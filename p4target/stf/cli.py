@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-D", dest="define", action="append", default=[], help="NAME[=VALUE] define")
     ap.add_argument("--json", help="run this BMv2 JSON (e.g. p4c's) instead of compiling PROGRAM")
     ap.add_argument("-q", "--quiet", action="store_true", help="print failures only")
+    ap.add_argument("--priority-queues", type=int, default=1, metavar="N",
+                    help="queues per port, as simple_switch's --priority-queues (1..8; gradlane's "
+                         "data plane needs 8: with 1, a packet of priority > 0 is dropped, as on BMv2)")
     try:
         args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:
@@ -74,8 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         commands = parse_stf(stf_text, args.stf)
+        if not 1 <= args.priority_queues <= 8:
+            raise StfError(f"--priority-queues must be 1 to 8, got {args.priority_queues}")
         prog = _load_json(args)
-        engine = Engine(prog)
+        engine = Engine(prog, priority_queues=args.priority_queues)
     except StfSyntaxError as exc:
         sys.stderr.write(f"{exc}\n")
         return 2

@@ -33,6 +33,11 @@ def test_our_stf_keys_become_forms_p4cs_runner_reads() -> None:
         f"h.r:{hex(2 << check.RANGE_SHIFT | 9)} h.s:{hex(2 << check.RANGE_SHIFT | 9)} A(x:1)\n")
 
 
+def test_register_write_values_become_decimal_for_simple_switch_cli() -> None:
+    assert check.runner_stf("register_write cells 5 0x100\nregister_write r 1 0b11\nregister_write r 2 7\n") == \
+        "register_write cells 5 256\nregister_write r 1 3\nregister_write r 2 7\n"
+
+
 def test_expectations_p4cs_runner_does_not_check_are_left_out() -> None:
     stf = ("register_read R 5 8\nregister_read S 1\ncheck_counter C.c(2) packets == 2\n"
            "packet 0 00\nexpect 0 00\n")
@@ -81,3 +86,32 @@ def test_without_simple_switch_it_says_so_and_fails(tmp_path: Path) -> None:
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "simple_switch is neither on PATH nor in" in proc.stderr
+
+
+bmv2_stf = _load("bmv2_stf")
+
+
+def test_packet_in_messages_are_bmv2s_packed_header_then_the_packet() -> None:
+    message = bmv2_stf.packet_in_message(3, b"\xab\xcd")
+    assert message == (3).to_bytes(4, sys.byteorder) + (3).to_bytes(4, sys.byteorder) + \
+        (2).to_bytes(4, sys.byteorder) + b"\xab\xcd"
+    out = (4).to_bytes(4, sys.byteorder) + (7).to_bytes(4, sys.byteorder) + (1).to_bytes(4, sys.byteorder) + b"\x01"
+    assert bmv2_stf.parse_packet_out(out) == (7, b"\x01")
+    assert bmv2_stf.parse_packet_out(message) is None  # only PACKET_OUT carries the switch's output
+
+
+def test_values_and_port_maps_as_simple_switch_cli_sends_them() -> None:
+    assert bmv2_stf.value_bytes(0x1FF, 9) == b"\x01\xff"
+    assert bmv2_stf.value_bytes(5, 1) == b"\x01"  # cut to the field's width
+    assert bmv2_stf.value_bytes(0, 48) == bytes(6)
+    assert bmv2_stf.port_map([1, 3]) == "1010" and bmv2_stf.port_map([0]) == "1"
+
+
+def test_stf_key_values_take_their_keys_match_kind_as_bmv2_needs() -> None:
+    from p4target.engine import Exact, Lpm, Range, Ternary
+    assert bmv2_stf._as_kind(Exact(5), "ternary", 8) == Ternary(5, 0xFF)
+    assert bmv2_stf._as_kind(Exact(5), "optional", 8) == Ternary(5, 0xFF)
+    assert bmv2_stf._as_kind(Exact(5), "lpm", 16) == Lpm(5, 16)
+    assert bmv2_stf._as_kind(Exact(5), "range", 8) == Range(5, 5)
+    assert bmv2_stf._as_kind(Lpm(0x0A00, 8), "ternary", 16) == Ternary(0x0A00, 0xFF00)
+    assert bmv2_stf._as_kind(Exact(5), "exact", 8) == Exact(5)

@@ -81,6 +81,13 @@ class Primitives:
                 shrink += " + sum(P.VL.get(_k, 0) for _k in range(HB[_h], HB[_h] + HLEN[_h])) // 8"
             return [f"_h = {x.header_ref(a[0])}",
                     f"if V[_h]: V[_h] = 0; P.length_reg -= {shrink}"]
+        if op == "mark_to_drop" and a and a[0].get("type") == "header":
+            # BMv2: egress_spec and mcast_grp of the header passed, by their names in its type
+            h = a[0]["value"]
+            spec, mgid = lay.field_index.get((h, "egress_spec")), lay.field_index.get((h, "mcast_grp"))
+            if spec is None:
+                return []  # simple_switch logs a critical error and leaves the packet alone
+            return [f"F[{spec}] = {DROP_PORT}"] + ([f"F[{mgid}] = 0"] if mgid is not None else [])
         if op in ("mark_to_drop", "drop"):
             return [f"F[{lay.sm_idx('egress_spec')}] = {DROP_PORT}"] + (
                 [f"F[{lay.sm_idx('mcast_grp')}] = 0"] if lay.sm_opt("mcast_grp") is not None else [])

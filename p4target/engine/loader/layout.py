@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ProgramLoadError
+from ..program import simple_switch_field
 from . import names
 from .codegen import Namespace, int_literal
 
-STANDARD_HEADERS = ("standard_metadata", "intrinsic_metadata", "queueing_metadata")
 
 
 class Layout:
@@ -78,6 +78,11 @@ class Layout:
         for k, us in enumerate(j.get("header_union_stacks", [])):
             elems = [self.unions[union_names[i]] for i in us["header_union_ids"]]
             self.union_stacks[us["name"]] = (len(self.stacks) + k, elems, union_members.get(us["union_type"], []))
+        # `field_aliases`: another name for a field, which field references may use too; an
+        # alias wins over a real field of the same name (BMv2's PHV::add_field_alias)
+        for alias, (header, name) in j.get("field_aliases", []):
+            alias_header, _, alias_field = alias.partition(".")
+            self.field_index[(alias_header, alias_field)] = self.field_index[(header, name)]
         self.F0, self.V0 = F0, V0
         self.NX0 = [0] * (len(self.stacks) + len(self.union_stacks))
         self.errors = {e[0]: int(int_literal(e[1], f"value of error {e[0]!r:.40}")) for e in j.get("errors", [])}
@@ -125,11 +130,9 @@ class Layout:
         return any(base + i in self.varbit_slots for i in range(len(self.header_fields[self.header_names[hid]])))
 
     def sm_opt(self, name: str) -> int | None:
-        """Slot of a standard/intrinsic/queueing metadata field, or None if the program lacks it."""
-        for hdr in STANDARD_HEADERS:
-            if (hdr, name) in self.field_index:
-                return self.field_index[(hdr, name)]
-        return None
+        """Slot of the metadata field simple_switch knows as `name` (`program.SIMPLE_SWITCH_FIELDS`),
+        or None if the program lacks it."""
+        return simple_switch_field(self.field_index, name)
 
     def sm_idx(self, name: str) -> int:
         i = self.sm_opt(name)

@@ -28,7 +28,9 @@ control RuntimeIndex(inout headers_t hdr, inout meta_t meta, inout standard_meta
             hdr.h.d = 32w1;
         }
         h_t picked = s[hdr.h.a];
-        hdr.h.e[7:0] = picked.b;
+        // a field of an invalid header reads as an unspecified value (simple_switch: whatever its
+        // reused PHV held from an earlier packet), so only a valid `picked` is read
+        hdr.h.e[7:0] = picked.isValid() ? picked.b : 8w0;
         s[hdr.h.a].setInvalid();
         if (!s[1].isValid()) {
             hdr.h.e[15:8] = 8w0xFF;

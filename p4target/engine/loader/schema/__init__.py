@@ -51,6 +51,7 @@ class _Validator(DeclarationChecks, ExpressionChecks, ActionChecks, ParserChecks
         j = self.obj(self.j, "")
         self.meta(j)
         self.layout()
+        self.field_aliases()
         self.errors = self.codes("errors")
         for i, e in enumerate(self.items("enums")):
             self.obj(e, f"enums[{i}]")

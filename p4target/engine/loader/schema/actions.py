@@ -39,6 +39,11 @@ PARAMETER_KINDS = {
 }
 
 
+# the parameter holding the id of the field list a copied packet keeps
+_FIELD_LIST_PARAMETER = {"clone_ingress_pkt_to_egress": 1, "clone_egress_pkt_to_egress": 1,
+                         "resubmit": 0, "recirculate": 0}
+
+
 class ActionChecks(ValueChecks):
     """Actions, primitives and their parameters."""
 
@@ -79,6 +84,16 @@ class ActionChecks(ValueChecks):
             if k in kinds and param["type"] not in kinds[k]:
                 self.fail(f"{path}.parameters[{k}].type", f"primitive '{op}' needs {' or '.join(sorted(kinds[k]))} "
                                                           f"here, got '{param['type']}'")
+        if op in _FIELD_LIST_PARAMETER and len(params) > _FIELD_LIST_PARAMETER[op]:
+            k = _FIELD_LIST_PARAMETER[op]
+            if params[k].get("type") == "hexstr":
+                fid = int(params[k]["value"], 16)
+                ids = {fl.get("id") for fl in self.j.get("field_lists") or () if isinstance(fl, dict)}
+                # simple_switch looks the id up when the packet is copied (field_lists.at()) and
+                # aborts if no field list has it; a resubmit/recirculate id of 0 means "none"
+                if fid not in ids and not (fid == 0 and op in ("resubmit", "recirculate")):
+                    self.fail(f"{path}.parameters[{k}]", f"'{op}' names field list {fid}, which does not "
+                                                         "exist (simple_switch would abort on the copy)")
         if op in ("_jump", "_jump_if_zero"):
             target = params[-1]
             if target.get("type") != "hexstr" or not 0 <= int(target["value"], 16) <= nprims:

@@ -129,9 +129,24 @@ class DeclarationChecks(ValueChecks):
             self.fail(path, f"unknown header '{v}'")
         return v
 
+    def field_aliases(self) -> None:
+        """`field_aliases`: [name, [header, field]], another name for an existing field (BMv2
+        asserts that the field exists)."""
+        self.aliases: set[tuple[str, str]] = set()
+        for i, a in enumerate(self.items("field_aliases")):
+            p = f"field_aliases[{i}]"
+            self.arr(a, p, 2)
+            name = self.string(a[0], f"{p}[0]")
+            self.field(a[1], f"{p}[1]", valid_ok=False)
+            header, _, field = name.partition(".")
+            self.aliases.add((header, field))
+
     def field(self, v: Any, path: str, valid_ok: bool = True) -> None:
-        """A field reference [header, field] (`$valid$` is BMv2's hidden validity field)."""
+        """A field reference [header, field] (`$valid$` is BMv2's hidden validity field), or
+        a field alias split at its first dot."""
         self.arr(v, path, 2)
+        if type(v[0]) is str and type(v[1]) is str and (v[0], v[1]) in getattr(self, "aliases", ()):
+            return
         h = self.header(v[0], f"{path}[0]")
         f = self.string(v[1], f"{path}[1]")
         if f == "$valid$" and valid_ok:

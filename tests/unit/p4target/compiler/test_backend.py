@@ -79,10 +79,29 @@ def test_router_json_names_and_forwarding() -> None:
     assert engine.counter_read("I.rx", 1)[0] == 2
 
 
+def test_synthesized_tables_are_named_as_p4c_names_them() -> None:
+    """Statements outside any action become a hidden action and table named after the file and
+    the first statement's line, as p4c names them (p4c's STF runner finds tables by name suffix,
+    so `tbl_act` was taken for a table `t`)."""
+    line = ROUTER.splitlines().index("        rx.count((bit<32>)sm.ingress_port);") + 1
+    tables = [t["name"] for t in compile_text(ROUTER, "router.p4").bmv2_json["pipelines"][0]["tables"]]
+    assert f"tbl_router{line}" in tables
+    # a digit at the end of the file's name gets an `l`, other characters are dropped
+    tables = [t["name"] for t in compile_text(ROUTER, "my-prog2.p4").bmv2_json["pipelines"][0]["tables"]]
+    assert f"tbl_myprog2l{line}" in tables
+
+
+def test_standard_metadata_aliases_are_written_as_p4c_writes_them() -> None:
+    """v1model's @alias fields become field_aliases: simple_switch multicasts, queues by priority
+    and fills queue depths and timestamps only through those names."""
+    from p4target.engine.sample_programs import FIELD_ALIASES
+    assert compile_text(ROUTER, "router.p4").bmv2_json["field_aliases"] == FIELD_ALIASES
+
+
 def test_p4info_names_scopes_and_hidden_tables() -> None:
     c = compile_text(ROUTER, "router.p4")
     names = [t.preamble.name for t in c.p4info.tables]
-    assert names == ["I.route"]  # synthesized tbl_act* stay out
+    assert names == ["I.route"]  # synthesized tbl_* stay out
     route = c.p4info.tables[0]
     assert route.match_fields[0].name == "dst_addr" and route.match_fields[0].bitwidth == 32
     scopes = {ref.id: ref.scope for ref in route.action_refs}

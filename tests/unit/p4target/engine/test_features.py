@@ -4,7 +4,7 @@ from p4target.engine import (Engine, Exact, Range, Ternary, GREEN, YELLOW, RED,
                              INGRESS_CLONE, REPLICATION, RESUBMIT, InvalidEntryError)
 from p4target.engine import hashes
 from p4target.engine.errors import ProgramLoadError
-from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, expr_param, hexv, op
+from p4target.engine.sample_programs import ERRORS, FIELD_ALIASES, STANDARD_METADATA, F, expr_param, hexv, op
 import pytest
 
 SM = "standard_metadata"
@@ -44,7 +44,7 @@ def program(keys=(), actions=(), egress_actions=(), extra=None, table_type="simp
             {"name": SM, "id": 1, "header_type": SM, "metadata": True},
             {"name": "h", "id": 2, "header_type": "h_t", "metadata": False},
         ],
-        "errors": ERRORS,
+        "errors": ERRORS, "field_aliases": FIELD_ALIASES,
         "field_lists": [{"id": 1, "name": "fl", "elements": [F("scalars", "m8")]}],
         "learn_lists": [{"id": 1, "name": "dg", "elements": [F("h", "a"), F("h", "c")]}],
         "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [
@@ -159,6 +159,9 @@ def test_resubmit_reenters_ingress_with_preserved_field():
     j["pipelines"][0]["init_table"] = "c"
     eng = Engine(j)
     assert eng.process(0, pkt()) == [(2, pkt(a=RESUBMIT, b=42))]
+    # simple_switch takes a field list id of 0 for "no resubmit requested"
+    first[1]["parameters"] = [hexv(0)]
+    assert Engine(j).process(0, pkt()) == [(0, pkt())]  # the first pass leaves on egress_spec 0
 
 
 def test_recirculate_reenters_with_deparsed_packet():
@@ -319,6 +322,33 @@ def test_priority_out_of_range_drops_and_queue_metadata():
     assert eng.process(0, pkt()) == []
 
 
+def test_without_field_aliases_simple_switch_sees_no_multicast_priority_or_queueing_metadata():
+    """simple_switch reads these under their intrinsic_metadata / queueing_metadata names only:
+    a JSON without p4c's field_aliases gets no multicast, priority or queue depths (as on BMv2)."""
+    mc = ("mc", [], [assign(F(SM, "mcast_grp"), hexv(5)), assign(F(SM, "egress_spec"), hexv(2)),
+                     assign(F(SM, "priority"), hexv(3))])
+    mark = ("mark", [], [assign(F("h", "a"), F(SM, "deq_qdepth")), assign(F("h", "b"), F(SM, "priority")),
+                         assign(F("h", "c"), F(SM, "egress_rid"))])
+    j = program(actions=[mc], egress_actions=[mark])
+    j["field_aliases"] = []
+    eng = Engine(j, priority_queues=2)  # priority 3 would be out of range if it were read
+    eng.mc_mgrp_create(5)
+    eng.mc_node_associate(5, eng.mc_node_create(7, [1]))
+    assert eng.process(0, pkt()) == [(2, pkt(a=0, b=3, c=0))]  # unicast to egress_spec, not dropped
+    # only some queueing fields aliased: simple_switch fills none of them
+    j["field_aliases"] = [a for a in FIELD_ALIASES if a[0] != "queueing_metadata.enq_timestamp"]
+    assert Engine(j).program.sm("deq_qdepth") is None
+    assert Engine(j).program.sm("mcast_grp") == Engine(j).program.field_index[(SM, "mcast_grp")]
+
+
+def test_a_field_alias_names_its_field_in_the_json_too():
+    mc = ("mc", [], [assign(F("intrinsic_metadata", "mcast_grp"), hexv(5))])
+    eng = Engine(program(actions=[mc]))
+    eng.mc_mgrp_create(5)
+    eng.mc_node_associate(5, eng.mc_node_create(7, [1, 3]))
+    assert sorted(p for p, _ in eng.process(0, pkt())) == [1, 3]
+
+
 def test_traffic_manager_live_strict_priority_and_rate():
     import threading
     import time
@@ -432,7 +462,8 @@ def test_clone_e2e_copies_egress_result_and_truncate_primitive():
     j = program(actions=[fwd], egress_actions=[eg])
     j["actions"][-1]["primitives"] = [
         assign(F("h", "b"), hexv(0x77)),
-        {"op": "clone_egress_pkt_to_egress", "parameters": [hexv(4), hexv(0)]}]
+        {"op": "clone_egress_pkt_to_egress", "parameters": [hexv(4), hexv(2)]}]
+    j["field_lists"].append({"id": 2, "name": "fl_0", "elements": []})  # p4c's empty list of a clone
     j["actions"].append({"name": "cl", "id": 20, "runtime_data": [], "primitives": [
         assign(F("h", "a"), F(SM, "instance_type")), {"op": "truncate", "parameters": [hexv(2)]}]})
     j["pipelines"][1]["conditionals"] = [{"name": "c", "id": 0,

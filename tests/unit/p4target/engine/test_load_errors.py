@@ -16,6 +16,15 @@ from p4target.engine.sample_programs import l3_router
     (lambda j: j["actions"][2]["primitives"][0]["parameters"][0].update(value=["ipv4", "nope"]),
      "actions[2].primitives[0].parameters[0].value: unknown field 'ipv4.nope'"),
     (lambda j: j["pipelines"][0]["tables"][0].pop("name"), 'pipelines[0].tables[0]: needs "name"'),
+    (lambda j: j["field_aliases"].append(["intrinsic_metadata.x", ["standard_metadata", "nope"]]),
+     "field_aliases[9][1]: unknown field 'standard_metadata.nope'"),
+    (lambda j: j["actions"][1]["primitives"].append(
+        {"op": "clone_ingress_pkt_to_egress", "parameters": [{"type": "hexstr", "value": "0x5"},
+                                                              {"type": "hexstr", "value": "0x0"}]}),
+     "actions[1].primitives[1].parameters[1]: 'clone_ingress_pkt_to_egress' names field list 0, which does "
+     "not exist (simple_switch would abort on the copy)"),
+    (lambda j: j["field_aliases"].append(["intrinsic_metadata.x"]),
+     "field_aliases[9]: must be an array of 2 items, got 1"),
 ])
 def test_bad_json_is_a_load_error(mutate, words):
     j = copy.deepcopy(l3_router())

@@ -1,6 +1,6 @@
 """Parser: select on two keys with masks, lookahead, verify -> parser_error, random."""
 from p4target.engine import Engine
-from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, hexv, op
+from p4target.engine.sample_programs import ERRORS, FIELD_ALIASES, STANDARD_METADATA, F, hexv, op
 
 SM = "standard_metadata"
 
@@ -14,7 +14,7 @@ def parser_program(parse_states, primitives=()):
                     {"name": SM, "id": 1, "header_type": SM, "metadata": True},
                     {"name": "b1", "id": 2, "header_type": "b_t", "metadata": False},
                     {"name": "b2", "id": 3, "header_type": "b_t", "metadata": False}],
-        "errors": ERRORS,
+        "errors": ERRORS, "field_aliases": FIELD_ALIASES,
         "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": parse_states}],
         "deparsers": [{"name": "deparser", "id": 0, "order": ["b1", "b2"]}],
         "actions": [{"name": "a", "id": 0, "runtime_data": [], "primitives": list(primitives) + [

@@ -1,7 +1,7 @@
 """Header stacks (extract next, push_front/pop_front), checksum verification, direct
 counters and meters, log_msg, on hand-built BMv2 JSON."""
 from p4target.engine import Engine, Exact, GREEN, RED
-from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, expr_param, hexv, op
+from p4target.engine.sample_programs import ERRORS, FIELD_ALIASES, STANDARD_METADATA, F, expr_param, hexv, op
 from p4target.engine import hashes
 
 SM = "standard_metadata"
@@ -18,7 +18,7 @@ def stack_program(primitives):
                     {"name": SM, "id": 1, "header_type": SM, "metadata": True}] +
                    [{"name": f"s[{i}]", "id": 2 + i, "header_type": "s_t", "metadata": False} for i in range(3)],
         "header_stacks": [{"name": "s", "id": 0, "header_type": "s_t", "size": 3, "header_ids": [2, 3, 4]}],
-        "errors": ERRORS,
+        "errors": ERRORS, "field_aliases": FIELD_ALIASES,
         "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [
             {"name": "start", "id": 0,
              "parser_ops": [{"op": "extract", "parameters": [{"type": "stack", "value": "s"}]}],
@@ -66,7 +66,7 @@ def csum_program():
         "headers": [{"name": "scalars", "id": 0, "header_type": "scalars_0", "metadata": True},
                     {"name": SM, "id": 1, "header_type": SM, "metadata": True},
                     {"name": "h", "id": 2, "header_type": "h_t", "metadata": False}],
-        "errors": ERRORS,
+        "errors": ERRORS, "field_aliases": FIELD_ALIASES,
         "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [
             {"name": "start", "id": 0,
              "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "h"}]}],

@@ -110,3 +110,16 @@ def test_parser_reads_entry_ids_counter_checks_remove_and_no_packet():
 def test_missing_compiler_or_file_is_one_line_error(tmp_path, capsys):
     assert main(["x.p4", str(tmp_path / "missing.stf")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_priority_queues_as_simple_switch_has_them(capsys):
+    """gradlane's dscp_fallback test needs 8 queues per port: with one, simple_switch (and so the
+    embedded switch) drops the DSCP-10 packet of priority 5, and the DSCP-0 packet (TOS 0x00)
+    arrives where the TOS-0x28 one was expected."""
+    from pathlib import Path
+    d = Path(__file__).resolve().parents[4] / "tests" / "conformance" / "gradlane"
+    args = [str(d / "dscp_fallback.p4"), str(d / "dscp_fallback.stf"), "-I", str(d), "-q"]
+    assert main(args + ["--priority-queues", "8"]) == 0
+    assert main(args) == 1
+    assert "expected 08000000030300000a0001fe08004528" in capsys.readouterr().out
+    assert main(args + ["--priority-queues", "9"]) == 2

@@ -12,7 +12,7 @@ import pytest
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from p4target.engine.sample_programs import ERRORS, STANDARD_METADATA, F, expr_param, hexv, op
+from p4target.engine.sample_programs import ERRORS, FIELD_ALIASES, STANDARD_METADATA, F, expr_param, hexv, op
 from p4target.switch.p4runtime import start_p4runtime_server
 from p4target.switch.target import SwitchTarget
 
@@ -54,7 +54,7 @@ def test_program() -> dict:
         ("MyIngress.learn", [], [{"op": "generate_digest", "parameters": [hexv(1), hexv(1)]},
                                  _assign(F(SM, "egress_spec"), hexv(1))]),
         ("MyIngress.clone5", [], [_assign(F(SM, "egress_spec"), hexv(1)),
-                                  {"op": "clone_ingress_pkt_to_egress", "parameters": [hexv(5), hexv(0)]}]),
+                                  {"op": "clone_ingress_pkt_to_egress", "parameters": [hexv(5), hexv(1)]}]),
         ("MyIngress.stats", [("port", 9)], [
             _assign(F(SM, "egress_spec"), _rd(0)),
             {"op": "count", "parameters": [{"type": "counter_array", "value": "MyIngress.cnt"}, hexv(1)]},
@@ -110,8 +110,8 @@ def test_program() -> dict:
             {"name": "packet_in", "id": 3, "header_type": "packet_in_t", "metadata": False},
             {"name": "h", "id": 4, "header_type": "h_t", "metadata": False},
         ],
-        "errors": ERRORS,
-        "field_lists": [],
+        "errors": ERRORS, "field_aliases": FIELD_ALIASES,
+        "field_lists": [{"id": 1, "name": "fl", "elements": []}],  # p4c's empty list of a clone
         "learn_lists": [{"id": 1, "name": "learn_t", "elements": [F("h", "a"), F("h", "c")]}],
         "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [
             {"name": "start", "id": 0, "parser_ops": [],
