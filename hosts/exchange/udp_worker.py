@@ -104,11 +104,15 @@ class UdpWorkerExchange:
         self.mux.drain()
         self.mux.prune(round_)
         buf = state.buffer
+        adaptation = None
         if state.first_data is not None and state.closed_at is not None:
-            self.pull_deadline.observe(state.closed_at - state.first_data)
+            adaptation = self.pull_deadline.observe(state.closed_at - state.first_data,
+                                                    session.telemetry, round_)
         return Pulled(values=buf.values, delivered=buf.delivered, fractions=buf.fractions(),
                       closed_by=state.closed_by, last=bool(state.flags_seen & wire.FLAG_LAST),
-                      seconds=time.monotonic() - t0, deadline=session.options.deadline)
+                      seconds=time.monotonic() - t0, deadline=session.options.deadline,
+                      telemetry=session.telemetry.as_dict(),
+                      adaptation=None if adaptation is None else adaptation.as_dict())
 
     def linger(self) -> None:
         """Answer late probes of the final round for a moment (a lost STOP) before exiting."""
