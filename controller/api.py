@@ -178,6 +178,8 @@ COMMANDS: dict[str, Callable[[NetworkController, dict], Any]] = {
     "stats": lambda ctl, a: ctl.stats(_name(a, "switch", optional=True)),
     "pcn.show": lambda ctl, a: ctl.pcn_table(),
     "pcn.set": _pcn_set,
+    "pcn.jobs": lambda ctl, a: ctl.pcn_jobs(),
+    "pcn.adapt": lambda ctl, a: ctl.adapt_pcn(),
 }
 
 

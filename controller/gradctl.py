@@ -163,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     pcn_sub = pcn.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     pcn_sub.required = True
     _leaf(pcn_sub, "show", help="thresholds and PCN counters per switch port")
+    _leaf(pcn_sub, "jobs", help="per job: PCN threshold in force, its law, counts, last change")
+    _leaf(pcn_sub, "adapt", help="run one step of the PCN threshold law now (it also runs by "
+                                 "itself in the daemon)")
     ps = _leaf(pcn_sub, "set", help="set a port's PCN threshold (and optionally its normal one)")
     ps.add_argument("--switch", type=_switch_name, required=True, help="switch name")
     ps.add_argument("--port", type=_port, required=True, help="egress port")
@@ -200,8 +203,8 @@ def request_of(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     if args.command == "stats":
         return "stats", {"switch": args.switch}
     if args.command == "pcn":
-        if args.action == "show":
-            return "pcn.show", {}
+        if args.action in ("show", "jobs", "adapt"):
+            return f"pcn.{args.action}", {}
         return "pcn.set", {"switch": args.switch, "port": args.port, "threshold": args.threshold,
                            "normal": args.normal}
     return "switches", {}
@@ -326,11 +329,33 @@ def _fmt_pcn(res: list[dict]) -> str:
                   ["SWITCH", "PORT", "PEER", "NORMAL", "PCN", "STARTS", "ARRIVALS", "EXPIRED"])
 
 
+def _fmt_pcn_jobs(res: list[dict]) -> str:
+    if not res:
+        return "no job has a PCN setting (policy field `pcn` of a job)"
+    rows = []
+    for r in res:
+        last = r.get("last_adaptation")
+        rows.append([r["job"], r["name"], r["threshold"], "on" if r["adapt"] else "off",
+                     f"{r['floor']}-{r['ceiling']}",
+                     " ".join(f"{n}:{v}" for n, v in sorted(r["starts"].items())) or "-",
+                     " ".join(f"{n}:{v}" for n, v in sorted(r["arrivals"].items())) or "-",
+                     "-" if not last else f"{last['previous']} -> {last['value']}: {last['reason']}"])
+    return _table(rows, ["JOB", "NAME", "THRESHOLD", "LAW", "BOUNDS", "STARTS", "ARRIVALS",
+                         "LAST ADAPTATION"])
+
+
+def _fmt_pcn_adapt(res: list[dict]) -> str:
+    if not res:
+        return "no change"
+    return "\n".join(f"job {c['job']}: PCN threshold {c['previous']} -> {c['value']} ({c['reason']})"
+                     for c in res)
+
+
 FORMATS: dict[str, Callable[[Any], str]] = {
     "switches": _fmt_switches, "policy.show": _fmt_policy_show, "policy.apply": _fmt_apply,
     "policy.clear": _fmt_apply,
     "policy.set": _fmt_apply, "policy.phase": _fmt_apply, "stats": _fmt_stats,
-    "pcn.show": _fmt_pcn,
+    "pcn.show": _fmt_pcn, "pcn.jobs": _fmt_pcn_jobs, "pcn.adapt": _fmt_pcn_adapt,
     "pcn.set": lambda r: f"{r['switch']} port {r['port']}: normal {r['normal']}, pcn {r['pcn']}",
 }
 

@@ -32,7 +32,10 @@ CLASS_ENTRY_PRIORITY = 1   # rules of one job never overlap, so one priority ser
 _TOP_KEYS = {"version", "defaults", "jobs"}
 _DEFAULT_KEYS = {"priority", "drop_eligible", "drop_threshold", "mag_classes"}
 _FEATURE_KEYS = ("spray", "prioritize", "selective_drop")
-_JOB_KEYS = {"job", "name", "layers", "phases", *_FEATURE_KEYS}
+_JOB_KEYS = {"job", "name", "layers", "phases", "early_close", "pcn", *_FEATURE_KEYS}
+_PCN_KEYS = {"threshold", "adapt", "floor", "ceiling"}
+EARLY_CLOSE_LAWS = ("telemetry", "adaptive", "fixed")   # hosts/transport/deadline.py
+PCN_THRESHOLD_MAX = 1000   # packets; far above any queue the switches run
 _RULE_KEYS = {"range", "mag_classes", "loss_bound", "pull_bound", "priority", "drop_eligible",
               "drop_threshold", "phases"}
 _PHASE_KEYS = {"rounds", "low", "high"}
@@ -79,13 +82,26 @@ class Features:
 
 
 @dataclass(frozen=True)
+class PcnSetting:
+    """A job's PCN threshold (packets): the start value, whether the controller's law adapts
+    it, and the bounds it stays in (docs/control-laws.md)."""
+
+    threshold: int = 10
+    adapt: bool = True
+    floor: int = 5
+    ceiling: int = 40
+
+
+@dataclass(frozen=True)
 class Job:
-    """A training job's rules and ablation switches."""
+    """A training job's rules, ablation switches and control-law settings."""
 
     job_id: int
     name: str
     rules: tuple[Rule, ...]
     features: Features = Features()
+    early_close: str = "telemetry"
+    pcn: PcnSetting | None = None
 
 
 @dataclass(frozen=True)
@@ -203,6 +219,18 @@ def _phases(raw: Any, path: str) -> tuple[Phase, ...]:
     return tuple(out)
 
 
+def _pcn(raw: Any, path: str) -> PcnSetting:
+    _check_keys(raw, _PCN_KEYS, path)
+    d = PcnSetting()
+    floor = _int(raw.get("floor", d.floor), f"{path}.floor", 1, PCN_THRESHOLD_MAX)
+    ceiling = _int(raw.get("ceiling", d.ceiling), f"{path}.ceiling", 1, PCN_THRESHOLD_MAX)
+    if floor > ceiling:
+        raise _fail(f"{path}.floor", f"must not exceed the ceiling {ceiling}, got {floor}")
+    threshold = _int(raw.get("threshold", min(max(d.threshold, floor), ceiling)),
+                     f"{path}.threshold", floor, ceiling)
+    return PcnSetting(threshold, _bool(raw.get("adapt", d.adapt), f"{path}.adapt"), floor, ceiling)
+
+
 EMPTY_POLICY_HINT = ("it would delete every installed class (to do that on purpose: "
                      "`gradctl policy clear --yes`)")
 
@@ -246,6 +274,11 @@ def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
             raise _fail(f"{jp}.name", f"must be a non-empty string, got {_kind(name)}")
         job_phases = _phases(rj["phases"], f"{jp}.phases") if "phases" in rj else ()
         features = Features(*(_bool(rj.get(k, True), f"{jp}.{k}") for k in _FEATURE_KEYS))
+        early_close = rj.get("early_close", "telemetry")
+        if early_close not in EARLY_CLOSE_LAWS:
+            raise _fail(f"{jp}.early_close", f"must be one of {', '.join(EARLY_CLOSE_LAWS)}, "
+                                             f"got {short(early_close)}")
+        pcn = _pcn(rj["pcn"], f"{jp}.pcn") if "pcn" in rj else None
         raw_rules = rj.get("layers")
         if not isinstance(raw_rules, list) or not raw_rules:
             raise _fail(f"{jp}.layers", "must be a non-empty list of layer rules")
@@ -284,7 +317,7 @@ def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
         n_rules += len(rules)
         if n_rules > N.NUM_SLOTS:
             raise _fail(f"{jp}.layers", f"more than {N.NUM_SLOTS} rules in all (the switch's slots)")
-        jobs.append(Job(job_id, name, tuple(rules), features))
+        jobs.append(Job(job_id, name, tuple(rules), features, early_close, pcn))
     if not jobs and not allow_empty:
         raise _fail("jobs", f"no jobs in the policy: {EMPTY_POLICY_HINT}")
     return Policy(tuple(jobs), copy.deepcopy(doc))
@@ -411,16 +444,38 @@ def features_entry(job: Job) -> TableEntry:
                           N.SET_JOB_FEATURES_DROP: int(f.selective_drop)}))
 
 
+def pcn_entry(job_id: int, threshold: int) -> TableEntry:
+    """The ``pcn_job`` entry giving ``job_id`` its own PCN threshold."""
+    return TableEntry(N.PCN_JOB_TABLE, ((N.PCN_JOB_KEY_JOB, Exact(job_id)),),
+                      Action.of(N.SET_PCN_JOB, **{N.SET_PCN_JOB_THRESHOLD: threshold}))
+
+
+def pcn_threshold(job: Job, adapted: Mapping[int, int] | None = None) -> int | None:
+    """The PCN threshold in force for ``job``: the adapted value within its bounds while its
+    law is on, else the policy's; None when the job has no PCN setting."""
+    if job.pcn is None:
+        return None
+    value = (adapted or {}).get(job.job_id) if job.pcn.adapt else None
+    if value is None:
+        return job.pcn.threshold
+    return min(max(value, job.pcn.floor), job.pcn.ceiling)
+
+
 def translate(policy: Policy, slots: Mapping[RuleKey, int],
-              states: Mapping[int, JobState] | None = None) -> list[TableEntry]:
+              states: Mapping[int, JobState] | None = None,
+              pcn_thresholds: Mapping[int, int] | None = None) -> list[TableEntry]:
     """The entries of ``policy``: one ``gradient_class`` entry per rule (with the given slots),
-    and a ``job_features`` entry for each job that turns a mechanism off (no entry = all on)."""
+    a ``job_features`` entry for each job that turns a mechanism off (no entry = all on), and a
+    ``pcn_job`` entry for each job with a PCN setting (at its adapted threshold, if any)."""
     states = states or {}
     out: list[TableEntry] = []
     for job in policy.jobs:
         st = states.get(job.job_id, JobState())
         if job.features != Features():
             out.append(features_entry(job))
+        threshold = pcn_threshold(job, pcn_thresholds)
+        if threshold is not None:
+            out.append(pcn_entry(job.job_id, threshold))
         for rule in job.rules:
             push = rule.bound_at(st.round, st.critical)
             out.append(TableEntry(
