@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterator
 
 from controller import errors
 from controller import p4names as N
+from controller.jobs import REGIMES
 from controller.documents import DocumentError, check_depth, loads_json, one_line, short
 from controller.manager import NetworkController
 from controller.policy import empty_policy, parse_policy, set_features, set_rule
@@ -160,6 +161,58 @@ def _policy_phase(ctl: NetworkController, args: dict) -> Any:
                              _bool(args, "critical", False))
 
 
+MAX_LAYERS = N.LAYER_ID_MAX + 1
+_JOB_ID_MAX = (1 << N.JOB_ID_BITS) - 1
+
+
+def _number(v: Any, name: str) -> float | None:
+    """A finite non-negative JSON number, or None."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf"):
+        raise errors.ConfigError(f"{name}: must be a non-negative number, got {short(v)}")
+    return v
+
+
+def _numbers(args: dict, name: str, layers: int, *, integers: bool = False) -> list | None:
+    """A per-layer list of non-negative numbers (at most ``layers``), or None."""
+    v = args.get(name)
+    if v is None:
+        return None
+    if not isinstance(v, list) or len(v) > layers:
+        raise errors.ConfigError(f"{name}: must be a list of at most {layers} numbers, got {short(v)}")
+    out = [_number(x, f"{name}[{i}]") for i, x in enumerate(v)]
+    if integers and any(not isinstance(x, int) for x in out):
+        raise errors.ConfigError(f"{name}: must be integers, got {short(v)}")
+    return out
+
+
+def _job_policy(ctl: NetworkController, args: dict) -> Any:
+    return ctl.job_view(_int(args, "job", 0, _JOB_ID_MAX),  # type: ignore[arg-type]
+                        _int(args, "layers", 1, MAX_LAYERS))  # type: ignore[arg-type]
+
+
+def _job_report(ctl: NetworkController, args: dict) -> Any:
+    job = _int(args, "job", 0, _JOB_ID_MAX)
+    layers = _int(args, "layers", 1, MAX_LAYERS)
+    regime = args.get("regime")
+    if regime is not None and regime not in REGIMES:
+        raise errors.ConfigError(f"regime: must be one of {', '.join(REGIMES)} or null, got {short(regime)}")
+    report = {"round": _int(args, "round", 0, U32_MAX), "regime": regime,
+              "epoch": _int(args, "epoch", 0, U32_MAX, optional=True),
+              "tele_max_qdepth": _int(args, "tele_max_qdepth", 0, U32_MAX, optional=True)}
+    for name in ("push_s", "round_time_s", "deadline_s"):
+        report[name] = _number(args.get(name), name)
+    for name in ("delivered", "bounds"):
+        report[name] = _numbers(args, name, layers)  # type: ignore[arg-type]
+    report["violations"] = _numbers(args, "violations", layers, integers=True)  # type: ignore[arg-type]
+    return ctl.job_report(job, layers, report)  # type: ignore[arg-type]
+
+
+def _phase_show(ctl: NetworkController, args: dict) -> Any:
+    return ctl.phase_status(_int(args, "job", 0, _JOB_ID_MAX, optional=True))
+
+
 def _pcn_set(ctl: NetworkController, args: dict) -> Any:
     return ctl.set_pcn(_name(args, "switch"), _int(args, "port", 0, 511),  # type: ignore[arg-type]
                        _int(args, "threshold", 0, U32_MAX, optional=True),
@@ -175,6 +228,10 @@ COMMANDS: dict[str, Callable[[NetworkController, dict], Any]] = {
     "policy.clear": _policy_clear,
     "policy.set": _policy_set,
     "policy.phase": _policy_phase,
+    "policy.phase.show": _phase_show,
+    "job.policy": _job_policy,
+    "job.report": _job_report,
+    "jobs": lambda ctl, a: ctl.jobs_status(),
     "stats": lambda ctl, a: ctl.stats(_name(a, "switch", optional=True)),
     "pcn.show": lambda ctl, a: ctl.pcn_table(),
     "pcn.set": _pcn_set,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -150,14 +151,20 @@ def build_parser() -> argparse.ArgumentParser:
                     help="job switch: use the classes' priority queues (no: the DSCP queue of ordinary traffic)")
     st.add_argument("--selective-drop", type=_yes_no, metavar="yes|no",
                     help="job switch: budgeted selective drops (no: counted, never dropped)")
-    ph = _leaf(pol_sub, "phase", help="report a job's round and regime (phase-scheduled bounds)")
-    ph.add_argument("--job", type=_job, required=True, help="job id")
-    ph.add_argument("--round", type=_round, required=True, help="current training round")
-    ph.add_argument("--critical", type=_yes_no, default=False, metavar="yes|no",
-                    help="critical learning regime: use the phase's low bound")
+    ph = _leaf(pol_sub, "phase", help="show each job's live regime and who set it (PS report, "
+                                      "operator, policy); with --critical or --round, set it")
+    ph.add_argument("--job", type=_job, help="job id (show: default every job; set: required)")
+    ph.add_argument("--round", type=_round, help="current training round (set)")
+    ph.add_argument("--critical", type=_yes_no, metavar="yes|no",
+                    help="set the critical learning regime: the phase's low bound (set)")
 
-    s = _leaf(sub, "stats", help="per job/layer and per queue counters of each switch")
+    s = _leaf(sub, "stats", help="per job/layer and per queue counters of each switch, and the "
+                                 "jobs' host-side bound violations")
     s.add_argument("--switch", type=_switch_name, help="only this switch")
+    _watch_arguments(s)
+    jb = _leaf(sub, "jobs", help="running jobs: round, regime, policy epoch, per-layer delivered "
+                                 "vs bound, violations, last adaptation")
+    _watch_arguments(jb)
 
     pcn = sub.add_parser("pcn", help="show or set PCN/ECN thresholds")
     pcn_sub = pcn.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
@@ -174,6 +181,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     _leaf(sub, "switches", help="each switch: reachable, primary, pipeline loaded")
     return p
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got '{text[:30]}'") from None
+    if not 0.05 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be 0.05..3600 seconds, got {text[:30]}")
+    return value
+
+
+def _watch_arguments(leaf: argparse.ArgumentParser) -> None:
+    leaf.add_argument("--watch", action="store_true", help="refresh in place until Ctrl-C")
+    leaf.add_argument("--interval", type=_interval, default=1.0, help="seconds between refreshes (1)")
+    leaf.add_argument("--count", type=_bounded(1_000_000, "a positive integer"),
+                      help="with --watch: stop after this many refreshes")
 
 
 # -- requests ----------------------------------------------------------------------------------
@@ -199,9 +223,15 @@ def request_of(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
                 "loss_bound": args.loss_bound, "pull_bound": args.pull_bound,
                 "priority": args.priority, "drop_eligible": args.drop_eligible,
                 "drop_threshold": args.drop_threshold}
-        return "policy.phase", {"job": args.job, "round": args.round, "critical": args.critical}
+        if args.critical is None and args.round is None:
+            return "policy.phase.show", {"job": args.job}
+        if args.job is None:
+            raise errors.ConfigError("policy phase: setting the regime needs --job")
+        return "policy.phase", {"job": args.job, "round": args.round, "critical": bool(args.critical)}
     if args.command == "stats":
         return "stats", {"switch": args.switch}
+    if args.command == "jobs":
+        return "jobs", {}
     if args.command == "pcn":
         if args.action in ("show", "jobs", "adapt"):
             return f"pcn.{args.action}", {}
@@ -234,7 +264,8 @@ def run_direct(args: argparse.Namespace, cmd: str, cargs: dict[str, Any], sock: 
     topo = Topology.load(args.topology)
     config = read_bmv2_json(args.bmv2_json) if args.bmv2_json else None
     state_file = Path(args.state_file or f"logs/{topo.name}.controller.json")
-    if cmd in ("policy.set", "policy.phase", "policy.show", "policy.clear") and not state_file.exists():
+    if cmd in ("policy.set", "policy.phase", "policy.phase.show", "policy.show",
+               "policy.clear") and not state_file.exists():
         raise errors.ConfigError(f"no controller state at {state_file}: the current policy is unknown "
                                  "(give --state-file, or install one with `policy apply FILE`)")
     ctl = NetworkController(topo, load_p4info_file(args.p4info), config,
@@ -321,6 +352,51 @@ def _stage(c: dict, stage: str) -> str:
     return f"{st['dropped']}/{st['seen']} ({_pct(st['bound'])})"
 
 
+def _fmt_jobs(res: list[dict]) -> str:
+    if not res:
+        return "no jobs (a job appears once its hosts follow the controller: --controller)"
+    out = [_table([[j["job"], j["name"], "yes" if j["running"] else "no", j["round"],
+                    j["regime"], j["set_by"], j["epoch"],
+                    f"{j['effective_round']}{' (pending)' if j['pending'] else ''}", j["violations"],
+                    _adaptation(j["last_adaptation"])] for j in res],
+                   ["JOB", "NAME", "RUNNING", "ROUND", "REGIME", "SET BY", "EPOCH", "FROM ROUND",
+                    "VIOLATIONS", "LAST ADAPTATION"])]
+    for j in res:
+        if j["layers"]:
+            out.append(f"job {j['job']}: push delivered (last round) vs bound")
+            out.append(_table([[r["layer"], _pct(r["delivered"]), _pct(r["bound"]),
+                                "ok" if r["delivered"] >= 1 - r["bound"] - 1e-9 else "BELOW",
+                                r["violations"]] for r in j["layers"]],
+                              ["LAYER", "DELIVERED", "BOUND", "", "VIOLATIONS"]))
+    return "\n".join(out)
+
+
+def _adaptation(a: dict | None) -> str:
+    if not a:
+        return "-"
+    return f"round {a['round']}: {a['what']} (by {a['by']}, epoch {a['epoch']})"
+
+
+def _fmt_phase(res: list[dict]) -> str:
+    if not res:
+        return "no jobs in the policy"
+    return _table([[p["job"], p["name"], p["round"], p["regime"], p["set_by"],
+                    "yes" if p["scheduled"] else "no", p["epoch"], p["effective_round"],
+                    ", ".join(f"{b['layers'][0]}-{b['layers'][1]}: {_pct(b['push'])}" for b in p["bounds"])]
+                   for p in res],
+                  ["JOB", "NAME", "ROUND", "REGIME", "SET BY", "IN A PHASE", "EPOCH", "FROM ROUND",
+                   "PUSH BOUNDS NOW"])
+
+
+def _host_violations(jobs: list[dict]) -> str:
+    """The jobs' host-side violations (from the PS reports), for `gradctl stats`."""
+    if not jobs:
+        return "host-side bound violations: no job reports (hosts without --controller)"
+    return "host-side bound violations (PS reports): " + "; ".join(
+        f"job {j['job']} {j['violations']} over {len(j['rounds'])} recent rounds, round {j['round']}"
+        for j in jobs)
+
+
 def _fmt_pcn(res: list[dict]) -> str:
     return _table([[r["switch"], r.get("port"), r.get("peer"), r.get("normal"), r.get("pcn"),
                     r.get("starts"), r.get("arrivals"), r.get("expired")] if r["reachable"]
@@ -355,6 +431,7 @@ FORMATS: dict[str, Callable[[Any], str]] = {
     "switches": _fmt_switches, "policy.show": _fmt_policy_show, "policy.apply": _fmt_apply,
     "policy.clear": _fmt_apply,
     "policy.set": _fmt_apply, "policy.phase": _fmt_apply, "stats": _fmt_stats,
+    "policy.phase.show": _fmt_phase, "jobs": _fmt_jobs,
     "pcn.show": _fmt_pcn, "pcn.jobs": _fmt_pcn_jobs, "pcn.adapt": _fmt_pcn_adapt,
     "pcn.set": lambda r: f"{r['switch']} port {r['port']}: normal {r['normal']}, pcn {r['pcn']}",
 }
@@ -367,22 +444,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = policy_set_problem(args)
     if problem:
         parser.error(problem)
+    if getattr(args, "count", None) is not None and not args.watch:
+        parser.error("--count needs --watch")
     sock = Path(args.socket) if args.socket else default_socket()
     try:
         cmd, cargs = request_of(args)
         if args.command == "policy" and args.action == "apply" and args.check:
             print(f"{args.file}: valid")
             return 0
+        if getattr(args, "watch", False):
+            return _watch(args, cmd, cargs, sock)
         result = run_direct(args, cmd, cargs, sock) if args.direct else api.call(sock, cmd, cargs)
+        print(_render(args, cmd, result, sock))
     except errors.ControllerError as exc:
         print(f"gradctl: error: {exc}", file=sys.stderr)
         return 1
-    if args.json:
-        print(json.dumps(result, indent=2, sort_keys=True))
-    else:
-        print(FORMATS[cmd](result))
     if cmd == "switches" and not all(r["pipeline_loaded"] for r in result):
         return 3   # scripts can wait on "every switch ready"
+    return 0
+
+
+def _render(args: argparse.Namespace, cmd: str, result: Any, sock: Path) -> str:
+    if args.json:
+        return json.dumps(result, indent=2, sort_keys=True)
+    text = FORMATS[cmd](result)
+    if cmd == "stats" and not args.direct:
+        text += "\n" + _host_violations(api.call(sock, "jobs"))
+    return text
+
+
+CLEAR = "\x1b[H\x1b[2J"   # cursor home, clear screen
+
+
+def _watch(args: argparse.Namespace, cmd: str, cargs: dict[str, Any], sock: Path) -> int:
+    """Refresh ``cmd`` every --interval seconds in place (a JSON document per refresh with
+    --json) until Ctrl-C or --count refreshes."""
+    if args.direct:
+        raise errors.ConfigError("--watch needs the daemon (drop --direct)")
+    shown = 0
+    try:
+        while args.count is None or shown < args.count:
+            if shown:
+                time.sleep(args.interval)
+            text = _render(args, cmd, api.call(sock, cmd, cargs), sock)
+            if args.json:
+                print(json.dumps(json.loads(text)), flush=True)
+            else:
+                stamp = time.strftime("%H:%M:%S")
+                print(f"{CLEAR}gradctl {args.command} every {args.interval:g} s ({stamp}, Ctrl-C stops)"
+                      f"\n{text}", flush=True)
+            shown += 1
+    except KeyboardInterrupt:
+        pass
     return 0
 
 

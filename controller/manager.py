@@ -27,8 +27,11 @@ from controller.control_laws import PcnLawState, PcnObservation, pcn_step
 from controller.entries import Codec, Entity, TableEntry
 from controller.network import NetworkOptions, SwitchPlan, ecn_entry, plan_switch
 from controller.p4info import P4Info
-from controller.policy import (JobState, Policy, RuleKey, SlotInfo, assign_slots, empty_policy,
-                               parse_policy, pcn_threshold, rule_key, slot_table, translate)
+from controller.jobs import (CAUSES, SETTLE_TIMEOUT_S, JobRuntime, JobTracker, Pending,
+                             wire_epoch)
+from controller.policy import (JobState, Policy, PreviousGeneration, RuleKey, SlotInfo,
+                               assign_slots, empty_policy, host_view, job_signature, parse_policy,
+                               pcn_threshold, rule_key, slot_table, translate)
 from controller.statefile import read_state, write_state
 from controller.sync import Changes, Op, apply_changes, diff, rollback
 from controller.thrift import run_commands
@@ -124,6 +127,8 @@ class NetworkController:
         self.set_queues = set_queues
         self.reconnect_enabled = reconnect
         self.lock = threading.RLock()
+        self.settled = threading.Condition(self.lock)   # notified on every job report
+        self.jobs = JobTracker()
         self._stopping = threading.Event()
         self.ready = threading.Event()   # set by the owner once start-up programming is done
         self.state = self._load_state()
@@ -313,14 +318,51 @@ class NetworkController:
         return [n for n, ms in self.switches.items() if ms.conn.is_primary and ms.pipeline_loaded]
 
     # -- policy ----------------------------------------------------------------------------
-    def apply_policy(self, policy: Policy, job_states: dict[int, JobState] | None = None,
-                     pcn_thresholds: dict[int, int] | None = None) -> dict[str, Any]:
+    def apply_policy(self, policy: Policy, job_states: dict[int, JobState] | None = None, *,
+                     updates: dict[int, JobState] | None = None, cause: str = "operator",
+                     force: bool = True, pcn_thresholds: dict[int, int] | None = None) -> dict[str, Any]:
         """Install ``policy`` on every reachable switch as a diff, all or nothing.
 
-        A job whose PCN setting changed restarts its law from the policy's threshold."""
+        ``job_states`` replaces every job's state, ``updates`` changes some (merged into the
+        current states once any pending change they would collide with has applied). A job
+        whose switch or host behaviour changes gets a new policy epoch; while it runs, the
+        change applies from the round :meth:`JobRuntime.effective_round_for` gives (``cause``
+        ``ps`` = a report of its PS, else an operator or the policy's schedule) and its
+        previous entries stay for its previous epoch. ``force`` False skips the switches when
+        nothing changed (the per-round reports). ``pcn_thresholds`` replaces the jobs' adapted
+        PCN thresholds (the PCN law's output); a job whose PCN setting changed restarts its law
+        from the policy's threshold.
+        """
+        if cause not in CAUSES:
+            raise ValueError(cause)
         self.check_priorities(policy)
-        with self.lock:
-            states = dict(self.state.job_states if job_states is None else job_states)
+        give_up = time.monotonic() + SETTLE_TIMEOUT_S
+        with self.settled:
+            while True:
+                now = time.monotonic()
+                states = dict(self.state.job_states if job_states is None else job_states)
+                states.update(updates or {})
+                changed = [j for j in {*(x.job_id for x in policy.jobs),
+                                       *(x.job_id for x in self.state.policy.jobs)}
+                           if job_signature(self.state.policy.job(j), self.state.job_states.get(j, JobState()))
+                           != job_signature(policy.job(j), states.get(j, JobState()))]
+                blocked = [j for j in changed if self.jobs.get(j).blocks(cause, now)]
+                if not blocked:
+                    break
+                if now >= give_up:
+                    rt = self.jobs.get(blocked[0])
+                    raise errors.PolicyError(
+                        "job", f"job {rt.job_id}: its previous change (epoch {rt.epoch}) applies from "
+                               f"round {rt.effective_round} but its PS last reported round "
+                               f"{rt.last_round}; try again once it got there")
+                self.settled.wait(give_up - now)
+            generations = self._next_generations(policy, states, changed, cause, now)
+            pending = {j: g.pending.previous for j, g in generations.items() if g.pending is not None}
+            pending.update({j: p for j, p in self.jobs.pending().items()
+                            if j not in generations and policy.job(j) is not None})
+            if not force and not changed and pending == self.jobs.pending():
+                self.state.job_states = states
+                return {"switches": {}, "pending": [], "rules": None, "epochs": {}}
             slots = assign_slots(policy, self.state.slots)
             thresholds = dict(self.state.pcn_thresholds if pcn_thresholds is None else pcn_thresholds)
             for job in policy.jobs:
@@ -328,7 +370,8 @@ class NetworkController:
                 if old is None or old.pcn != job.pcn:
                     thresholds.pop(job.job_id, None)
                     self._pcn_laws.pop(job.job_id, None)
-            want = [self.codec.normalize(e) for e in translate(policy, slots, states, thresholds)]
+            want = [self.codec.normalize(e) for e in translate(policy, slots, states, pending,
+                                                               thresholds)]
             done: list[tuple[str, list[Op]]] = []
             summary: dict[str, Any] = {}
             skipped = [n for n in self.switches if n not in self.reachable()]
@@ -352,8 +395,45 @@ class NetworkController:
                 summary[name] = changes.summary()
             self.state.policy, self.state.slots, self.state.job_states = policy, slots, states
             self.state.pcn_thresholds = thresholds
+            for j, rt in self.jobs.jobs.items():
+                if j not in generations and rt.pending is not None and policy.job(j) is None:
+                    rt.pending = None
+            for j, gen in generations.items():
+                self.jobs.jobs[j] = gen
+                self.log(f"job {j}: epoch {gen.epoch} applies from round {gen.effective_round} "
+                         f"({gen.last_adaptation['what'] if gen.last_adaptation else 'change'}, "
+                         f"by {cause})")
             self._save_state()
-            return {"switches": summary, "pending": skipped, "rules": len(want)}
+            return {"switches": summary, "pending": skipped, "rules": len(want),
+                    "epochs": {str(j): {"epoch": g.epoch, "effective_round": g.effective_round}
+                               for j, g in generations.items()}}
+
+    def _next_generations(self, policy: Policy, states: dict[int, JobState], changed: list[int],
+                          cause: str, now: float) -> dict[int, JobRuntime]:
+        """Copies of the changed jobs' runtimes with their new epoch (committed by the caller
+        once every switch took the entries)."""
+        out: dict[int, JobRuntime] = {}
+        for j in changed:
+            rt = self.jobs.get(j)
+            new = JobRuntime(**{k: getattr(rt, k) for k in rt.__dataclass_fields__})
+            old_job = self.state.policy.job(j)
+            # a job new to an idle tracker starts at epoch 1; every later change counts
+            new.epoch = rt.epoch if old_job is None and not rt.running(now) else rt.epoch + 1
+            new.effective_round = rt.effective_round_for(cause, now)
+            if not rt.running(now) or old_job is None or policy.job(j) is None:
+                new.pending = None
+            elif rt.pending is not None:   # not blocked: merged into the pending change
+                new.pending = rt.pending
+            else:
+                new.pending = Pending(PreviousGeneration(wire_epoch(rt.epoch), old_job,
+                                                         self.state.job_states.get(j, JobState())),
+                                      rt.epoch, new.effective_round)
+            new.last_adaptation = {"round": new.effective_round, "epoch": new.epoch, "by": cause,
+                                   "what": _what_changed(old_job, self.state.job_states.get(j, JobState()),
+                                                         policy.job(j), states.get(j, JobState())),
+                                   "at": time.time()}
+            out[j] = new
+        return out
 
     def check_priorities(self, policy: Policy) -> None:
         """Every rule's queue must exist on every switch (BMv2 drops priorities >= its queues)."""
@@ -369,12 +449,147 @@ class NetworkController:
                         f"({fewest.priority_queues} priority queues: 0..{fewest.priority_queues - 1})")
 
     def set_job_state(self, job_id: int, round_: int | None, critical: bool) -> dict[str, Any]:
-        """Tell the controller a job's round/regime; re-applies phase-dependent bounds."""
+        """An operator sets a job's round/regime; re-applies phase-dependent bounds."""
         if self.state.policy.job(job_id) is None:
             raise errors.PolicyError("job", f"no job {job_id} in the current policy")
-        states = dict(self.state.job_states)
-        states[job_id] = JobState(round_, critical)
-        return self.apply_policy(self.state.policy, states)
+        with self.lock:
+            if round_ is None:
+                round_ = self.state.job_states.get(job_id, JobState()).round
+            result = self.apply_policy(self.state.policy, updates={job_id: JobState(round_, critical)})
+            self.jobs.get(job_id).set_by = "operator"
+            return result
+
+    # -- jobs (the hosts' side of the policy) ----------------------------------------------
+    def job_view(self, job_id: int, layers: int, *, fetch: bool = True) -> dict[str, Any]:
+        """The host view of ``job_id`` for a model of ``layers`` layers (docs/contracts.md)."""
+        with self.lock:
+            job = self.state.policy.job(job_id)
+            if job is None:
+                raise errors.PolicyError("job", f"no job {job_id} in the current policy")
+            rt = self.jobs.touch(job_id) if fetch else self.jobs.get(job_id)
+            if fetch:
+                rt.fetched = True
+            view = host_view(job, self.state.job_states.get(job_id, JobState()), layers)
+            view["phase"]["set_by"] = rt.set_by
+            view.update(job=job_id, name=job.name, epoch=rt.epoch, wire_epoch=wire_epoch(rt.epoch),
+                        effective_round=rt.effective_round, previous=None)
+            if rt.pending is not None:
+                prev = rt.pending.previous
+                old = host_view(prev.job, prev.state, layers)
+                old.update(epoch=rt.pending.previous_epoch, wire_epoch=prev.wire_epoch)
+                view["previous"] = old
+            return view
+
+    def job_report(self, job_id: int, layers: int, report: dict[str, Any]) -> dict[str, Any]:
+        """A PS's report of one round: retire a previous generation it passed, follow its
+        regime, record the round (with this round's push drops on the switches); the view."""
+        round_ = report["round"]
+        with self.settled:
+            if self.state.policy.job(job_id) is None:
+                raise errors.PolicyError("job", f"no job {job_id} in the current policy")
+            rt = self.jobs.touch(job_id)
+            rt.last_round = round_
+            retired = rt.pending is not None and round_ >= rt.pending.effective_round
+            if retired:
+                self.log(f"job {job_id}: round {round_} reached, epoch {rt.pending.previous_epoch}'s "
+                         "entries removed")
+                rt.pending = None
+            old = self.state.job_states.get(job_id, JobState())
+            regime = report.get("regime")
+            critical = old.critical if regime is None else regime == "critical"
+            if regime is not None:
+                rt.set_by = "ps"
+            try:
+                if not rt.blocks("ps", time.monotonic()):   # else: the next report applies it
+                    self.apply_policy(self.state.policy, cause="ps", force=retired,
+                                      updates={job_id: JobState(round_ + 1, critical)})
+            finally:
+                self.settled.notify_all()
+            rt = self.jobs.get(job_id)
+            switch = self._job_push_counts(job_id, rt)
+            violations = report.get("violations") or []
+            rt.violations = [a + b for a, b in zip(rt.violations or [0] * len(violations), violations)]
+            rt.reports.append({**{k: report.get(k) for k in (
+                "round", "regime", "push_s", "round_time_s", "delivered", "bounds", "violations",
+                "deadline_s", "tele_max_qdepth", "epoch")}, "switch_push": switch})
+            view = self.job_view(job_id, layers, fetch=False)
+            view["switch_push"] = switch
+            return view
+
+    def _job_push_counts(self, job_id: int, rt: JobRuntime) -> dict[str, int] | None:
+        """This round's push-stage (seen, dropped) of the job's classes over every reachable
+        switch (the change since the previous report), or None when no switch answered."""
+        slots = [i.slot for i in self.slot_infos() if i.job_id == job_id]
+        seen = dropped = 0
+        answered = False
+        for name in self.reachable():
+            reqs = [self.codec.counter_request(c, N.stage_index(slot, False)) for slot in slots
+                    for c in (N.STAGE_SEEN_CTR, N.STAGE_DROPPED_CTR)]
+            if not reqs:
+                continue
+            try:
+                rows = list(map(self.codec.decode_counter, self.switches[name].conn.read(reqs)))
+            except errors.ControllerError as exc:
+                self.log(f"{name}: {exc}")
+                continue
+            answered = True
+            seen += sum(pk for c, _, pk, _ in rows if c == N.STAGE_SEEN_CTR)
+            dropped += sum(pk for c, _, pk, _ in rows if c == N.STAGE_DROPPED_CTR)
+        if not answered:
+            return None
+        before = rt.switch_totals
+        rt.switch_totals = (seen, dropped)
+        if before is None:
+            return None
+        return {"seen": seen - before[0], "dropped": dropped - before[1]}
+
+    def jobs_status(self) -> list[dict[str, Any]]:
+        """Every job that fetched its view or reported: round, regime, epoch, per-layer delivered
+        vs bound, violations, recent rounds, last adaptation."""
+        now = time.monotonic()
+        out = []
+        with self.lock:
+            for j, rt in sorted(self.jobs.jobs.items()):
+                job = self.state.policy.job(j)
+                if job is None or not (rt.fetched or rt.last_round is not None):
+                    continue
+                st = self.state.job_states.get(j, JobState())
+                last = rt.reports[-1] if rt.reports else {}
+                delivered = last.get("delivered") or []
+                bounds = last.get("bounds") or []
+                out.append({
+                    "job": j, "name": job.name, "running": rt.running(now), "round": rt.last_round,
+                    "regime": "critical" if st.critical else "normal", "set_by": rt.set_by,
+                    "epoch": rt.epoch, "effective_round": rt.effective_round,
+                    "pending": rt.pending is not None,
+                    "layers": [{"layer": i, "delivered": d, "bound": b,
+                                "violations": rt.violations[i] if i < len(rt.violations) else 0}
+                               for i, (d, b) in enumerate(zip(delivered, bounds))],
+                    "violations": sum(rt.violations), "rounds": list(rt.reports),
+                    "last_adaptation": rt.last_adaptation,
+                    "age_s": round(now - rt.last_seen, 3)})
+        return out
+
+    def phase_status(self, job_id: int | None = None) -> list[dict[str, Any]]:
+        """Per job of the policy: round, regime and who set it, and the phase bounds now."""
+        out = []
+        with self.lock:
+            for job in self.state.policy.jobs:
+                if job_id is not None and job.job_id != job_id:
+                    continue
+                st = self.state.job_states.get(job.job_id, JobState())
+                rt = self.jobs.get(job.job_id)
+                scheduled = st.round is not None and any(
+                    ph.rounds[0] <= st.round <= ph.rounds[1] for r in job.rules for ph in r.phases)
+                out.append({"job": job.job_id, "name": job.name, "round": st.round,
+                            "regime": "critical" if st.critical else "normal", "set_by": rt.set_by,
+                            "scheduled": scheduled, "epoch": rt.epoch,
+                            "effective_round": rt.effective_round,
+                            "bounds": [{"layers": list(r.layers), "mag_classes": list(r.mag_classes),
+                                        "push": r.bound_at(st.round, st.critical)} for r in job.rules]})
+            if job_id is not None and not out:
+                raise errors.PolicyError("job", f"no job {job_id} in the current policy")
+        return out
 
     def slot_infos(self) -> list[SlotInfo]:
         """What each budget slot of the current policy stands for."""
@@ -617,3 +832,21 @@ class NetworkController:
                 return True
             time.sleep(0.05)
         return False
+
+
+def _what_changed(old_job: Any, old: JobState, new_job: Any, new: JobState) -> str:
+    """A short description of a job's change, for logs and `gradctl jobs`."""
+    if old_job is None:
+        return "job added"
+    if new_job is None:
+        return "job removed"
+    if old.critical != new.critical:
+        return f"regime {'critical' if new.critical else 'normal'}"
+    parts = []
+    for r_old, r_new in zip(old_job.rules, new_job.rules):
+        a, b = r_old.bound_at(old.round, old.critical), r_new.bound_at(new.round, new.critical)
+        if a != b or r_old.layers != r_new.layers:
+            parts.append(f"layers {r_new.layers[0]}-{r_new.layers[1]} push {a:g}->{b:g}")
+    if len(old_job.rules) != len(new_job.rules):
+        parts.append(f"{len(old_job.rules)}->{len(new_job.rules)} rules")
+    return "; ".join(parts) or "rules changed"

@@ -28,11 +28,15 @@ from controller.errors import PolicyError
 
 DEFAULT_DROP_THRESHOLD = 16
 CLASS_ENTRY_PRIORITY = 1   # rules of one job never overlap, so one priority serves all
+PREVIOUS_ENTRY_PRIORITY = 2   # a pending change's previous entries, matched on the policy epoch
+MAG_CLASSES = N.MAG_CLASS_MAX + 1
 
 _TOP_KEYS = {"version", "defaults", "jobs"}
 _DEFAULT_KEYS = {"priority", "drop_eligible", "drop_threshold", "mag_classes"}
 _FEATURE_KEYS = ("spray", "prioritize", "selective_drop")
-_JOB_KEYS = {"job", "name", "layers", "phases", "early_close", "pcn", *_FEATURE_KEYS}
+_JOB_KEYS = {"job", "name", "layers", "phases", "hole_fill", "early_close", "pcn", *_FEATURE_KEYS}
+# The push-stage hole-filling modes of the host agents (docs/contracts.md, Job policy).
+HOLE_FILLS = ("zero", "previous", "mean-delivered")
 _PCN_KEYS = {"threshold", "adapt", "floor", "ceiling"}
 EARLY_CLOSE_LAWS = ("telemetry", "adaptive", "fixed")   # hosts/transport/deadline.py
 PCN_THRESHOLD_MAX = 1000   # packets; far above any queue the switches run
@@ -100,6 +104,7 @@ class Job:
     name: str
     rules: tuple[Rule, ...]
     features: Features = Features()
+    hole_fill: str | None = None   # the hosts' push-stage hole filling; None = their flag
     early_close: str = "telemetry"
     pcn: PcnSetting | None = None
 
@@ -274,6 +279,9 @@ def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
             raise _fail(f"{jp}.name", f"must be a non-empty string, got {_kind(name)}")
         job_phases = _phases(rj["phases"], f"{jp}.phases") if "phases" in rj else ()
         features = Features(*(_bool(rj.get(k, True), f"{jp}.{k}") for k in _FEATURE_KEYS))
+        hole_fill = rj.get("hole_fill")
+        if hole_fill is not None and hole_fill not in HOLE_FILLS:
+            raise _fail(f"{jp}.hole_fill", f"must be one of {', '.join(HOLE_FILLS)}, got {short(hole_fill)}")
         early_close = rj.get("early_close", "telemetry")
         if early_close not in EARLY_CLOSE_LAWS:
             raise _fail(f"{jp}.early_close", f"must be one of {', '.join(EARLY_CLOSE_LAWS)}, "
@@ -317,7 +325,7 @@ def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
         n_rules += len(rules)
         if n_rules > N.NUM_SLOTS:
             raise _fail(f"{jp}.layers", f"more than {N.NUM_SLOTS} rules in all (the switch's slots)")
-        jobs.append(Job(job_id, name, tuple(rules), features, early_close, pcn))
+        jobs.append(Job(job_id, name, tuple(rules), features, hole_fill, early_close, pcn))
     if not jobs and not allow_empty:
         raise _fail("jobs", f"no jobs in the policy: {EMPTY_POLICY_HINT}")
     return Policy(tuple(jobs), copy.deepcopy(doc))
@@ -459,14 +467,47 @@ def pcn_threshold(job: Job, adapted: Mapping[int, int] | None = None) -> int | N
     if value is None:
         return job.pcn.threshold
     return min(max(value, job.pcn.floor), job.pcn.ceiling)
+@dataclass(frozen=True)
+class PreviousGeneration:
+    """A job's policy before a pending change: its rules, its state, its wire epoch."""
+
+    wire_epoch: int
+    job: Job
+    state: JobState
+
+
+def class_entry(job: Job, rule: Rule, slot: int, st: JobState,
+                wire_epoch: int | None = None) -> TableEntry:
+    """The ``gradient_class`` entry of one rule; ``wire_epoch`` None matches every policy epoch
+    (the job's current entry), else only that epoch, at a higher priority (a previous entry)."""
+    push = rule.bound_at(st.round, st.critical)
+    match = [(N.CLASS_KEY_JOB, Ternary(job.job_id, (1 << N.JOB_ID_BITS) - 1)),
+             (N.CLASS_KEY_LAYER, Range(*rule.layers)),
+             (N.CLASS_KEY_MAG, Range(*rule.mag_classes))]
+    if wire_epoch is not None:
+        match.append((N.CLASS_KEY_EPOCH, Ternary(wire_epoch, 0xFF)))
+    return TableEntry(
+        N.CLASS_TABLE, tuple(match),
+        Action.of(N.SET_CLASS, **{
+            N.SET_CLASS_PRIO: rule.priority,
+            N.SET_CLASS_ELIGIBLE: int(rule.drop_eligible),
+            N.SET_CLASS_SLOT: slot,
+            N.SET_CLASS_PUSH_BOUND: basis_points(push),
+            N.SET_CLASS_PULL_BOUND: basis_points(min(rule.pull_bound, push)),
+            N.SET_CLASS_DROP_THRESHOLD: rule.drop_threshold}),
+        priority=CLASS_ENTRY_PRIORITY if wire_epoch is None else PREVIOUS_ENTRY_PRIORITY)
 
 
 def translate(policy: Policy, slots: Mapping[RuleKey, int],
               states: Mapping[int, JobState] | None = None,
+              previous: Mapping[int, PreviousGeneration] | None = None,
               pcn_thresholds: Mapping[int, int] | None = None) -> list[TableEntry]:
     """The entries of ``policy``: one ``gradient_class`` entry per rule (with the given slots),
     a ``job_features`` entry for each job that turns a mechanism off (no entry = all on), and a
-    ``pcn_job`` entry for each job with a PCN setting (at its adapted threshold, if any)."""
+    ``pcn_job`` entry for each job with a PCN setting (at its adapted threshold, if any).
+    ``previous``: per job with a pending change, its previous rules again, for its previous
+    wire epoch only (a previous rule without a slot in ``slots`` any more is left out: its
+    packets get the current entries)."""
     states = states or {}
     out: list[TableEntry] = []
     for job in policy.jobs:
@@ -477,21 +518,56 @@ def translate(policy: Policy, slots: Mapping[RuleKey, int],
         if threshold is not None:
             out.append(pcn_entry(job.job_id, threshold))
         for rule in job.rules:
-            push = rule.bound_at(st.round, st.critical)
-            out.append(TableEntry(
-                N.CLASS_TABLE,
-                ((N.CLASS_KEY_JOB, Ternary(job.job_id, (1 << N.JOB_ID_BITS) - 1)),
-                 (N.CLASS_KEY_LAYER, Range(*rule.layers)),
-                 (N.CLASS_KEY_MAG, Range(*rule.mag_classes))),
-                Action.of(N.SET_CLASS, **{
-                    N.SET_CLASS_PRIO: rule.priority,
-                    N.SET_CLASS_ELIGIBLE: int(rule.drop_eligible),
-                    N.SET_CLASS_SLOT: slots[rule_key(job, rule)],
-                    N.SET_CLASS_PUSH_BOUND: basis_points(push),
-                    N.SET_CLASS_PULL_BOUND: basis_points(min(rule.pull_bound, push)),
-                    N.SET_CLASS_DROP_THRESHOLD: rule.drop_threshold}),
-                priority=CLASS_ENTRY_PRIORITY))
+            out.append(class_entry(job, rule, slots[rule_key(job, rule)], st))
+    for gen in (previous or {}).values():
+        for rule in gen.job.rules:
+            slot = slots.get(rule_key(gen.job, rule))
+            if slot is not None:
+                out.append(class_entry(gen.job, rule, slot, gen.state, gen.wire_epoch))
     return out
+
+
+def job_signature(job: Job | None, st: JobState) -> tuple:
+    """What a job's switches and hosts do under ``st``: equal signatures = nothing to change."""
+    if job is None:
+        return ()
+    return (job.features, job.hole_fill,
+            tuple((r.layers, r.mag_classes, r.bound_at(st.round, st.critical), r.pull_bound,
+                   r.priority, r.drop_eligible, r.drop_threshold) for r in job.rules))
+
+
+def host_view(job: Job, st: JobState, num_layers: int) -> dict[str, Any]:
+    """What the hosts of ``job`` follow under ``st`` for a model of ``num_layers`` layers
+    (docs/contracts.md, Job policy): per layer the tightest bound of the rules covering it
+    (0 where none does), the drop-eligible magnitude classes, each class's queue, and the
+    DBLP phase's P_low/P_high at the state's round."""
+    push: list[float] = []
+    pull: list[float] = []
+    droppable: list[list[int]] = []
+    priorities: list[list[int | None]] = []
+    p_low: list[float | None] = []
+    p_high: list[float | None] = []
+    scheduled = False
+    for layer in range(num_layers):
+        rules = [r for r in job.rules if r.layers[0] <= layer <= r.layers[1]]
+        bounds = [r.bound_at(st.round, st.critical) for r in rules]
+        push.append(min(bounds, default=0.0))
+        pull.append(min((min(r.pull_bound, b) for r, b in zip(rules, bounds)), default=0.0))
+        droppable.append(sorted({m for r, b in zip(rules, bounds) if r.drop_eligible and b > 0
+                                 for m in range(r.mag_classes[0], r.mag_classes[1] + 1)}))
+        priorities.append([next((r.priority for r in rules
+                                 if r.mag_classes[0] <= m <= r.mag_classes[1]), None)
+                           for m in range(MAG_CLASSES)])
+        phases = [ph for r in rules for ph in r.phases
+                  if st.round is not None and ph.rounds[0] <= st.round <= ph.rounds[1]]
+        scheduled = scheduled or bool(phases)
+        p_low.append(min((ph.low for ph in phases), default=None))
+        p_high.append(min((ph.high for ph in phases), default=None))
+    return {"layers": num_layers, "push_bounds": push, "pull_bounds": pull,
+            "droppable": droppable, "priorities": priorities, "hole_fill": job.hole_fill,
+            "phase": {"scheduled": scheduled, "regime": "critical" if st.critical else "normal",
+                      "p_low": p_low if scheduled else None,
+                      "p_high": p_high if scheduled else None}}
 
 
 def slot_table(policy: Policy, slots: Mapping[RuleKey, int],

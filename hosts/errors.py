@@ -19,3 +19,7 @@ class PacketError(HostsError):
 
 class PeerTimeout(HostsError):
     """A peer sent nothing for longer than the configured timeout (dead or unreachable)."""
+
+
+class ControllerUnreachable(HostsError):
+    """The controller named by --controller did not answer, or answered with an error."""

@@ -30,7 +30,7 @@ class GradientHeader(Packet):
         ShortField("layer_id", 0),
         IntField("round", 0),
         ByteField("mag_class", 0),
-        ByteField("reserved", 0),
+        ByteField("policy_epoch", 0),
         ShortField("payload_len", None),
         IntField("chunk_seq", 0),
         IntField("elem_offset", 0),

@@ -6,8 +6,11 @@ Logs JSON lines: `start` (the transport as configured), `round` (completion time
 delivered fraction, bound violations, deadline, the switches' telemetry, bytes,
 retransmissions), `violation` (a push closed by its deadline with more loss than the bound),
 `adaptation` (the Early Close deadline changed: round from which it applies, value, reason;
-docs/control-laws.md), `epoch` (loss, accuracy on the held-out
-digits) and `done` (violations per layer over the run).
+docs/control-laws.md), `epoch` (loss, accuracy on the held-out digits), `policy` (with
+--controller: the round from which a generation of the job's policy applies, its epoch and
+bounds) and `done` (violations per layer over the run).
+With --controller the PS follows the controller's policy for its job and reports each round
+(regime per DBLP, delivered fractions, violations) before the round's pull.
 Run: python -m hosts.ps --workers N [--port 19527] [--transport ltp|tcp|mlt] ...
 """
 from __future__ import annotations
@@ -20,10 +23,11 @@ import numpy as np
 
 from hosts import wire
 from hosts.cli import agent_main, check_port
-from hosts.errors import ConfigError
-from hosts.exchange.config import add_transport_arguments, config_from_args
+from hosts.errors import ConfigError, ControllerUnreachable
+from hosts.exchange.config import add_transport_arguments, config_from_args, following
 from hosts.exchange.factory import server_exchange
 from hosts.jsonlog import JsonLog
+from hosts.policy_client import PolicyClient, PolicyView
 from hosts.training import dataset
 from hosts.training.aggregate import PushAggregator
 from hosts.training.mlp import MLP, MomentumSGD
@@ -65,12 +69,21 @@ def serve(args: argparse.Namespace) -> None:
     per_epoch = dataset.rounds_per_epoch(data, args.workers, args.batch)
     total = args.rounds if args.rounds is not None else args.epochs * per_epoch
     optimizer = MomentumSGD(args.lr, args.momentum)
+    # With a controller the PS always detects its regime (DBLP) and reports it; the policy's
+    # phases turn it into bounds. Without one, --phase-aware applies P_high itself.
     phase = (PhaseSchedule(model.num_layers, config.phase_high_delta,
                            check_every=config.phase_check_rounds, per_layer=config.phase_per_layer)
-             if config.phase_aware else None)
+             if config.phase_aware or config.controller else None)
+    flag_hole_fill = config.hole_fill
+    client = PolicyClient(config.controller, config.job_id, model.num_layers) if config.controller else None
+    view: PolicyView | None = client.fetch() if client else None
+    if view is not None:
+        config = following(config, view.at(0), flag_hole_fill)
     push_bounds = config.bounds.push
     aggregator = PushAggregator(config.hole_fill)
     log = JsonLog(args.log, role="ps", transport=config.kind)
+    if view is not None:
+        log.write("policy", round=0, effective_round=view.effective_round, **view.at(0).summary())
     exchange = server_exchange(config, plan, args.workers, (args.bind, args.port))
     log.write("start", workers=args.workers, port=args.port, model=sizes,
               layer_sizes=plan.layer_sizes, chunks=plan.chunk_counts, rounds=total,
@@ -78,10 +91,12 @@ def serve(args: argparse.Namespace) -> None:
               pull_bounds=list(config.bounds.pull), config=config.summary())
     violations = [0] * model.num_layers
     started = time.monotonic()
+    round_time: float | None = None
     try:
         for rnd in range(total):
             before = exchange.counters.snapshot()
             bounds_now = push_bounds
+            epoch_now = view.at(rnd).epoch if view is not None else None
             gathered = exchange.gather(rnd, tuple(1.0 - b for b in bounds_now))
             round_violations = [0] * model.num_layers
             for rank in sorted(gathered.fractions):
@@ -100,11 +115,30 @@ def serve(args: argparse.Namespace) -> None:
             layer_norms = [float(np.sqrt(np.dot(g, g))) for g in grads]
             norm = float(np.sqrt(sum(n * n for n in layer_norms)))
             epoch_end = (rnd + 1) % per_epoch == 0
-            if phase is not None and phase.observe(layer_norms):
-                push_bounds = phase.bounds(config.bounds.push)
+            checked = phase.observe(layer_norms) if phase is not None else False
+            if client is not None and view is not None:
+                view = _report(client, view, log,
+                    rnd, regime=None if phase is None else
+                    ("normal" if phase.phase == "high" else "critical"),
+                    push_s=round(gathered.seconds, 6), round_time_s=round_time,
+                    delivered=[round(f, 4) for f in gathered.mean_fractions()],
+                    bounds=list(bounds_now), violations=round_violations,
+                    deadline_s=None if gathered.deadline == float("inf") else gathered.deadline,
+                    tele_max_qdepth=None, epoch=epoch_now)
+                # this round's pull keeps this round's generation; the next push gets its own
+                exchange.config = following(config, view.at(rnd), flag_hole_fill)
+                upcoming = view.at(rnd + 1)
+                if upcoming.epoch != view.at(rnd).epoch:
+                    log.write("policy", round=rnd + 1, effective_round=view.effective_round,
+                              **upcoming.summary())
+                push_bounds = upcoming.bounds.push
+                aggregator.fill = following(config, upcoming, flag_hole_fill).hole_fill
+            elif checked and config.phase_aware:
+                push_bounds = phase.bounds(config.bounds.push)   # type: ignore[union-attr]
             last = rnd == total - 1
             pull_s = exchange.scatter(rnd, params, last,
                                       None if last else tuple(1.0 - b for b in push_bounds))
+            round_time = round(gathered.seconds + pull_s, 6)
             delta = exchange.counters.since(before)
             log.write("round", round=rnd, epoch=rnd // per_epoch,
                       time_s=round(gathered.seconds + pull_s, 6),
@@ -120,7 +154,8 @@ def serve(args: argparse.Namespace) -> None:
                       retransmissions=delta.get("retransmissions", 0),
                       retx_received=delta.get("retx_received", 0),
                       drops={k: v for k, v in delta.items() if k.startswith("drop_")},
-                      phase=None if phase is None else phase.phase)
+                      phase=None if phase is None else phase.phase, policy_epoch=epoch_now,
+                      switch_push=None if view is None else view.switch_push)
             if epoch_end or last:
                 train_loss, _ = model.evaluate(data.x_train, data.y_train)
                 test_loss, accuracy = model.evaluate(data.x_test, data.y_test)
@@ -133,6 +168,17 @@ def serve(args: argparse.Namespace) -> None:
     finally:
         exchange.close()
         log.close()
+
+
+def _report(client: PolicyClient, view: PolicyView, log: JsonLog, round_: int,
+            **stats: object) -> PolicyView:
+    """Report ``round_``; the view the controller answers, or (controller gone mid-job: a
+    restart) the last one, logged as a `controller` event."""
+    try:
+        return client.report(round_, **stats)
+    except ControllerUnreachable as exc:
+        log.write("controller", round=round_, error=str(exc), kept_epoch=view.at(round_ + 1).epoch)
+        return PolicyView(view.at(round_ + 1), 0, None)
 
 
 def _ms(seconds: float) -> float | None:

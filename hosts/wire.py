@@ -41,7 +41,7 @@ FLAG_CRITICAL = 0x10
 # classification, priority or loss budget; per-flow hashing). The MLT baseline sets it.
 FLAG_PLAIN = 0x20
 
-# version/kind, flags, job, rank, layer, round, mag_class, reserved, payload_len, chunk_seq,
+# version/kind, flags, job, rank, layer, round, mag_class, policy_epoch, payload_len, chunk_seq,
 # elem_offset, tele_max_qdepth, tele_hops, tele_qdelay_us
 HEADER = struct.Struct("!BBHHHIBBHIIHHI")
 assert HEADER.size == HEADER_LEN
@@ -69,23 +69,25 @@ class Header:
     tele_hops: int = 0
     tele_qdelay_us: int = 0
     version: int = VERSION
-    reserved: int = 0
+    policy_epoch: int = 0
 
     def pack(self) -> bytes:
         """The 32 header bytes."""
         return pack_header(self.kind, self.flags, self.job_id, self.worker_rank, self.layer_id,
                            self.round, self.mag_class, self.payload_len, self.chunk_seq,
                            self.elem_offset, self.tele_max_qdepth, self.tele_hops,
-                           self.tele_qdelay_us, version=self.version, reserved=self.reserved)
+                           self.tele_qdelay_us, version=self.version,
+                           policy_epoch=self.policy_epoch)
 
 
 def pack_header(kind: int, flags: int, job_id: int, worker_rank: int, layer_id: int,
                 round_: int, mag_class: int = 0, payload_len: int = 0, chunk_seq: int = 0,
                 elem_offset: int = 0, tele_max_qdepth: int = 0, tele_hops: int = 0,
-                tele_qdelay_us: int = 0, *, version: int = VERSION, reserved: int = 0) -> bytes:
+                tele_qdelay_us: int = 0, *, version: int = VERSION,
+                policy_epoch: int = 0) -> bytes:
     """Pack one header with the precompiled struct (the per-packet fast path)."""
     return HEADER.pack((version << 4) | (kind & 0xF), flags, job_id, worker_rank, layer_id,
-                       round_, mag_class, reserved, payload_len, chunk_seq, elem_offset,
+                       round_, mag_class, policy_epoch, payload_len, chunk_seq, elem_offset,
                        tele_max_qdepth, tele_hops, tele_qdelay_us)
 
 
@@ -93,7 +95,7 @@ def unpack_header(data: bytes | memoryview) -> Header:
     """Decode the header at the start of `data`; PacketError('truncated'|'corrupt') if bad."""
     if len(data) < HEADER_LEN:
         raise PacketError("truncated", f"{len(data)} bytes, header needs {HEADER_LEN}")
-    (vk, flags, job, rank, layer, rnd, mag, reserved, plen, seq, off, qd, hops,
+    (vk, flags, job, rank, layer, rnd, mag, epoch, plen, seq, off, qd, hops,
      qdelay) = HEADER.unpack_from(data)
     version = vk >> 4
     if version != VERSION:
@@ -103,7 +105,7 @@ def unpack_header(data: bytes | memoryview) -> Header:
     if len(data) - HEADER_LEN > plen:
         raise PacketError("corrupt", f"payload_len {plen} but {len(data) - HEADER_LEN} bytes")
     return Header(vk & 0xF, flags, job, rank, layer, rnd, mag, plen, seq, off, qd, hops, qdelay,
-                  version, reserved)
+                  version, epoch)
 
 
 # ---- PCN encoding in the IPv4 TOS byte: bit 7 START, bit 6 ACK, bits 5..2 threshold/5, 1..0 ECN

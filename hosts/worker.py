@@ -3,7 +3,9 @@ them with the parameter server every round (push gradients, pull parameters).
 
 Logs JSON lines `start` (the transport as configured), `round` (push/pull time, pull delivered
 fraction, pull bound violations, bytes, retransmissions), `violation` (a pull closed by its
-deadline with more loss than the pull bound) and `done` (violations per layer over the run).
+deadline with more loss than the pull bound), `policy` (with --controller: the round from which
+a generation of the job's policy applies) and `done` (violations per layer over the run).
+With --controller the worker fetches its job's policy view at the start of every round.
 Run: python -m hosts.worker --rank R --workers N --ps IP [--ps-port 19527] [--transport ...]
 """
 from __future__ import annotations
@@ -14,10 +16,11 @@ import time
 
 from hosts import wire
 from hosts.cli import agent_main, check_port, resolve_ipv4
-from hosts.errors import ConfigError
-from hosts.exchange.config import add_transport_arguments, config_from_args
+from hosts.errors import ConfigError, ControllerUnreachable
+from hosts.exchange.config import add_transport_arguments, config_from_args, following
 from hosts.exchange.factory import worker_exchange
 from hosts.jsonlog import JsonLog
+from hosts.policy_client import PolicyClient
 from hosts.training import dataset
 from hosts.training.mlp import MLP
 from hosts.training.model_args import add_model_arguments, model_sizes
@@ -59,15 +62,32 @@ def work(args: argparse.Namespace) -> None:
     log = JsonLog(args.log, role="worker", rank=args.rank, transport=config.kind)
     ps = (resolve_ipv4(args.ps, "--ps"), check_port(args.ps_port, "--ps-port"))
     local = (args.bind, check_port(args.port, "--port") if config.udp else 0)
+    flag_hole_fill = config.hole_fill
+    client = PolicyClient(config.controller, config.job_id, model.num_layers) if config.controller else None
+    last_generation = client.fetch().at(0) if client is not None else None
+    if last_generation is not None:
+        config = following(config, last_generation, flag_hole_fill)
     exchange = worker_exchange(config, plan, args.rank, ps, local)
     log.write("start", workers=args.workers, ps=f"{ps[0]}:{ps[1]}",
               pull_bounds=list(config.bounds.pull), config=config.summary())
     violations = [0] * model.num_layers
     rnd = 0
+    epoch: int | None = None
     try:
         exchange.join()
         while args.rounds is None or rnd < args.rounds:
             t0 = time.monotonic()
+            if client is not None:
+                try:
+                    generation = client.fetch().at(rnd)
+                except ControllerUnreachable as exc:   # a restart mid-job: keep the last one
+                    log.write("controller", round=rnd, error=str(exc), kept_epoch=epoch)
+                    generation = last_generation   # type: ignore[assignment]
+                last_generation = generation
+                if generation.epoch != epoch:
+                    log.write("policy", round=rnd, **generation.summary())
+                    epoch = generation.epoch
+                exchange.config = following(config, generation, flag_hole_fill)
             before = exchange.counters.snapshot()
             idx = dataset.batch_indices(len(y), args.batch, rnd, per_epoch, args.seed, args.rank)
             loss, grads = model.loss_and_gradients(x[idx], y[idx])
@@ -78,11 +98,11 @@ def work(args: argparse.Namespace) -> None:
             model.set_flat([keep_previous(v, d, p) for v, d, p in
                             zip(pulled.values, pulled.delivered, model.get_flat())])
             round_violations = [0] * model.num_layers
-            for layer in violated_layers(pulled.fractions, config.bounds.pull):
+            for layer in violated_layers(pulled.fractions, exchange.config.bounds.pull):
                 round_violations[layer] += 1
                 log.write("violation", round=rnd, stage="pull", rank=args.rank, layer=layer,
                           delivered=round(pulled.fractions[layer], 4),
-                          bound=config.bounds.pull[layer], closed_by=pulled.closed_by)
+                          bound=exchange.config.bounds.pull[layer], closed_by=pulled.closed_by)
             violations = [a + b for a, b in zip(violations, round_violations)]
             if pulled.adaptation is not None:
                 log.write("adaptation", law="early_close", stage="pull", **pulled.adaptation)
@@ -91,6 +111,9 @@ def work(args: argparse.Namespace) -> None:
                       batch_loss=round(loss, 6), pull_s=round(pulled.seconds, 6),
                       pull_delivered=[round(f, 4) for f in pulled.fractions],
                       pull_closed_by=pulled.closed_by, pull_violations=round_violations,
+                      pull_bounds=[round(b, 6) for b in exchange.config.bounds.pull],
+                      push_bounds=[round(b, 6) for b in exchange.config.bounds.push],
+                      policy_epoch=epoch,
                       pull_deadline_ms=(None if pulled.deadline == float("inf")
                                         else round(pulled.deadline * 1000, 3)),
                       pull_telemetry=pulled.telemetry, pull_deadline_adaptation=pulled.adaptation,

@@ -104,7 +104,7 @@ header gradient_t {
     bit<16> layer_id;
     bit<32> round;
     bit<8>  mag_class;
-    bit<8>  reserved;
+    bit<8>  policy_epoch;   /* the sender's job policy generation (0: none) */
     bit<16> payload_len;
     bit<32> chunk_seq;
     bit<32> elem_offset;

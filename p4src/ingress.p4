@@ -114,6 +114,7 @@ control GradIngress(inout headers_t hdr,
             hdr.gradient.job_id: ternary;
             hdr.gradient.layer_id: range;
             hdr.gradient.mag_class: range;
+            hdr.gradient.policy_epoch: ternary;   /* a job's previous entries while a change is pending */
         }
         actions = { set_class; set_default_class; }
         default_action = set_default_class();

@@ -76,20 +76,28 @@ class JobSpec:
     extra_ps: tuple[str, ...] = ()
     extra_worker: tuple[str, ...] = ()
     group: int = 0    # which host group (PS and its workers) of the topology runs it
+    controller: str | None = None   # the controller's socket: agents follow its policy for the job
+
+
+def _controller_args(job: JobSpec) -> list[str]:
+    return ["--controller", job.controller] if job.controller else []
 
 
 def ps_argv(job: JobSpec) -> list[str]:
     """The parameter server's command line (JSON lines on stdout)."""
     return [sys.executable, "-u", "-m", PS_MODULE, "--workers", str(job.workers), "--rounds", str(job.rounds),
-            "--job", str(job.job_id), "--die-with-parent", *job.extra_ps]
+            "--job", str(job.job_id), "--die-with-parent", *_controller_args(job), *job.extra_ps]
 
 
 def worker_argv(job: JobSpec, rank: int, ps_ip: str) -> list[str]:
     """Worker `rank`'s command line (JSON lines on stdout)."""
     return [sys.executable, "-u", "-m", WORKER_MODULE, "--rank", str(rank), "--ps", ps_ip,
             "--workers", str(job.workers), "--rounds", str(job.rounds), "--job", str(job.job_id),
-            "--die-with-parent", *job.extra_worker]
+            "--die-with-parent", *_controller_args(job), *job.extra_worker]
 
+
+# Agent flags that set bounds themselves: with any of them, topo runs the agents on their flags.
+BOUND_FLAGS = ("--bound", "--layer-bounds", "--pull-bound")
 
 BACKGROUND_PORT = 5001
 

@@ -211,12 +211,31 @@ class RunSession:
         common: tuple[str, ...] = ("--transport", self.config.transport, *self.config.agent_args)
         if self.config.tcp_ecn:
             common = (*common, "--tcp-ecn", self.config.tcp_ecn)
+        controller = self.policy_socket(job_id, common)
         share = self.pace_pps(n_workers)
         # The workers are the senders that share the bottleneck; the PS's pull is not paced.
         pace = () if share is None else ("--pace-pps", f"{share:.0f}")
         return agents.JobSpec(job_id=job_id, rounds=rounds or self.config.rounds, workers=n_workers,
                               extra_ps=(*common, *extra_ps),
-                              extra_worker=(*common, *pace, *extra_worker), group=group)
+                              extra_worker=(*common, *pace, *extra_worker), group=group,
+                              controller=controller)
+
+    def policy_socket(self, job_id: int, agent_args: tuple[str, ...]) -> str | None:
+        """The controller socket a job's agents follow, or None: only for our transport (ltp),
+        only when the agents get no bound flags (explicit flags keep today's behaviour), and
+        only for a job the running policy names (any other job gets the default class)."""
+        if self.config.transport != "ltp" or self.controller is None:
+            return None
+        if any(a.split("=")[0] in agents.BOUND_FLAGS for a in agent_args):
+            return None
+        try:
+            done = self.gradctl("--json", "policy", "show")
+            jobs = json.loads(done.stdout).get("jobs", []) if done.returncode == 0 else []
+        except (TopoError, subprocess.TimeoutExpired, ValueError, AttributeError):
+            return None
+        if not any(isinstance(j, dict) and j.get("job") == job_id for j in jobs):
+            return None
+        return agents.controller_socket(self.config.log_dir)
 
     def train(self, rounds: int | None = None, workers: int | None = None, timeout: float = 600.0,
               extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = ()) -> TrainingResult:

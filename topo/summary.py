@@ -110,6 +110,19 @@ def violation_line(result: TrainingResult) -> str:
     return f"bound violations: {total} ({'; '.join(parts)})" + ("  VIOLATED" if total else "")
 
 
+def policy_line(result: TrainingResult) -> str:
+    """Where the job's loss bounds came from: the controller's policy (each generation and the
+    round it applied from) or the agents' flags."""
+    changes = _records(result, "ps", "policy")
+    if not changes:
+        return "loss bounds: from the agents' flags (no controller policy)"
+    parts = [f"epoch {c.get('epoch')} from round {c.get('round')} "
+             f"(push {', '.join(f'{b:.4g}' for b in c.get('push_bounds') or [])}"
+             f"{', regime ' + str(c.get('regime')) if c.get('regime') else ''})" for c in changes[-4:]]
+    more = f"{len(changes) - 4} earlier, " if len(changes) > 4 else ""
+    return f"loss bounds: from the controller's policy: {more}{'; '.join(parts)}"
+
+
 def transport_line(result: TrainingResult) -> str:
     """What transport the job used, as the parameter server recorded it (pacing included)."""
     starts = _records(result, "ps", "start")
@@ -224,6 +237,7 @@ def render(result: TrainingResult, stats: Any | None, limit: int = 40,
     if result.timed_out:
         lines.append("  timed out; agents were stopped")
     lines.append(transport_line(result))
+    lines.append(policy_line(result))
     layers = per_layer(result)
     if layers:
         late = deadline_rounds(result)

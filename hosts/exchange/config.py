@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import zlib
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 from hosts.errors import ConfigError
 from hosts.exchange import tcp_options
+from hosts.policy_client import HostPolicy
 from hosts.transport.bounds import LayerBounds, parse_bound_list
 from hosts.transport.deadline import NO_DEADLINE, DeadlineSettings
 from hosts.transport.holes import DEFAULT_HOLE_FILL, HoleFill
@@ -17,6 +19,7 @@ from hosts.transport.sender import SendOptions
 from hosts.wire import pcn_tos
 
 TRANSPORTS = ("ltp", "tcp", "mlt")
+DEFAULT_BOUND = 0.1
 
 TRANSPORT_HELP = (
     "ltp: our loss-tolerant UDP transport: per-layer bounds (PLOT), optional phases (DBLP), "
@@ -52,6 +55,7 @@ class TransportConfig:
     pcn_timeout: float
     tcp_cc: str | None = None
     tcp_ecn: bool | None = None
+    controller: str | None = None
 
     @property
     def udp(self) -> bool:
@@ -64,7 +68,8 @@ class TransportConfig:
 
     def summary(self) -> dict:
         """What a run's results record about the transport."""
-        out = {"transport": self.kind, "pace_pps": self.send.pace_pps}
+        out = {"transport": self.kind, "pace_pps": self.send.pace_pps,
+               "bounds_from": "controller" if self.controller else "flags"}
         if self.udp:
             out.update(hole_fill=self.hole_fill.value, plain=self.plain,
                        push_deadline=self.push_deadline.describe(),
@@ -83,9 +88,13 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
     g = ap.add_argument_group("transport")
     g.add_argument("--transport", default="ltp", choices=TRANSPORTS, help=TRANSPORT_HELP)
     g.add_argument("--job", type=int, default=1, help="job_id in the gradient header (0..65535)")
-    g.add_argument("--bound", type=float, default=0.1,
+    g.add_argument("--controller", metavar="SOCKET",
+                   help="ltp: follow the controller's policy for --job (bounds, drop-eligible "
+                        "classes, hole filling, regime) over its unix socket; without it the "
+                        "flags below decide")
+    g.add_argument("--bound", type=float, default=None,
                    help="loss bound: fraction of a layer that may be lost in the push (P_low "
-                        "with --phase-aware; push and pull alike for mlt)")
+                        "with --phase-aware; push and pull alike for mlt; default 0.1)")
     g.add_argument("--layer-bounds", help="ltp: comma-separated push bound per layer (PLOT), "
                                           "layer 0 = nearest the input")
     g.add_argument("--pull-bound", type=float,
@@ -101,11 +110,12 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                    help="rounds between DBLP's gradient-norm checks (default 10, as the authors)")
     g.add_argument("--phase-per-layer", action="store_true",
                    help="DBLP detection per layer (each layer's norm decides its own phase)")
-    g.add_argument("--hole-fill", default=DEFAULT_HOLE_FILL, choices=[h.value for h in HoleFill],
+    g.add_argument("--hole-fill", default=None, choices=[h.value for h in HoleFill],
                    help="push-stage holes: zero (DLCP: a missing contribution counts as 0 in the "
                         "mean over all workers), previous (MLT: the worker's last delivered "
                         "value), mean-delivered (mean over the workers that delivered; default). "
-                        "Pull-stage holes always keep the previous parameters")
+                        "Pull-stage holes always keep the previous parameters. With --controller "
+                        "the policy's hole_fill wins when it names one")
     g.add_argument("--deadline", choices=("telemetry", "adaptive", "fixed"),
                    help="acceptance deadline (LTP early close): adaptive = --deadline-mult x the "
                         "smoothed transfer time (EWMA 1/8) within [floor, ceiling]; telemetry = "
@@ -163,6 +173,16 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
     if not (args.pace_pps >= 0 and math.isfinite(args.pace_pps)):
         raise ConfigError("--pace-pps must be >= 0")
     kind = args.transport
+    if args.controller:
+        if kind != "ltp":
+            raise ConfigError(f"--controller needs --transport ltp (the {kind} baseline takes no "
+                              "network policy)")
+        given = [flag for flag, v in (("--bound", args.bound), ("--layer-bounds", args.layer_bounds),
+                                      ("--pull-bound", args.pull_bound)) if v is not None]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: the controller's policy gives the bounds "
+                              "with --controller; drop one or the other")
+    bound = DEFAULT_BOUND if args.bound is None else args.bound
     layer_bounds = parse_bound_list(args.layer_bounds, "--layer-bounds") if args.layer_bounds else None
     if kind == "mlt":
         extra = [flag for flag, on in (("--layer-bounds", layer_bounds),
@@ -191,9 +211,9 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
         raise ConfigError(f"--pcn-threshold: {exc}") from None
     tcp_cc = tcp_options.check_congestion_control(args.tcp_cc) if args.tcp_cc else None
     if kind == "mlt":
-        bounds = LayerBounds.fixed(num_layers, args.bound)
+        bounds = LayerBounds.fixed(num_layers, bound)
     else:
-        bounds = LayerBounds.build(num_layers, args.bound, layer_bounds, args.pull_bound)
+        bounds = LayerBounds.build(num_layers, bound, layer_bounds, args.pull_bound)
         if args.reliable_pull:
             bounds = bounds.with_reliable_pull()
     send = SendOptions(pace_pps=args.pace_pps, probe_interval=args.probe_ms / 1000.0,
@@ -211,11 +231,22 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
         kind=kind, job_id=args.job, chunk_elems=args.chunk_elems, send=send,
         push_deadline=push_deadline, pull_deadline=pull_deadline,
         peer_timeout=args.peer_timeout, join_timeout=args.join_timeout,
-        hole_fill=HoleFill.parse(args.hole_fill), bounds=bounds, reliable_pull=args.reliable_pull,
+        hole_fill=HoleFill.parse(args.hole_fill or DEFAULT_HOLE_FILL), bounds=bounds, reliable_pull=args.reliable_pull,
         phase_aware=args.phase_aware, phase_high_delta=args.phase_delta,
         phase_check_rounds=args.phase_check_rounds, phase_per_layer=args.phase_per_layer,
         pcn=args.pcn, pcn_threshold=args.pcn_threshold, pcn_timeout=args.pcn_timeout_ms / 1000.0,
-        tcp_cc=tcp_cc, tcp_ecn=None if args.tcp_ecn is None else args.tcp_ecn == "on")
+        tcp_cc=tcp_cc, tcp_ecn=None if args.tcp_ecn is None else args.tcp_ecn == "on",
+        controller=args.controller)
+
+
+def following(config: TransportConfig, policy: HostPolicy, flag_hole_fill: HoleFill) -> TransportConfig:
+    """``config`` as one generation of the controller's policy makes it: its bounds (the pull
+    kept reliable with --reliable-pull), drop-eligible classes, policy epoch stamp, and its
+    hole filling when it names one (else ``flag_hole_fill``)."""
+    bounds = policy.bounds.with_reliable_pull() if config.reliable_pull else policy.bounds
+    send = dataclasses.replace(config.send, policy_epoch=policy.wire_epoch, droppable=policy.droppable)
+    hole_fill = HoleFill.parse(policy.hole_fill) if policy.hole_fill else flag_hole_fill
+    return dataclasses.replace(config, bounds=bounds, send=send, hole_fill=hole_fill)
 
 
 def fingerprint(layer_sizes: list[int], chunk_elems: int, config: TransportConfig) -> int:

@@ -25,7 +25,10 @@ class SendOptions:
         (the software-MLT baseline; implies no priority hints).
     droppable_below: chunks of a magnitude class below this are drop-eligible (push stage only;
         never chunks of a critical layer, whose bound is 0).
+    droppable: per layer the drop-eligible magnitude classes (the controller's policy); when
+        set it replaces `droppable_below`.
     order: 'layer' (layer 0 first) or 'shuffle' (random order, seeded).
+    policy_epoch: stamped on every DATA packet (the job policy generation followed; 0 = none).
     """
 
     pace_pps: float = 0.0
@@ -36,8 +39,10 @@ class SendOptions:
     priority_hints: bool = True
     plain: bool = False
     droppable_below: int = 4
+    droppable: tuple[frozenset[int], ...] | None = None
     order: str = "layer"
     seed: int = 0
+    policy_epoch: int = 0
 
 
 @dataclass
@@ -108,7 +113,9 @@ class SendSession:
             return self.stage_flags | (wire.FLAG_CRITICAL if critical else 0), 0
         if critical:
             return self.stage_flags | wire.FLAG_CRITICAL, wire.data_tos(chunk.mag_class, False)
-        droppable = not self.pull and chunk.mag_class < self.options.droppable_below
+        eligible = self.options.droppable
+        droppable = not self.pull and (chunk.mag_class < self.options.droppable_below
+                                       if eligible is None else chunk.mag_class in eligible[chunk.layer])
         flags = self.stage_flags | (wire.FLAG_DROPPABLE if droppable else 0)
         return flags, wire.data_tos(chunk.mag_class, droppable)
 
@@ -123,7 +130,7 @@ class SendSession:
         payload = self._payloads[idx]
         hdr = wire.pack_header(wire.KIND_DATA, flags, self.endpoint.job_id, self.endpoint.rank,
                                chunk.layer, self.round, chunk.mag_class, len(payload),
-                               chunk.seq, chunk.offset)
+                               chunk.seq, chunk.offset, policy_epoch=self.options.policy_epoch)
         self.endpoint.send(hdr + payload, self.peer, tos)
         self._sent_once[idx] = True
         self.stats.data_packets += 1

@@ -63,12 +63,13 @@ class Grad:
     tele_max_qdepth: int = 0
     tele_hops: int = 0
     tele_qdelay_us: int = 0
+    policy_epoch: int = 0
     payload: bytes = bytes(8)
 
     def header(self) -> bytes:
         return struct.pack("!BBHHHIBBHIIHHI", 0x10 | self.kind, self.flags, self.job_id,
-                           self.worker_rank, self.layer_id, self.round, self.mag_class, 0,
-                           len(self.payload), self.chunk_seq, self.elem_offset,
+                           self.worker_rank, self.layer_id, self.round, self.mag_class,
+                           self.policy_epoch, len(self.payload), self.chunk_seq, self.elem_offset,
                            self.tele_max_qdepth, self.tele_hops, self.tele_qdelay_us)
 
 
@@ -155,9 +156,13 @@ def _routes(s: Scenario) -> None:
 
 
 def _class(s: Scenario, prio: int, layers: str, eligible: int, slot: int, push_bp: int, pull_bp: int,
-           threshold: int, mags: str = "0..7", job: int = 1, priority: int = 10) -> None:
+           threshold: int, mags: str = "0..7", job: int = 1, priority: int = 10,
+           epoch: int | None = None) -> None:
+    """A class entry; ``epoch`` None matches any policy epoch (the job's current entries)."""
+    epoch_key = "0x00&&&0x00" if epoch is None else f"0x{epoch:02x}&&&0xff"
     s.add(f"add GradIngress.gradient_class {priority} hdr.gradient.job_id:0x{job:04x}&&&0xffff "
           f"hdr.gradient.layer_id:{layers} hdr.gradient.mag_class:{mags} "
+          f"hdr.gradient.policy_epoch:{epoch_key} "
           f"GradIngress.set_class(prio:{prio}, drop_eligible:{eligible}, slot:{slot}, "
           f"push_bound_bp:{push_bp}, pull_bound_bp:{pull_bp}, drop_threshold:{threshold})")
 
@@ -232,6 +237,35 @@ def bounded_drop() -> Scenario:
     s.add("check_counter GradIngress.slot_dropped_ctr(5) packets == 4")
     s.add(f"check_counter GradIngress.queue_dropped_ctr({qidx}) packets == 4")
     s.add("check_counter GradIngress.slot_dropped_ctr(6) packets == 0")
+    return s
+
+
+def policy_epoch() -> Scenario:
+    s = Scenario("policy_epoch", "while a job's policy change is pending, packets stamped with the "
+                                 "previous policy epoch keep the previous class; every other epoch "
+                                 "(and 0, no controller) gets the current one")
+    _routes(s)
+    s.comment("current entry of job 1 (any epoch): queue 2, push bound 25 %")
+    _class(s, prio=2, layers="0..3", eligible=1, slot=5, push_bp=2500, pull_bp=1000, threshold=4)
+    s.comment("previous entry, only for epoch 7: queue 6, bound 0 (nothing droppable)")
+    _class(s, prio=6, layers="0..3", eligible=1, slot=5, push_bp=0, pull_bp=0, threshold=4,
+           epoch=7, priority=20)
+    qidx_new, qidx_old = 2 * 8 + 2, 2 * 8 + 6
+    s.comment("epoch 7, congested: the previous bound 0 drops nothing, queue 6")
+    for seq in range(4):
+        s.add(f"register_write qdepth_reg {qidx_old} 10")
+        _send_grad(s, Grad(layer_id=1, round=3, chunk_seq=seq, policy_epoch=7))
+    s.comment("epoch 8 (the new one), congested, next round: the 25 % bound drops the 4th packet")
+    for seq in range(4):
+        s.add(f"register_write qdepth_reg {qidx_new} 10")
+        _send_grad(s, Grad(layer_id=1, round=4, chunk_seq=seq, policy_epoch=8), dropped=seq == 3)
+    s.comment("epoch 0 (a host without controller) gets the current entry too")
+    _send_grad(s, Grad(layer_id=1, round=5, chunk_seq=0, policy_epoch=0))
+    s.add("wait")
+    s.add(f"check_counter GradEgress.queue_tx_ctr({qidx_old}) packets == 4")
+    s.add(f"check_counter GradEgress.queue_tx_ctr({qidx_new}) packets == 4")
+    s.add("check_counter GradIngress.slot_seen_ctr(5) packets == 9")
+    s.add("check_counter GradIngress.slot_dropped_ctr(5) packets == 1")
     return s
 
 
@@ -627,9 +661,9 @@ def job_budgets() -> Scenario:
     return s
 
 
-SCENARIOS = (forwarding, priority_by_class, bounded_drop, stage_budgets, critical_never_dropped,
-             plain_traffic, job_features, dscp_fallback, pcn_counting, pcn_resend, pcn_per_job,
-             job_budgets, ipv4_checksum)
+SCENARIOS = (forwarding, priority_by_class, bounded_drop, policy_epoch, stage_budgets,
+             critical_never_dropped, plain_traffic, job_features, dscp_fallback, pcn_counting,
+             pcn_resend, pcn_per_job, job_budgets, ipv4_checksum)
 P4_STUB = "// gradlane's data plane under test ({name}.stf)\n#include \"../../../p4src/gradlane.p4\"\n"
 
 

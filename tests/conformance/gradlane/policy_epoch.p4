@@ -1,0 +1,2 @@
+// gradlane's data plane under test (policy_epoch.stf)
+#include "../../../p4src/gradlane.p4"
