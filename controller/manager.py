@@ -511,7 +511,10 @@ class NetworkController:
             rt.violations = [a + b for a, b in zip(rt.violations or [0] * len(violations), violations)]
             rt.reports.append({**{k: report.get(k) for k in (
                 "round", "regime", "push_s", "round_time_s", "delivered", "bounds", "violations",
-                "deadline_s", "tele_max_qdepth", "epoch")}, "switch_push": switch})
+                "deadline_s", "tele_max_qdepth", "tele_qdelay_us", "deadline_adaptation", "epoch")},
+                "switch_push": switch})
+            if report.get("deadline_adaptation"):
+                rt.last_deadline_adaptation = {**report["deadline_adaptation"], "at": time.time()}
             view = self.job_view(job_id, layers, fetch=False)
             view["switch_push"] = switch
             return view
@@ -567,6 +570,13 @@ class NetworkController:
                                for i, (d, b) in enumerate(zip(delivered, bounds))],
                     "violations": sum(rt.violations), "rounds": list(rt.reports),
                     "last_adaptation": rt.last_adaptation,
+                    "control_laws": {
+                        "early_close": job.early_close,
+                        "deadline_s": last.get("deadline_s"),
+                        "last_deadline_adaptation": rt.last_deadline_adaptation,
+                        "pcn_threshold": pcn_threshold(job, self.state.pcn_thresholds),
+                        "pcn_law": None if job.pcn is None else job.pcn.adapt,
+                        "last_pcn_adaptation": self.last_adaptation(j)},
                     "age_s": round(now - rt.last_seen, 3)})
         return out
 

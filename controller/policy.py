@@ -531,7 +531,7 @@ def job_signature(job: Job | None, st: JobState) -> tuple:
     """What a job's switches and hosts do under ``st``: equal signatures = nothing to change."""
     if job is None:
         return ()
-    return (job.features, job.hole_fill,
+    return (job.features, job.hole_fill, job.early_close,
             tuple((r.layers, r.mag_classes, r.bound_at(st.round, st.critical), r.pull_bound,
                    r.priority, r.drop_eligible, r.drop_threshold) for r in job.rules))
 
@@ -565,6 +565,7 @@ def host_view(job: Job, st: JobState, num_layers: int) -> dict[str, Any]:
         p_high.append(min((ph.high for ph in phases), default=None))
     return {"layers": num_layers, "push_bounds": push, "pull_bounds": pull,
             "droppable": droppable, "priorities": priorities, "hole_fill": job.hole_fill,
+            "early_close": job.early_close,
             "phase": {"scheduled": scheduled, "regime": "critical" if st.critical else "normal",
                       "p_low": p_low if scheduled else None,
                       "p_high": p_high if scheduled else None}}

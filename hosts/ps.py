@@ -124,7 +124,9 @@ def serve(args: argparse.Namespace) -> None:
                     delivered=[round(f, 4) for f in gathered.mean_fractions()],
                     bounds=list(bounds_now), violations=round_violations,
                     deadline_s=None if gathered.deadline == float("inf") else gathered.deadline,
-                    tele_max_qdepth=None, epoch=epoch_now)
+                    tele_max_qdepth=gathered.telemetry.get("max_qdepth"),
+                    tele_qdelay_us=gathered.telemetry.get("max_qdelay_us"),
+                    deadline_adaptation=gathered.adaptation, epoch=epoch_now)
                 # this round's pull keeps this round's generation; the next push gets its own
                 exchange.config = following(config, view.at(rnd), flag_hole_fill)
                 upcoming = view.at(rnd + 1)

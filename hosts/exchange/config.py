@@ -242,11 +242,17 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
 def following(config: TransportConfig, policy: HostPolicy, flag_hole_fill: HoleFill) -> TransportConfig:
     """``config`` as one generation of the controller's policy makes it: its bounds (the pull
     kept reliable with --reliable-pull), drop-eligible classes, policy epoch stamp, and its
-    hole filling when it names one (else ``flag_hole_fill``)."""
+    hole filling when it names one (else ``flag_hole_fill``), and its Early Close law."""
     bounds = policy.bounds.with_reliable_pull() if config.reliable_pull else policy.bounds
     send = dataclasses.replace(config.send, policy_epoch=policy.wire_epoch, droppable=policy.droppable)
     hole_fill = HoleFill.parse(policy.hole_fill) if policy.hole_fill else flag_hole_fill
-    return dataclasses.replace(config, bounds=bounds, send=send, hole_fill=hole_fill)
+    deadlines = {}
+    if policy.early_close and config.kind == "ltp":
+        for name in ("push_deadline", "pull_deadline"):
+            current = getattr(config, name)
+            if current.initial != float("inf"):   # a reliable pull keeps no deadline
+                deadlines[name] = dataclasses.replace(current, mode=policy.early_close)
+    return dataclasses.replace(config, bounds=bounds, send=send, hole_fill=hole_fill, **deadlines)
 
 
 def fingerprint(layer_sizes: list[int], chunk_elems: int, config: TransportConfig) -> int:

@@ -92,6 +92,7 @@ class UdpServerExchange:
     def _open_push(self, round_: int, required: tuple[float, ...]) -> RecvSession:
         session = self.mux.get(round_, False)
         if session is None:
+            self.push_deadline.settings = self.config.push_deadline   # the policy may switch it
             absent = self.config.join_timeout if round_ == 0 else self.config.peer_timeout
             session = RecvSession(self.endpoint, self.plan, round_, pull=False,
                                   senders=list(range(self.workers)), required=required,

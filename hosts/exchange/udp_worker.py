@@ -70,6 +70,7 @@ class UdpWorkerExchange:
         """Send this round's gradients until the PS says STOP; stats of the push."""
         cfg = self.config
         absent = cfg.peer_timeout + (cfg.join_timeout if round_ == 0 else 0.0)
+        self.pull_deadline.settings = cfg.pull_deadline   # the policy may switch the law
         self.mux.add(RecvSession(
             self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
             required=cfg.bounds.required_fraction(pull=True),

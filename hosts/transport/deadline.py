@@ -148,6 +148,7 @@ class Deadline:
         if s.mode == "telemetry":
             reason = self._telemetry_step(telemetry, before)
         after = self.current()
+        self._value = after   # a later switch to the telemetry law starts from here
         if abs(after - before) <= REPORT_CHANGE * before:
             return None
         self.last_adaptation = Adaptation(round_ + 1, after, before, reason)

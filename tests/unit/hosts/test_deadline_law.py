@@ -79,3 +79,30 @@ def test_telemetry_keeps_the_largest_values_of_the_round():
     t.add(3, 100, 1)
     t.add(1, 900, 2)
     assert t.as_dict() == {"packets": 2, "max_qdepth": 3, "max_qdelay_us": 900, "hops": 2}
+
+
+def test_the_policy_switches_the_law_and_a_switch_keeps_the_smoothed_time():
+    import argparse
+
+    from hosts.exchange.config import add_transport_arguments, config_from_args, following
+    from hosts.policy_client import HostPolicy
+    from hosts.transport.bounds import LayerBounds
+    from hosts.transport.holes import HoleFill
+
+    ap = argparse.ArgumentParser()
+    add_transport_arguments(ap)
+    config = config_from_args(ap.parse_args([]), 2, seed=1)
+    assert config.push_deadline.mode == "telemetry"
+    view = HostPolicy(1, 1, LayerBounds((0.1, 0.1), (0.05, 0.05)), (frozenset(),) * 2, None,
+                      "normal", "policy", early_close="fixed")
+    followed = following(config, view, HoleFill.MEAN_DELIVERED)
+    assert followed.push_deadline.mode == followed.pull_deadline.mode == "fixed"
+    assert followed.push_deadline.initial == config.push_deadline.initial
+    no_law = HostPolicy(1, 1, view.bounds, view.droppable, None, "normal", "policy")
+    assert following(config, no_law, HoleFill.MEAN_DELIVERED).push_deadline.mode == "telemetry"
+    law = _law()
+    law.settings = DeadlineSettings("adaptive", initial=0.5, floor=0.2, ceiling=2.0, multiple=3.0)
+    law.observe(0.2)
+    assert law.current() == pytest.approx(0.6)
+    law.settings = DeadlineSettings("telemetry", initial=0.5, floor=0.2, ceiling=2.0, multiple=3.0)
+    assert law.current() == pytest.approx(0.6)            # no jump back to the start value
