@@ -25,21 +25,20 @@ def _policy(path) -> str:
 def test_two_jobs_two_policies_one_bottleneck(network, tmp_path):
     session = network("incast", policy=_policy(tmp_path / "two.json"), workers=2, background=0,
                       bottleneck_pps=2000, queue_depth=256, jobs=2)
-    started = {}
-    for job, (push, pull) in BOUNDS.items():
-        flags = ("--bound", str(push), "--pull-bound", str(pull))
-        if job == 1:
-            started[job] = session.start_job(ROUNDS, 2, extra_ps=flags,
-                                              extra_worker=(*flags, "--pcn"))
-        else:
-            started[job] = session.start_job(ROUNDS, 2, extra_ps=(*flags, "--deadline", "adaptive"),
-                                              extra_worker=(*flags, "--deadline", "adaptive"))
+    # no bound flags: each job's hosts follow the controller's policy for their job (bounds,
+    # Early Close law); only job 1's workers announce their bursts (PCN)
+    started = {1: session.start_job(ROUNDS, 2, extra_worker=("--pcn",)),
+               2: session.start_job(ROUNDS, 2)}
     assert sorted(started.values()) == [1, 2]
     assert {j.job.group for j in session.running.values()} == {0, 1}
     results = {job: session.finish_job(job, timeout=400) for job in started}
     for job, result in results.items():
         assert result.ok, {name: open(path).read()[-1500:] for name, path in result.logs.items()}
         assert rounds_completed(result) >= ROUNDS
+        start = next(r for name, recs in result.records.items() if name.startswith("ps")
+                     for r in recs if r.get("event") == "start")
+        law = "telemetry" if job == 1 else "adaptive"
+        assert start["config"]["push_deadline"].startswith(law), (job, start["config"])
 
     stats = gradctl_json(session, "stats")
     rows = classes(stats)
