@@ -158,10 +158,15 @@ class NetworkController:
     def policy_entries(self, policy: Policy | None = None,
                        slots: dict[RuleKey, int] | None = None,
                        job_states: dict[int, JobState] | None = None) -> list[TableEntry]:
-        """The job_features and gradient_class entries of ``policy`` (default: the current one)."""
-        return translate(policy or self.state.policy, slots if slots is not None else self.state.slots,
+        """The job_features, gradient_class and pcn_job entries of ``policy`` (default: the
+        current one, with the previous entries of its jobs' pending changes, so a switch that
+        reconnects in the middle of one gets them back)."""
+        if policy is None:
+            return translate(self.state.policy, self.state.slots, self.state.job_states,
+                             self.jobs.pending(), self.state.pcn_thresholds)
+        return translate(policy, slots if slots is not None else self.state.slots,
                          job_states if job_states is not None else self.state.job_states,
-                         self.state.pcn_thresholds)
+                         pcn_thresholds=self.state.pcn_thresholds)
 
     def desired(self, name: str) -> list[Entity]:
         """Everything that should be installed on switch ``name``."""

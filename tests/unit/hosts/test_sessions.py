@@ -240,3 +240,31 @@ def test_pacing_spreads_data_packets_over_time():
     finally:
         sink.close()
         ep.close()
+
+
+def test_policy_marks_and_epoch_stamp_of_data_packets(peer):
+    """The controller's policy: drop-eligible magnitude classes per layer replace the
+    magnitude threshold, and every DATA packet carries the policy epoch followed."""
+    ep = Endpoint(("127.0.0.1", 0), JOB, 0)
+    try:
+        plan = ChunkPlan([8], 4)
+        layers = [np.array([0.01] * 4 + [1.0] * 4, dtype=np.float32)]
+        probe = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, layers, 3, pull=False,
+                            options=SendOptions())
+        small_class, large_class = (c.mag_class for c in probe._chunks)
+        assert small_class < large_class
+        s = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, layers, 3, pull=False,
+                        options=SendOptions(droppable=(frozenset({large_class}),), policy_epoch=42,
+                                            first_probe_delay=0.0))
+        (f_small, _), (f_large, _) = s._marks
+        # the policy's classes, not the threshold: the large chunk is eligible, the small not
+        assert f_large & wire.FLAG_DROPPABLE and not f_small & wire.FLAG_DROPPABLE
+        mux = Mux(ep)
+        mux.add(s)
+        mux.run(lambda: s.stats.probes >= 1, timeout=2)
+        got = _recv_kinds(peer, wire.KIND_PROBE)
+        stamps = {h.policy_epoch for h, _ in got if h.kind == wire.KIND_DATA}
+        assert stamps == {42}
+        assert all(h.policy_epoch == 0 for h, _ in got if h.kind != wire.KIND_DATA)
+    finally:
+        ep.close()
