@@ -45,3 +45,24 @@ def test_oscillating_input_does_not_flap_upwards():
     for i in range(20):
         pcn_step(st, PcnObservation(seen=100, congested=50 if i % 2 else 0))
     assert st.threshold == 5
+
+
+def test_a_reconnecting_switch_gets_the_adapted_thresholds(p4info_msg):
+    """What a (re)connecting switch is given includes each job's adapted pcn_job entry."""
+    from controller import p4names as N
+    from controller.manager import NetworkController
+    from controller.policy import assign_slots, parse_policy
+    from controller.topology import Topology
+    from support.controller_topologies import diamond
+
+    ctl = NetworkController(Topology.from_dict(diamond()), p4info_msg, None, reconnect=False)
+    policy = parse_policy({"jobs": [
+        {"job": 3, "pcn": {"threshold": 20}, "layers": [{"range": [0, 9], "loss_bound": 0.1}]},
+        {"job": 4, "pcn": {"threshold": 20, "adapt": False},
+         "layers": [{"range": [0, 9], "loss_bound": 0.1}]}]})
+    ctl.state.policy, ctl.state.slots = policy, assign_slots(policy)
+    ctl.state.pcn_thresholds = {3: 5, 4: 5}     # job 4's law is off: its own threshold stays
+    entries = [e for e in ctl.policy_entries() if e.table == N.PCN_JOB_TABLE]
+    assert {e.match[0][1].value: e.action.param(N.SET_PCN_JOB_THRESHOLD) for e in entries} == \
+        {3: 5, 4: 20}
+    assert len([e for e in ctl.policy_entries() if e.table == N.CLASS_TABLE]) == 2
