@@ -362,6 +362,9 @@ def _fmt_jobs(res: list[dict]) -> str:
                    ["JOB", "NAME", "RUNNING", "ROUND", "REGIME", "SET BY", "EPOCH", "FROM ROUND",
                     "VIOLATIONS", "LAST ADAPTATION"])]
     for j in res:
+        laws = _laws(j.get("control_laws"))
+        if laws:
+            out.append(f"job {j['job']}: {laws}")
         if j["layers"]:
             out.append(f"job {j['job']}: push delivered (last round) vs bound")
             out.append(_table([[r["layer"], _pct(r["delivered"]), _pct(r["bound"]),
@@ -369,6 +372,24 @@ def _fmt_jobs(res: list[dict]) -> str:
                                 r["violations"]] for r in j["layers"]],
                               ["LAYER", "DELIVERED", "BOUND", "", "VIOLATIONS"]))
     return "\n".join(out)
+
+
+def _laws(laws: dict | None) -> str:
+    """One line on a job's control laws (docs/control-laws.md)."""
+    if not laws:
+        return ""
+    parts = [f"early close {laws['early_close']}"]
+    if laws.get("deadline_s") is not None:
+        parts[0] += f" {laws['deadline_s'] * 1000:.0f} ms"
+    d = laws.get("last_deadline_adaptation")
+    if d:
+        parts[0] += (f" (round {d['round']}: {d['previous_ms']:.0f} -> {d['deadline_ms']:.0f} ms, "
+                     f"{d['reason']})")
+    if laws.get("pcn_threshold") is not None:
+        p = laws.get("last_pcn_adaptation")
+        parts.append(f"PCN threshold {laws['pcn_threshold']} (law {'on' if laws['pcn_law'] else 'off'}"
+                     + (f"; last {p['previous']} -> {p['value']}: {p['reason']}" if p else "") + ")")
+    return "; ".join(parts)
 
 
 def _adaptation(a: dict | None) -> str:

@@ -193,7 +193,7 @@ def test_gradctl_jobs_phase_and_stats_watch(daemon, capsys):
     assert "setting the regime needs --job" in capsys.readouterr().err
 
 
-def test_control_laws_reach_hosts_and_come_back_in_jobs(daemon):
+def test_control_laws_reach_hosts_and_come_back_in_jobs(daemon, capsys):
     """The host view names the job's Early Close law; the PS's report of a deadline change and
     the round's telemetry show in `jobs`, beside the PCN law's state (docs/control-laws.md)."""
     view = _call(daemon, "job.policy", job=1, layers=2)
@@ -208,6 +208,9 @@ def test_control_laws_reach_hosts_and_come_back_in_jobs(daemon):
     assert {k: v for k, v in laws["last_deadline_adaptation"].items() if k != "at"} == change
     assert laws["pcn_threshold"] is None and laws["pcn_law"] is None   # the job has no pcn setting
     assert job["rounds"][-1]["tele_qdelay_us"] == 1200
+    code = gradctl(["--socket", str(daemon.socket), "jobs"])
+    assert code == 0 and ("job 1: early close telemetry 500 ms (round 1: 500 -> 400 ms, "
+                          "queues empty)") in capsys.readouterr().out
     with pytest.raises(errors.RemoteError, match="deadline_adaptation: must be"):
         _call(daemon, "job.report", job=1, layers=2, round=1, deadline_adaptation={"round": 1})
     # switching the law is a change hosts follow: a new epoch, from the usual round
