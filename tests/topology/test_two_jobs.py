@@ -67,13 +67,14 @@ def test_two_jobs_two_policies_one_bottleneck(network, tmp_path):
         v = violations(result)
         for layer, row in layers.items():
             assert row["bound"] == push, (job, layer, row)
-            # over the run each job delivered at least 1 - its own bound of every layer; rounds
-            # closed by the bound did so each (a deadline close may not, and stays rare)
-            assert row["mean"] >= 1 - push - 1e-9, (job, layer, row)
+            # rounds closed by the bound delivered at least 1 - the job's own bound; a close by
+            # the deadline may deliver less (tail drops and link loss are not the switches'
+            # bounded drops): it is counted as a violation and must stay the exception
             assert not row["min"] < 1 - push - 1e-9, (job, layer, row)
             assert v["push"].get(layer, 0) <= ROUNDS // 3, (job, v)
         print(f"job {job}: bound {push:.2%}; switch: {per_job[job]['dropped']}/"
               f"{per_job[job]['seen']} dropped; host violations {v}; per layer "
-              + ", ".join(f"{la}: mean {r['mean']:.4f} min {r['min']:.4f}" for la, r in layers.items()))
+              + ", ".join(f"{la}: mean {r['mean']:.4f} min (bound closes) {r['min']:.4f} min (all) "
+                           f"{r['min_all']:.4f}" for la, r in layers.items()))
     print(f"PCN: job 1 threshold {pcn[1]['threshold']} (last: {pcn[1]['last_adaptation']}), "
           f"starts {pcn[1]['starts']}, job 2 starts {pcn[2]['starts']}")
