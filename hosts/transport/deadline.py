@@ -12,7 +12,8 @@ Telemetry law (mode ``telemetry``, docs/control-laws.md): the same smoothed tran
 plus what the switches wrote into the round's DATA packets (`RoundTelemetry`: largest path
 queueing delay, largest queue depth, hop count):
 
-    Q <- Q + (q - Q) / 4              q = the round's largest path queueing delay (s)
+    Q <- Q + (q - Q) / 4              q = the round's largest path queueing delay (s); the
+                                      first round with telemetry sets Q = q
     m  = min(2, multiple)     if the round crossed switches (hops > 0) and every queue it met
                              was at most EMPTY_QDEPTH packets deep (nothing waits in a queue:
                              a missing chunk is lost, waiting longer does not bring it)
@@ -119,6 +120,7 @@ class Deadline:
         self.settings = settings
         self.smoothed: float | None = None
         self.queue_delay = 0.0
+        self._queue_seen = False
         self.empty = False
         self._value = settings.initial
         self.last_adaptation: Adaptation | None = None
@@ -160,7 +162,12 @@ class Deadline:
         seen = telemetry is not None and telemetry.packets > 0 and telemetry.max_hops > 0
         if seen:
             assert telemetry is not None
-            self.queue_delay += (telemetry.max_qdelay_us / 1e6 - self.queue_delay) * QUEUE_GAIN
+            q = telemetry.max_qdelay_us / 1e6
+            # the first telemetry sets Q (as the first transfer sets S): starting from 0 made the
+            # second round's deadline ignore a queue the first round had already measured
+            self.queue_delay = q if not self._queue_seen else \
+                self.queue_delay + (q - self.queue_delay) * QUEUE_GAIN
+            self._queue_seen = True
             self.empty = telemetry.max_qdepth <= EMPTY_QDEPTH
         else:
             self.empty = False

@@ -106,3 +106,12 @@ def test_the_policy_switches_the_law_and_a_switch_keeps_the_smoothed_time():
     assert law.current() == pytest.approx(0.6)
     law.settings = DeadlineSettings("telemetry", initial=0.5, floor=0.2, ceiling=2.0, multiple=3.0)
     assert law.current() == pytest.approx(0.6)            # no jump back to the start value
+
+
+def test_the_first_telemetry_sets_the_queueing_delay():
+    """Measured in the two-jobs topology run: round 0 saw 112 ms of queueing, yet Q started at
+    0 and round 1's deadline fell to 250 ms with 254 ms of queueing (a 31 % deadline close)."""
+    law = _law()
+    law.observe(0.08, _tele(60, 112))
+    assert law.queue_delay == pytest.approx(0.112)
+    assert law.current() == pytest.approx(3 * 0.08 + HEADROOM * 0.112)
