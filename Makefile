@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 BUILD ?= build
 PROGRAM ?= gradlane
 TOPO ?= incast
+JOBS ?= 1
 
 # Real p4c / BMv2 when on PATH, else the embedded target (override with P4C=... SWITCH=...).
 P4C ?= $(shell command -v p4c-bm2-ss 2>/dev/null || echo "$(PY) -m p4target compile")
@@ -32,7 +33,7 @@ $(BUILD)/$(PROGRAM).json: $(wildcard p4src/*.p4) $(COMPILER_SOURCES) | setup
 build: $(BUILD)/$(PROGRAM).json
 
 run: build
-	$(PY) -m topo.run --topo $(TOPO) --build $(BUILD)
+	$(PY) -m topo.run --topo $(TOPO) --build $(BUILD) --jobs $(JOBS)
 
 demo: build
 	$(PY) -m topo.run --topo $(TOPO) --build $(BUILD) --demo

@@ -206,7 +206,25 @@ def _job_report(ctl: NetworkController, args: dict) -> Any:
     for name in ("delivered", "bounds"):
         report[name] = _numbers(args, name, layers)  # type: ignore[arg-type]
     report["violations"] = _numbers(args, "violations", layers, integers=True)  # type: ignore[arg-type]
+    report["tele_qdelay_us"] = _int(args, "tele_qdelay_us", 0, U32_MAX, optional=True)
+    report["deadline_adaptation"] = _adaptation(args.get("deadline_adaptation"))
     return ctl.job_report(job, layers, report)  # type: ignore[arg-type]
+
+
+def _adaptation(value: Any) -> dict[str, Any] | None:
+    """A PS's report of its Early Close deadline change: {round, deadline_ms, previous_ms, reason}."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"round", "deadline_ms", "previous_ms", "reason"}:
+        raise errors.ConfigError("deadline_adaptation: must be {round, deadline_ms, previous_ms, "
+                                 f"reason}} or null, got {short(value)}")
+    out = {"round": _int(value, "round", 0, U32_MAX)}
+    for name in ("deadline_ms", "previous_ms"):
+        out[name] = _number(value.get(name), name)
+    if not isinstance(value["reason"], str) or len(value["reason"]) > 200:
+        raise errors.ConfigError("deadline_adaptation.reason: must be a short string")
+    out["reason"] = value["reason"]
+    return out
 
 
 def _phase_show(ctl: NetworkController, args: dict) -> Any:
@@ -235,6 +253,8 @@ COMMANDS: dict[str, Callable[[NetworkController, dict], Any]] = {
     "stats": lambda ctl, a: ctl.stats(_name(a, "switch", optional=True)),
     "pcn.show": lambda ctl, a: ctl.pcn_table(),
     "pcn.set": _pcn_set,
+    "pcn.jobs": lambda ctl, a: ctl.pcn_jobs(),
+    "pcn.adapt": lambda ctl, a: ctl.adapt_pcn(),
 }
 
 

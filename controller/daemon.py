@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ecn-pcn", type=int, default=NetworkOptions.ecn_pcn,
                    help="default ECN threshold while a PCN burst is pending (packets)")
     p.add_argument("--once", action="store_true", help="program every switch, then exit")
+    p.add_argument("--adapt-interval", type=float, default=1.0,
+                   help="seconds between steps of the PCN threshold law of jobs whose policy "
+                        "turns it on (docs/control-laws.md); 0 = never (default 1)")
     return p
 
 
@@ -136,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         ctl.ready.set()
         if args.once:
             return 1 if failed else 0
+        ctl.start_adapting(args.adapt_interval)
         while not stop.wait(0.5):
             pass
         return 0

@@ -170,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     pcn_sub = pcn.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     pcn_sub.required = True
     _leaf(pcn_sub, "show", help="thresholds and PCN counters per switch port")
+    _leaf(pcn_sub, "jobs", help="per job: PCN threshold in force, its law, counts, last change")
+    _leaf(pcn_sub, "adapt", help="run one step of the PCN threshold law now (it also runs by "
+                                 "itself in the daemon)")
     ps = _leaf(pcn_sub, "set", help="set a port's PCN threshold (and optionally its normal one)")
     ps.add_argument("--switch", type=_switch_name, required=True, help="switch name")
     ps.add_argument("--port", type=_port, required=True, help="egress port")
@@ -230,8 +233,8 @@ def request_of(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     if args.command == "jobs":
         return "jobs", {}
     if args.command == "pcn":
-        if args.action == "show":
-            return "pcn.show", {}
+        if args.action in ("show", "jobs", "adapt"):
+            return f"pcn.{args.action}", {}
         return "pcn.set", {"switch": args.switch, "port": args.port, "threshold": args.threshold,
                            "normal": args.normal}
     return "switches", {}
@@ -359,6 +362,9 @@ def _fmt_jobs(res: list[dict]) -> str:
                    ["JOB", "NAME", "RUNNING", "ROUND", "REGIME", "SET BY", "EPOCH", "FROM ROUND",
                     "VIOLATIONS", "LAST ADAPTATION"])]
     for j in res:
+        laws = _laws(j.get("control_laws"))
+        if laws:
+            out.append(f"job {j['job']}: {laws}")
         if j["layers"]:
             out.append(f"job {j['job']}: push delivered (last round) vs bound")
             out.append(_table([[r["layer"], _pct(r["delivered"]), _pct(r["bound"]),
@@ -366,6 +372,24 @@ def _fmt_jobs(res: list[dict]) -> str:
                                 r["violations"]] for r in j["layers"]],
                               ["LAYER", "DELIVERED", "BOUND", "", "VIOLATIONS"]))
     return "\n".join(out)
+
+
+def _laws(laws: dict | None) -> str:
+    """One line on a job's control laws (docs/control-laws.md)."""
+    if not laws:
+        return ""
+    parts = [f"early close {laws['early_close']}"]
+    if laws.get("deadline_s") is not None:
+        parts[0] += f" {laws['deadline_s'] * 1000:.0f} ms"
+    d = laws.get("last_deadline_adaptation")
+    if d:
+        parts[0] += (f" (round {d['round']}: {d['previous_ms']:.0f} -> {d['deadline_ms']:.0f} ms, "
+                     f"{d['reason']})")
+    if laws.get("pcn_threshold") is not None:
+        p = laws.get("last_pcn_adaptation")
+        parts.append(f"PCN threshold {laws['pcn_threshold']} (law {'on' if laws['pcn_law'] else 'off'}"
+                     + (f"; last {p['previous']} -> {p['value']}: {p['reason']}" if p else "") + ")")
+    return "; ".join(parts)
 
 
 def _adaptation(a: dict | None) -> str:
@@ -402,12 +426,34 @@ def _fmt_pcn(res: list[dict]) -> str:
                   ["SWITCH", "PORT", "PEER", "NORMAL", "PCN", "STARTS", "ARRIVALS", "EXPIRED"])
 
 
+def _fmt_pcn_jobs(res: list[dict]) -> str:
+    if not res:
+        return "no job has a PCN setting (policy field `pcn` of a job)"
+    rows = []
+    for r in res:
+        last = r.get("last_adaptation")
+        rows.append([r["job"], r["name"], r["threshold"], "on" if r["adapt"] else "off",
+                     f"{r['floor']}-{r['ceiling']}",
+                     " ".join(f"{n}:{v}" for n, v in sorted(r["starts"].items())) or "-",
+                     " ".join(f"{n}:{v}" for n, v in sorted(r["arrivals"].items())) or "-",
+                     "-" if not last else f"{last['previous']} -> {last['value']}: {last['reason']}"])
+    return _table(rows, ["JOB", "NAME", "THRESHOLD", "LAW", "BOUNDS", "STARTS", "ARRIVALS",
+                         "LAST ADAPTATION"])
+
+
+def _fmt_pcn_adapt(res: list[dict]) -> str:
+    if not res:
+        return "no change"
+    return "\n".join(f"job {c['job']}: PCN threshold {c['previous']} -> {c['value']} ({c['reason']})"
+                     for c in res)
+
+
 FORMATS: dict[str, Callable[[Any], str]] = {
     "switches": _fmt_switches, "policy.show": _fmt_policy_show, "policy.apply": _fmt_apply,
     "policy.clear": _fmt_apply,
     "policy.set": _fmt_apply, "policy.phase": _fmt_apply, "stats": _fmt_stats,
     "policy.phase.show": _fmt_phase, "jobs": _fmt_jobs,
-    "pcn.show": _fmt_pcn,
+    "pcn.show": _fmt_pcn, "pcn.jobs": _fmt_pcn_jobs, "pcn.adapt": _fmt_pcn_adapt,
     "pcn.set": lambda r: f"{r['switch']} port {r['port']}: normal {r['normal']}, pcn {r['pcn']}",
 }
 

@@ -51,6 +51,7 @@ class JobRuntime:
     violations: list[int] = field(default_factory=list)
     reports: deque = field(default_factory=lambda: deque(maxlen=HISTORY))
     last_adaptation: dict[str, Any] | None = None
+    last_deadline_adaptation: dict[str, Any] | None = None   # from the PS's reports
     switch_totals: tuple[int, int] | None = None   # push (seen, dropped) at the last report
 
     def running(self, now: float) -> bool:

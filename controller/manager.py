@@ -23,6 +23,7 @@ from p4.config.v1 import p4info_pb2
 from controller import errors
 from controller import p4names as N
 from controller.client import ElectionId, SwitchConnection
+from controller.control_laws import PcnLawState, PcnObservation, pcn_step
 from controller.entries import Codec, Entity, TableEntry
 from controller.network import NetworkOptions, SwitchPlan, ecn_entry, plan_switch
 from controller.p4info import P4Info
@@ -30,7 +31,7 @@ from controller.jobs import (CAUSES, SETTLE_TIMEOUT_S, JobRuntime, JobTracker, P
                              wire_epoch)
 from controller.policy import (JobState, Policy, PreviousGeneration, RuleKey, SlotInfo,
                                assign_slots, empty_policy, host_view, job_signature, parse_policy,
-                               slot_table, translate)
+                               pcn_threshold, rule_key, slot_table, translate)
 from controller.statefile import read_state, write_state
 from controller.sync import Changes, Op, apply_changes, diff, rollback
 from controller.thrift import run_commands
@@ -42,7 +43,8 @@ DIRECT_ELECTION_ID: ElectionId = (0, 200)   # gradctl --direct outranks a (dead)
 Log = Callable[[str], None]
 
 NETWORK_TABLES = (N.ARP_TABLE, N.ROUTE_TABLE, N.DSCP_TABLE, N.ECN_TABLE)
-POLICY_TABLES = (N.CLASS_TABLE, N.JOB_FEATURES_TABLE)
+POLICY_TABLES = (N.CLASS_TABLE, N.JOB_FEATURES_TABLE, N.PCN_JOB_TABLE)
+ADAPTATIONS_KEPT = 100   # the most recent control-law changes kept in the state file
 
 
 def pipeline_cookie(p4info: p4info_pb2.P4Info, device_config: bytes) -> int:
@@ -73,6 +75,8 @@ class ControllerState:
     slots: dict[RuleKey, int] = field(default_factory=dict)
     job_states: dict[int, JobState] = field(default_factory=dict)
     ecn_overrides: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict)
+    pcn_thresholds: dict[int, int] = field(default_factory=dict)   # adapted, per job
+    adaptations: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form written to the state file."""
@@ -83,6 +87,8 @@ class ControllerState:
                            for j, s in self.job_states.items()},
             "ecn_overrides": {sw: {str(p): list(v) for p, v in ports.items()}
                               for sw, ports in self.ecn_overrides.items()},
+            "pcn_thresholds": {str(j): v for j, v in self.pcn_thresholds.items()},
+            "adaptations": self.adaptations,
         }
 
     @classmethod
@@ -95,6 +101,8 @@ class ControllerState:
                         for j, s in data.get("job_states", {}).items()},
             ecn_overrides={sw: {int(p): (int(v[0]), int(v[1])) for p, v in ports.items()}
                            for sw, ports in data.get("ecn_overrides", {}).items()},
+            pcn_thresholds={int(j): int(v) for j, v in data.get("pcn_thresholds", {}).items()},
+            adaptations=[a for a in data.get("adaptations", []) if isinstance(a, dict)],
         )
 
 
@@ -124,6 +132,8 @@ class NetworkController:
         self._stopping = threading.Event()
         self.ready = threading.Event()   # set by the owner once start-up programming is done
         self.state = self._load_state()
+        self._pcn_laws: dict[int, PcnLawState] = {}
+        self._pcn_last: dict[int, tuple[int, int]] = {}   # job -> (seen, congested) last read
         self.switches: dict[str, ManagedSwitch] = {}
         for name, sw in topology.switches.items():
             conn = SwitchConnection(name, sw.grpc_addr, sw.device_id, election_id, timeout,
@@ -148,14 +158,15 @@ class NetworkController:
     def policy_entries(self, policy: Policy | None = None,
                        slots: dict[RuleKey, int] | None = None,
                        job_states: dict[int, JobState] | None = None) -> list[TableEntry]:
-        """The job_features and gradient_class entries of ``policy`` (default: the current one,
-        with the previous entries of its jobs' pending changes, so a switch that reconnects in
-        the middle of one gets them back)."""
+        """The job_features, gradient_class and pcn_job entries of ``policy`` (default: the
+        current one, with the previous entries of its jobs' pending changes, so a switch that
+        reconnects in the middle of one gets them back)."""
         if policy is None:
             return translate(self.state.policy, self.state.slots, self.state.job_states,
-                             self.jobs.pending())
+                             self.jobs.pending(), self.state.pcn_thresholds)
         return translate(policy, slots if slots is not None else self.state.slots,
-                         job_states if job_states is not None else self.state.job_states)
+                         job_states if job_states is not None else self.state.job_states,
+                         pcn_thresholds=self.state.pcn_thresholds)
 
     def desired(self, name: str) -> list[Entity]:
         """Everything that should be installed on switch ``name``."""
@@ -314,7 +325,7 @@ class NetworkController:
     # -- policy ----------------------------------------------------------------------------
     def apply_policy(self, policy: Policy, job_states: dict[int, JobState] | None = None, *,
                      updates: dict[int, JobState] | None = None, cause: str = "operator",
-                     force: bool = True) -> dict[str, Any]:
+                     force: bool = True, pcn_thresholds: dict[int, int] | None = None) -> dict[str, Any]:
         """Install ``policy`` on every reachable switch as a diff, all or nothing.
 
         ``job_states`` replaces every job's state, ``updates`` changes some (merged into the
@@ -323,7 +334,9 @@ class NetworkController:
         change applies from the round :meth:`JobRuntime.effective_round_for` gives (``cause``
         ``ps`` = a report of its PS, else an operator or the policy's schedule) and its
         previous entries stay for its previous epoch. ``force`` False skips the switches when
-        nothing changed (the per-round reports).
+        nothing changed (the per-round reports). ``pcn_thresholds`` replaces the jobs' adapted
+        PCN thresholds (the PCN law's output); a job whose PCN setting changed restarts its law
+        from the policy's threshold.
         """
         if cause not in CAUSES:
             raise ValueError(cause)
@@ -356,7 +369,14 @@ class NetworkController:
                 self.state.job_states = states
                 return {"switches": {}, "pending": [], "rules": None, "epochs": {}}
             slots = assign_slots(policy, self.state.slots)
-            want = [self.codec.normalize(e) for e in translate(policy, slots, states, pending)]
+            thresholds = dict(self.state.pcn_thresholds if pcn_thresholds is None else pcn_thresholds)
+            for job in policy.jobs:
+                old = self.state.policy.job(job.job_id)
+                if old is None or old.pcn != job.pcn:
+                    thresholds.pop(job.job_id, None)
+                    self._pcn_laws.pop(job.job_id, None)
+            want = [self.codec.normalize(e) for e in translate(policy, slots, states, pending,
+                                                               thresholds)]
             done: list[tuple[str, list[Op]]] = []
             summary: dict[str, Any] = {}
             skipped = [n for n in self.switches if n not in self.reachable()]
@@ -379,6 +399,7 @@ class NetworkController:
                 done.append((name, ops))
                 summary[name] = changes.summary()
             self.state.policy, self.state.slots, self.state.job_states = policy, slots, states
+            self.state.pcn_thresholds = thresholds
             for j, rt in self.jobs.jobs.items():
                 if j not in generations and rt.pending is not None and policy.job(j) is None:
                     rt.pending = None
@@ -495,7 +516,10 @@ class NetworkController:
             rt.violations = [a + b for a, b in zip(rt.violations or [0] * len(violations), violations)]
             rt.reports.append({**{k: report.get(k) for k in (
                 "round", "regime", "push_s", "round_time_s", "delivered", "bounds", "violations",
-                "deadline_s", "tele_max_qdepth", "epoch")}, "switch_push": switch})
+                "deadline_s", "tele_max_qdepth", "tele_qdelay_us", "deadline_adaptation", "epoch")},
+                "switch_push": switch})
+            if report.get("deadline_adaptation"):
+                rt.last_deadline_adaptation = {**report["deadline_adaptation"], "at": time.time()}
             view = self.job_view(job_id, layers, fetch=False)
             view["switch_push"] = switch
             return view
@@ -551,6 +575,13 @@ class NetworkController:
                                for i, (d, b) in enumerate(zip(delivered, bounds))],
                     "violations": sum(rt.violations), "rounds": list(rt.reports),
                     "last_adaptation": rt.last_adaptation,
+                    "control_laws": {
+                        "early_close": job.early_close,
+                        "deadline_s": last.get("deadline_s"),
+                        "last_deadline_adaptation": rt.last_deadline_adaptation,
+                        "pcn_threshold": pcn_threshold(job, self.state.pcn_thresholds),
+                        "pcn_law": None if job.pcn is None else job.pcn.adapt,
+                        "last_pcn_adaptation": self.last_adaptation(j)},
                     "age_s": round(now - rt.last_seen, 3)})
         return out
 
@@ -634,6 +665,117 @@ class NetworkController:
                             "arrivals": counts.get((N.PCN_ARRIVAL_CTR, p), 0),
                             "expired": counts.get((N.PCN_EXPIRED_CTR, p), 0)})
         return out
+
+    # -- PCN control law ---------------------------------------------------------------------
+    def _job_counters(self, job_id: int) -> tuple[int, int] | None:
+        """(seen, congested) packets of a job's slots summed over every reachable switch;
+        None when no switch is reachable."""
+        job = self.state.policy.job(job_id)
+        if job is None:
+            return None
+        slots = [self.state.slots[rule_key(job, r)] for r in job.rules
+                 if rule_key(job, r) in self.state.slots]
+        if not slots:
+            return None
+        totals = [0, 0]
+        reached = False
+        for name in self.reachable():
+            reqs = [self.codec.counter_request(c, s) for s in slots
+                    for c in (N.SLOT_SEEN_CTR, N.SLOT_CONGESTED_CTR)]
+            for c, _, pk, _ in map(self.codec.decode_counter, self.switches[name].conn.read(reqs)):
+                totals[0 if c == N.SLOT_SEEN_CTR else 1] += pk
+            reached = True
+        return (totals[0], totals[1]) if reached else None
+
+    def adapt_pcn(self) -> list[dict[str, Any]]:
+        """One step of the PCN threshold law for every job whose law is on
+        (docs/control-laws.md); installs and records each change. Returns the changes."""
+        changes: list[dict[str, Any]] = []
+        with self.lock:
+            thresholds = dict(self.state.pcn_thresholds)
+            for job in self.state.policy.jobs:
+                if job.pcn is None or not job.pcn.adapt:
+                    continue
+                now = self._job_counters(job.job_id)
+                if now is None:
+                    continue
+                last = self._pcn_last.get(job.job_id)
+                self._pcn_last[job.job_id] = now
+                if last is None or now[0] < last[0]:
+                    continue   # first reading (or counters reset): a baseline only
+                current = pcn_threshold(job, thresholds)
+                assert current is not None
+                law = self._pcn_laws.get(job.job_id)
+                if law is None or law.threshold != current:
+                    law = self._pcn_laws[job.job_id] = PcnLawState(current, job.pcn.floor,
+                                                                   job.pcn.ceiling)
+                obs = PcnObservation(now[0] - last[0], now[1] - last[1])
+                step = pcn_step(law, obs)
+                if step.changed:
+                    thresholds[job.job_id] = step.threshold
+                    changes.append({"time": round(time.time(), 3), "job": job.job_id,
+                                    "law": "pcn_threshold", "value": step.threshold,
+                                    "previous": step.previous, "reason": step.reason,
+                                    "round": self.state.job_states.get(job.job_id, JobState()).round,
+                                    "seen": obs.seen, "congested": obs.congested})
+            if changes:
+                try:
+                    self.apply_policy(self.state.policy, pcn_thresholds=thresholds)
+                except errors.ControllerError:
+                    for c in changes:   # not installed: the law restarts from what is in force
+                        self._pcn_laws.pop(c["job"], None)
+                    raise
+                self.state.adaptations = (self.state.adaptations + changes)[-ADAPTATIONS_KEPT:]
+                self._save_state()
+                for c in changes:
+                    self.log(f"job {c['job']}: PCN threshold {c['previous']} -> {c['value']} "
+                             f"({c['reason']})")
+        return changes
+
+    def start_adapting(self, interval: float) -> threading.Thread | None:
+        """Run :meth:`adapt_pcn` every ``interval`` seconds until :meth:`stop` (0 = never)."""
+        if interval <= 0:
+            return None
+
+        def loop() -> None:
+            while not self._stopping.wait(interval):
+                try:
+                    self.adapt_pcn()
+                except errors.ControllerError as exc:
+                    self.log(f"PCN law: {exc}")
+
+        thread = threading.Thread(target=loop, daemon=True, name="pcn-law")
+        thread.start()
+        return thread
+
+    def last_adaptation(self, job_id: int) -> dict[str, Any] | None:
+        """The most recent recorded control-law change of ``job_id``."""
+        return next((a for a in reversed(self.state.adaptations) if a.get("job") == job_id), None)
+
+    def pcn_jobs(self) -> list[dict[str, Any]]:
+        """Per job with a PCN setting: threshold in force, law on/off, bounds, per-switch PCN
+        start/arrival counts of that job, and its last adaptation."""
+        rows = []
+        jobs = [j for j in self.state.policy.jobs if j.pcn is not None]
+        per_switch: dict[str, dict[tuple[str, int], int]] = {}
+        for name in self.reachable():
+            reqs = [self.codec.counter_request(c, j.job_id) for j in jobs
+                    for c in (N.PCN_JOB_START_CTR, N.PCN_JOB_ARRIVAL_CTR)]
+            per_switch[name] = {(c, i): pk for c, i, pk, _ in
+                                map(self.codec.decode_counter, self.switches[name].conn.read(reqs))} \
+                if reqs else {}
+        for job in jobs:
+            assert job.pcn is not None
+            rows.append({"job": job.job_id, "name": job.name,
+                         "threshold": pcn_threshold(job, self.state.pcn_thresholds),
+                         "adapt": job.pcn.adapt, "floor": job.pcn.floor,
+                         "ceiling": job.pcn.ceiling, "policy_threshold": job.pcn.threshold,
+                         "starts": {n: c.get((N.PCN_JOB_START_CTR, job.job_id), 0)
+                                    for n, c in per_switch.items()},
+                         "arrivals": {n: c.get((N.PCN_JOB_ARRIVAL_CTR, job.job_id), 0)
+                                      for n, c in per_switch.items()},
+                         "last_adaptation": self.last_adaptation(job.job_id)})
+        return rows
 
     # -- stats -----------------------------------------------------------------------------
     def stats(self, switch: str | None = None) -> dict[str, Any]:

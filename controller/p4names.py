@@ -66,6 +66,12 @@ SET_ECN = "GradEgress.set_ecn_thresholds"
 SET_ECN_NORMAL = "normal"
 SET_ECN_PCN = "pcn"
 
+# A job's own PCN threshold (no entry = the START's TOS bits, else the port's pcn value)
+PCN_JOB_TABLE = "GradEgress.pcn_job"
+PCN_JOB_KEY_JOB = "hdr.gradient.job_id"
+SET_PCN_JOB = "GradEgress.set_pcn_job_threshold"
+SET_PCN_JOB_THRESHOLD = "threshold"
+
 # Counters (indirect)
 SLOT_SEEN_CTR = "GradIngress.slot_seen_ctr"
 SLOT_DROPPED_CTR = "GradIngress.slot_dropped_ctr"
@@ -78,6 +84,9 @@ QUEUE_MARKED_CTR = "GradEgress.queue_marked_ctr"
 PCN_START_CTR = "GradEgress.pcn_start_ctr"
 PCN_ARRIVAL_CTR = "GradEgress.pcn_arrival_ctr"
 PCN_EXPIRED_CTR = "GradEgress.pcn_expired_ctr"
+PCN_JOB_START_CTR = "GradEgress.pcn_job_start_ctr"       # index job_id
+PCN_JOB_ARRIVAL_CTR = "GradEgress.pcn_job_arrival_ctr"
+SLOT_CONGESTED_CTR = "GradIngress.slot_congested_ctr"
 PRIORITIES = 8
 
 

@@ -34,9 +34,12 @@ MAG_CLASSES = N.MAG_CLASS_MAX + 1
 _TOP_KEYS = {"version", "defaults", "jobs"}
 _DEFAULT_KEYS = {"priority", "drop_eligible", "drop_threshold", "mag_classes"}
 _FEATURE_KEYS = ("spray", "prioritize", "selective_drop")
-_JOB_KEYS = {"job", "name", "layers", "phases", "hole_fill", *_FEATURE_KEYS}
+_JOB_KEYS = {"job", "name", "layers", "phases", "hole_fill", "early_close", "pcn", *_FEATURE_KEYS}
 # The push-stage hole-filling modes of the host agents (docs/contracts.md, Job policy).
 HOLE_FILLS = ("zero", "previous", "mean-delivered")
+_PCN_KEYS = {"threshold", "adapt", "floor", "ceiling"}
+EARLY_CLOSE_LAWS = ("telemetry", "adaptive", "fixed")   # hosts/transport/deadline.py
+PCN_THRESHOLD_MAX = 1000   # packets; far above any queue the switches run
 _RULE_KEYS = {"range", "mag_classes", "loss_bound", "pull_bound", "priority", "drop_eligible",
               "drop_threshold", "phases"}
 _PHASE_KEYS = {"rounds", "low", "high"}
@@ -83,14 +86,27 @@ class Features:
 
 
 @dataclass(frozen=True)
+class PcnSetting:
+    """A job's PCN threshold (packets): the start value, whether the controller's law adapts
+    it, and the bounds it stays in (docs/control-laws.md)."""
+
+    threshold: int = 10
+    adapt: bool = True
+    floor: int = 5
+    ceiling: int = 40
+
+
+@dataclass(frozen=True)
 class Job:
-    """A training job's rules and ablation switches."""
+    """A training job's rules, ablation switches and control-law settings."""
 
     job_id: int
     name: str
     rules: tuple[Rule, ...]
     features: Features = Features()
     hole_fill: str | None = None   # the hosts' push-stage hole filling; None = their flag
+    early_close: str = "telemetry"
+    pcn: PcnSetting | None = None
 
 
 @dataclass(frozen=True)
@@ -208,6 +224,18 @@ def _phases(raw: Any, path: str) -> tuple[Phase, ...]:
     return tuple(out)
 
 
+def _pcn(raw: Any, path: str) -> PcnSetting:
+    _check_keys(raw, _PCN_KEYS, path)
+    d = PcnSetting()
+    floor = _int(raw.get("floor", d.floor), f"{path}.floor", 1, PCN_THRESHOLD_MAX)
+    ceiling = _int(raw.get("ceiling", d.ceiling), f"{path}.ceiling", 1, PCN_THRESHOLD_MAX)
+    if floor > ceiling:
+        raise _fail(f"{path}.floor", f"must not exceed the ceiling {ceiling}, got {floor}")
+    threshold = _int(raw.get("threshold", min(max(d.threshold, floor), ceiling)),
+                     f"{path}.threshold", floor, ceiling)
+    return PcnSetting(threshold, _bool(raw.get("adapt", d.adapt), f"{path}.adapt"), floor, ceiling)
+
+
 EMPTY_POLICY_HINT = ("it would delete every installed class (to do that on purpose: "
                      "`gradctl policy clear --yes`)")
 
@@ -254,6 +282,11 @@ def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
         hole_fill = rj.get("hole_fill")
         if hole_fill is not None and hole_fill not in HOLE_FILLS:
             raise _fail(f"{jp}.hole_fill", f"must be one of {', '.join(HOLE_FILLS)}, got {short(hole_fill)}")
+        early_close = rj.get("early_close", "telemetry")
+        if early_close not in EARLY_CLOSE_LAWS:
+            raise _fail(f"{jp}.early_close", f"must be one of {', '.join(EARLY_CLOSE_LAWS)}, "
+                                             f"got {short(early_close)}")
+        pcn = _pcn(rj["pcn"], f"{jp}.pcn") if "pcn" in rj else None
         raw_rules = rj.get("layers")
         if not isinstance(raw_rules, list) or not raw_rules:
             raise _fail(f"{jp}.layers", "must be a non-empty list of layer rules")
@@ -292,7 +325,7 @@ def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
         n_rules += len(rules)
         if n_rules > N.NUM_SLOTS:
             raise _fail(f"{jp}.layers", f"more than {N.NUM_SLOTS} rules in all (the switch's slots)")
-        jobs.append(Job(job_id, name, tuple(rules), features, hole_fill))
+        jobs.append(Job(job_id, name, tuple(rules), features, hole_fill, early_close, pcn))
     if not jobs and not allow_empty:
         raise _fail("jobs", f"no jobs in the policy: {EMPTY_POLICY_HINT}")
     return Policy(tuple(jobs), copy.deepcopy(doc))
@@ -419,6 +452,21 @@ def features_entry(job: Job) -> TableEntry:
                           N.SET_JOB_FEATURES_DROP: int(f.selective_drop)}))
 
 
+def pcn_entry(job_id: int, threshold: int) -> TableEntry:
+    """The ``pcn_job`` entry giving ``job_id`` its own PCN threshold."""
+    return TableEntry(N.PCN_JOB_TABLE, ((N.PCN_JOB_KEY_JOB, Exact(job_id)),),
+                      Action.of(N.SET_PCN_JOB, **{N.SET_PCN_JOB_THRESHOLD: threshold}))
+
+
+def pcn_threshold(job: Job, adapted: Mapping[int, int] | None = None) -> int | None:
+    """The PCN threshold in force for ``job``: the adapted value within its bounds while its
+    law is on, else the policy's; None when the job has no PCN setting."""
+    if job.pcn is None:
+        return None
+    value = (adapted or {}).get(job.job_id) if job.pcn.adapt else None
+    if value is None:
+        return job.pcn.threshold
+    return min(max(value, job.pcn.floor), job.pcn.ceiling)
 @dataclass(frozen=True)
 class PreviousGeneration:
     """A job's policy before a pending change: its rules, its state, its wire epoch."""
@@ -452,9 +500,11 @@ def class_entry(job: Job, rule: Rule, slot: int, st: JobState,
 
 def translate(policy: Policy, slots: Mapping[RuleKey, int],
               states: Mapping[int, JobState] | None = None,
-              previous: Mapping[int, PreviousGeneration] | None = None) -> list[TableEntry]:
+              previous: Mapping[int, PreviousGeneration] | None = None,
+              pcn_thresholds: Mapping[int, int] | None = None) -> list[TableEntry]:
     """The entries of ``policy``: one ``gradient_class`` entry per rule (with the given slots),
-    and a ``job_features`` entry for each job that turns a mechanism off (no entry = all on).
+    a ``job_features`` entry for each job that turns a mechanism off (no entry = all on), and a
+    ``pcn_job`` entry for each job with a PCN setting (at its adapted threshold, if any).
     ``previous``: per job with a pending change, its previous rules again, for its previous
     wire epoch only (a previous rule without a slot in ``slots`` any more is left out: its
     packets get the current entries)."""
@@ -464,6 +514,9 @@ def translate(policy: Policy, slots: Mapping[RuleKey, int],
         st = states.get(job.job_id, JobState())
         if job.features != Features():
             out.append(features_entry(job))
+        threshold = pcn_threshold(job, pcn_thresholds)
+        if threshold is not None:
+            out.append(pcn_entry(job.job_id, threshold))
         for rule in job.rules:
             out.append(class_entry(job, rule, slots[rule_key(job, rule)], st))
     for gen in (previous or {}).values():
@@ -478,7 +531,7 @@ def job_signature(job: Job | None, st: JobState) -> tuple:
     """What a job's switches and hosts do under ``st``: equal signatures = nothing to change."""
     if job is None:
         return ()
-    return (job.features, job.hole_fill,
+    return (job.features, job.hole_fill, job.early_close,
             tuple((r.layers, r.mag_classes, r.bound_at(st.round, st.critical), r.pull_bound,
                    r.priority, r.drop_eligible, r.drop_threshold) for r in job.rules))
 
@@ -512,6 +565,7 @@ def host_view(job: Job, st: JobState, num_layers: int) -> dict[str, Any]:
         p_high.append(min((ph.high for ph in phases), default=None))
     return {"layers": num_layers, "push_bounds": push, "pull_bounds": pull,
             "droppable": droppable, "priorities": priorities, "hole_fill": job.hole_fill,
+            "early_close": job.early_close,
             "phase": {"scheduled": scheduled, "regime": "critical" if st.critical else "normal",
                       "p_low": p_low if scheduled else None,
                       "p_high": p_high if scheduled else None}}

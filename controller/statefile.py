@@ -18,7 +18,7 @@ from controller.documents import DocumentError, loads_json, read_text, short
 from controller.policy import parse_policy
 
 MAX_STATE_BYTES = 4 << 20
-_KEYS = {"policy", "slots", "job_states", "ecn_overrides"}
+_KEYS = {"policy", "slots", "job_states", "ecn_overrides", "pcn_thresholds", "adaptations"}
 
 
 def backup_path(path: Path) -> Path:
@@ -70,6 +70,15 @@ def check_shape(doc: Any) -> None:
             if not (str(port).isdigit() and isinstance(pair, list) and len(pair) == 2
                     and all(_is_int(x) for x in pair)):
                 raise _shape(f"ecn_overrides.{short(sw)}.{short(port)}: must be [normal, pcn]")
+    thresholds = doc.get("pcn_thresholds", {})
+    if not isinstance(thresholds, dict):
+        raise _shape("pcn_thresholds: must be an object")
+    for job, value in thresholds.items():
+        if not (str(job).isdigit() and _is_int(value, 1, 1 << 32)):
+            raise _shape(f"pcn_thresholds.{short(job)}: must be a positive integer")
+    adaptations = doc.get("adaptations", [])
+    if not (isinstance(adaptations, list) and all(isinstance(a, dict) for a in adaptations)):
+        raise _shape("adaptations: must be a list of objects")
 
 
 def read_state(path: Path) -> dict[str, Any] | None:

@@ -14,14 +14,15 @@ Agents
         --pull-bound B | --reliable-pull
         --phase-aware [--phase-delta 0.4 --phase-check-rounds 10 --phase-per-layer]
         --hole-fill zero|previous|mean-delivered (default mean-delivered)
-        --deadline adaptive|fixed (ltp: adaptive, mlt: fixed) --deadline-ms 500
+        --deadline telemetry|adaptive|fixed (ltp: telemetry, mlt: fixed) --deadline-ms 500
         [--pull-deadline-ms] --deadline-floor-ms 200 --deadline-ceiling-ms 2000 --deadline-mult 3
         --chunk-elems 64 --pace-pps 0 --probe-ms 20 --order layer|shuffle --peer-timeout 10
         --join-timeout 60 --pcn [--pcn-threshold 10 --pcn-timeout-ms 50]
         --tcp-cc NAME --tcp-ecn on|off (tcp only)
     mlt is the software-MLT baseline: one fixed bound for push and pull, every packet PLAIN.
     JSON events: start (config), round (time_s, push_s, pull_s, delivered, delivered_min,
-        violations, deadline_ms, bytes, retransmissions, drops, bounds, phase), violation,
+        violations, deadline_ms, telemetry, deadline_adaptation, bytes, retransmissions, drops,
+        bounds, phase), violation, adaptation (law, stage, round, deadline_ms, reason),
         epoch (loss, test_loss, accuracy), done (violations per layer; tcp: connections).
   python -m hosts.pcn serve [--port 19527] | start --ps IP [--threshold 10 --count N]
   python -m hosts.background sink|flows|microburst|incast ...   (DCTCP if available, else cubic)

@@ -18,6 +18,7 @@ from typing import Any
 
 from hosts.errors import ControllerUnreachable
 from hosts.transport.bounds import LayerBounds
+from hosts.transport.deadline import MODES as DEADLINE_MODES
 
 MAX_ANSWER = 4 << 20
 MAG_CLASSES = 8
@@ -34,12 +35,14 @@ class HostPolicy:
     hole_fill: str | None
     regime: str
     set_by: str
+    early_close: str | None = None   # the Early Close law the policy names (None = the flag's)
 
     def summary(self) -> dict[str, Any]:
         """The generation for a JSON log record."""
         return {"epoch": self.epoch, "wire_epoch": self.wire_epoch,
                 "push_bounds": list(self.bounds.push), "pull_bounds": list(self.bounds.pull),
                 "droppable": [sorted(d) for d in self.droppable], "hole_fill": self.hole_fill,
+                "early_close": self.early_close,
                 "regime": self.regime, "set_by": self.set_by}
 
 
@@ -133,7 +136,15 @@ class PolicyClient:
         phase = v.get("phase") or {}
         return HostPolicy(int(v["epoch"]), int(v["wire_epoch"]) & 0xFF, LayerBounds(push, pull),
                           droppable, v.get("hole_fill"), str(phase.get("regime", "normal")),
-                          str(phase.get("set_by", "policy")))
+                          str(phase.get("set_by", "policy")), _early_close(v.get("early_close")))
+
+
+def _early_close(value: Any) -> str | None:
+    if value is None:
+        return None
+    if value not in DEADLINE_MODES:
+        raise ValueError(f"early_close {value!r}")
+    return str(value)
 
 
 def _bounds(values: Any, layers: int) -> tuple[float, ...]:

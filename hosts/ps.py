@@ -3,10 +3,12 @@
 Each round: gather every worker's gradient push (loss-tolerant on ltp/mlt), average per element
 (holes filled per --hole-fill), take an SGD step, pull the parameters back to the workers.
 Logs JSON lines: `start` (the transport as configured), `round` (completion time, per-layer
-delivered fraction, bound violations, deadline, bytes, retransmissions), `violation` (a push
-closed by its deadline with more loss than the bound), `epoch` (loss, accuracy on the held-out
-digits), `policy` (with --controller: the round from which a generation of the job's policy
-applies, its epoch and bounds) and `done` (violations per layer over the run).
+delivered fraction, bound violations, deadline, the switches' telemetry, bytes,
+retransmissions), `violation` (a push closed by its deadline with more loss than the bound),
+`adaptation` (the Early Close deadline changed: round from which it applies, value, reason;
+docs/control-laws.md), `epoch` (loss, accuracy on the held-out digits), `policy` (with
+--controller: the round from which a generation of the job's policy applies, its epoch and
+bounds) and `done` (violations per layer over the run).
 With --controller the PS follows the controller's policy for its job and reports each round
 (regime per DBLP, delivered fractions, violations) before the round's pull.
 Run: python -m hosts.ps --workers N [--port 19527] [--transport ltp|tcp|mlt] ...
@@ -105,6 +107,8 @@ def serve(args: argparse.Namespace) -> None:
                               delivered=round(fractions[layer], 4), bound=bounds_now[layer],
                               closed_by=gathered.closed_by[rank])
             violations = [a + b for a, b in zip(violations, round_violations)]
+            if gathered.adaptation is not None:
+                log.write("adaptation", law="early_close", stage="push", **gathered.adaptation)
             grads = aggregator.aggregate(gathered.values, gathered.delivered)
             params = optimizer.step(model.get_flat(), grads)
             model.set_flat(params)
@@ -120,7 +124,9 @@ def serve(args: argparse.Namespace) -> None:
                     delivered=[round(f, 4) for f in gathered.mean_fractions()],
                     bounds=list(bounds_now), violations=round_violations,
                     deadline_s=None if gathered.deadline == float("inf") else gathered.deadline,
-                    tele_max_qdepth=None, epoch=epoch_now)
+                    tele_max_qdepth=gathered.telemetry.get("max_qdepth"),
+                    tele_qdelay_us=gathered.telemetry.get("max_qdelay_us"),
+                    deadline_adaptation=gathered.adaptation, epoch=epoch_now)
                 # this round's pull keeps this round's generation; the next push gets its own
                 exchange.config = following(config, view.at(rnd), flag_hole_fill)
                 upcoming = view.at(rnd + 1)
@@ -144,6 +150,7 @@ def serve(args: argparse.Namespace) -> None:
                       closed_by=sorted(set(str(c) for c in gathered.closed_by.values())),
                       violations=round_violations,
                       deadline_ms=_ms(gathered.deadline),
+                      telemetry=gathered.telemetry, deadline_adaptation=gathered.adaptation,
                       bounds=[round(b, 6) for b in bounds_now], grad_norm=round(norm, 6),
                       bytes=delta.get("bytes_sent", 0) + delta.get("bytes_received", 0),
                       retransmissions=delta.get("retransmissions", 0),

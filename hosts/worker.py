@@ -104,6 +104,8 @@ def work(args: argparse.Namespace) -> None:
                           delivered=round(pulled.fractions[layer], 4),
                           bound=exchange.config.bounds.pull[layer], closed_by=pulled.closed_by)
             violations = [a + b for a, b in zip(violations, round_violations)]
+            if pulled.adaptation is not None:
+                log.write("adaptation", law="early_close", stage="pull", **pulled.adaptation)
             delta = exchange.counters.since(before)
             log.write("round", round=rnd, time_s=round(time.monotonic() - t0, 6),
                       batch_loss=round(loss, 6), pull_s=round(pulled.seconds, 6),
@@ -114,6 +116,7 @@ def work(args: argparse.Namespace) -> None:
                       policy_epoch=epoch,
                       pull_deadline_ms=(None if pulled.deadline == float("inf")
                                         else round(pulled.deadline * 1000, 3)),
+                      pull_telemetry=pulled.telemetry, pull_deadline_adaptation=pulled.adaptation,
                       bytes=delta.get("bytes_sent", 0) + delta.get("bytes_received", 0),
                       drops={k: v for k, v in delta.items() if k.startswith("drop_")},
                       **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in push.items()})

@@ -27,6 +27,9 @@ control GradEgress(inout headers_t hdr,
     counter(NUM_PORTS, CounterType.packets) pcn_start_ctr;
     counter(NUM_PORTS, CounterType.packets) pcn_arrival_ctr;
     counter(NUM_PORTS, CounterType.packets) pcn_expired_ctr;
+    /* The same PCN events per job (index job_id), so jobs sharing a port are told apart. */
+    counter(NUM_JOBS, CounterType.packets) pcn_job_start_ctr;
+    counter(NUM_JOBS, CounterType.packets) pcn_job_arrival_ctr;
 
     bit<32> normal_threshold = 0xFFFFFFFF;
     bit<32> table_pcn_threshold = 0xFFFFFFFF;
@@ -36,6 +39,7 @@ control GradEgress(inout headers_t hdr,
     bit<1>  pcn_arrived = 0;
     bit<1>  pcn_expired = 0;
     bit<48> pcn_expiry_us = PCN_EXPIRY_US;
+    bit<32> job_pcn_threshold = 0;   /* 0 = the job has no threshold of its own */
 
     action set_ecn_thresholds(bit<32> normal, bit<32> pcn) {
         normal_threshold = normal;
@@ -49,6 +53,21 @@ control GradEgress(inout headers_t hdr,
         actions = { set_ecn_thresholds; NoAction; }
         default_action = NoAction();
         size = 512;
+    }
+
+    /* A job's own PCN threshold (packets), set and adapted by the controller; it wins over the
+     * threshold the START carries in its TOS bits. */
+    action set_pcn_job_threshold(bit<32> threshold) {
+        job_pcn_threshold = threshold;
+    }
+
+    table pcn_job {
+        key = {
+            hdr.gradient.job_id: exact;
+        }
+        actions = { set_pcn_job_threshold; NoAction; }
+        default_action = NoAction();
+        size = 1024;
     }
 
     action set_pcn_expiry(bit<48> expiry_us) {
@@ -68,7 +87,9 @@ control GradEgress(inout headers_t hdr,
      * A START counts once per (port, job, worker, round) however often it is resent; a newer
      * round's START replaces the sender's earlier one whose burst never came; the count expires
      * pcn_expiry_us after the port's last counted START (the epoch then turns, so senders
-     * counted before never decrement the fresh count). */
+     * counted before never decrement the fresh count). The START's threshold is the job's
+     * own (pcn_job), else the one it carries, else the port's; while bursts are pending the
+     * lowest of theirs holds. */
     action pcn_update(bit<32> sender) {
         bit<32> count;
         bit<32> thr;
@@ -95,7 +116,10 @@ control GradEgress(inout headers_t hdr,
         bool pending = started != 0 && started_epoch == epoch && last != started;
         bool fresh = start && started != round1;
         bit<32> carried = ((bit<32>)hdr.ipv4.diffserv[3:0]) * 5;
-        thr = start ? (carried != 0 ? carried : table_pcn_threshold) : thr;
+        bit<32> offered = job_pcn_threshold != 0 ? job_pcn_threshold
+                          : (carried != 0 ? carried : table_pcn_threshold);
+        /* bursts of several jobs pending on one port: the lowest threshold holds */
+        thr = start ? ((count != 0 && thr < offered) ? thr : offered) : thr;
         count = (fresh && !pending) ? count + 1 : count;
         deadline = fresh ? now + pcn_expiry_us : deadline;
         started = fresh ? round1 : started;
@@ -143,6 +167,7 @@ control GradEgress(inout headers_t hdr,
             pcn_config.apply();
             bit<32> sender = 0;
             if (hdr.gradient.isValid()) {
+                pcn_job.apply();
                 hash(sender, HashAlgorithm.crc32, 32w0,
                      { standard_metadata.egress_port, hdr.gradient.job_id,
                        hdr.gradient.worker_rank },
@@ -151,9 +176,11 @@ control GradEgress(inout headers_t hdr,
             pcn_update(sender);
             if (pcn_started == 1) {
                 pcn_start_ctr.count((bit<32>)standard_metadata.egress_port);
+                pcn_job_start_ctr.count((bit<32>)hdr.gradient.job_id);
             }
             if (pcn_arrived == 1) {
                 pcn_arrival_ctr.count((bit<32>)standard_metadata.egress_port);
+                pcn_job_arrival_ctr.count((bit<32>)hdr.gradient.job_id);
             }
             if (pcn_expired == 1) {
                 pcn_expired_ctr.count((bit<32>)standard_metadata.egress_port);

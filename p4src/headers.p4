@@ -22,6 +22,7 @@ const bit<32> NUM_SLOTS       = 1024;  /* loss-budget slots, one per (job, layer
 const bit<32> NUM_PORTS       = 512;
 const bit<32> NUM_QUEUES      = 4096;  /* NUM_PORTS * 8 priorities: index = port * 8 + prio */
 const bit<32> NUM_PCN_SENDERS = 4096;  /* hashed (port, job, worker) burst trackers */
+const bit<32> NUM_JOBS        = 65536; /* per-job counters are indexed by job_id */
 /* Loss budgets are counted per (slot, stage, lane): stage 0 push, 1 pull; lane = the push
  * sender's worker_rank mod BUDGET_LANES, or a hash of a pull packet's destination address. */
 const bit<32> BUDGET_LANES    = 16;

@@ -21,10 +21,14 @@ control GradIngress(inout headers_t hdr,
     counter(NUM_STAGE_SLOTS, CounterType.packets_and_bytes) stage_seen_ctr;
     counter(NUM_STAGE_SLOTS, CounterType.packets_and_bytes) stage_dropped_ctr;
     counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_dropped_ctr;
+    /* gradient DATA of the slot that found its egress queue deeper than the class's
+     * drop_threshold (the controller's PCN control law reads it per job) */
+    counter(NUM_SLOTS, CounterType.packets_and_bytes) slot_congested_ctr;
 
     action_selector(HashAlgorithm.crc16, 32w1024, 32w16) ecmp_selector;
 
     bit<1> sel_drop = 0;
+    bit<1> congested_now = 0;
 
     action drop() {
         mark_to_drop(standard_metadata);
@@ -154,6 +158,7 @@ control GradIngress(inout headers_t hdr,
         bool eligible = meta.drop_eligible == 1 && meta.no_selective_drop == 0
                         && (hdr.gradient.flags & GRAD_FLAG_CRITICAL) == 0;
         sel_drop = (eligible && congested && within) ? 1w1 : 1w0;
+        congested_now = congested ? 1w1 : 1w0;
         dropped = dropped + (bit<32>)sel_drop;
         budget_round.write(budget, hdr.gradient.round);
         budget_seen.write(budget, seen);
@@ -236,6 +241,9 @@ control GradIngress(inout headers_t hdr,
                     gradient_budget(meta.stage_slot * BUDGET_LANES + lane);
                     slot_seen_ctr.count(meta.slot);
                     stage_seen_ctr.count(meta.stage_slot);
+                    if (congested_now == 1) {
+                        slot_congested_ctr.count(meta.slot);
+                    }
                     if (sel_drop == 1) {
                         slot_dropped_ctr.count(meta.slot);
                         stage_dropped_ctr.count(meta.stage_slot);

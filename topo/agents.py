@@ -75,6 +75,7 @@ class JobSpec:
     workers: int = 3
     extra_ps: tuple[str, ...] = ()
     extra_worker: tuple[str, ...] = ()
+    group: int = 0    # which host group (PS and its workers) of the topology runs it
     controller: str | None = None   # the controller's socket: agents follow its policy for the job
 
 

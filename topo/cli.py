@@ -39,6 +39,39 @@ class GradCLI(CLI):
         print(render(result, self.session.stats(),
                      switch_logs={n: s.log for n, s in self.session.topo.switches.items()}))
 
+    def do_job(self, line: str) -> None:
+        """job start [ROUNDS] [WORKERS] | job wait [JOB] | job list: run jobs side by side
+        (one per host group; `--jobs 2` gives the incast topology two)."""
+        words = line.split()
+        action, rest = (words[0], words[1:]) if words else ("list", [])
+        try:
+            numbers = [int(a) for a in rest]
+            if any(n < 1 for n in numbers) or action not in ("start", "wait", "list") \
+                    or len(numbers) > (2 if action == "start" else 1 if action == "wait" else 0):
+                raise ValueError
+        except ValueError:
+            print("usage: job start [ROUNDS] [WORKERS] | job wait [JOB] | job list")
+            return
+        try:
+            if action == "list":
+                self.session.reap_jobs()
+                running = self.session.running
+                print("running: " + (", ".join(f"job {j} (host group {job.job.group + 1})"
+                                               for j, job in sorted(running.items())) or "none"))
+            elif action == "start":
+                job_id = self.session.start_job(*(numbers + [None] * (2 - len(numbers))))
+                group = self.session.running[job_id].job.group
+                print(f"job {job_id} started on host group {group + 1}; `job wait {job_id}` "
+                      f"prints its summary")
+            else:
+                running = sorted(self.session.running)
+                job_id = numbers[0] if numbers else (running[0] if running else 0)
+                result = self.session.finish_job(job_id)
+                print(render(result, self.session.stats(),
+                             switch_logs={n: s.log for n, s in self.session.topo.switches.items()}))
+        except TopoError as exc:
+            print(f"job: error: {exc}")
+
     def do_stats(self, line: str) -> None:
         """stats: per-switch counters (gradctl stats)."""
         self.do_gradctl("stats " + line)

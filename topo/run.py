@@ -17,7 +17,7 @@ from hosts.errors import ConfigError
 from hosts.exchange.config import TRANSPORTS
 from hosts.exchange.tcp_options import check_congestion_control
 from topo.errors import TopoError
-from topo.session import DEFAULT_POLICY, RunConfig, RunSession
+from topo.session import DEFAULT_POLICY, TWO_JOBS_POLICY, RunConfig, RunSession
 from topo.summary import render
 from topo.topologies import TOPOLOGIES, TopoParams
 
@@ -33,8 +33,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=3, help="worker hosts (default 3)")
     p.add_argument("--background", type=int, default=2, help="background hosts (incast/leaf-spine; default 2)")
     p.add_argument("--rounds", type=int, default=20, help="training rounds of a job (default 20)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="host groups (a PS and --workers workers each) sharing the incast "
+                        "bottleneck, so jobs can run side by side (CLI `job start`); with more "
+                        f"than one and no --policy, {TWO_JOBS_POLICY} (default 1)")
     p.add_argument("--pcap", action="store_true", help="write per-port pcaps to pcaps/")
-    p.add_argument("--policy", default=DEFAULT_POLICY, help=f"tolerance policy file (default {DEFAULT_POLICY})")
+    p.add_argument("--policy", default=None, help=f"tolerance policy file (default {DEFAULT_POLICY}; with --jobs > 1 "
+                        f"{TWO_JOBS_POLICY})")
     p.add_argument("--log-dir", default="logs", help="logs, description and run record (default logs)")
     p.add_argument("--bottleneck-pps", type=float, default=1000.0,
                    help="queue rate of the bottleneck port(s), packets/s (default 1000)")
@@ -89,10 +94,14 @@ def _config(args: argparse.Namespace) -> RunConfig:
     agent_args = tuple(args.agent_arg)
     if args.tcp_cc:
         agent_args += ("--tcp-cc", args.tcp_cc)
+    if not 1 <= args.jobs <= 8 or (args.jobs > 1 and args.topo != "incast"):
+        raise TopoError("--jobs must be 1..8, and more than 1 only with --topo incast")
     params = TopoParams(workers=args.workers, background=args.background, bottleneck_pps=args.bottleneck_pps,
-                        queue_depth=args.queue_depth, delay_ms=args.delay_ms, loss_pct=args.loss_pct)
+                        queue_depth=args.queue_depth, delay_ms=args.delay_ms, loss_pct=args.loss_pct,
+                        jobs=args.jobs)
+    policy = args.policy or (TWO_JOBS_POLICY if args.jobs > 1 else DEFAULT_POLICY)
     return RunConfig(topo_name=args.topo, build_dir=args.build, log_dir=args.log_dir, params=params,
-                     policy=args.policy, pcap=args.pcap, bursts=tuple(args.burst), rounds=args.rounds,
+                     policy=policy, pcap=args.pcap, bursts=tuple(args.burst), rounds=args.rounds,
                      controller=not args.no_controller, transport=args.transport, pace=args.pace,
                      tcp_ecn=args.tcp_ecn, agent_args=agent_args)
 
@@ -133,6 +142,9 @@ def overview(session: RunSession) -> str:
 CLI_HELP = """\
 In the Mininet CLI:
   train [ROUNDS] [WORKERS]   run a training job (PS + workers on the hosts), print its summary
+  job start [ROUNDS] [WORKERS]  start a job in the background on a free host group (--jobs N
+                             gives N), so a second job runs beside the first; `job wait [JOB]`
+                             prints its summary, `job list` shows what runs
   stats                      switch counters (gradctl stats)
   background FLOWS | off     ECN-capable TCP flows from the background hosts to the sink
   gradctl ARGS               e.g. `gradctl policy show`, `gradctl policy set ...`

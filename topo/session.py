@@ -25,9 +25,10 @@ from topo.switch_node import log_tail
 from topo.stop import stop_recorded
 from topo.topologies import TopoParams, build_topology
 from topo.toolchain import switch_tool
-from topo.training import TrainingJob, TrainingResult
+from topo.training import TrainingJob, TrainingResult, host_groups
 
 DEFAULT_POLICY = "controller/policies/default.yaml"
+TWO_JOBS_POLICY = "controller/policies/two-jobs.yaml"
 PROGRAM = "gradlane"
 
 
@@ -85,6 +86,7 @@ class RunSession:
         self.impairment_lines: list[str] = []
         self.stale: list[str] = []
         self.jobs = 0
+        self.running: dict[int, TrainingJob] = {}   # job id -> a job started beside others
         self.background: list[ManagedProcess] = []
 
     # -- bring-up --------------------------------------------------------------------------
@@ -200,10 +202,12 @@ class RunSession:
         return 0.9 * rate / workers
 
     def job_spec(self, job_id: int, rounds: int | None = None, workers: int | None = None,
-                 extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = ()) -> agents.JobSpec:
+                 extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = (),
+                 group: int = 0) -> agents.JobSpec:
         """The agents' flags of one job: the run's transport and agent flags, the pacing (of the
         workers of every transport when asked, never otherwise), then the caller's extras."""
-        n_workers = workers or len(self.topo.hosts_with_role("worker"))
+        n_workers = workers or (len(self.topo.hosts_with_role("worker"))
+                                // max(1, host_groups(self.topo)))
         common: tuple[str, ...] = ("--transport", self.config.transport, *self.config.agent_args)
         if self.config.tcp_ecn:
             common = (*common, "--tcp-ecn", self.config.tcp_ecn)
@@ -213,7 +217,8 @@ class RunSession:
         pace = () if share is None else ("--pace-pps", f"{share:.0f}")
         return agents.JobSpec(job_id=job_id, rounds=rounds or self.config.rounds, workers=n_workers,
                               extra_ps=(*common, *extra_ps),
-                              extra_worker=(*common, *pace, *extra_worker), controller=controller)
+                              extra_worker=(*common, *pace, *extra_worker), group=group,
+                              controller=controller)
 
     def policy_socket(self, job_id: int, agent_args: tuple[str, ...]) -> str | None:
         """The controller socket a job's agents follow, or None: only for our transport (ltp),
@@ -235,11 +240,51 @@ class RunSession:
     def train(self, rounds: int | None = None, workers: int | None = None, timeout: float = 600.0,
               extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = ()) -> TrainingResult:
         """Run one training job (PS + workers on the hosts) to the end."""
+        job_id = self.start_job(rounds, workers, extra_ps, extra_worker)
+        return self.finish_job(job_id, timeout)
+
+    def start_job(self, rounds: int | None = None, workers: int | None = None,
+                  extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = ()) -> int:
+        """Start a training job on the first free host group, beside any running one; its id.
+        Job ids count up from 1 over the run (the policy names jobs by these ids)."""
         assert self.record is not None
-        job = self.job_spec(self.jobs + 1, rounds, workers, extra_ps, extra_worker)
+        self.reap_jobs()
+        busy = {job.job.group for job in self.running.values()}
+        free = [g for g in range(host_groups(self.topo)) if g not in busy]
+        if not free:
+            raise RunError(f"every host group of topology {self.topo.name} runs a job "
+                           f"(jobs {', '.join(map(str, sorted(self.running)))}): wait for one, "
+                           f"or start the network with more groups (--jobs)")
+        spec = self.job_spec(self.jobs + 1, rounds, workers, extra_ps, extra_worker, group=free[0])
+        job = TrainingJob(self.net, self.topo, self.config.topology_path, self.record,
+                          self.config.log_dir, spec, self.host_sysctls())
         self.jobs += 1
-        return TrainingJob(self.net, self.topo, self.config.topology_path, self.record,
-                           self.config.log_dir, job, self.host_sysctls()).run(timeout)
+        self.running[spec.job_id] = job
+        try:
+            job.start()
+        except BaseException:
+            job.stop()
+            del self.running[spec.job_id]
+            raise
+        return spec.job_id
+
+    def finish_job(self, job_id: int, timeout: float = 600.0) -> TrainingResult:
+        """Wait for a started job to end (at most ``timeout`` s) and collect its result."""
+        job = self.running.get(job_id)
+        if job is None:
+            raise RunError(f"no running job {job_id} (running: "
+                           f"{', '.join(map(str, sorted(self.running))) or 'none'})")
+        try:
+            return job.wait(timeout)
+        finally:
+            del self.running[job_id]
+
+    def reap_jobs(self) -> None:
+        """Forget started jobs whose agents have all exited (their results stay in the logs)."""
+        for job_id, job in list(self.running.items()):
+            if job.finished():
+                job.stop()
+                del self.running[job_id]
 
     def host_sysctls(self) -> dict[str, str]:
         """Per-namespace settings of a job's hosts: net.ipv4.tcp_ecn when ECN was chosen."""
@@ -286,6 +331,9 @@ class RunSession:
         """Stop the controller, the network, remove the record, release the lock. Idempotent;
         True if there was anything to stop."""
         had = self.record is not None
+        for job in self.running.values():
+            job.stop()
+        self.running = {}
         self.stop_background()
         if self.controller is not None:
             self.controller.stop()

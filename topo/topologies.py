@@ -20,6 +20,7 @@ class TopoParams:
 
     workers: int = 3
     background: int = 2
+    jobs: int = 1              # host groups (incast): a PS and `workers` workers per job
     bottleneck_pps: float | None = 1000.0
     queue_depth: int = 64
     delay_ms: float = 0.0
@@ -76,16 +77,20 @@ class _Plan:
 
 def incast(params: TopoParams) -> Topology:
     """Workers w1..wN and background senders b1..bB on s1; the PS and background sink bs on s2;
-    the s1 -> s2 link is the bottleneck (queue rate `bottleneck_pps`, delay and loss)."""
+    the s1 -> s2 link is the bottleneck (queue rate `bottleneck_pps`, delay and loss).
+    With `jobs` J > 1, J host groups share that bottleneck: workers w1..w(J x N) (group g has
+    the g-th N of them) and parameter servers ps, ps2, .., psJ on s2."""
     plan = _Plan("incast", params)
     plan.switch("s1")
     plan.switch("s2")
-    for i in range(1, params.workers + 1):
+    for i in range(1, params.workers * params.jobs + 1):
         plan.host(f"w{i}", "s1", "worker")
     for i in range(1, params.background + 1):
         plan.host(f"b{i}", "s1", "background")
     plan.host("ps", "s2", "ps")
     plan.host("bs", "s2", "background")
+    for g in range(2, params.jobs + 1):
+        plan.host(f"ps{g}", "s2", "ps")
     plan.trunk("s1", "s2", bottleneck=True)
     return plan.topo
 
@@ -146,6 +151,11 @@ def build_topology(name: str, params: TopoParams | None = None) -> Topology:
     params = params or TopoParams()
     if params.workers < 1 or params.background < 0:
         raise DescriptionError("need at least 1 worker and >= 0 background hosts")
+    if not 1 <= params.jobs <= 8:
+        raise DescriptionError(f"jobs {params.jobs}: need 1..8 host groups")
+    if params.jobs > 1 and name != "incast":
+        raise DescriptionError(f"several jobs' host groups exist in the incast topology only, "
+                               f"not in '{name}'")
     topo = factory(params)
     try:
         topo.validate(f"topology '{name}'")

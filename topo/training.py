@@ -52,6 +52,23 @@ class TrainingResult:
         return [r for recs in self.records.values() for r in recs]
 
 
+def host_groups(topo: Topology) -> int:
+    """How many jobs can run side by side: one per parameter-server host."""
+    return len(topo.hosts_with_role("ps"))
+
+
+def host_group(topo: Topology, group: int) -> tuple[str, list[str]]:
+    """The PS host and worker hosts of host group ``group`` (0-based)."""
+    ps = topo.hosts_with_role("ps")
+    workers = topo.hosts_with_role("worker")
+    if not ps:
+        raise RunError(f"topology {topo.name} has no parameter-server host")
+    if not 0 <= group < len(ps):
+        raise RunError(f"topology {topo.name} has {len(ps)} host group(s), not {group + 1}")
+    share = len(workers) // len(ps)
+    return ps[group], workers[group * share:(group + 1) * share]
+
+
 class TrainingJob:
     """Start a PS and workers on a running network, wait for them, collect their output."""
 
@@ -70,14 +87,14 @@ class TrainingJob:
         self.processes: dict[str, ManagedProcess] = {}
 
     def hosts(self) -> tuple[str, list[str]]:
-        """(PS host, worker hosts) used by the job; raises RunError if the topology lacks them."""
-        ps = self.topo.hosts_with_role("ps")
-        workers = self.topo.hosts_with_role("worker")
-        if not ps:
-            raise RunError(f"topology {self.topo.name} has no parameter-server host")
+        """(PS host, worker hosts) used by the job: those of its host group (with G parameter
+        servers, group g has the g-th PS and the g-th G-th of the workers); raises RunError if
+        the topology lacks them."""
+        ps, workers = host_group(self.topo, self.job.group)
         if self.job.workers > len(workers):
-            raise RunError(f"job wants {self.job.workers} workers, topology {self.topo.name} has {len(workers)}")
-        return ps[0], workers[: self.job.workers]
+            raise RunError(f"job wants {self.job.workers} workers, host group {self.job.group + 1} "
+                           f"of topology {self.topo.name} has {len(workers)}")
+        return ps, workers[: self.job.workers]
 
     def start(self) -> None:
         """Start the PS, then the workers (each on its host, logs in `log_dir`)."""
@@ -122,6 +139,10 @@ class TrainingJob:
             records={p.name: json_lines(p.output()) for p in self.processes.values()},
             logs={p.name: str(p.log) for p in self.processes.values()},
             elapsed_s=time.monotonic() - started, timed_out=timed_out)
+
+    def finished(self) -> bool:
+        """Every agent of the job has exited."""
+        return bool(self.processes) and all(not p.alive() for p in self.processes.values())
 
     def run(self, timeout: float) -> TrainingResult:
         """start() then wait()."""

@@ -116,10 +116,13 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                         "value), mean-delivered (mean over the workers that delivered; default). "
                         "Pull-stage holes always keep the previous parameters. With --controller "
                         "the policy's hole_fill wins when it names one")
-    g.add_argument("--deadline", choices=("adaptive", "fixed"),
+    g.add_argument("--deadline", choices=("telemetry", "adaptive", "fixed"),
                    help="acceptance deadline (LTP early close): adaptive = --deadline-mult x the "
-                        "smoothed transfer time (EWMA 1/8) within [floor, ceiling]; fixed = "
-                        "--deadline-ms. Default adaptive for ltp, fixed for mlt")
+                        "smoothed transfer time (EWMA 1/8) within [floor, ceiling]; telemetry = "
+                        "the same plus twice the path queueing delay the switches report, and "
+                        "x2 instead of --deadline-mult while every queue is empty "
+                        "(docs/control-laws.md); fixed = --deadline-ms. Default telemetry for "
+                        "ltp, fixed for mlt")
     g.add_argument("--deadline-ms", type=float, default=500.0,
                    help="push deadline after a sender's first packet: the fixed value, or the "
                         "adaptive start value (default 500)")
@@ -186,7 +189,8 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
                                        ("--phase-aware", args.phase_aware),
                                        ("--pull-bound", args.pull_bound is not None),
                                        ("--reliable-pull", args.reliable_pull),
-                                       ("--deadline adaptive", args.deadline == "adaptive"))
+                                       ("--deadline adaptive", args.deadline == "adaptive"),
+                                       ("--deadline telemetry", args.deadline == "telemetry"))
                  if on]
         if extra:
             raise ConfigError(f"--transport mlt uses one fixed bound for push and pull and a fixed "
@@ -215,7 +219,7 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
     send = SendOptions(pace_pps=args.pace_pps, probe_interval=args.probe_ms / 1000.0,
                        peer_timeout=args.peer_timeout, priority_hints=kind == "ltp",
                        plain=kind == "mlt", order=args.order, seed=seed)
-    mode = args.deadline or ("adaptive" if kind == "ltp" else "fixed")
+    mode = args.deadline or ("telemetry" if kind == "ltp" else "fixed")
     pull_ms = args.pull_deadline_ms if args.pull_deadline_ms is not None else args.deadline_ms
     if not (pull_ms > 0 and math.isfinite(pull_ms)):
         raise ConfigError("--pull-deadline-ms must be a positive number")
@@ -238,11 +242,17 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
 def following(config: TransportConfig, policy: HostPolicy, flag_hole_fill: HoleFill) -> TransportConfig:
     """``config`` as one generation of the controller's policy makes it: its bounds (the pull
     kept reliable with --reliable-pull), drop-eligible classes, policy epoch stamp, and its
-    hole filling when it names one (else ``flag_hole_fill``)."""
+    hole filling when it names one (else ``flag_hole_fill``), and its Early Close law."""
     bounds = policy.bounds.with_reliable_pull() if config.reliable_pull else policy.bounds
     send = dataclasses.replace(config.send, policy_epoch=policy.wire_epoch, droppable=policy.droppable)
     hole_fill = HoleFill.parse(policy.hole_fill) if policy.hole_fill else flag_hole_fill
-    return dataclasses.replace(config, bounds=bounds, send=send, hole_fill=hole_fill)
+    deadlines = {}
+    if policy.early_close and config.kind == "ltp":
+        for name in ("push_deadline", "pull_deadline"):
+            current = getattr(config, name)
+            if current.initial != float("inf"):   # a reliable pull keeps no deadline
+                deadlines[name] = dataclasses.replace(current, mode=policy.early_close)
+    return dataclasses.replace(config, bounds=bounds, send=send, hole_fill=hole_fill, **deadlines)
 
 
 def fingerprint(layer_sizes: list[int], chunk_elems: int, config: TransportConfig) -> int:

@@ -1,7 +1,7 @@
 """What one round's push (gather at the PS) and pull (at a worker) produced."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -16,6 +16,10 @@ class Gathered:
     closed_by: dict[int, str | None]
     seconds: float
     deadline: float = float("inf")
+    telemetry: dict = field(default_factory=dict)
+    adaptation: dict | None = None
+    telemetry: dict = field(default_factory=dict)
+    adaptation: dict | None = None   # the deadline's change for the next round, if reported
 
     def mean_fractions(self) -> list[float]:
         per_rank = list(self.fractions.values())
@@ -37,3 +41,5 @@ class Pulled:
     last: bool
     seconds: float
     deadline: float = float("inf")
+    telemetry: dict = field(default_factory=dict)
+    adaptation: dict | None = None

@@ -92,6 +92,7 @@ class UdpServerExchange:
     def _open_push(self, round_: int, required: tuple[float, ...]) -> RecvSession:
         session = self.mux.get(round_, False)
         if session is None:
+            self.push_deadline.settings = self.config.push_deadline   # the policy may switch it
             absent = self.config.join_timeout if round_ == 0 else self.config.peer_timeout
             session = RecvSession(self.endpoint, self.plan, round_, pull=False,
                                   senders=list(range(self.workers)), required=required,
@@ -111,13 +112,15 @@ class UdpServerExchange:
         seconds = (session.finished or time.monotonic()) - min(firsts) if firsts else 0.0
         transfers = [s.closed_at - s.first_data for s in session.senders.values()
                      if s.first_data is not None and s.closed_at is not None]
+        adaptation = None
         if transfers:
-            self.push_deadline.observe(max(transfers))
+            adaptation = self.push_deadline.observe(max(transfers), session.telemetry, round_)
         return Gathered(
             values={r: s.buffer.values for r, s in session.senders.items()},
             delivered={r: s.buffer.delivered for r, s in session.senders.items()},
             fractions=session.fractions(), closed_by=session.closed_by(), seconds=seconds,
-            deadline=session.options.deadline)
+            deadline=session.options.deadline, telemetry=session.telemetry.as_dict(),
+            adaptation=None if adaptation is None else adaptation.as_dict())
 
     def scatter(self, round_: int, layers: list[np.ndarray], last: bool,
                 next_required: tuple[float, ...] | None) -> float:

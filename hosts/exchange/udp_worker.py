@@ -70,6 +70,7 @@ class UdpWorkerExchange:
         """Send this round's gradients until the PS says STOP; stats of the push."""
         cfg = self.config
         absent = cfg.peer_timeout + (cfg.join_timeout if round_ == 0 else 0.0)
+        self.pull_deadline.settings = cfg.pull_deadline   # the policy may switch the law
         self.mux.add(RecvSession(
             self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
             required=cfg.bounds.required_fraction(pull=True),
@@ -104,11 +105,15 @@ class UdpWorkerExchange:
         self.mux.drain()
         self.mux.prune(round_)
         buf = state.buffer
+        adaptation = None
         if state.first_data is not None and state.closed_at is not None:
-            self.pull_deadline.observe(state.closed_at - state.first_data)
+            adaptation = self.pull_deadline.observe(state.closed_at - state.first_data,
+                                                    session.telemetry, round_)
         return Pulled(values=buf.values, delivered=buf.delivered, fractions=buf.fractions(),
                       closed_by=state.closed_by, last=bool(state.flags_seen & wire.FLAG_LAST),
-                      seconds=time.monotonic() - t0, deadline=session.options.deadline)
+                      seconds=time.monotonic() - t0, deadline=session.options.deadline,
+                      telemetry=session.telemetry.as_dict(),
+                      adaptation=None if adaptation is None else adaptation.as_dict())
 
     def linger(self) -> None:
         """Answer late probes of the final round for a moment (a lost STOP) before exiting."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from hosts import wire
 from hosts.errors import PacketError, PeerTimeout
 from hosts.transport.chunking import ChunkPlan
+from hosts.transport.deadline import RoundTelemetry
 from hosts.transport.endpoint import Endpoint, Received
 from hosts.transport.reassembly import TensorBuffer
 
@@ -65,6 +66,7 @@ class RecvSession:
         self.names = sender_names or {}
         self.opened = time.monotonic()
         self.finished: float | None = None
+        self.telemetry = RoundTelemetry()   # what the switches stamped into this round's DATA
 
     @property
     def done(self) -> bool:
@@ -119,6 +121,7 @@ class RecvSession:
             counters[f"drop_{exc.reason}"] += 1
             return
         self._heard(state, pkt, now)
+        self.telemetry.add(hdr.tele_max_qdepth, hdr.tele_qdelay_us, hdr.tele_hops)
         if state.closed_by is not None:
             # In flight when we closed: still useful until the owner consumes the buffer.
             counters["late_data"] += 1

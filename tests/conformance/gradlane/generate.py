@@ -594,9 +594,76 @@ def ipv4_checksum() -> Scenario:
     return s
 
 
+def pcn_per_job() -> Scenario:
+    s = Scenario("pcn_per_job", "two jobs on one port: each job's PCN events are counted under its "
+                                "own id; a job's own threshold (pcn_job) wins over the START's "
+                                "bits; while bursts are pending the lowest threshold holds")
+    _routes(s)
+    s.add("add GradEgress.ecn_config standard_metadata.egress_port:2 "
+          "GradEgress.set_ecn_thresholds(normal:40, pcn:10)")
+    s.add("add GradEgress.pcn_job hdr.gradient.job_id:0x0002 "
+          "GradEgress.set_pcn_job_threshold(threshold:5)")
+    s.comment("job 1, worker 1 announces a burst carrying threshold 30 (TOS 0x80 | 6 << 2): count 1")
+    _send_grad(s, Grad(kind=6, job_id=1, worker_rank=1, round=3), tos=0x98)
+    s.add("register_read GradEgress.pcn_threshold 2 30")
+    s.comment("job 2 (same rank) carries 30 too, but its own threshold is 5: count 2, threshold 5")
+    _send_grad(s, Grad(kind=6, job_id=2, worker_rank=1, round=3), tos=0x98)
+    s.add("register_read GradEgress.pcn_count 2 2")
+    s.add("register_read GradEgress.pcn_threshold 2 5")
+    s.comment("job 1's resent START: not counted again, and the pending lower threshold holds")
+    _send_grad(s, Grad(kind=6, job_id=1, worker_rank=1, round=3), tos=0x98)
+    s.add("register_read GradEgress.pcn_threshold 2 5")
+    s.comment("job 1's burst arrives: count 1 (job 2's burst is still pending)")
+    _send_grad(s, Grad(job_id=1, worker_rank=1, round=3))
+    s.add("register_read GradEgress.pcn_count 2 1")
+    s.comment("job 2's burst arrives: count 0; a new job-1 START with no pending burst sets its own 30")
+    _send_grad(s, Grad(job_id=2, worker_rank=1, round=3))
+    s.add("register_read GradEgress.pcn_count 2 0")
+    _send_grad(s, Grad(kind=6, job_id=1, worker_rank=1, round=4), tos=0x98)
+    s.add("register_read GradEgress.pcn_threshold 2 30")
+    s.add("wait")
+    s.add("check_counter GradEgress.pcn_start_ctr(2) packets == 3")
+    s.add("check_counter GradEgress.pcn_job_start_ctr(1) packets == 2")
+    s.add("check_counter GradEgress.pcn_job_start_ctr(2) packets == 1")
+    s.add("check_counter GradEgress.pcn_job_arrival_ctr(1) packets == 1")
+    s.add("check_counter GradEgress.pcn_job_arrival_ctr(2) packets == 1")
+    return s
+
+
+def job_budgets() -> Scenario:
+    s = Scenario("job_budgets", "two jobs through one congested queue: each job's drops are charged "
+                                "to its own slot's budget and counters, never to the other's; "
+                                "packets that meet a deep queue are counted per slot")
+    _routes(s)
+    _class(s, prio=2, layers="0..3", eligible=1, slot=1, push_bp=2500, pull_bp=2500, threshold=4, job=1)
+    _class(s, prio=2, layers="0..3", eligible=1, slot=2, push_bp=5000, pull_bp=5000, threshold=4, job=2)
+    qidx = 2 * 8 + 2
+    s.comment("same queue, same rank, same round, congested before every packet (depth 10 > 4)")
+    s.comment("job 1 (25 %): its 4th and 8th are dropped; job 2 (50 %): its 2nd, 4th, 6th, 8th")
+    for seq in range(8):
+        for job, drops in ((1, (3, 7)), (2, (1, 3, 5, 7))):
+            s.add(f"register_write qdepth_reg {qidx} 10")
+            _send_grad(s, Grad(job_id=job, layer_id=1, round=2, chunk_seq=seq), dropped=seq in drops)
+    s.add(f"register_read GradIngress.budget_seen {budget(1)} 8")
+    s.add(f"register_read GradIngress.budget_dropped {budget(1)} 2")
+    s.add(f"register_read GradIngress.budget_seen {budget(2)} 8")
+    s.add(f"register_read GradIngress.budget_dropped {budget(2)} 4")
+    s.comment("an uncongested packet of job 1 (depth 0) is seen, not counted as congested")
+    s.add(f"register_write qdepth_reg {qidx} 0")
+    _send_grad(s, Grad(job_id=1, layer_id=1, round=2, chunk_seq=8))
+    s.add("wait")
+    s.add("check_counter GradIngress.slot_seen_ctr(1) packets == 9")
+    s.add("check_counter GradIngress.slot_dropped_ctr(1) packets == 2")
+    s.add("check_counter GradIngress.slot_congested_ctr(1) packets == 8")
+    s.add("check_counter GradIngress.slot_seen_ctr(2) packets == 8")
+    s.add("check_counter GradIngress.slot_dropped_ctr(2) packets == 4")
+    s.add("check_counter GradIngress.slot_congested_ctr(2) packets == 8")
+    return s
+
+
 SCENARIOS = (forwarding, priority_by_class, bounded_drop, policy_epoch, stage_budgets,
-             critical_never_dropped,
-             plain_traffic, job_features, dscp_fallback, pcn_counting, pcn_resend, ipv4_checksum)
+             critical_never_dropped, plain_traffic, job_features, dscp_fallback, pcn_counting,
+             pcn_resend, pcn_per_job, job_budgets, ipv4_checksum)
 P4_STUB = "// gradlane's data plane under test ({name}.stf)\n#include \"../../../p4src/gradlane.p4\"\n"
 
 

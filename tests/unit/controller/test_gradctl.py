@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from google.protobuf import text_format
 
 from controller import api, errors
@@ -322,3 +323,93 @@ def test_stats_count_push_and_pull_against_their_own_bounds(network, capsys):
         assert "10/2000 (1.10%)" in out and "10/1000 (0.50%)" in out and "OVER" in out
     finally:
         stop_daemon(proc)
+
+
+# -- the PCN threshold law inside the daemon (docs/control-laws.md) ---------------------------
+TWO_JOBS = {"version": 1, "jobs": [
+    {"job": 1, "name": "first", "pcn": {"threshold": 15, "adapt": True, "floor": 5, "ceiling": 40},
+     "layers": [{"range": [0, 65535], "loss_bound": 0.05}]},
+    {"job": 2, "name": "second", "early_close": "adaptive",
+     "pcn": {"threshold": 20, "adapt": False},
+     "layers": [{"range": [0, 65535], "loss_bound": 0.01}]},
+]}
+
+
+def _pcn_entries(server, info: P4Info) -> dict[int, int]:
+    table = info.table_id(N.PCN_JOB_TABLE)
+    out = {}
+    for e in server.entities("table_entry"):
+        if e.table_entry.table_id == table:
+            job = int.from_bytes(e.table_entry.match[0].exact.value, "big")
+            out[job] = int.from_bytes(e.table_entry.action.action.params[0].value, "big")
+    return out
+
+
+def test_deep_queues_of_one_job_lower_only_its_threshold(network, capsys, tmp_path):
+    policy = tmp_path / "two.yaml"
+    policy.write_text(yaml.safe_dump(TWO_JOBS))
+    proc, sock, _ = start_daemon(network, "--policy", str(policy), "--adapt-interval", "0")
+    try:
+        s = ["--socket", str(sock)]
+        info = P4Info(network["p4info_msg"])
+        assert _pcn_entries(network["servers"]["s2"], info) == {1: 15, 2: 20}
+        code, out, _ = run(capsys, *s, "--json", "policy", "show")
+        slots = {c["job"]: c["slot"] for c in json.loads(out)["classes"]}
+        servers = network["servers"]
+        for sv in servers.values():
+            sv.set_counter_sizes_from_p4info()
+        ids = {c.preamble.name: c.preamble.id for c in servers["s1"].p4info.counters}
+
+        def counters(seen: int, congested: int, job: int = 1) -> None:
+            servers["s1"].counters[(ids[N.SLOT_SEEN_CTR], slots[job])] = (seen, 0)
+            servers["s1"].counters[(ids[N.SLOT_CONGESTED_CTR], slots[job])] = (congested, 0)
+
+        counters(1000, 0)
+        counters(1000, 900, job=2)               # job 2's law is off: its entry never moves
+        code, out, _ = run(capsys, *s, "pcn", "adapt")
+        assert code == 0 and out.strip() == "no change"          # first reading: a baseline
+        counters(1200, 100)                      # 50 % of job 1's new packets met a deep queue
+        counters(1200, 1100, job=2)
+        code, out, _ = run(capsys, *s, "--json", "pcn", "adapt")
+        changes = json.loads(out)
+        assert [(c["job"], c["previous"], c["value"]) for c in changes] == [(1, 15, 10)]
+        assert changes[0]["seen"] == 200 and changes[0]["congested"] == 100
+        assert _pcn_entries(servers["s3"], info) == {1: 10, 2: 20}
+        code, out, _ = run(capsys, *s, "--json", "pcn", "jobs")
+        rows = {r["job"]: r for r in json.loads(out)}
+        assert rows[1]["threshold"] == 10 and rows[1]["adapt"] is True
+        assert rows[1]["last_adaptation"]["reason"].startswith("lowered")
+        assert rows[2]["threshold"] == 20 and rows[2]["last_adaptation"] is None
+        code, out, _ = run(capsys, *s, "pcn", "jobs")
+        assert "15 -> 10: lowered" in out and out.splitlines()[0].split()[:4] == \
+            ["JOB", "NAME", "THRESHOLD", "LAW"]
+        # three calm steps raise it by one step again
+        for seen in (1400, 1600, 1800):
+            counters(seen, 100)
+            run(capsys, *s, "pcn", "adapt")
+        assert _pcn_entries(servers["s1"], info)[1] == 15
+        state = json.loads((network["dir"] / "state.json").read_text())
+        assert state["pcn_thresholds"] == {"1": 15} and len(state["adaptations"]) == 2
+        # a new policy for the job restarts its law from the policy's threshold
+        changed = json.loads(json.dumps(TWO_JOBS))
+        changed["jobs"][0]["pcn"]["threshold"] = 25
+        policy.write_text(yaml.safe_dump(changed))
+        code, _, err = run(capsys, *s, "policy", "apply", str(policy))
+        assert code == 0, err
+        assert _pcn_entries(servers["s2"], info) == {1: 25, 2: 20}
+    finally:
+        stop_daemon(proc)
+
+
+def test_policy_refuses_bad_control_law_fields(capsys, tmp_path):
+    bad = json.loads(json.dumps(TWO_JOBS))
+    bad["jobs"][0]["pcn"]["floor"] = 50
+    policy = tmp_path / "bad.yaml"
+    policy.write_text(yaml.safe_dump(bad))
+    code, _, err = run(capsys, "policy", "apply", str(policy), "--check")
+    assert code == 1 and "jobs[0].pcn.floor: must not exceed the ceiling 40, got 50" in err
+    bad["jobs"][0]["pcn"]["floor"] = 5
+    bad["jobs"][1]["early_close"] = "sometimes"
+    policy.write_text(yaml.safe_dump(bad))
+    code, _, err = run(capsys, "policy", "apply", str(policy), "--check")
+    assert code == 1 and "jobs[1].early_close: must be one of telemetry, adaptive, fixed" in err

@@ -191,3 +191,35 @@ def test_gradctl_jobs_phase_and_stats_watch(daemon, capsys):
     assert exited.value.code == 2 and "--count needs --watch" in capsys.readouterr().err
     assert gradctl([*s, "policy", "phase", "--critical", "yes"]) == 1
     assert "setting the regime needs --job" in capsys.readouterr().err
+
+
+def test_control_laws_reach_hosts_and_come_back_in_jobs(daemon, capsys):
+    """The host view names the job's Early Close law; the PS's report of a deadline change and
+    the round's telemetry show in `jobs`, beside the PCN law's state (docs/control-laws.md)."""
+    view = _call(daemon, "job.policy", job=1, layers=2)
+    assert view["early_close"] == "telemetry"             # the policy's default law
+    change = {"round": 1, "deadline_ms": 400.0, "previous_ms": 500.0, "reason": "queues empty"}
+    _call(daemon, "job.report", job=1, layers=2, round=0, delivered=[1.0, 1.0], bounds=[0.05, 0.0],
+          violations=[0, 0], deadline_s=0.5, tele_max_qdepth=3, tele_qdelay_us=1200,
+          deadline_adaptation=change)
+    job = _call(daemon, "jobs")[0]
+    laws = job["control_laws"]
+    assert laws["early_close"] == "telemetry" and laws["deadline_s"] == 0.5
+    assert {k: v for k, v in laws["last_deadline_adaptation"].items() if k != "at"} == change
+    assert laws["pcn_threshold"] is None and laws["pcn_law"] is None   # the job has no pcn setting
+    assert job["rounds"][-1]["tele_qdelay_us"] == 1200
+    code = gradctl(["--socket", str(daemon.socket), "jobs"])
+    assert code == 0 and ("job 1: early close telemetry 500 ms (round 1: 500 -> 400 ms, "
+                          "queues empty)") in capsys.readouterr().out
+    with pytest.raises(errors.RemoteError, match="deadline_adaptation: must be"):
+        _call(daemon, "job.report", job=1, layers=2, round=1, deadline_adaptation={"round": 1})
+    # switching the law is a change hosts follow: a new epoch, from the usual round
+    done = _call(daemon, "policy.apply", document={**_doc(), "jobs": [
+        {**_doc()["jobs"][0], "early_close": "adaptive"}, _doc()["jobs"][1]]})
+    assert done["epochs"]["1"]["epoch"] == 2
+    assert _call(daemon, "job.policy", job=1, layers=2)["early_close"] == "adaptive"
+
+
+def _doc():
+    import yaml
+    return yaml.safe_load(POLICY)

@@ -35,7 +35,7 @@ def test_mlt_is_one_fixed_bound_for_push_and_pull_with_no_network_help():
     assert cfg.push_deadline.mode == "fixed"
     ltp = _config("--bound", "0.08", layers=3)
     assert ltp.bounds.pull == pytest.approx((0.02,) * 3) and not ltp.plain
-    assert ltp.push_deadline.mode == "adaptive"
+    assert ltp.push_deadline.mode == "telemetry"
 
 
 @pytest.mark.parametrize("flags, needle", [
@@ -44,6 +44,7 @@ def test_mlt_is_one_fixed_bound_for_push_and_pull_with_no_network_help():
     (["--phase-aware"], "--phase-aware"),
     (["--reliable-pull"], "--reliable-pull"),
     (["--deadline", "adaptive"], "--deadline adaptive"),
+    (["--deadline", "telemetry"], "--deadline telemetry"),
 ])
 def test_mlt_refuses_what_the_baseline_does_not_have(flags, needle):
     with pytest.raises(ConfigError, match="one fixed bound for push and pull") as info:

@@ -13,6 +13,8 @@ from topo.run import main
     (["--build", "/nonexistent-build"], "program JSON /nonexistent-build/gradlane.json not found"),
     (["--tcp-cc", "reno"], "--tcp-cc and --tcp-ecn need --transport tcp"),
     (["--transport", "tcp", "--tcp-cc", "no-such-cc"], "--tcp-cc no-such-cc is not available here"),
+    (["--jobs", "0"], "--jobs must be 1..8"),
+    (["--jobs", "2", "--topo", "pcn"], "more than 1 only with --topo incast"),
 ])
 def test_bad_options_one_line_error(argv, needle, capsys, tmp_path):
     assert main([*argv, "--log-dir", str(tmp_path)]) == 1

@@ -54,3 +54,21 @@ def test_params_the_description_contract_rejects_are_a_topo_error():
         build_topology("incast", TopoParams(bottleneck_pps=0))
     with pytest.raises(DescriptionError, match=r"topology 'incast': links\[\d+\]\.loss_pct: 200 is not in 0\.\.100"):
         build_topology("incast", TopoParams(loss_pct=200))
+
+
+def test_incast_with_two_host_groups_shares_the_bottleneck():
+    from topo.training import host_group, host_groups
+
+    topo = build_topology("incast", TopoParams(workers=2, background=1, jobs=2))
+    assert host_groups(topo) == 2
+    assert host_group(topo, 0) == ("ps", ["w1", "w2"])
+    assert host_group(topo, 1) == ("ps2", ["w3", "w4"])
+    assert {topo.hosts[h].switch for h in ("w1", "w4")} == {"s1"}
+    assert {topo.hosts[h].switch for h in ("ps", "ps2")} == {"s2"}
+    assert [link for link in topo.links if link.a == "s1" and link.b == "s2"]  # one trunk
+    single = build_topology("incast", TopoParams(workers=3))
+    assert host_groups(single) == 1 and host_group(single, 0) == ("ps", ["w1", "w2", "w3"])
+    with pytest.raises(DescriptionError, match="incast topology only"):
+        build_topology("pcn", TopoParams(jobs=2))
+    with pytest.raises(DescriptionError, match="1..8 host groups"):
+        build_topology("incast", TopoParams(jobs=0))

@@ -1,0 +1,2 @@
+// gradlane's data plane under test (pcn_per_job.stf)
+#include "../../../p4src/gradlane.p4"
