@@ -278,3 +278,26 @@ def test_default_sender_probes_right_after_the_first_pass(peer):
         assert sender.stats.data_packets == 5
     finally:
         ep.close()
+
+
+def _data_with_telemetry(plan, layers, seq, qdepth, hops):
+    vals = layers[0][plan.offset(0, seq):plan.offset(0, seq) + plan.length(0, seq)]
+    payload = vals.astype(">f4").tobytes()
+    return wire.pack_header(wire.KIND_DATA, 0, JOB, 0, 0, 0, 0, len(payload), seq, plan.offset(0, seq),
+                            tele_max_qdepth=qdepth, tele_hops=hops) + payload
+
+
+def test_receiver_keeps_the_deepest_queue_the_round_met(endpoint, peer):
+    plan = ChunkPlan([30], 10)
+    layers = [np.arange(30, dtype=np.float32)]
+    session = RecvSession(endpoint, plan, 0, pull=False, senders=[0], required=(1.0,),
+                          options=ReceiveOptions(deadline=30.0))
+    mux = Mux(endpoint)
+    mux.add(session)
+    peer.sendto(_data_with_telemetry(plan, layers, 0, 0, 0), endpoint.address)   # no telemetry yet
+    _pump(mux, lambda: session.senders[0].first_data is not None)
+    assert session.max_qdepth is None
+    for seq, depth in ((1, 41), (2, 17)):
+        peer.sendto(_data_with_telemetry(plan, layers, seq, depth, 1), endpoint.address)
+    _pump(mux, lambda: session.done)
+    assert session.max_qdepth == 41
