@@ -3,11 +3,11 @@
 Each round: gather every worker's gradient push (loss-tolerant on ltp/mlt), average per element
 (holes filled per --hole-fill), take an SGD step, pull the parameters back to the workers.
 Logs JSON lines: `start` (the transport as configured), `round` (completion time, per-layer
-delivered fraction, bound violations, deadline, the switches' telemetry, bytes,
-retransmissions), `violation` (a push closed by its deadline with more loss than the bound),
-`adaptation` (the Early Close deadline changed: round from which it applies, value, reason;
-docs/control-laws.md), `epoch` (loss, accuracy on the held-out digits), `policy` (with
---controller: the round from which a generation of the job's policy applies, its epoch and
+delivered fraction, bound violations, deadline, the switches' telemetry (and the deepest switch
+queue the push met), bytes, retransmissions), `violation` (a push closed by its deadline with more
+loss than the bound), `adaptation` (the Early Close deadline changed: round from which it applies,
+value, reason; docs/control-laws.md), `epoch` (loss, accuracy on the held-out digits), `policy`
+(with --controller: the round from which a generation of the job's policy applies, its epoch and
 bounds) and `done` (violations per layer over the run).
 With --controller the PS follows the controller's policy for its job and reports each round
 (regime per DBLP, delivered fractions, violations) before the round's pull.
@@ -157,7 +157,8 @@ def serve(args: argparse.Namespace) -> None:
                       retx_received=delta.get("retx_received", 0),
                       drops={k: v for k, v in delta.items() if k.startswith("drop_")},
                       phase=None if phase is None else phase.phase, policy_epoch=epoch_now,
-                      switch_push=None if view is None else view.switch_push)
+                      switch_push=None if view is None else view.switch_push,
+                      queue_depth=gathered.max_qdepth)
             if epoch_end or last:
                 train_loss, _ = model.evaluate(data.x_train, data.y_train)
                 test_loss, accuracy = model.evaluate(data.x_test, data.y_test)

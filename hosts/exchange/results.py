@@ -17,9 +17,8 @@ class Gathered:
     seconds: float
     deadline: float = float("inf")
     telemetry: dict = field(default_factory=dict)
-    adaptation: dict | None = None
-    telemetry: dict = field(default_factory=dict)
     adaptation: dict | None = None   # the deadline's change for the next round, if reported
+    max_qdepth: int | None = None   # deepest switch queue the push met (telemetry), None if unknown
 
     def mean_fractions(self) -> list[float]:
         per_rank = list(self.fractions.values())

@@ -120,7 +120,8 @@ class UdpServerExchange:
             delivered={r: s.buffer.delivered for r, s in session.senders.items()},
             fractions=session.fractions(), closed_by=session.closed_by(), seconds=seconds,
             deadline=session.options.deadline, telemetry=session.telemetry.as_dict(),
-            adaptation=None if adaptation is None else adaptation.as_dict())
+            adaptation=None if adaptation is None else adaptation.as_dict(),
+            max_qdepth=session.max_qdepth)
 
     def scatter(self, round_: int, layers: list[np.ndarray], last: bool,
                 next_required: tuple[float, ...] | None) -> float:

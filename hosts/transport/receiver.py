@@ -69,6 +69,12 @@ class RecvSession:
         self.telemetry = RoundTelemetry()   # what the switches stamped into this round's DATA
 
     @property
+    def max_qdepth(self) -> int | None:
+        """The deepest switch queue this round's DATA met; None when no packet carried telemetry
+        (PLAIN traffic, or a network without gradlane switches)."""
+        return self.telemetry.max_qdepth if self.telemetry.max_hops else None
+
+    @property
     def done(self) -> bool:
         return all(s.closed_by is not None for s in self.senders.values())
 
