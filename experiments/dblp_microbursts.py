@@ -314,12 +314,12 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
     high = sum(1 for b in bursts if b["phase"] == "high")
     rows = [
         Row("train_time_avg", stat_of(total), flagged=flagged),
-        Row("train_time_max", f"{min(total):+.1f}" if total else "n/a",
+        Row("train_time_max", f"{min(total):+.1f} %" if total else "n/a",
             note=f"over {len(total)} repetition(s)", flagged=flagged),
         Row("tta_avg", stat_of(tta), note=f"{len(tta)} paired repetition(s) reached the target", flagged=flagged),
         Row("burst_latency_x", stat_of(ratios),
             note=f"{high} of {len(bursts)} bursts hit the phase-aware arm at P_high", flagged=flagged),
-        Row("burst_latency_max_x", f"{max(ratios):.2f}" if ratios else "n/a", flagged=flagged),
+        Row("burst_latency_max_x", f"{max(ratios):.2f} x" if ratios else "n/a", flagged=flagged),
         Row("accuracy_delta", stat_of(acc), flagged=flagged),
     ]
     arm_rows = []
