@@ -27,6 +27,11 @@ def _finish(fig: "plt.Figure", path: Path) -> Path:
     return path
 
 
+def _legend(ax: "plt.Axes", **kwargs: object) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, **kwargs)
+
+
 def _ok(values: Iterable[float | None]) -> list[float]:
     return [float(v) for v in values if v is not None and math.isfinite(float(v))]
 
@@ -48,7 +53,7 @@ def round_time_cdf(results: Results, path: Path, arms: Sequence[str] | None = No
     ax.set_ylim(0, 1.02)
     ax.grid(True, alpha=0.3)
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="lower right")
+    _legend(ax, loc="lower right")
     return _finish(fig, path)
 
 
@@ -71,7 +76,7 @@ def time_to_accuracy(results: Results, path: Path, arms: Sequence[str] | None = 
     ax.set_ylabel("test accuracy")
     ax.grid(True, alpha=0.3)
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="lower right")
+    _legend(ax, loc="lower right")
     return _finish(fig, path)
 
 
@@ -89,8 +94,7 @@ def series_over_time(series: dict[str, tuple[Sequence[float], Sequence[float]]],
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
     ax.set_title(title)
-    if series:
-        ax.legend(fontsize=8)
+    _legend(ax)
     return _finish(fig, path)
 
 
@@ -147,6 +151,5 @@ def lines(series: dict[str, tuple[Sequence[float], Sequence[float], Sequence[flo
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    if series:
-        ax.legend(fontsize=8)
+    _legend(ax)
     return _finish(fig, path)

@@ -84,8 +84,11 @@ def _ps_records(result: TrainingResult, event: str) -> list[dict[str, Any]]:
 
 def round_records(result: TrainingResult) -> list[dict[str, Any]]:
     """One record per round the PS closed: t_s (end of the round, seconds since the first
-    round started), round_time_s, per-layer delivered fraction (push, mean over workers),
-    violations (push, all layers), accuracy (at epoch ends), and the PS's other figures."""
+    round started), round_time_s (wall time between this round's end and the previous one's at
+    the PS: workers' compute, push and pull alike for every transport; round 0: the PS's own
+    gather + scatter time), per-layer delivered fraction (push, mean over workers), violations
+    (push + pull, all layers), queue_depth (deepest switch queue the push met, from in-band
+    telemetry; None where packets carry none), accuracy (at epoch ends), the PS's other figures."""
     rounds = sorted(_ps_records(result, "round"), key=lambda r: r.get("round", 0))
     if not rounds:
         return []
@@ -93,14 +96,19 @@ def round_records(result: TrainingResult) -> list[dict[str, Any]]:
     origin = float(rounds[0]["t"]) - float(rounds[0].get("time_s") or 0.0)
     pull_violations = _worker_pull_violations(result)
     out = []
+    previous = None
     for rec in rounds:
         rnd = rec.get("round")
+        end = float(rec["t"])
+        cycle = rec.get("time_s") if previous is None else round(end - previous, 6)
+        previous = end
         violations = rec.get("violations")
         push_v = sum(violations) if isinstance(violations, list) else None
         out.append({
             "round": rnd,
             "t_s": round(float(rec["t"]) - origin, 6),
-            "round_time_s": rec.get("time_s"),
+            "round_time_s": cycle,
+            "ps_time_s": rec.get("time_s"),
             "push_s": rec.get("push_s"),
             "pull_s": rec.get("pull_s"),
             "delivered": rec.get("delivered"),

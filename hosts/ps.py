@@ -3,7 +3,8 @@
 Each round: gather every worker's gradient push (loss-tolerant on ltp/mlt), average per element
 (holes filled per --hole-fill), take an SGD step, pull the parameters back to the workers.
 Logs JSON lines: `start` (the transport as configured), `round` (completion time, per-layer
-delivered fraction, bound violations, deadline, bytes, retransmissions), `violation` (a push
+delivered fraction, bound violations, deadline, bytes, retransmissions, the deepest switch queue
+the push met from in-band telemetry), `violation` (a push
 closed by its deadline with more loss than the bound), `epoch` (loss, accuracy on the held-out
 digits) and `done` (violations per layer over the run).
 Run: python -m hosts.ps --workers N [--port 19527] [--transport ltp|tcp|mlt] ...
@@ -115,7 +116,8 @@ def serve(args: argparse.Namespace) -> None:
                       retransmissions=delta.get("retransmissions", 0),
                       retx_received=delta.get("retx_received", 0),
                       drops={k: v for k, v in delta.items() if k.startswith("drop_")},
-                      phase=None if phase is None else phase.phase)
+                      phase=None if phase is None else phase.phase,
+                      queue_depth=gathered.max_qdepth)
             if epoch_end or last:
                 train_loss, _ = model.evaluate(data.x_train, data.y_train)
                 test_loss, accuracy = model.evaluate(data.x_test, data.y_test)
