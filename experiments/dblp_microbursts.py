@@ -49,7 +49,7 @@ FIGURES = [
     Figure("tta_avg", "time to target accuracy, phase-aware vs MLT (mean of paired reps)",
            "-24.4% (training time)", "%", "target: params.target_accuracy on the digits test split, checked at epoch ends"),
     Figure("burst_latency_x", "latency of a burst round, MLT / phase-aware (mean over bursts)",
-           "up to 5.88x", "x", "round time (push + pull) of the round each burst hit, paired by rep and burst"),
+           "up to 5.88x", "x", "round time (the harness's round_time_s) of the round each burst hit, paired by rep and burst"),
     Figure("burst_latency_max_x", "latency of a burst round, MLT / phase-aware (largest)", "5.88x", "x"),
     Figure("accuracy_delta", "final test accuracy, phase-aware - MLT", "within ~0.6 point", "points",
            "real training (64-128-64-10 MLP on sklearn's digits)"),
@@ -406,7 +406,7 @@ def _time_series(results: Results, path: Path, rep: int | None = None) -> Path:
                 ax.plot([r["round"]], [r["round_time_s"]], "o", color=line.get_color(), markersize=4)
                 marked = True
     ax.set_xlabel("round")
-    ax.set_ylabel("round time, push + pull (s)")
+    ax.set_ylabel("round time (s)")
     ax.set_title(f"Round time per round, repetition {rep + 1} (bursts shaded)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
