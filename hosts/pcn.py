@@ -21,7 +21,7 @@ import sys
 import time
 
 from hosts import wire
-from hosts.cli import check_port, resolve_ipv4, run_agent
+from hosts.cli import check_port, die_with_parent, resolve_ipv4, run_agent
 from hosts.errors import ConfigError
 from hosts.jsonlog import JsonLog
 from hosts.transport.endpoint import Endpoint, Received
@@ -189,11 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--job", type=int, default=1)
         p.add_argument("--log", help="JSON-lines log file (default stdout)")
         p.add_argument("--pid-file", help="write this process's PID here")
+        p.add_argument("--die-with-parent", action="store_true", help="exit when the parent dies")
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.die_with_parent:
+        die_with_parent()
 
     def body() -> None:
         log = JsonLog(args.log, role=f"pcn-{args.cmd}")
