@@ -183,7 +183,7 @@ def _analyse(settings: PcnSettings, pcn: bool, sent: list[dict[str, Any]],
         sampled_start = {lab: _last_before(sampler.series(lab, ready - 1.0, ready)) for lab in labels}
         done = [w for w in per_worker if w["completion_s"] is not None]
         records.append({
-            "round": round_, "pcn": pcn,
+            "round": round_, "pcn": pcn, "t_s": round(ready - start_at, 3),
             "round_time_s": max((w["completion_s"] for w in done), default=None),
             "delivered_fraction": {"0": _mean([w["delivered"] for w in per_worker])},
             "violations": sum(1 for w in per_worker if w["delivered"] < 1.0),
