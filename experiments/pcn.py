@@ -20,7 +20,7 @@ from experiments import plots
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
 from experiments.config import ExperimentConfig
 from experiments.errors import ExperimentError
-from experiments.pcn_measure import PcnSettings, run_repetition
+from experiments.pcn_measure import AgentFailed, PcnSettings, run_repetition
 from experiments.queue_sampler import SamplerError
 from experiments.records import Results
 from experiments.stats import Stat, fmt_num
@@ -84,9 +84,9 @@ def run_arm(ctx: ArmContext) -> ArmResult:
         records, metrics, series = run_repetition(ctx.session, settings, pcn,
                                                   ctx.out_dir / "logs" / tag, tag, round_base)
     except SamplerError as exc:
-        raise ExperimentError(f"queue sampling failed: {exc}") from None
-    except RuntimeError as exc:
-        raise ExperimentError(str(exc)) from None
+        return ArmResult(rounds=[], metrics={}, ok=False, error=f"queue sampling failed: {exc}")
+    except AgentFailed as exc:
+        return ArmResult(rounds=[], metrics={}, ok=False, error=str(exc))
     series_path = ctx.out_dir / SERIES_DIR / f"{tag}.json"
     series_path.parent.mkdir(parents=True, exist_ok=True)
     series_path.write_text(json.dumps(series))

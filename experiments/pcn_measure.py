@@ -26,6 +26,10 @@ PCN_MODULE = "hosts.pcn"
 SINK_REPORT_S = 0.25
 
 
+class AgentFailed(Exception):
+    """A host agent of the repetition ended with an error."""
+
+
 @dataclass(frozen=True)
 class PcnSettings:
     """The knobs of one repetition (experiments/configs/pcn.yaml, `params:`)."""
@@ -127,7 +131,7 @@ def run_repetition(session: Any, settings: PcnSettings, pcn: bool, work_dir: Pat
         for proc in burst_procs:
             code = proc.wait_exit(settings.bursts * settings.period_s + lead + 30)
             if code != 0:
-                raise RuntimeError(f"{proc.name} ended with {code}: {proc.output()[-400:]}")
+                raise AgentFailed(f"{proc.name} ended with {code}: {proc.output().strip().splitlines()[-1:]}")
         time.sleep(1.5)   # the PS logs a burst once it was idle for a second
         end_t = time.time()
     finally:
@@ -187,9 +191,9 @@ def _analyse(settings: PcnSettings, pcn: bool, sent: list[dict[str, Any]],
             "round_time_s": max((w["completion_s"] for w in done), default=None),
             "delivered_fraction": {"0": _mean([w["delivered"] for w in per_worker])},
             "violations": sum(1 for w in per_worker if w["delivered"] < 1.0),
-            "queue_depth": {"start": _mean([w["start_qdepth"] for w in done]),
-                            "max": max((w["max_qdepth"] for w in done), default=None),
-                            "sampled_start": sampled_start, "sampled_max": sampled_max},
+            "queue_depth": max((w["max_qdepth"] for w in done), default=None),
+            "start_qdepth": _mean([w["start_qdepth"] for w in done]),
+            "sampled_start_qdepth": sampled_start, "sampled_max_qdepth": sampled_max,
             "workers": per_worker})
     workers = [w for r in records for w in r["workers"] if w["completion_s"] is not None]
     t_from, t_to = start_at - lead, end_t
