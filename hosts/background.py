@@ -1,7 +1,7 @@
 """Background traffic for experiments: ECN-capable TCP flows (DCTCP when the kernel has it),
 a TCP sink, a UDP microburst injector and an incast generator. Logs JSON lines.
 
-Run: python -m hosts.background sink --port 5001
+Run: python -m hosts.background sink --port 5001 [--report-s 0.5]
      python -m hosts.background flows --dst IP --port 5001 --flows 3 --duration 10 [--cc dctcp]
      python -m hosts.background microburst --dst IP --port 5002 --burst 200 --interval-ms 500
      python -m hosts.background incast --dst IP --port 5001 --flows 8 --bytes 262144 --repeat 5
@@ -59,8 +59,9 @@ def connect(dst: tuple[str, int], cc: str, timeout: float) -> socket.socket:
     return sock
 
 
-def sink(bind: tuple[str, int], log: JsonLog, stop: threading.Event) -> None:
-    """Accept TCP connections and discard what they send; log bytes per connection."""
+def sink(bind: tuple[str, int], log: JsonLog, stop: threading.Event, report: float = 0.0) -> None:
+    """Accept TCP connections and discard what they send; log bytes per connection, and with
+    `report` > 0 the bytes received so far from each peer address every `report` seconds."""
     lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -70,6 +71,9 @@ def sink(bind: tuple[str, int], log: JsonLog, stop: threading.Event) -> None:
     lsock.listen(128)
     lsock.settimeout(0.2)
     log.write("listening", port=lsock.getsockname()[1])
+
+    received: dict[str, int] = {}
+    count_lock = threading.Lock()
 
     def drain(conn: socket.socket, peer: tuple[str, int]) -> None:
         total, t0 = 0, time.monotonic()
@@ -82,9 +86,19 @@ def sink(bind: tuple[str, int], log: JsonLog, stop: threading.Event) -> None:
                 if not data:
                     break
                 total += len(data)
+                with count_lock:
+                    received[peer[0]] = received.get(peer[0], 0) + len(data)
         log.write("flow_end", peer=f"{peer[0]}:{peer[1]}", bytes=total,
                   seconds=round(time.monotonic() - t0, 6))
 
+    def progress() -> None:
+        while not stop.wait(report):
+            with count_lock:
+                snapshot = dict(received)
+            log.write("received", bytes_by_peer=snapshot)
+
+    if report > 0:
+        threading.Thread(target=progress, daemon=True).start()
     while not stop.is_set():
         try:
             conn, peer = lsock.accept()
@@ -185,6 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_sink = sub.add_parser("sink", help="TCP sink that discards data")
     p_sink.add_argument("--bind", default="0.0.0.0")
     p_sink.add_argument("--port", type=int, default=5001)
+    p_sink.add_argument("--report-s", type=float, default=0.0,
+                        help="log bytes received per peer every this many seconds (0 = never)")
     p_flows = sub.add_parser("flows", help="long-lived ECN-capable TCP flows")
     p_flows.add_argument("--flows", type=int, default=3)
     p_flows.add_argument("--duration", type=float, default=10.0, help="seconds")
@@ -225,8 +241,10 @@ def run(args: argparse.Namespace) -> None:
     stop = threading.Event()
     try:
         if args.cmd == "sink":
+            if not 0 <= args.report_s < float("inf"):
+                raise ConfigError("--report-s must be a finite number >= 0")
             try:
-                sink((args.bind, args.port), log, stop)
+                sink((args.bind, args.port), log, stop, args.report_s)
             finally:
                 stop.set()
             return

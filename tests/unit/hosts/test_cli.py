@@ -65,6 +65,10 @@ def test_help(module, capsys):
     (["hosts.ps", "--workers", "1", "--port", "-1"], "--port"),
     (["hosts.background", "microburst", "--dst", "bad host name"], "--dst"),
     (["hosts.pcn", "start", "--ps", "300.0.0.1"], "--ps"),
+    (["hosts.pcn", "bursts", "--ps", "127.0.0.1", "--packets", "0"], "--packets"),
+    (["hosts.pcn", "bursts", "--ps", "127.0.0.1", "--gap-s", "nan"], "--gap-s"),
+    (["hosts.pcn", "bursts", "--ps", "127.0.0.1", "--threshold", "12"], "--threshold"),
+    (["hosts.background", "sink", "--report-s", "-1"], "--report-s"),
 ])
 def test_bad_input_is_one_line_error(args, needle, capsys):
     assert _main(*args) == 2

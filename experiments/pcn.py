@@ -1,0 +1,245 @@
+"""Experiment 5, PCN (Sensors 21(1):174, 2021): a worker announces its push burst with PCN-START,
+switches on the path lower their ECN marking threshold (40 -> 10 packets) until the burst
+arrives, so ECN-capable background TCP backs off and the burst meets a short queue.
+
+The paper's tree (topo `pcn`: root r1 with the PS and the TCP sink, leaves l1/l2 each with one
+worker and three background hosts, queues of 60 packets), one ECN Reno flow per background host
+(3 per leaf), 6 bursts with 7 s idle gaps from both workers at once. Arms: PCN on / off, same
+timeline. The six figures: queue when a burst starts, max queue during a burst, burst
+completion time, DDL throughput, queueing delay of the burst, background TCP throughput; plus
+the queue over time (Thrift samples of the leaves' uplink queues). Measurement:
+experiments/pcn_measure.py.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from experiments import plots
+from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
+from experiments.config import ExperimentConfig
+from experiments.errors import ExperimentError
+from experiments.pcn_measure import AgentFailed, PcnSettings, run_repetition
+from experiments.queue_sampler import SamplerError
+from experiments.records import Results
+from experiments.stats import Stat, fmt_num
+from experiments.stats import summarize as stat_of
+
+ORDER = 5
+TITLE = "PCN: proactive ECN threshold before DDL bursts"
+PAPER = "PCN, Sensors 21(1):174, 2021: BMv2 tree, 3 ECN TCP flows per leaf, queue 60, thresholds 40/10"
+
+# (figure key, metric, paper's no-PCN value, paper's PCN value or change, kind)
+FIGURES = [
+    Figure("start_queue", "queue length when a burst starts (packets), no PCN -> PCN", "35 -> 5 (1/7)",
+           "packets", "first burst packet's telemetry (enqueue depth at the leaf uplink); our bar: PCN <= 1/5"),
+    Figure("max_queue_in_burst", "max queue during a burst (packets), no PCN -> PCN", "54.8 -> 44.1",
+           "packets", "max enqueue depth any burst packet met"),
+    Figure("burst_completion", "burst completion time, PCN vs no PCN", "-39%", "%",
+           "burst ready -> its last packet at the PS; our DDL sender is paced UDP at the link rate"),
+    Figure("ddl_throughput", "DDL (burst) throughput, PCN vs no PCN", "+72%", "%",
+           "delivered burst bytes / completion time"),
+    Figure("queueing_delay", "queueing delay of burst packets, PCN vs no PCN", "-13%", "%",
+           "per-packet switch queueing delay from telemetry (sum over hops)"),
+    Figure("background_throughput", "background TCP throughput, PCN vs no PCN", "-5.7%", "%",
+           "bytes at the TCP sink from the first PCN-START to the end of the last burst"),
+]
+
+_METRIC = {"start_queue": "start_queue_pkts", "max_queue_in_burst": "max_queue_in_burst_pkts",
+           "burst_completion": "burst_completion_s", "ddl_throughput": "ddl_throughput_mbps",
+           "queueing_delay": "queueing_delay_ms", "background_throughput": "background_throughput_mbps"}
+_UNIT = {"start_queue_pkts": "pkts", "max_queue_in_burst_pkts": "pkts", "burst_completion_s": "s",
+         "ddl_throughput_mbps": "Mb/s", "queueing_delay_ms": "ms", "background_throughput_mbps": "Mb/s"}
+SERIES_DIR = "pcn_queues"
+
+
+# -- one run ----------------------------------------------------------------------------------
+def settings_of(ctx: ArmContext) -> PcnSettings:
+    """The repetition's knobs from the config's (and the arm's) params."""
+    defaults = PcnSettings()
+    values: dict[str, Any] = {}
+    for name in PcnSettings.__dataclass_fields__:
+        value = ctx.param(name, getattr(defaults, name))
+        values[name] = type(getattr(defaults, name))(value)
+    s = PcnSettings(**values)
+    if s.bursts < 1 or s.packets < 1 or s.burst_pps <= 0 or s.sample_ms <= 0:
+        raise ExperimentError("pcn: params bursts, packets, burst_pps and sample_ms must be positive")
+    if s.pcn_threshold % 5 or not 0 <= s.pcn_threshold <= 75:
+        raise ExperimentError(f"pcn: params.pcn_threshold {s.pcn_threshold} is not a multiple of 5 in 0..75")
+    return s
+
+
+def run_arm(ctx: ArmContext) -> ArmResult:
+    """One repetition: warm-up of the background flows, then the bursts of every worker."""
+    settings = settings_of(ctx)
+    pcn = bool(ctx.param("pcn", False))
+    arm_index = [a.name for a in ctx.config.arms].index(ctx.arm.name)
+    # distinct rounds per run: switches count a START once per (port, job, worker, round)
+    round_base = 1 + 1000 * ctx.rep + 100 * arm_index
+    tag = f"{ctx.arm.name}-rep{ctx.rep}"
+    ctx.progress(f"{settings.warmup_s:g} s warm-up, then {settings.bursts} bursts every "
+                 f"{settings.period_s:g} s ({'PCN' if pcn else 'no PCN'})")
+    try:
+        records, metrics, series = run_repetition(ctx.session, settings, pcn,
+                                                  ctx.out_dir / "logs" / tag, tag, round_base)
+    except SamplerError as exc:
+        return ArmResult(rounds=[], metrics={}, ok=False, error=f"queue sampling failed: {exc}")
+    except AgentFailed as exc:
+        return ArmResult(rounds=[], metrics={}, ok=False, error=str(exc))
+    series_path = ctx.out_dir / SERIES_DIR / f"{tag}.json"
+    series_path.parent.mkdir(parents=True, exist_ok=True)
+    series_path.write_text(json.dumps(series))
+    rounds = [{**{k: v for k, v in r.items() if k != "delivered_fraction"},
+               "delivered": r["delivered_fraction"], "accuracy": None} for r in records]
+    ok = metrics["bursts_recorded"] > 0
+    return ArmResult(rounds=rounds, metrics=metrics, ok=ok,
+                     error=None if ok else "no burst reached the parameter server",
+                     extra={"pcn": pcn, "queue_series": f"{SERIES_DIR}/{tag}.json"})
+
+
+# -- summary ----------------------------------------------------------------------------------
+def _arms(results: Results, config: ExperimentConfig) -> tuple[str | None, str | None]:
+    """(no-PCN arm, PCN arm) by their params.pcn."""
+    on = off = None
+    for arm in config.arms:
+        if arm.name not in results.arms():
+            continue
+        if arm.params.get("pcn", config.params.get("pcn", False)):
+            on = on or arm.name
+        else:
+            off = off or arm.name
+    return off, on
+
+
+def _paired_change(results: Results, off: str, on: str, key: str) -> Stat:
+    """Per repetition: 100 x (PCN - no PCN) / no PCN."""
+    a = {r["rep"]: r["metrics"].get(key) for r in results.runs_of(off)}
+    b = {r["rep"]: r["metrics"].get(key) for r in results.runs_of(on)}
+    return stat_of(100.0 * (b[k] - a[k]) / a[k] for k in a
+                   if k in b and a[k] not in (None, 0) and b[k] is not None)
+
+
+def summarize(results: Results, config: ExperimentConfig) -> Summary:
+    """The six figures (no PCN vs PCN), a per-arm table and notes."""
+    off, on = _arms(results, config)
+    flag = results.switch_dropped()
+    rows: list[Row] = []
+    for fig in FIGURES:
+        key = _METRIC[fig.key]
+        if not (off and on):
+            rows.append(Row(fig.key, "n/a", "an arm has no finished run", flag))
+            continue
+        a, b = stat_of(results.metric(off, key)), stat_of(results.metric(on, key))
+        unit = _UNIT[key]
+        if fig.unit == "packets":
+            ratio = b.mean / a.mean if a.n and b.n and a.mean else float("nan")
+            text = f"{fmt_num(a.mean, 3)} -> {fmt_num(b.mean, 3)} (1/{fmt_num(1 / ratio, 2) if ratio else 'inf'})"
+            note = f"per run: no PCN {a.fmt(3)}, PCN {b.fmt(3)}"
+            rows.append(Row(fig.key, text, note, flag))
+        else:
+            change = _paired_change(results, off, on, key)
+            note = f"no PCN {a.fmt(3, unit)}, PCN {b.fmt(3, unit)}; change paired by repetition"
+            rows.append(Row(fig.key, change, note, flag))
+    table_rows = []
+    for arm in (off, on):
+        if arm is None:
+            continue
+        runs_all = [r for r in results.runs if r["arm"] == arm]
+        table_rows.append([arm, f"{len(results.runs_of(arm))}/{len(runs_all)}",
+                           *[stat_of(results.metric(arm, k)).fmt(3) for k in _UNIT],
+                           stat_of(results.metric(arm, "ddl_delivered_fraction")).fmt(3)])
+    p = config.params
+    notes = [
+        f"Network: the paper's tree, leaf uplinks {config.topology.bottleneck_pps:g} packets/s with a "
+        f"{config.topology.queue_depth}-packet queue and {config.topology.delay_ms:g} ms delay; ECN "
+        f"thresholds 40 (normal) / {p.get('pcn_threshold', 10)} (PCN); one ECN Reno flow per background "
+        "host (3 per leaf).",
+        f"DDL traffic: both workers at once, {p.get('bursts', 6)} bursts of {p.get('packets')} MTU-sized "
+        f"gradient packets paced at {p.get('burst_pps')} packets/s (a worker NIC at the uplink rate), "
+        f"{p.get('gap_s', 7):g} s idle between bursts; PCN-START {p.get('lead_ms'):g} ms before each burst "
+        "is ready (the same timeline without START in the no-PCN arm).",
+        "Our DDL sender does not adapt its rate (it is not TCP), so burst completion and DDL throughput "
+        "move only with queueing delay and drops; the paper's larger gains come from the burst's "
+        "transport ramping up against backed-off background flows.",
+        "Queue over time: qdepth_reg (depth at dequeue) of each leaf's uplink read over Thrift every "
+        f"{p.get('sample_ms', 20):g} ms.",
+    ]
+    return Summary(rows=rows, tables=[Table(
+        "Per arm (mean ± sd over repetitions; each run averages every burst of both workers)",
+        ["arm", "runs ok", "start queue", "max queue in burst", "burst completion", "DDL throughput",
+         "queueing delay", "background throughput", "DDL delivered"], table_rows)], notes=notes)
+
+
+# -- plots ------------------------------------------------------------------------------------
+def _series(results: Results, out_dir: Path, arm: str) -> dict[str, Any] | None:
+    for run in results.runs_of(arm):
+        rel = run.get("queue_series")
+        for base in (out_dir, Path(run.get("results_dir", out_dir))):
+            path = base / rel if rel else None
+            if path is not None and path.is_file():
+                return json.loads(path.read_text())
+    return None
+
+
+def _queue_plot(data: dict[str, dict[str, Any]], path: Path, window: tuple[float, float]) -> Path:
+    """Top: each arm's leaf-uplink queues over the whole run; bottom: every burst overlaid,
+    aligned on the moment it was ready (start queue and in-burst maximum)."""
+    plt = plots.plt
+    arms = list(data)
+    fig, axes = plt.subplots(len(arms) + 1, 1, figsize=(8, 2.4 * (len(arms) + 1)))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, arm in zip(axes, arms):
+        for i, (label, pts) in enumerate(sorted(data[arm]["queues"].items())):
+            if pts:
+                xs, ys = zip(*pts)
+                ax.plot(xs, ys, linewidth=0.7, color=colours[i % len(colours)], label=label)
+        for x in data[arm].get("ready_s", []):
+            ax.axvline(x, color="black", linestyle=":", linewidth=0.8)
+        ax.axhline(40, color="grey", linestyle="--", linewidth=0.8)
+        ax.set_title(f"{arm}: leaf uplink queues (dotted: burst ready)", fontsize=9)
+        ax.set_ylabel("packets")
+        ax.set_ylim(0, 62)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="upper right")
+    ax = axes[-1]
+    for j, arm in enumerate(arms):
+        first = True
+        for pts in data[arm]["queues"].values():
+            for ready in data[arm].get("ready_s", []):
+                seg = [(t - ready, d) for t, d in pts if window[0] <= t - ready <= window[1]]
+                if seg:
+                    xs, ys = zip(*seg)
+                    ax.plot(xs, ys, linewidth=0.6, alpha=0.6, color=colours[j % len(colours)],
+                            label=arm if first else None)
+                    first = False
+    ax.axvline(0, color="black", linestyle=":", linewidth=0.8)
+    ax.axhline(40, color="grey", linestyle="--", linewidth=0.8)
+    ax.set_xlabel("time since the burst was ready (s)")
+    ax.set_ylabel("packets")
+    ax.set_ylim(0, 62)
+    ax.set_title("every burst of the first repetition, both leaves, aligned", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=plots.DPI)
+    plt.close(fig)
+    return path
+
+
+def plot(results: Results, config: ExperimentConfig, out_dir: Path) -> list[Path]:
+    """Queue over time (first repetition of each arm), and bars of the six figures."""
+    off, on = _arms(results, config)
+    arms = [a for a in (off, on) if a]
+    flagged = [a for a in arms if results.switch_dropped(a)]
+    data = {a: d for a in arms if (d := _series(results, out_dir, a))}
+    lead = float(config.params.get("lead_ms", 1000.0)) / 1000.0
+    burst = float(config.params.get("packets", 250)) / float(config.params.get("burst_pps", 500.0))
+    out = [_queue_plot(data, out_dir / "queue_over_time.png", (-lead - 0.5, burst + 1.5))]
+    for fig in FIGURES:
+        key = _METRIC[fig.key]
+        out.append(plots.bars({a: results.metric(a, key) for a in arms}, out_dir / f"{fig.key}.png",
+                              f"{key.rsplit('_', 1)[0].replace('_', ' ')} ({_UNIT[key]})",
+                              f"{fig.label.split(',')[0]} (paper: {fig.paper})", flagged=flagged))
+    return out

@@ -1,0 +1,225 @@
+"""Experiment 5 (PCN, Sensors 2021), the measurement: one repetition of one arm on a running
+PCN tree. Kept apart from experiments/pcn.py (figures, summary, plots) so it can be checked
+against a running session on its own.
+
+One repetition: a TCP sink on `bs` (reporting bytes per peer) and ECN-capable Reno flows from
+every background host (3 per leaf) warm up; the PS answers PCN-START and records each burst
+(`hosts.pcn serve --record-bursts`); every worker (one per leaf) sends the same timeline of
+bursts (`hosts.pcn bursts`), announced by PCN-START a lead time ahead in the PCN arm; a thread
+samples the leaves' uplink queues over Thrift all along.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from experiments.queue_sampler import QueueRef, QueueSampler
+from topo import agents
+from topo.processes import ManagedProcess
+
+PCN_MODULE = "hosts.pcn"
+SINK_REPORT_S = 0.25
+
+
+class AgentFailed(Exception):
+    """A host agent of the repetition ended with an error."""
+
+
+@dataclass(frozen=True)
+class PcnSettings:
+    """The knobs of one repetition (experiments/configs/pcn.yaml, `params:`)."""
+
+    bursts: int = 6
+    gap_s: float = 7.0
+    packets: int = 250
+    burst_pps: float = 500.0
+    lead_ms: float = 1000.0
+    pcn_threshold: int = 10
+    warmup_s: float = 6.0
+    sample_ms: float = 20.0
+    flows_per_host: int = 1
+    cc: str = "reno"
+
+    @property
+    def burst_s(self) -> float:
+        return self.packets / self.burst_pps
+
+    @property
+    def period_s(self) -> float:
+        return self.gap_s + self.burst_s
+
+
+def bottleneck_queues(topo: Any) -> list[QueueRef]:
+    """The rate-limited egress queues (each leaf's uplink), queue 0 (background TCP and, by the
+    experiment's policy, the DDL job)."""
+    out = []
+    for link in topo.links:
+        if link.a_queue_rate_pps and link.a_port is not None:
+            out.append(QueueRef(f"{link.a}->{link.b}", topo.switches[link.a].thrift_port, link.a_port))
+    return out
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    out = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.startswith("{"):
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+    return out
+
+
+def _agent(session: Any, host: str, name: str, argv: list[str], log: Path) -> ManagedProcess:
+    proc = ManagedProcess(name, "agent", argv, log, session.record, session.net.get(host))
+    return proc.start()
+
+
+def run_repetition(session: Any, settings: PcnSettings, pcn: bool, work_dir: Path, tag: str,
+                   round_base: int = 1) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """Run one repetition; returns (per-burst records, run metrics, raw series for the plots)."""
+    topo = session.topo
+    work_dir.mkdir(parents=True, exist_ok=True)
+    ps, sink = "ps", "bs"
+    workers = topo.hosts_with_role("worker")
+    senders = [h for h in topo.hosts_with_role("background") if h != sink]
+    procs: list[ManagedProcess] = []
+    sampler = QueueSampler(bottleneck_queues(topo), settings.sample_ms / 1000.0)
+    py = [sys.executable, "-u", "-m"]
+    try:
+        sink_log = work_dir / f"{tag}.sink.log"
+        sink_proc = _agent(session, sink, f"sink@{sink}", [
+            *agents.background_sink_argv(), "--report-s", f"{SINK_REPORT_S:g}"], sink_log)
+        procs.append(sink_proc)
+        node = session.net.get(sink)
+        sink_proc.wait_for(lambda: f":{agents.BACKGROUND_PORT} " in node.cmd("ss -ltnH"), 15,
+                           "background sink listening")
+        ps_log = work_dir / f"{tag}.ps.log"
+        ps_proc = _agent(session, ps, f"pcn-serve@{ps}", [
+            *py, PCN_MODULE, "serve", "--record-bursts", "--die-with-parent"], ps_log)
+        procs.append(ps_proc)
+        ps_proc.wait_for_line(r'"listening"', 20, "PCN server listening")
+
+        lead = settings.lead_ms / 1000.0
+        duration = settings.warmup_s + lead + 1.0 + settings.bursts * settings.period_s + 1.0
+        for host in senders:
+            procs.append(_agent(session, host, f"flows@{host}", agents.background_flows_argv(
+                topo.hosts[sink].ip, settings.flows_per_host, duration, settings.cc),
+                work_dir / f"{tag}.flows.{host}.log"))
+        sampler.start()
+        time.sleep(settings.warmup_s)
+        start_at = time.time() + lead + 1.0
+        burst_procs = []
+        for rank, host in enumerate(workers):
+            argv = [*py, PCN_MODULE, "bursts", "--ps", topo.hosts[ps].ip, "--rank", str(rank),
+                    "--bursts", str(settings.bursts), "--packets", str(settings.packets),
+                    "--rate", f"{settings.burst_pps:g}", "--gap-s", f"{settings.gap_s:g}",
+                    "--lead-ms", f"{settings.lead_ms:g}", "--start-at", f"{start_at:.6f}",
+                    "--first-round", str(round_base), "--threshold", str(settings.pcn_threshold),
+                    "--die-with-parent"]
+            if pcn:
+                argv.append("--pcn")
+            proc = _agent(session, host, f"bursts@{host}", argv, work_dir / f"{tag}.bursts.{host}.log")
+            procs.append(proc)
+            burst_procs.append(proc)
+        for proc in burst_procs:
+            code = proc.wait_exit(settings.bursts * settings.period_s + lead + 30)
+            if code != 0:
+                raise AgentFailed(f"{proc.name} ended with {code}: {proc.output().strip().splitlines()[-1:]}")
+        time.sleep(1.5)   # the PS logs a burst once it was idle for a second
+        end_t = time.time()
+    finally:
+        sampler.stop()
+        for proc in reversed(procs):
+            proc.stop()
+    sent = [r for p in burst_procs for r in _json_lines(p.log) if r.get("event") == "burst_sent"]
+    received = [r for r in _json_lines(ps_log) if r.get("event") == "burst_received"]
+    sink_rows = [r for r in _json_lines(sink_log) if r.get("event") == "received"]
+    return _analyse(settings, pcn, sent, received, sink_rows, sampler, topo, start_at, end_t)
+
+
+def _bytes_at(rows: list[dict[str, Any]], when: float) -> float:
+    """Sink bytes (all peers) at `when`, interpolated between progress reports."""
+    points = [(r["t"], sum(r["bytes_by_peer"].values())) for r in rows]
+    if not points:
+        return 0.0
+    before = [p for p in points if p[0] <= when]
+    after = [p for p in points if p[0] >= when]
+    if not before:
+        return float(points[0][1])
+    if not after:
+        return float(points[-1][1])
+    (t0, b0), (t1, b1) = before[-1], after[0]
+    return b0 if t1 == t0 else b0 + (b1 - b0) * (when - t0) / (t1 - t0)
+
+
+def _analyse(settings: PcnSettings, pcn: bool, sent: list[dict[str, Any]],
+             received: list[dict[str, Any]], sink_rows: list[dict[str, Any]], sampler: QueueSampler,
+             topo: Any, start_at: float, end_t: float) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    by_key = {(r["rank"], r["round"]): r for r in received}
+    lead = settings.lead_ms / 1000.0
+    rounds = sorted({s["round"] for s in sent})
+    records = []
+    labels = [q.label for q in sampler.queues]
+    for round_ in rounds:
+        per_worker = []
+        for s in [x for x in sent if x["round"] == round_]:
+            got = by_key.get((s["rank"], round_))
+            if got is None:
+                per_worker.append({"rank": s["rank"], "delivered": 0.0, "completion_s": None})
+                continue
+            completion = got["last_t"] - s["ready_t"]
+            per_worker.append({
+                "rank": s["rank"], "delivered": got["packets"] / s["packets"],
+                "completion_s": completion, "throughput_mbps": got["bytes"] * 8 / completion / 1e6,
+                "start_qdepth": got["start_qdepth"], "max_qdepth": got["max_qdepth"],
+                "qdelay_ms": got["qdelay_us_mean"] / 1000.0, "qdelay_max_ms": got["qdelay_us_max"] / 1000.0,
+                "acked": s.get("acked"), "pcn_rtt_ms": s.get("pcn_rtt_ms")})
+        ready = min(x["ready_t"] for x in sent if x["round"] == round_)
+        window = (ready, ready + settings.burst_s + 1.0)
+        sampled_max = {lab: max((d for _, d in sampler.series(lab, *window)), default=None) for lab in labels}
+        sampled_start = {lab: _last_before(sampler.series(lab, ready - 1.0, ready)) for lab in labels}
+        done = [w for w in per_worker if w["completion_s"] is not None]
+        records.append({
+            "round": round_, "pcn": pcn, "t_s": round(ready - start_at, 3),
+            "round_time_s": max((w["completion_s"] for w in done), default=None),
+            "delivered_fraction": {"0": _mean([w["delivered"] for w in per_worker])},
+            "violations": sum(1 for w in per_worker if w["delivered"] < 1.0),
+            "queue_depth": max((w["max_qdepth"] for w in done), default=None),
+            "start_qdepth": _mean([w["start_qdepth"] for w in done]),
+            "sampled_start_qdepth": sampled_start, "sampled_max_qdepth": sampled_max,
+            "workers": per_worker})
+    workers = [w for r in records for w in r["workers"] if w["completion_s"] is not None]
+    t_from, t_to = start_at - lead, end_t
+    bg_bytes = _bytes_at(sink_rows, t_to) - _bytes_at(sink_rows, t_from)
+    metrics = {
+        "start_queue_pkts": _mean([w["start_qdepth"] for w in workers]),
+        "max_queue_in_burst_pkts": _mean([w["max_qdepth"] for w in workers]),
+        "burst_completion_s": _mean([w["completion_s"] for w in workers]),
+        "ddl_throughput_mbps": _mean([w["throughput_mbps"] for w in workers]),
+        "queueing_delay_ms": _mean([w["qdelay_ms"] for w in workers]),
+        "background_throughput_mbps": bg_bytes * 8 / (t_to - t_from) / 1e6 if t_to > t_from else None,
+        "ddl_delivered_fraction": _mean([w["delivered"] for r in records for w in r["workers"]]),
+        "pcn_acked": sum(1 for w in workers if w.get("acked")),
+        "bursts_recorded": len(workers),
+        "queue_samples": len(sampler.samples), "queue_sample_errors": sampler.errors,
+    }
+    series = {"t0": start_at, "queues": {lab: [(round(t - start_at, 4), d) for t, d in sampler.series(lab)]
+                                         for lab in labels},
+              "ready_s": [round(min(x["ready_t"] for x in sent if x["round"] == r) - start_at, 4) for r in rounds]}
+    return records, metrics, series
+
+
+def _last_before(series: list[tuple[float, int]]) -> int | None:
+    return series[-1][1] if series else None
+
+
+def _mean(values: list[Any]) -> float | None:
+    vals = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return statistics.fmean(vals) if vals else None
