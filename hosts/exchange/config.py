@@ -69,7 +69,9 @@ class TransportConfig:
             out.update(hole_fill=self.hole_fill.value, plain=self.plain,
                        push_deadline=self.push_deadline.describe(),
                        pull_deadline=self.pull_deadline.describe(),
-                       reliable_pull=self.reliable_pull, phase_aware=self.phase_aware)
+                       reliable_pull=self.reliable_pull, phase_aware=self.phase_aware,
+                       probe_ms=round(self.send.probe_interval * 1000, 3),
+                       probe_on_silence=self.send.probe_on_silence)
             if self.phase_aware:
                 out.update(phase_check_rounds=self.phase_check_rounds,
                            phase_per_layer=self.phase_per_layer)
@@ -125,6 +127,9 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                    help="packets/s per sender (0 = unpaced); tcp: SO_MAX_PACING_RATE of as many "
                         "full segments per second")
     g.add_argument("--probe-ms", type=float, default=20.0, help="probe interval once all was sent")
+    g.add_argument("--probe-on-silence", action="store_true",
+                   help="probe only after --probe-ms without new ACKs (a queue that still drains "
+                        "keeps ACKs coming; default: probe right after the first pass)")
     g.add_argument("--order", default="layer", choices=("layer", "shuffle"),
                    help="send order of chunks")
     g.add_argument("--peer-timeout", type=float, default=10.0,
@@ -194,7 +199,8 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
             bounds = bounds.with_reliable_pull()
     send = SendOptions(pace_pps=args.pace_pps, probe_interval=args.probe_ms / 1000.0,
                        peer_timeout=args.peer_timeout, priority_hints=kind == "ltp",
-                       plain=kind == "mlt", order=args.order, seed=seed)
+                       plain=kind == "mlt", order=args.order, seed=seed,
+                       probe_on_silence=args.probe_on_silence)
     mode = args.deadline or ("adaptive" if kind == "ltp" else "fixed")
     pull_ms = args.pull_deadline_ms if args.pull_deadline_ms is not None else args.deadline_ms
     if not (pull_ms > 0 and math.isfinite(pull_ms)):
