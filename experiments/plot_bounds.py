@@ -278,7 +278,39 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
              "Gradient DATA of the bound arms rides the policy's priority queues (front layers first); "
              "TCP training traffic and the background flows share the default queue, as the suite's "
              "switches treat traffic without the gradient header."]
+    notes.extend(_bound_gap_notes(results, config, per_layer, uniform))
     return Summary(rows=rows, tables=[t for t in tables if t is not None], notes=notes)
+
+
+def _bound_gap_notes(results: Results, config: ExperimentConfig, per_layer: str | None,
+                     uniform: str | None) -> list[str]:
+    """How far apart the two bound arms' bounds are, and how much loss the push really took:
+    when every layer's delivered loss stays below both bounds, the arms cannot differ."""
+    bounds = config.params.get("per_layer_bounds") or []
+    if not bounds or not (per_layer and uniform):
+        return []
+    low = min(bounds)
+    looser = [i for i, b in enumerate(bounds) if b > low]
+    out = [f"Per-layer bounds are looser than the uniform {low:g} on {len(looser)} of {len(bounds)} "
+           f"layers" + (f" ({', '.join(f'layer {i}: {bounds[i]:g}' for i in looser)})." if looser else
+                        ": the two bound arms are the same system here.")]
+    highest = 0.0
+    for arm in (per_layer, uniform):
+        delivered = [r["delivered"] for r in results.rounds_of(arm)
+                     if isinstance(r.get("delivered"), list) and r["delivered"]]
+        if delivered:
+            layers = len(delivered[0])
+            mean_loss = [100.0 * (1.0 - sum(d[i] for d in delivered) / len(delivered)) for i in range(layers)]
+            worst = [100.0 * (1.0 - min(d[i] for d in delivered)) for i in range(layers)]
+            highest = max(highest, *worst)
+            out.append(f"{arm}: push loss per layer, mean over rounds (worst round) in %: "
+                       + ", ".join(f"{m:.2f} ({w:.1f})" for m, w in zip(mean_loss, worst)) + ".")
+    if looser and highest < 100.0 * low:
+        out.append(f"No push closed with more than {highest:.1f} % of a layer missing, well below even "
+                   f"the uniform bound {low:g}: the receivers never needed the looser per-layer bounds "
+                   "to close early, so the two bound arms differ by noise here. PLOT's gain needs layers "
+                   "whose tolerances differ and congestion that pushes loss past the tightest bound.")
+    return out
 
 
 def _sides_table(results: Results) -> Table:
