@@ -15,6 +15,7 @@ priority front layers first (DLCP), drop eligible unless the bound is 0. It load
 `controller.policy.load_policy`, so `gradctl policy apply FILE` accepts it.
 
 Run: python -m experiments.plot_profile --out policy.yaml [--seeds 1,2,3,4,5] [--jobs 1-9] ...
+     python -m experiments.plot_profile --out policy.yaml --config experiments/configs/plot_bounds.yaml
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -216,12 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", required=True, help="policy file to write (YAML)")
     ap.add_argument("--profile-json", help="also write the measurements here "
                                            "(default: the policy file's name + .profile.json)")
+    ap.add_argument("--config", help="take the training settings, seeds, rates and tolerance from "
+                                     "an experiment config (e.g. experiments/configs/plot_bounds.yaml); "
+                                     "flags given explicitly still win")
     ap.add_argument("--jobs", default="1", help="job ids the policy covers, e.g. 1-9 (default 1)")
-    ap.add_argument("--seeds", default=",".join(map(str, DEFAULT_SEEDS)),
-                    help="training seeds (data split, init, batches; default 1,2,3,4,5)")
-    ap.add_argument("--rates", default=",".join(f"{r:g}" for r in DEFAULT_RATES),
-                    help="loss rates injected into one layer at a time")
-    ap.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
+    ap.add_argument("--seeds", help="training seeds (data split, init, batches; default 1,2,3,4,5)")
+    ap.add_argument("--rates", help="loss rates injected into one layer at a time "
+                                    "(default 0.01,0.02,0.05,0.1,0.2)")
+    ap.add_argument("--tolerance", type=float,
                     help="allowed mean accuracy drop (fraction; default 0.005 = 0.5 point)")
     g = ap.add_argument_group("training (as the network experiment's agents)")
     g.add_argument("--hidden", default=",".join(map(str, d.hidden)))
@@ -249,18 +252,44 @@ def settings_from_args(args: argparse.Namespace) -> TrainSettings:
                          hole_fill=args.hole_fill)
 
 
+def _from_experiment(path: str, argv: Sequence[str], args: argparse.Namespace) -> tuple[
+        TrainSettings, dict]:
+    """Settings and profile options of an experiment config; explicit training flags win."""
+    from experiments import config as configs
+    from experiments import plot_bounds
+    from experiments.errors import ConfigError
+    try:
+        cfg = configs.load(path)
+    except ConfigError as exc:
+        raise ProfileError(str(exc)) from None
+    settings = plot_bounds.train_settings(cfg)
+    given = {a.split("=")[0] for a in argv if a.startswith("--")}
+    changes = {name: getattr(settings_from_args(args), name) for name in TrainSettings.__dataclass_fields__
+               if f"--{name.replace('_', '-')}" in given}
+    return replace(settings, **changes), dict(cfg.params.get("profile") or {})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     try:
-        settings = settings_from_args(args)
+        options: dict = {}
+        if args.config:
+            settings, options = _from_experiment(args.config, argv, args)
+        else:
+            settings = settings_from_args(args)
         jobs = parse_jobs(args.jobs)
-        seeds = _ints(args.seeds, "--seeds")
-        rates = _floats(args.rates, "--rates")
-        _check_inputs(seeds, rates, args.tolerance)
+        seeds = (_ints(args.seeds, "--seeds") if args.seeds is not None
+                 else [int(x) for x in options.get("seeds", DEFAULT_SEEDS)])
+        rates = (_floats(args.rates, "--rates") if args.rates is not None
+                 else [float(x) for x in options.get("rates", DEFAULT_RATES)])
+        tolerance = (args.tolerance if args.tolerance is not None
+                     else float(options.get("tolerance", DEFAULT_TOLERANCE)))
+        _check_inputs(seeds, rates, tolerance)
         out = Path(args.out)
         if not out.parent.is_dir():
             raise ProfileError(f"--out {out}: directory {out.parent} does not exist")
-        profile = run_profile(settings, seeds, rates, args.tolerance, progress=True)
+        profile = run_profile(settings, seeds, rates, tolerance, progress=True)
         doc = policy_document(profile.bounds, jobs, settings.pull_fraction)
         write_policy(out, doc, policy_header(profile))
         side = Path(args.profile_json) if args.profile_json else out.with_name(out.name + ".profile.json")

@@ -104,3 +104,16 @@ def test_loss_free_in_process_training_is_deterministic_and_learns():
     assert a.accuracy == train(TINY, 3).accuracy
     longer = train(TrainSettings(hidden=(32,), rounds=40, lr=0.05, batch=64), 1)
     assert longer.accuracy > 0.8
+
+
+def test_profiler_takes_the_experiment_config_and_explicit_flags_win(tmp_path):
+    out = tmp_path / "policy.yaml"
+    rc = pp.main(["--out", str(out), "--config", "experiments/configs/plot_bounds.yaml",
+                  "--hidden", "16", "--rounds", "3", "--seeds", "1", "--rates", "0.2"])
+    assert rc == 0
+    measured = json.loads((tmp_path / "policy.yaml.profile.json").read_text())
+    s = measured["settings"]
+    assert (s["lr"], s["batch"], s["chunk_elems"], s["momentum"]) == (0.05, 64, 360, 0.9)  # config
+    assert (s["hidden"], s["rounds"]) == ([16], 3)                                           # flags
+    assert measured["rates"] == [0.2] and measured["tolerance"] == 0.005
+    assert pp.main(["--out", str(out), "--config", str(tmp_path / "none.yaml")]) == 2
