@@ -1,0 +1,160 @@
+"""In-process data-parallel training with loss injected into chosen layers, with the transport's
+semantics: what the network training job does (hosts/ps.py, hosts/worker.py), minus the network.
+
+Same model (`hosts.training.mlp`), data, shards and minibatches (`hosts.training.dataset`), PS
+aggregation and push hole fill (`hosts.training.aggregate`), pull hole fill (`keep_previous`),
+chunking (`hosts.transport.chunking.ChunkPlan`) and drop decisions (`hosts.loss_model.LossModel`).
+What a lossy layer looks like after the transport: every chunk is dropped with the injected
+probability; the sender then resends missing chunks (in random order) until the receiver's
+bound is met, i.e. at most `bound` of the layer's elements stay missing when it closes
+(`TensorBuffer.meets`). So the loss that reaches training is the loss the bound admits; a
+layer of one MTU-sized chunk, for example, loses nothing at any bound below 100 %.
+The pull stage of a lossy layer is treated alike with the hosts' pull bound (a quarter of the
+push bound, `hosts.transport.bounds.DEFAULT_PULL_FRACTION`); pull holes keep each worker's
+previous parameters, as the worker agent does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hosts.loss_model import LossModel
+from hosts.training import dataset
+from hosts.training.aggregate import PushAggregator
+from hosts.training.mlp import MLP, MomentumSGD
+from hosts.transport.bounds import DEFAULT_PULL_FRACTION
+from hosts.transport.chunking import ChunkPlan
+from hosts.transport.holes import HoleFill, keep_previous
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """The training job as the network experiment runs it (the agents' flags)."""
+
+    hidden: tuple[int, ...] = (128, 64, 32)
+    workers: int = 3
+    batch: int = 32
+    rounds: int = 60
+    lr: float = 0.1
+    momentum: float = 0.9
+    chunk_elems: int = 360
+    hole_fill: str = "mean-delivered"
+    pull_fraction: float = DEFAULT_PULL_FRACTION
+
+    def describe(self) -> dict:
+        """A JSON-able record of the settings (kept with every profile)."""
+        return {"hidden": list(self.hidden), "workers": self.workers, "batch": self.batch,
+                "rounds": self.rounds, "lr": self.lr, "momentum": self.momentum,
+                "chunk_elems": self.chunk_elems, "hole_fill": self.hole_fill,
+                "pull_fraction": self.pull_fraction}
+
+
+@dataclass
+class TrainOutcome:
+    """One in-process training run: final test accuracy, per-epoch accuracy, loss delivered."""
+
+    accuracy: float
+    accuracy_by_round: list[tuple[int, float]] = field(default_factory=list)
+    push_lost_fraction: list[float] = field(default_factory=list)   # per layer, mean over rounds
+    pull_lost_fraction: list[float] = field(default_factory=list)
+
+
+def model_sizes(settings: TrainSettings, data: dataset.Dataset) -> list[int]:
+    """Input, hidden..., output widths of the MLP."""
+    return [data.num_features, *settings.hidden, data.num_classes]
+
+
+def layer_count(settings: TrainSettings) -> int:
+    """Transport layers of the model (one per weight matrix)."""
+    return len(settings.hidden) + 1
+
+
+class _LayerLoss:
+    """Delivered masks of one stage: Bernoulli chunk drops, repaired down to the bound."""
+
+    def __init__(self, plan: ChunkPlan, rates: dict[int, float], bounds: dict[int, float],
+                 seed: int) -> None:
+        self.plan = plan
+        self.rates = rates
+        self.bounds = bounds
+        self.models = {layer: LossModel(rate, seed=seed * 7919 + layer)
+                       for layer, rate in rates.items()}
+        self._repair = np.random.default_rng([seed, 104729])
+
+    def masks(self) -> tuple[list[np.ndarray], list[float]]:
+        """Per layer, the delivered element mask and the lost fraction."""
+        masks, lost = [], []
+        for layer, size in enumerate(self.plan.layer_sizes):
+            mask = np.ones(size, dtype=bool)
+            model = self.models.get(layer)
+            if model is not None:
+                n = self.plan.chunk_counts[layer]
+                missing = [seq for seq in range(n) if model.drop(0.0)]
+                allowed = self.bounds[layer] * size + 1e-9
+                missing_elems = sum(self.plan.length(layer, s) for s in missing)
+                # the sender resends missing chunks until the receiver's bound is met
+                for idx in self._repair.permutation(len(missing)):
+                    if missing_elems <= allowed:
+                        break
+                    seq = missing[idx]
+                    missing_elems -= self.plan.length(layer, seq)
+                    missing[idx] = -1
+                for seq in missing:
+                    if seq >= 0:
+                        off = self.plan.offset(layer, seq)
+                        mask[off:off + self.plan.length(layer, seq)] = False
+            masks.append(mask)
+            lost.append(1.0 - float(mask.mean()))
+        return masks, lost
+
+
+def train(settings: TrainSettings, seed: int, loss: dict[int, float] | None = None,
+          bounds: dict[int, float] | None = None, eval_every: int = 0) -> TrainOutcome:
+    """Train like the network job with `seed` (data split, init, batches: the agents' --seed).
+
+    `loss` maps a layer to the drop probability of its chunks (push; the pull gets
+    `pull_fraction` of it); `bounds` maps it to the push bound the transport enforces (default:
+    the drop probability). `eval_every` > 0 also records test accuracy every that many rounds.
+    """
+    loss = dict(loss or {})
+    bounds = dict(bounds) if bounds is not None else dict(loss)
+    data = dataset.load(seed)
+    sizes = model_sizes(settings, data)
+    ps_model = MLP(sizes, seed)
+    workers = [MLP(sizes, seed) for _ in range(settings.workers)]
+    shards = [dataset.shard(data, rank, settings.workers) for rank in range(settings.workers)]
+    per_epoch = dataset.rounds_per_epoch(data, settings.workers, settings.batch)
+    plan = ChunkPlan(ps_model.layer_sizes(), settings.chunk_elems)
+    optimizer = MomentumSGD(settings.lr, settings.momentum)
+    aggregator = PushAggregator(HoleFill.parse(settings.hole_fill))
+    pull_rates = {k: v * settings.pull_fraction for k, v in loss.items()}
+    pull_bounds = {k: bounds[k] * settings.pull_fraction for k in loss}
+    push_loss = [_LayerLoss(plan, loss, bounds, seed * 1000 + rank) for rank in range(settings.workers)]
+    pull_loss = [_LayerLoss(plan, pull_rates, pull_bounds, seed * 1000 + 500 + rank)
+                 for rank in range(settings.workers)]
+    push_lost = np.zeros(plan.num_layers)
+    pull_lost = np.zeros(plan.num_layers)
+    curve: list[tuple[int, float]] = []
+    for rnd in range(settings.rounds):
+        values: dict[int, list[np.ndarray]] = {}
+        delivered: dict[int, list[np.ndarray]] = {}
+        for rank, (x, y) in enumerate(shards):
+            idx = dataset.batch_indices(len(y), settings.batch, rnd, per_epoch, seed, rank)
+            _, grads = workers[rank].loss_and_gradients(x[idx], y[idx])
+            masks, lost = push_loss[rank].masks()
+            values[rank], delivered[rank] = grads, masks
+            push_lost += lost
+        grads = aggregator.aggregate(values, delivered)
+        params = optimizer.step(ps_model.get_flat(), grads)
+        ps_model.set_flat(params)
+        for rank, worker in enumerate(workers):
+            masks, lost = pull_loss[rank].masks()
+            pull_lost += lost
+            worker.set_flat([keep_previous(v, d, p)
+                             for v, d, p in zip(params, masks, worker.get_flat())])
+        if eval_every and (rnd + 1) % eval_every == 0:
+            curve.append((rnd + 1, ps_model.evaluate(data.x_test, data.y_test)[1]))
+    _, accuracy = ps_model.evaluate(data.x_test, data.y_test)
+    scale = settings.rounds * settings.workers
+    return TrainOutcome(accuracy, curve, list(push_lost / scale), list(pull_lost / scale))

@@ -1,0 +1,99 @@
+"""Experiment 3 (PLOT bounds) without a network: the bounds each arm gets (profiled, cached or
+configured), the agreement check of host and switch bounds, and its summary and plots."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from experiments import config as configs
+from experiments import plot_bounds as pb
+from experiments import report
+from experiments.records import ResultsDir
+
+
+def _tiny(tmp_path, **params):
+    raw = {"name": "plot_bounds", "rounds": 3, "chunk_elems": 64,
+           "model": {"hidden": "16", "batch": 32, "lr": 0.1},
+           "params": {"profile": {"seeds": [1], "rates": [0.05, 0.2], "tolerance": 0.005,
+                                  "cache_dir": str(tmp_path / "cache")}, **params},
+           "arms": [{"name": "per_layer", "params": {"bounds": "per_layer"}},
+                    {"name": "uniform", "params": {"bounds": "uniform"}},
+                    {"name": "tcp", "transport": "tcp", "tcp_cc": "cubic"}]}
+    return configs.from_dict(raw, "t.yaml")
+
+
+def test_shipped_config_trains_what_the_profiler_reproduces():
+    cfg = configs.load(configs.default_path("plot_bounds"))
+    s = pb.train_settings(cfg)
+    assert (s.hidden, s.workers, s.batch, s.rounds, s.lr, s.momentum, s.chunk_elems) == \
+        ((128, 64, 32), 3, 64, 60, 0.05, 0.9, 360)
+    assert s.hole_fill == "mean-delivered" and s.pull_fraction == 0.25
+    assert cfg.topology.background_flows > 0 and cfg.repetitions >= 3
+
+
+def test_profile_is_cached_by_its_inputs(tmp_path, capsys):
+    cfg = _tiny(tmp_path)
+    bounds, record = pb.profiled_bounds(cfg, log=lambda s: None)
+    assert record["source"].startswith("profiled now") and len(bounds) == 2
+    again, record2 = pb.profiled_bounds(cfg, log=lambda s: None)
+    assert again == bounds and record2["source"].startswith("cache ")
+    assert record2["drops"] == record["drops"]
+    other = replace(cfg, params={**cfg.params, "profile": {**cfg.params["profile"], "seeds": [2]}})
+    _, record3 = pb.profiled_bounds(other, log=lambda s: None)
+    assert record3["source"].startswith("profiled now")      # other inputs, other cache entry
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 2
+
+
+def test_arms_get_per_layer_uniform_or_no_bounds(tmp_path):
+    cfg = pb.setup(_tiny(tmp_path, bounds=[0.2, 0.05]))
+    assert cfg.params["profile_record"]["source"].startswith("configured")
+    assert pb.arm_bounds(cfg, "per_layer") == [0.2, 0.05]
+    assert pb.arm_bounds(cfg, "uniform") == [0.05, 0.05]
+    assert pb.arm_bounds(cfg, "tcp") is None
+
+
+def test_sides_agree_only_when_hosts_and_switches_hold_the_same_bounds():
+    m = {"hosts_push_bounds": [0.2, 0.05], "switch_push_bounds": [0.2, 0.05],
+         "hosts_pull_bounds_worker": [0.05, 0.0125], "switch_pull_bounds": [0.05, 0.0125]}
+    assert pb._agree(m)
+    assert not pb._agree({**m, "switch_push_bounds": [0.2, 0.1]})
+    assert not pb._agree({**m, "switch_pull_bounds": []})
+
+
+def _run(arm, rep, p99, tta, acc, bounds):
+    metrics = {"round_time_p99_s": p99, "time_to_target_s": tta, "final_accuracy": acc,
+               "train_time_s": 10 * p99, "violations": 0, "bounds": bounds,
+               "accuracy_curve": [[1.0, 5, acc]]}
+    if bounds:
+        metrics.update(hosts_push_bounds=bounds, switch_push_bounds=bounds,
+                       hosts_pull_bounds_worker=[b / 4 for b in bounds],
+                       switch_pull_bounds=[b / 4 for b in bounds], sides_agree=True)
+    return {"arm": arm, "rep": rep, "ok": True, "error": None, "elapsed_s": 1.0, "metrics": metrics,
+            "switch": {}, "conditions": {"load1_end": 1.0, "switch_dropped": False}}
+
+
+def test_summary_has_every_figure_the_sides_and_the_profile(tmp_path):
+    cfg = pb.setup(_tiny(tmp_path))
+    rd = ResultsDir.create(tmp_path / "res", "plot_bounds")
+    for rep in range(3):
+        for arm, p99, tta in (("per_layer", 0.3, 10.0), ("uniform", 0.45, 12.0), ("tcp", 0.9, 20.0)):
+            rd.append_run(_run(arm, rep, p99, tta, 0.9, pb.arm_bounds(cfg, arm)),
+                          [{"round": i, "t_s": i * p99, "round_time_s": p99, "delivered": [1.0, 1.0],
+                            "violations": 0, "accuracy": None} for i in range(5)])
+    summary_path, plots = report.finish(pb, cfg, rd)
+    text = summary_path.read_text()
+    for figure in pb.FIGURES:
+        assert f"| {figure.label} |" in text
+    assert "| 1.5 ± 0 x (n=3)" in text                     # uniform / per-layer p99
+    assert "| 3 ± 0 x (n=3)" in text                       # TCP / per-layer p99
+    assert "-16.7 ± 0 % (n=3)" in text                     # (10 - 12) / 12
+    assert "Bounds each side used" in text and "Profile: mean accuracy drop" in text
+    assert len(plots) == 4 and all(p.read_bytes()[:4] == b"\x89PNG" for p in plots)
+
+
+@pytest.mark.parametrize("bad", [[], None])
+def test_no_configured_bounds_means_profiling(tmp_path, bad):
+    cfg = _tiny(tmp_path, bounds=bad)
+    bounds, record = pb.profiled_bounds(cfg, log=lambda s: None)
+    assert record["source"].startswith("profiled now") and all(0 <= b <= 0.2 for b in bounds)
