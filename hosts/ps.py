@@ -5,7 +5,8 @@ Each round: gather every worker's gradient push (loss-tolerant on ltp/mlt), aver
 Logs JSON lines: `start` (the transport as configured), `round` (completion time, per-layer
 delivered fraction, bound violations, deadline, bytes, retransmissions), `violation` (a push
 closed by its deadline with more loss than the bound), `epoch` (loss, accuracy on the held-out
-digits) and `done` (violations per layer over the run).
+digits), `eval` (test accuracy every --eval-every rounds) and `done` (violations per layer
+over the run).
 Run: python -m hosts.ps --workers N [--port 19527] [--transport ltp|tcp|mlt] ...
 """
 from __future__ import annotations
@@ -41,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--rounds", type=int, help="total rounds (default: epochs x rounds per epoch)")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--eval-every", type=int, default=0, metavar="N",
+                    help="also log test accuracy every N rounds as an `eval` record (0 = only at "
+                         "epoch ends; for time-to-accuracy curves)")
     ap.add_argument("--log", help="JSON-lines log file (default stdout)")
     ap.add_argument("--pid-file", help="write this process's PID here")
     ap.add_argument("--die-with-parent", action="store_true", help="exit when the parent dies")
@@ -54,6 +58,8 @@ def serve(args: argparse.Namespace) -> None:
         raise ConfigError(f"--workers {args.workers} must be at least 1")
     if args.epochs < 1 or (args.rounds is not None and args.rounds < 1):
         raise ConfigError("--epochs and --rounds must be at least 1")
+    if args.eval_every < 0:
+        raise ConfigError(f"--eval-every {args.eval_every} must be >= 0")
     check_port(args.port, "--port")
     data = dataset.load(args.seed)
     sizes = model_sizes(args, data.num_features, data.num_classes)
@@ -121,6 +127,10 @@ def serve(args: argparse.Namespace) -> None:
                 test_loss, accuracy = model.evaluate(data.x_test, data.y_test)
                 log.write("epoch", epoch=rnd // per_epoch, round=rnd, loss=round(train_loss, 6),
                           test_loss=round(test_loss, 6), accuracy=round(accuracy, 6),
+                          elapsed_s=round(time.monotonic() - started, 3))
+            elif args.eval_every and (rnd + 1) % args.eval_every == 0:
+                test_loss, accuracy = model.evaluate(data.x_test, data.y_test)
+                log.write("eval", round=rnd, test_loss=round(test_loss, 6), accuracy=round(accuracy, 6),
                           elapsed_s=round(time.monotonic() - started, 3))
         log.write("done", rounds=total, elapsed_s=round(time.monotonic() - started, 3),
                   violations=violations, counters=exchange.counters.snapshot(),
