@@ -11,7 +11,7 @@ P4C ?= $(shell command -v p4c-bm2-ss 2>/dev/null || echo "$(PY) -m p4target comp
 SWITCH ?= $(shell command -v simple_switch_grpc 2>/dev/null || echo "$(PY) -m p4target switch")
 export P4C SWITCH
 
-.PHONY: all setup build run demo test test-unit test-conformance test-integration test-topology lint bench fuzz stop \
+.PHONY: experiment experiments all setup build run demo test test-unit test-conformance test-integration test-topology lint bench fuzz stop \
         clean check-env check-reference
 
 all: build
@@ -68,6 +68,18 @@ fuzz: setup
 # (p4target/README.md, "Checking against the real BMv2"); ARGS=--samples for p4c's samples.
 check-reference: setup
 	$(PY) scripts/check_reference.py $(ARGS)
+
+# Experiments (root; on a shared machine under /tmp/gradlane-net.lock): `make experiment
+# NAME=ltp_incast [ARGS="--quick --reps 5 --publish"]`, `make experiments` runs all of them.
+NAME ?=
+ARGS ?=
+experiment: build
+	@if [ -z "$(NAME)" ]; then echo "usage: make experiment NAME=<name> [ARGS=...]; names:"; \
+	  $(PY) -m experiments --list; exit 2; fi
+	$(PY) -m experiments $(NAME) $(ARGS)
+
+experiments: build
+	$(PY) -m experiments all $(ARGS)
 
 stop:
 	-@[ -x $(PY) ] && $(PY) -m topo.stop || true

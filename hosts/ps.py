@@ -121,7 +121,8 @@ def serve(args: argparse.Namespace) -> None:
                       retransmissions=delta.get("retransmissions", 0),
                       retx_received=delta.get("retx_received", 0),
                       drops={k: v for k, v in delta.items() if k.startswith("drop_")},
-                      phase=None if phase is None else phase.phase)
+                      phase=None if phase is None else phase.phase,
+                      queue_depth=gathered.max_qdepth)
             if epoch_end or last:
                 train_loss, _ = model.evaluate(data.x_train, data.y_train)
                 test_loss, accuracy = model.evaluate(data.x_test, data.y_test)

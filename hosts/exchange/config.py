@@ -70,7 +70,9 @@ class TransportConfig:
                        priority_hints=self.send.priority_hints,
                        push_deadline=self.push_deadline.describe(),
                        pull_deadline=self.pull_deadline.describe(),
-                       reliable_pull=self.reliable_pull, phase_aware=self.phase_aware)
+                       reliable_pull=self.reliable_pull, phase_aware=self.phase_aware,
+                       probe_ms=round(self.send.probe_interval * 1000, 3),
+                       probe_on_silence=self.send.probe_on_silence)
             if self.phase_aware:
                 out.update(phase_check_rounds=self.phase_check_rounds,
                            phase_per_layer=self.phase_per_layer)
@@ -130,6 +132,9 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                         "(on, default), or TOS 0 (off: a switch told not to prioritize the job "
                         "queues its DATA with ordinary DSCP-0 traffic; for ablations)")
     g.add_argument("--probe-ms", type=float, default=20.0, help="probe interval once all was sent")
+    g.add_argument("--probe-on-silence", action="store_true",
+                   help="probe only after --probe-ms without new ACKs (a queue that still drains "
+                        "keeps ACKs coming; default: probe right after the first pass)")
     g.add_argument("--order", default="layer", choices=("layer", "shuffle"),
                    help="send order of chunks")
     g.add_argument("--peer-timeout", type=float, default=10.0,
@@ -200,8 +205,10 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
         if args.reliable_pull:
             bounds = bounds.with_reliable_pull()
     send = SendOptions(pace_pps=args.pace_pps, probe_interval=args.probe_ms / 1000.0,
-                       peer_timeout=args.peer_timeout, priority_hints=kind == "ltp" and args.priority_hints == "on",
-                       plain=kind == "mlt", order=args.order, seed=seed)
+                       peer_timeout=args.peer_timeout,
+                       priority_hints=kind == "ltp" and args.priority_hints == "on",
+                       plain=kind == "mlt", order=args.order, seed=seed,
+                       probe_on_silence=args.probe_on_silence)
     mode = args.deadline or ("adaptive" if kind == "ltp" else "fixed")
     pull_ms = args.pull_deadline_ms if args.pull_deadline_ms is not None else args.deadline_ms
     if not (pull_ms > 0 and math.isfinite(pull_ms)):

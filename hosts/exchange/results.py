@@ -16,6 +16,7 @@ class Gathered:
     closed_by: dict[int, str | None]
     seconds: float
     deadline: float = float("inf")
+    max_qdepth: int | None = None   # deepest switch queue the push met (telemetry), None if unknown
 
     def mean_fractions(self) -> list[float]:
         per_rank = list(self.fractions.values())

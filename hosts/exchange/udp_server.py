@@ -117,7 +117,7 @@ class UdpServerExchange:
             values={r: s.buffer.values for r, s in session.senders.items()},
             delivered={r: s.buffer.delivered for r, s in session.senders.items()},
             fractions=session.fractions(), closed_by=session.closed_by(), seconds=seconds,
-            deadline=session.options.deadline)
+            deadline=session.options.deadline, max_qdepth=session.max_qdepth)
 
     def scatter(self, round_: int, layers: list[np.ndarray], last: bool,
                 next_required: tuple[float, ...] | None) -> float:

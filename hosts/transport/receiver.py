@@ -65,6 +65,9 @@ class RecvSession:
         self.names = sender_names or {}
         self.opened = time.monotonic()
         self.finished: float | None = None
+        # In-band telemetry: the deepest queue any DATA of this round met (None: no packet
+        # carried telemetry, e.g. PLAIN traffic or a network without gradlane switches).
+        self.max_qdepth: int | None = None
 
     @property
     def done(self) -> bool:
@@ -126,6 +129,8 @@ class RecvSession:
             return
         if state.first_data is None:
             state.first_data = now
+        if hdr.tele_hops:
+            self.max_qdepth = max(self.max_qdepth or 0, hdr.tele_max_qdepth)
         state.flags_seen |= hdr.flags
         if hdr.flags & wire.FLAG_RETX:
             counters["retx_received"] += 1

@@ -26,6 +26,9 @@ class SendOptions:
     droppable_below: chunks of a magnitude class below this are drop-eligible (push stage only;
         never chunks of a critical layer, whose bound is 0).
     order: 'layer' (layer 0 first) or 'shuffle' (random order, seeded).
+    probe_on_silence: probe only after `probe_interval` without new ACKs (while the receiver's
+        ACKs keep coming, a queue is still draining and nothing is known lost); off = the first
+        probe right after the first pass, then one every `probe_interval`.
     """
 
     pace_pps: float = 0.0
@@ -38,6 +41,7 @@ class SendOptions:
     droppable_below: int = 4
     order: str = "layer"
     seed: int = 0
+    probe_on_silence: bool = False
 
 
 @dataclass
@@ -167,6 +171,8 @@ class SendSession:
     def _probe_delay(self) -> float:
         # First probe right after the first pass; after a resend, wait a full interval so a
         # persistently lossy path is not hammered.
+        if self.options.probe_on_silence:
+            return self.options.probe_interval
         return self.options.first_probe_delay if self.stats.probes == 0 else self.options.probe_interval
 
     def _requeue_missing(self, now: float, layer: int | None = None) -> None:
@@ -194,8 +200,12 @@ class SendSession:
         self.last_heard = now
         try:
             if hdr.kind == wire.KIND_ACK:
+                before = int(self.arrived.sum()) if self.options.probe_on_silence else 0
                 for layer, seq in wire.unpack_ack_entries(pkt.payload):
                     self.arrived[self._index(layer, seq)] = True
+                if (self.options.probe_on_silence and self._next_probe != INFINITY
+                        and int(self.arrived.sum()) > before):
+                    self._next_probe = now + self.options.probe_interval
             elif hdr.kind == wire.KIND_BITMAP:
                 count = self.plan.chunk_counts[self._layer(hdr.layer_id)]
                 bits = wire.unpack_bitmap(pkt.payload, count)

@@ -240,3 +240,64 @@ def test_pacing_spreads_data_packets_over_time():
     finally:
         sink.close()
         ep.close()
+
+
+def test_probe_on_silence_holds_the_probe_while_acks_keep_coming(peer):
+    ep = Endpoint(("127.0.0.1", 0), JOB, 2)
+    try:
+        plan = ChunkPlan([50], 10)
+        sender = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, [np.arange(50, dtype=np.float32)], 3,
+                             pull=False, options=SendOptions(probe_interval=0.3, probe_on_silence=True))
+        mux = Mux(ep)
+        mux.add(sender)
+        mux.run(lambda: sender.stats.data_packets == 5, timeout=2)
+        deadline = time.monotonic()
+        for seq in range(5):
+            # a new ACK every 0.1 s, closer together than the probe interval: the queue drains
+            entry = wire.pack_ack_entries([(0, seq)])
+            peer.sendto(wire.pack_header(wire.KIND_ACK, 0, JOB, wire.PS_RANK, 0, 3, payload_len=len(entry))
+                        + entry, ep.address)
+            deadline += 0.1
+            mux.run(lambda: time.monotonic() >= deadline, timeout=2)
+            assert sender.stats.probes == 0, f"probed while ACK {seq} was fresh"
+        mux.run(lambda: sender.stats.probes >= 1, timeout=2)
+        assert sender.arrived.all() and sender.stats.retransmissions == 0
+    finally:
+        ep.close()
+
+
+def test_default_sender_probes_right_after_the_first_pass(peer):
+    ep = Endpoint(("127.0.0.1", 0), JOB, 2)
+    try:
+        plan = ChunkPlan([50], 10)
+        sender = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, [np.arange(50, dtype=np.float32)], 3,
+                             pull=False, options=SendOptions(probe_interval=5.0))
+        mux = Mux(ep)
+        mux.add(sender)
+        mux.run(lambda: sender.stats.probes >= 1, timeout=2)   # first_probe_delay, not 5 s
+        assert sender.stats.data_packets == 5
+    finally:
+        ep.close()
+
+
+def _data_with_telemetry(plan, layers, seq, qdepth, hops):
+    vals = layers[0][plan.offset(0, seq):plan.offset(0, seq) + plan.length(0, seq)]
+    payload = vals.astype(">f4").tobytes()
+    return wire.pack_header(wire.KIND_DATA, 0, JOB, 0, 0, 0, 0, len(payload), seq, plan.offset(0, seq),
+                            tele_max_qdepth=qdepth, tele_hops=hops) + payload
+
+
+def test_receiver_keeps_the_deepest_queue_the_round_met(endpoint, peer):
+    plan = ChunkPlan([30], 10)
+    layers = [np.arange(30, dtype=np.float32)]
+    session = RecvSession(endpoint, plan, 0, pull=False, senders=[0], required=(1.0,),
+                          options=ReceiveOptions(deadline=30.0))
+    mux = Mux(endpoint)
+    mux.add(session)
+    peer.sendto(_data_with_telemetry(plan, layers, 0, 0, 0), endpoint.address)   # no telemetry yet
+    _pump(mux, lambda: session.senders[0].first_data is not None)
+    assert session.max_qdepth is None
+    for seq, depth in ((1, 41), (2, 17)):
+        peer.sendto(_data_with_telemetry(plan, layers, seq, depth, 1), endpoint.address)
+    _pump(mux, lambda: session.done)
+    assert session.max_qdepth == 41

@@ -1,0 +1,281 @@
+"""Experiment 1, LTP incast: 8 workers push MTU-sized gradient packets through one bottleneck
+(a few thousand packets/s, queue 64) to the parameter server. TCP with every available
+congestion control (ECN on and off) vs software MLT vs gradlane (LTP: loss-tolerant push with
+early close, reliable pull). Figures: rounds/s, p50/p99 round time, time to target accuracy,
+final accuracy, and the trend over 2, 4, 8 workers.
+"""
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from experiments import plots
+from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
+from experiments.config import ExperimentConfig
+from experiments.records import Results
+from experiments.stats import Stat, fmt_num, percentile
+from experiments.stats import summarize as stat_of
+from experiments.training import run_training, time_to_accuracy
+
+ORDER = 1
+TITLE = "LTP incast: training throughput and round time vs TCP and MLT"
+PAPER = "LTP, IWQoS '23: 8 workers + 1 PS"
+
+FIGURES = [
+    Figure("throughput_x", "training throughput (rounds/s), gradlane / best TCP", "up to 30x", "x",
+           "bottleneck scaled to a few thousand packets/s; TCP's minimum RTO (200 ms) is huge against "
+           "emulated RTTs, as in the paper's testbed"),
+    Figure("p99_round_x", "p99 round time, best TCP / gradlane", "n/a (paper reports throughput)", "x",
+           "our bar: >= 10x"),
+    Figure("p50_round_x", "p50 round time, best TCP / gradlane", "n/a", "x"),
+    Figure("tta_vs_tcp", "time to target accuracy, gradlane vs best TCP", "faster (30x throughput, same accuracy)",
+           "%", "our bar: >= 40% lower"),
+    Figure("tta_vs_mlt", "time to target accuracy, gradlane vs MLT", "n/a (MLT is not in the paper)", "%",
+           "our bar: >= 25% lower"),
+    Figure("accuracy_delta", "final accuracy, gradlane - best TCP", "no accuracy loss", "points",
+           "our bar: within 0.5 point"),
+    Figure("worker_trend", "throughput gain over TCP at 2 / 4 / 8 workers", "n/a (8 workers only)", "x",
+           "sweep with fewer arms"),
+]
+
+
+# -- setup ------------------------------------------------------------------------------------
+def available_congestion_controls() -> list[str]:
+    """The kernel's net.ipv4.tcp_available_congestion_control."""
+    try:
+        return Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    except OSError:
+        return []
+
+
+def _try_modprobe(cc: str) -> bool:
+    """Load tcp_<cc> if this kernel has modprobe and the module; True if it is available then."""
+    if cc in available_congestion_controls():
+        return True
+    if shutil.which("modprobe") and Path("/lib/modules").is_dir():
+        subprocess.run(["modprobe", "-q", f"tcp_{cc}"], capture_output=True, timeout=20)
+    return cc in available_congestion_controls()
+
+
+def setup(config: ExperimentConfig) -> ExperimentConfig:
+    """Drop TCP arms whose congestion control this kernel cannot load (after trying modprobe),
+    recording them in params.skipped_arms."""
+    keep, skipped = [], []
+    for arm in config.arms:
+        if arm.transport == "tcp" and arm.tcp_cc and not _try_modprobe(arm.tcp_cc):
+            skipped.append(f"{arm.name} (tcp_{arm.tcp_cc} not available in this kernel)")
+        else:
+            keep.append(arm)
+    params = {**config.params, "skipped_arms": skipped,
+              "available_cc": available_congestion_controls()}
+    return replace(config, arms=tuple(keep), params=params)
+
+
+# -- one run ----------------------------------------------------------------------------------
+def run_arm(ctx: ArmContext) -> ArmResult:
+    """One training job of the arm; adds time to target accuracy."""
+    outcome = run_training(ctx)
+    metrics = dict(outcome.metrics)
+    target = float(ctx.param("target_accuracy", 0.85))
+    metrics["target_accuracy"] = target
+    metrics["time_to_target_s"] = time_to_accuracy(metrics["accuracy_curve"], target)
+    return ArmResult(rounds=outcome.rounds, metrics=metrics, ok=outcome.ok, error=outcome.error())
+
+
+# -- summary ----------------------------------------------------------------------------------
+def _is_sweep(config: ExperimentConfig, arm: str) -> bool:
+    try:
+        return bool(config.arm(arm).params.get("sweep"))
+    except Exception:
+        return False
+
+
+def _main_arms(results: Results, config: ExperimentConfig) -> list[str]:
+    return [a for a in results.arms() if not _is_sweep(config, a)]
+
+
+def _transport(config: ExperimentConfig, arm: str) -> str:
+    try:
+        return config.arm(arm).transport
+    except Exception:
+        return "?"
+
+
+def _pooled_round_times(results: Results, arm: str) -> list[float]:
+    ok = {r["rep"] for r in results.runs_of(arm)}
+    return [r["round_time_s"] for r in results.rounds_of(arm) if r["rep"] in ok and r.get("round_time_s") is not None]
+
+
+def _best(results: Results, arms: list[str], key: str, lower: bool) -> str | None:
+    scored = [(stat_of(results.metric(a, key)).mean, a) for a in arms]
+    scored = [(v, a) for v, a in scored if math.isfinite(v)]
+    if not scored:
+        return None
+    return (min if lower else max)(scored)[1]
+
+
+def _per_rep_ratio(results: Results, num_arm: str, den_arm: str, key: str) -> Stat:
+    """Stat over repetitions of metric(num)/metric(den), paired by repetition."""
+    num = {r["rep"]: r["metrics"].get(key) for r in results.runs_of(num_arm)}
+    den = {r["rep"]: r["metrics"].get(key) for r in results.runs_of(den_arm)}
+    return stat_of(num[k] / den[k] for k in num if k in den and num[k] and den[k])
+
+
+def _tta_change(results: Results, ours: str, base: str) -> tuple[Stat, str]:
+    """(percent change of gradlane's time to target vs the baseline, per repetition; note)."""
+    a = {r["rep"]: r["metrics"].get("time_to_target_s") for r in results.runs_of(ours)}
+    b = {r["rep"]: r["metrics"].get("time_to_target_s") for r in results.runs_of(base)}
+    pairs = [(a[k], b[k]) for k in a if k in b]
+    changes = [100.0 * (x - y) / y for x, y in pairs if x is not None and y]
+    missed = [k for k, (x, y) in zip(a, pairs) if x is None or y is None]
+    note = f"{base} never reached the target in {sum(1 for _, y in pairs if y is None)} run(s)" \
+        if any(y is None for _, y in pairs) else ""
+    if missed and not changes:
+        note = note or "target not reached"
+    return stat_of(changes), note
+
+
+def summarize(results: Results, config: ExperimentConfig) -> Summary:
+    """The headline rows (FIGURES), a per-arm table and notes."""
+    main = _main_arms(results, config)
+    ours = next((a for a in main if _transport(config, a) == "ltp"), None)
+    mlt = next((a for a in main if _transport(config, a) == "mlt"), None)
+    tcps = [a for a in main if _transport(config, a) == "tcp"]
+    best_tput = _best(results, tcps, "rounds_per_s", lower=False)
+    best_p99 = _best(results, tcps, "round_time_p99_s", lower=True)
+    best_p50 = _best(results, tcps, "round_time_p50_s", lower=True)
+    best_tta = _best(results, tcps, "time_to_target_s", lower=True) or best_tput
+    best_acc = _best(results, tcps, "final_accuracy", lower=False)
+    flag = results.switch_dropped()
+    target = config.params.get("target_accuracy", 0.85)
+    rows: list[Row] = []
+
+    def ratio_row(key: str, num: str | None, den: str | None, metric: str, note: str) -> None:
+        if num and den:
+            rows.append(Row(key, _per_rep_ratio(results, num, den, metric), note, flag))
+        else:
+            rows.append(Row(key, "n/a", "an arm has no finished run", flag))
+
+    ratio_row("throughput_x", ours, best_tput, "rounds_per_s", f"best TCP: {best_tput}")
+    ratio_row("p99_round_x", best_p99, ours, "round_time_p99_s", f"best TCP: {best_p99}")
+    ratio_row("p50_round_x", best_p50, ours, "round_time_p50_s", f"best TCP: {best_p50}")
+    for key, base, label in (("tta_vs_tcp", best_tta, "best TCP"), ("tta_vs_mlt", mlt, "MLT")):
+        if ours and base:
+            stat, note = _tta_change(results, ours, base)
+            rows.append(Row(key, stat, "; ".join(x for x in (f"{label}: {base}, target accuracy {target:g}",
+                                                             "negative = faster", note) if x), flag))
+        else:
+            rows.append(Row(key, "n/a", "an arm has no finished run", flag))
+    if ours and best_acc:
+        a = {r["rep"]: r["metrics"].get("final_accuracy") for r in results.runs_of(ours)}
+        b = {r["rep"]: r["metrics"].get("final_accuracy") for r in results.runs_of(best_acc)}
+        rows.append(Row("accuracy_delta", stat_of(100.0 * (a[k] - b[k]) for k in a if k in b and a[k] is not None
+                                                     and b[k] is not None),
+                        f"best TCP by accuracy: {best_acc}; same rounds, same seeds", flag))
+    else:
+        rows.append(Row("accuracy_delta", "n/a", "an arm has no finished run", flag))
+    trend = _trend(results, config)
+    parts = []
+    for n in sorted(trend):
+        gain = trend[n].get("gain")
+        parts.append(f"{n}w: {fmt_num(gain, 3)}x" if gain is not None else f"{n}w: n/a")
+    rows.append(Row("worker_trend", " / ".join(parts) or "n/a",
+                    "gradlane rounds/s over the best TCP arm run at that worker count", flag))
+
+    table_rows = []
+    for arm in results.arms():
+        runs_all = [r for r in results.runs if r["arm"] == arm]
+        times = _pooled_round_times(results, arm)
+        table_rows.append([
+            arm, str(config.workers_of(config.arm(arm))) if arm in {a.name for a in config.arms} else "?",
+            f"{len(results.runs_of(arm))}/{len(runs_all)}",
+            stat_of(results.metric(arm, "rounds_per_s")).fmt(3),
+            fmt_num(percentile(times, 50), 3), fmt_num(percentile(times, 99), 3),
+            stat_of(results.metric(arm, "time_to_target_s")).fmt(3)
+            + _missed(results, arm),
+            stat_of(results.metric(arm, "final_accuracy")).fmt(3),
+            fmt_num(stat_of(_tail_drops(r) for r in results.runs_of(arm)).mean, 4),
+            fmt_num(stat_of(results.metric(arm, "violations")).mean, 3),
+        ])
+    notes = [f"'best TCP' is chosen per figure among {', '.join(tcps) or 'no TCP arm'} (best mean).",
+             "Round time = the parameter server's gather + scatter time of one round; rounds/s = "
+             "rounds / time from the first round's start to the last round's end.",
+             f"Time to target = training time until the held-out accuracy (evaluated every epoch) "
+             f"first reaches {target:g}."]
+    skipped = config.params.get("skipped_arms") or []
+    if skipped:
+        notes.append("Arms skipped on this machine: " + "; ".join(skipped) + ".")
+    return Summary(rows=rows, tables=[Table(
+        "Per arm (p50/p99 pooled over repetitions' rounds)",
+        ["arm", "workers", "runs ok", "rounds/s", "p50 round s", "p99 round s", "time to target s",
+         "final accuracy", "queue tail drops/run", "bound violations/run"], table_rows)], notes=notes)
+
+
+def _missed(results: Results, arm: str) -> str:
+    miss = sum(1 for r in results.runs_of(arm) if r["metrics"].get("time_to_target_s") is None)
+    return f", missed in {miss}" if miss else ""
+
+
+def _tail_drops(run: dict[str, Any]) -> float | None:
+    tail = run.get("switch", {}).get("queue_tail_drops") or {}
+    known = [v for v in tail.values() if v is not None]
+    return float(sum(known)) if known else None
+
+
+def _trend(results: Results, config: ExperimentConfig) -> dict[int, dict[str, Any]]:
+    """worker count -> {transport: mean rounds/s of its best arm, 'gain': ltp / best tcp}."""
+    out: dict[int, dict[str, Any]] = {}
+    for arm in results.arms():
+        try:
+            spec = config.arm(arm)
+        except Exception:
+            continue
+        n = config.workers_of(spec)
+        value = stat_of(results.metric(arm, "rounds_per_s")).mean
+        if not math.isfinite(value):
+            continue
+        slot = out.setdefault(n, {})
+        if value > slot.get(spec.transport, (-1.0, ""))[0]:
+            slot[spec.transport] = (value, arm)
+    for slot in out.values():
+        ltp, tcp = slot.get("ltp"), slot.get("tcp")
+        slot["gain"] = ltp[0] / tcp[0] if ltp and tcp and tcp[0] > 0 else None
+    return out
+
+
+# -- plots ------------------------------------------------------------------------------------
+def plot(results: Results, config: ExperimentConfig, out_dir: Path) -> list[Path]:
+    """Rounds/s and p99 bars, round-time CDF, accuracy over time, the worker trend."""
+    main = _main_arms(results, config)
+    flagged = [a for a in main if results.switch_dropped(a)]
+    out = [
+        plots.bars({a: results.metric(a, "rounds_per_s") for a in main}, out_dir / "rounds_per_s.png",
+                   "rounds/s", "Training throughput (8 workers, incast)", flagged=flagged),
+        plots.bars({a: results.metric(a, "round_time_p99_s") for a in main}, out_dir / "p99_round_time.png",
+                   "p99 round time (s)", "p99 round time per run", log_y=True, flagged=flagged),
+        plots.bars({a: results.metric(a, "time_to_target_s") for a in main}, out_dir / "time_to_target.png",
+                   "seconds", f"Time to {config.params.get('target_accuracy', 0.85):g} test accuracy",
+                   flagged=flagged),
+        plots.round_time_cdf(results, out_dir / "round_time_cdf.png", main),
+        plots.time_to_accuracy(results, out_dir / "accuracy_over_time.png", main,
+                               target=config.params.get("target_accuracy")),
+    ]
+    trend = _trend(results, config)
+    series: dict[str, tuple[list[float], list[float], list[float]]] = {}
+    for transport in ("tcp", "mlt", "ltp"):
+        xs, ys, sds = [], [], []
+        for n in sorted(trend):
+            if transport in trend[n]:
+                value, arm = trend[n][transport]
+                xs.append(n)
+                ys.append(value)
+                sds.append(stat_of(results.metric(arm, "rounds_per_s")).sd)
+        if xs:
+            series[{"ltp": "gradlane", "mlt": "MLT", "tcp": "best TCP"}[transport]] = (xs, ys, sds)
+    out.append(plots.lines(series, out_dir / "worker_trend.png", "workers", "rounds/s",
+                           "Throughput vs number of workers", log_y=True))
+    return out

@@ -1,0 +1,140 @@
+"""summary.md of one experiment run: the paper's headline figures beside ours, the run
+conditions per arm (flagged where a switch process itself dropped packets), and the plots."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from types import ModuleType
+
+from experiments.api import Figure, Row, Summary
+from experiments.config import ExperimentConfig
+from experiments.records import Results, ResultsDir
+from experiments.stats import Stat, fmt_num, summarize
+
+FLAG = "⚠ switch dropped"
+PUBLISH_ROOT = Path("docs/results")
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """A markdown table's lines."""
+    out = ["| " + " | ".join(_cell(h) for h in headers) + " |",
+           "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def headline_rows(figures: list[Figure], summary: Summary) -> list[list[str]]:
+    """| figure | paper | gradlane (mean ± sd, n) | note |, one per Row, in FIGURES order."""
+    by_key = {f.key: f for f in figures}
+    order = {f.key: i for i, f in enumerate(figures)}
+    out = []
+    for row in sorted(summary.rows, key=lambda r: order.get(r.key, len(order))):
+        fig = by_key.get(row.key, Figure(row.key, row.key, "n/a"))
+        ours = row.ours.fmt(row.digits, fig.unit) if isinstance(row.ours, Stat) else str(row.ours)
+        if row.flagged:
+            ours += f" {FLAG}"
+        note = "; ".join(n for n in (fig.note, row.note) if n)
+        paper = f"{fig.paper} {fig.unit}".strip() if fig.unit and fig.paper[-1:].isdigit() else fig.paper
+        out.append([fig.label, paper, ours, note])
+    return out
+
+
+def conditions_rows(results: Results) -> list[list[str]]:
+    """Per arm: runs ok/total, load average, switch receive drops, switch CPU, flag."""
+    out = []
+    for arm in results.arms():
+        runs = [r for r in results.runs if r["arm"] == arm]
+        cond = [r.get("conditions", {}) for r in runs]
+        load = summarize(c.get("load1_end") for c in cond)
+        drops = [c.get("switch_rx_drops_total") for c in cond]
+        known = [d for d in drops if d is not None]
+        cpu = summarize(c.get("switch_cpu_pct_max") for c in cond)
+        flagged = any(c.get("switch_dropped") for c in cond)
+        out.append([arm, f"{sum(1 for r in runs if r.get('ok'))}/{len(runs)}", fmt_num(load.mean, 3),
+                    str(sum(known)) if known else "n/a", fmt_num(cpu.mean, 3) + (f" (max {fmt_num(cpu.hi, 3)})" if cpu.n else ""),
+                    FLAG if flagged else "ok"])
+    return out
+
+
+def command_line(config: ExperimentConfig) -> str:
+    """How to reproduce this run."""
+    return f"make experiment NAME={config.name}" + (" ARGS=--quick" if config.is_quick else "")
+
+
+def write_summary(module: ModuleType, config: ExperimentConfig, results: Results,
+                  summary: Summary, plots: list[Path], path: Path) -> Path:
+    """Write summary.md; returns its path."""
+    figures: list[Figure] = list(getattr(module, "FIGURES", []))
+    lines = [f"# {getattr(module, 'TITLE', config.name)}", ""]
+    if config.description:
+        lines += [config.description.strip(), ""]
+    topo = config.topology
+    lines += [f"Reproduce: `{command_line(config)}` (config `experiments/configs/{config.name}.yaml`"
+              + (", quick mode: a smoke run, not a measurement" if config.is_quick else "") + ").",
+              f"Scale: topology {topo.name}, {topo.workers} workers, bottleneck "
+              f"{fmt_num(topo.bottleneck_pps) if topo.bottleneck_pps else 'unlimited'} pps, queue "
+              f"{topo.queue_depth} packets, {config.rounds} rounds, {config.repetitions} repetition(s) per arm, "
+              f"arms alternating, seed {config.seed}.", ""]
+    paper = getattr(module, "PAPER", "")
+    lines += ["## Headline figures" + (f" ({paper})" if paper else ""), ""]
+    lines += markdown_table(["figure", "paper", "gradlane (mean ± sd, n)", "note"],
+                            headline_rows(figures, summary))
+    lines += [""]
+    for table in summary.tables:
+        lines += [f"## {table.title}", ""] + markdown_table(table.headers, table.rows) + [""]
+    lines += ["## Run conditions", "",
+              "Load average at the end of each run, the switch processes' own receive drops (not P4 "
+              "queue drops) and their CPU use (% of one core). A flagged arm measured the switch's CPU, "
+              "not only the queue under study.", ""]
+    lines += markdown_table(["arm", "runs ok", "load (1 min)", "switch rx drops", "switch CPU %", "flag"],
+                            conditions_rows(results))
+    failed = [r for r in results.runs if not r.get("ok")]
+    if failed:
+        lines += ["", "Failed runs: " + "; ".join(f"{r['arm']} rep {r['rep'] + 1}: {r.get('error')}"
+                                                  for r in failed)]
+    if summary.notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in summary.notes]
+    if plots:
+        lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def finish(module: ModuleType, config: ExperimentConfig, rd: ResultsDir) -> tuple[Path, list[Path]]:
+    """Summarize and plot everything in `rd`: summary.md and the PNGs, in `rd`."""
+    results = rd.load()
+    summary = module.summarize(results, config)
+    plots = [Path(p) for p in module.plot(results, config, rd.path)]
+    return write_summary(module, config, results, summary, plots, rd.summary_path), plots
+
+
+def publish(name: str, rd: ResultsDir, plots: list[Path], root: Path = PUBLISH_ROOT) -> Path:
+    """Copy summary.md and the PNGs to docs/results/NAME/ (replacing what was there)."""
+    dest = root / name
+    if dest.exists():
+        for old in dest.iterdir():
+            if old.is_file() and old.suffix in (".md", ".png"):
+                old.unlink()
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(rd.summary_path, dest / "summary.md")
+    for p in plots:
+        shutil.copy2(p, dest / p.name)
+    return dest
+
+
+def figure_keys(module: ModuleType) -> list[str]:
+    """The keys of a module's FIGURES."""
+    return [f.key for f in getattr(module, "FIGURES", [])]
+
+
+def missing_rows(module: ModuleType, summary: Summary) -> list[str]:
+    """FIGURES keys without a summary row."""
+    have = {r.key for r in summary.rows}
+    return [k for k in figure_keys(module) if k not in have]
+
+
+__all__ = ["finish", "publish", "write_summary", "markdown_table", "missing_rows", "Row"]

@@ -1,0 +1,173 @@
+"""Run one training job on an experiment's session, with progress, and turn the agents' JSON
+lines into the harness's round records and the standard per-run metrics.
+
+Most experiments' `run_arm` is `run_training(ctx)` plus a few metrics of their own.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from experiments.api import ArmContext, finite
+from experiments.stats import percentile
+from topo.training import TrainingJob, TrainingResult
+
+PROGRESS_EVERY_S = 5.0
+
+
+@dataclass
+class TrainingOutcome:
+    """A finished job: the raw result, its round records and the standard metrics."""
+
+    result: TrainingResult
+    rounds: list[dict[str, Any]]
+    metrics: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok
+
+    def error(self) -> str | None:
+        """One line saying why the job failed; None when it did not."""
+        if self.result.ok:
+            return None
+        bad = [f"{name} exit {code}" for name, code in self.result.exit_codes.items() if code != 0]
+        what = "timed out" if self.result.timed_out else "failed"
+        return f"training job {what}" + (f" ({', '.join(bad[:4])})" if bad else "")
+
+
+def run_training(ctx: ArmContext, rounds: int | None = None, workers: int | None = None,
+                 extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = (),
+                 timeout: float | None = None) -> TrainingOutcome:
+    """Run one job (PS + workers) of the arm on the running session: the arm's transport, model,
+    seed and agent flags are already in the session's config; `extra_*` add flags. Prints a
+    progress line every few seconds. Never raises for a failed job: see TrainingOutcome.ok."""
+    session = ctx.session
+    cfg = ctx.config
+    rounds = rounds or ctx.rounds
+    workers = workers or ctx.workers
+    timeout = timeout or cfg.timeout_s
+    ps_extra = (*cfg.model.ps_args(), *ctx.arm.ps_args, *extra_ps)
+    worker_extra = (*cfg.model.worker_args(), *ctx.arm.worker_args, *extra_worker)
+    spec = session.job_spec(session.jobs + 1, rounds, workers, ps_extra, worker_extra)
+    session.jobs += 1
+    job = TrainingJob(session.net, session.topo, session.config.topology_path, session.record,
+                      session.config.log_dir, spec, session.host_sysctls())
+    started = time.monotonic()
+    try:
+        job.start()
+    except Exception:
+        job.stop()
+        raise
+    deadline = started + timeout
+    ps_proc = next(iter(job.processes.values()))
+    last_print = started
+    while time.monotonic() < deadline:
+        if all(p.returncode() is not None for p in job.processes.values()):
+            break
+        ps_proc.wait_exit(1.0)
+        now = time.monotonic()
+        if now - last_print >= PROGRESS_EVERY_S:
+            last_print = now
+            done = ps_proc.output().count('"event":"round"')
+            ctx.progress(f"round {done}/{rounds} ({now - started:.0f} s)")
+    result = job.wait(max(deadline - time.monotonic(), 0.1))
+    records = round_records(result)
+    return TrainingOutcome(result, records, standard_metrics(result, records, rounds))
+
+
+def _ps_records(result: TrainingResult, event: str) -> list[dict[str, Any]]:
+    return [r for name, recs in result.records.items() if name.startswith("ps")
+            for r in recs if r.get("event") == event]
+
+
+def round_records(result: TrainingResult) -> list[dict[str, Any]]:
+    """One record per round the PS closed: t_s (end of the round, seconds since the first
+    round started), round_time_s (wall time between this round's end and the previous one's at
+    the PS: workers' compute, push and pull alike for every transport; round 0: the PS's own
+    gather + scatter time), per-layer delivered fraction (push, mean over workers), violations
+    (push + pull, all layers), queue_depth (deepest switch queue the push met, from in-band
+    telemetry; None where packets carry none), accuracy (at epoch ends), the PS's other figures."""
+    rounds = sorted(_ps_records(result, "round"), key=lambda r: r.get("round", 0))
+    if not rounds:
+        return []
+    accuracy = {r.get("round"): r.get("accuracy") for r in _ps_records(result, "epoch")}
+    origin = float(rounds[0]["t"]) - float(rounds[0].get("time_s") or 0.0)
+    pull_violations = _worker_pull_violations(result)
+    out = []
+    previous = None
+    for rec in rounds:
+        rnd = rec.get("round")
+        end = float(rec["t"])
+        cycle = rec.get("time_s") if previous is None else round(end - previous, 6)
+        previous = end
+        violations = rec.get("violations")
+        push_v = sum(violations) if isinstance(violations, list) else None
+        out.append({
+            "round": rnd,
+            "t_s": round(float(rec["t"]) - origin, 6),
+            "round_time_s": cycle,
+            "ps_time_s": rec.get("time_s"),
+            "push_s": rec.get("push_s"),
+            "pull_s": rec.get("pull_s"),
+            "delivered": rec.get("delivered"),
+            "delivered_min": rec.get("delivered_min"),
+            "violations": None if push_v is None else push_v + pull_violations.get(rnd, 0),
+            "violations_per_layer": violations,
+            "closed_by": rec.get("closed_by"),
+            "deadline_ms": rec.get("deadline_ms"),
+            "retransmissions": rec.get("retransmissions"),
+            "bytes": rec.get("bytes"),
+            "queue_depth": rec.get("queue_depth"),
+            "accuracy": accuracy.get(rnd),
+            "epoch": rec.get("epoch"),
+        })
+    return out
+
+
+def _worker_pull_violations(result: TrainingResult) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for name, recs in result.records.items():
+        if not name.startswith("worker"):
+            continue
+        for rec in recs:
+            if rec.get("event") == "round" and isinstance(rec.get("pull_violations"), list):
+                out[rec["round"]] = out.get(rec["round"], 0) + sum(rec["pull_violations"])
+    return out
+
+
+def standard_metrics(result: TrainingResult, rounds: list[dict[str, Any]], planned: int) -> dict[str, Any]:
+    """rounds, train_time_s (first round start to last round end), rounds_per_s, round time
+    mean/p50/p99, final and best accuracy, accuracy curve [[t_s, round, accuracy]], violations."""
+    times = [r["round_time_s"] for r in rounds if finite(r.get("round_time_s"))]
+    train_time = rounds[-1]["t_s"] if rounds else None
+    curve = [[r["t_s"], r["round"], r["accuracy"]] for r in rounds if finite(r.get("accuracy"))]
+    violations = [r["violations"] for r in rounds if finite(r.get("violations"))]
+    done = _ps_records(result, "done")
+    return {
+        "rounds": len(rounds),
+        "rounds_planned": planned,
+        "train_time_s": train_time,
+        "rounds_per_s": (len(rounds) / train_time) if train_time else None,
+        "round_time_mean_s": (sum(times) / len(times)) if times else None,
+        "round_time_p50_s": percentile(times, 50),
+        "round_time_p99_s": percentile(times, 99),
+        "round_time_max_s": max(times) if times else None,
+        "final_accuracy": curve[-1][2] if curve else None,
+        "best_accuracy": max(c[2] for c in curve) if curve else None,
+        "accuracy_curve": curve,
+        "violations": sum(violations) if violations else (0 if rounds else None),
+        "retransmissions": sum(r["retransmissions"] or 0 for r in rounds) if rounds else None,
+        "job_elapsed_s": round(result.elapsed_s, 3),
+        "ps_counters": done[-1].get("counters") if done else None,
+    }
+
+
+def time_to_accuracy(curve: list[list[float]], target: float) -> float | None:
+    """Seconds until the accuracy curve ([[t_s, round, accuracy], ...]) first reaches `target`;
+    None when it never does."""
+    for t, _, acc in curve:
+        if acc is not None and acc >= target:
+            return t
+    return None

@@ -1,0 +1,88 @@
+"""Experiment configs: every shipped config loads (full and quick), mistakes are one-line errors."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+import experiments
+from experiments import config as configs
+from experiments.errors import ConfigError
+from support.topology_helpers import REPO
+
+BASE = {"name": "x", "arms": [{"name": "a", "transport": "ltp"}]}
+
+
+@pytest.mark.parametrize("name", experiments.names())
+def test_every_registered_experiment_has_a_valid_config_and_quick_block(name):
+    full = configs.load(configs.default_path(name))
+    quick = configs.load(configs.default_path(name), quick=True)
+    assert full.name == name and quick.is_quick and not full.is_quick
+    assert full.repetitions >= 3, "the issue asks for at least 3 repetitions per arm by default"
+    assert {a.name for a in quick.arms} <= {a.name for a in full.arms}
+
+
+def test_quick_overrides_merge_and_only_arms_filters():
+    raw = {**BASE, "rounds": 40, "topology": {"workers": 8, "queue_depth": 64},
+           "arms": [{"name": "a"}, {"name": "b", "transport": "mlt"}],
+           "quick": {"rounds": 5, "topology": {"workers": 2}, "only_arms": ["b"]}}
+    cfg = configs.from_dict(raw, "t.yaml", quick=True)
+    assert cfg.rounds == 5 and cfg.topology.workers == 2 and cfg.topology.queue_depth == 64
+    assert [a.name for a in cfg.arms] == ["b"]
+
+
+def test_saved_config_reads_back_equal(tmp_path):
+    raw = {**BASE, "chunk_elems": 360, "topology": {"bursts": ["1s+1s@0.5"]},
+           "arms": [{"name": "t", "transport": "tcp", "tcp_cc": "reno", "tcp_ecn": "on", "workers": 2,
+                     "topology": {"workers": 4}, "params": {"k": 1}}]}
+    cfg = configs.from_dict(raw, "t.yaml", quick=True)
+    configs.save(cfg, tmp_path / "config.yaml")
+    back = configs.load_saved(tmp_path / "config.yaml")
+    assert configs.to_dict(back) == configs.to_dict(cfg) and back.is_quick
+
+
+def test_arm_topology_override_and_repetition_cap():
+    raw = {**BASE, "repetitions": 2, "arms": [{"name": "a", "topology": {"workers": 2}, "repetitions": 5}]}
+    cfg = configs.from_dict(raw, "t.yaml")
+    arm = cfg.arms[0]
+    assert cfg.topology_of(arm).workers == 2 and cfg.topology.workers == 3
+    assert cfg.repetitions_of(arm) == 2
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"repetitons": 3}, "unknown key"),
+    ({"rounds": "many"}, "rounds: 'many' is not an integer"),
+    ({"arms": []}, "non-empty list"),
+    ({"arms": [{"name": "a", "transport": "quic"}]}, "transport 'quic'"),
+    ({"arms": [{"name": "a", "tcp_cc": "reno"}]}, "need transport tcp"),
+    ({"arms": [{"name": "a"}, {"name": "a"}]}, "used twice"),
+    ({"arms": [{"name": "a b"}]}, "name may hold"),
+    ({"arms": [{"name": "a", "workers": 9}]}, "outside 1..3"),
+    ({"topology": {"name": "ring"}}, "name 'ring'"),
+    ({"topology": {"policy": "nope.yaml"}}, "policy file nope.yaml not found"),
+    ({"only_arms": ["zz"]}, "no arm named zz"),
+])
+def test_mistakes_are_one_line_errors_naming_the_key(change, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        configs.from_dict({**BASE, **change}, "t.yaml")
+    assert "\n" not in str(info.value) and str(info.value).startswith("t.yaml")
+
+
+def test_cli_reports_a_bad_config_in_one_line_without_traceback(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"name": "ltp_incast", "arms": [{"name": "a", "transport": "x"}]}))
+    done = subprocess.run([sys.executable, "-m", "experiments", "ltp_incast", "--config", str(bad)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "transport 'x'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_cli_lists_the_experiments():
+    done = subprocess.run([sys.executable, "-m", "experiments", "--list"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0
+    for name in experiments.names():
+        assert name in done.stdout

@@ -1,0 +1,79 @@
+"""Results records, statistics and the summary/plots of an experiment module, from records
+written the way the runner writes them (no network)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from experiments import config as configs
+from experiments import ltp_incast, report
+from experiments.records import ROUND_FIELDS, ResultsDir
+from experiments.stats import percentile, summarize
+
+
+def test_stats_mean_sd_and_percentiles():
+    s = summarize([1.0, 2.0, 3.0, None, float("nan")])
+    assert (s.mean, s.n, s.lo, s.hi) == (2.0, 3, 1.0, 3.0) and s.sd == pytest.approx(1.0)
+    assert s.fmt(3) == "2 ± 1 (n=3)"
+    assert summarize([]).fmt() == "n/a"
+    assert percentile(range(1, 101), 50) == pytest.approx(50.5)
+    assert percentile([5.0], 99) == 5.0 and math.isnan(percentile([], 50))
+
+
+def _run(arm, rep, rps, p99, tta, acc, dropped=False):
+    return {"arm": arm, "rep": rep, "ok": True, "error": None, "elapsed_s": 1.0,
+            "metrics": {"rounds_per_s": rps, "round_time_p99_s": p99, "round_time_p50_s": p99 / 2,
+                        "time_to_target_s": tta, "final_accuracy": acc, "violations": 0},
+            "switch": {"queue_tail_drops": {"s1": 10}}, "conditions": {
+                "load1_end": 1.0, "switch_rx_drops_total": 3 if dropped else 0,
+                "switch_cpu_pct_max": 20.0, "switch_dropped": dropped}}
+
+
+def _rounds(arm, rep, n, dt):
+    return [{"round": i, "t_s": (i + 1) * dt, "round_time_s": dt, "delivered": [1.0],
+             "violations": 0, "accuracy": 0.5 + 0.1 * i if i % 2 else None} for i in range(n)]
+
+
+@pytest.fixture
+def results_dir(tmp_path):
+    rd = ResultsDir.create(tmp_path, "ltp_incast")
+    for rep in range(3):
+        rd.append_run(_run("gradlane", rep, 5.0, 0.2, 1.0, 0.9), _rounds("gradlane", rep, 6, 0.2))
+        rd.append_run(_run("mlt", rep, 4.0, 0.3, 2.0, 0.9), _rounds("mlt", rep, 6, 0.25))
+        rd.append_run(_run("tcp-cubic", rep, 1.0, 2.0, None, 0.89, dropped=(rep == 1)),
+                      _rounds("tcp-cubic", rep, 6, 1.0))
+    return rd
+
+
+def _config():
+    raw = {"name": "ltp_incast", "topology": {"workers": 8}, "params": {"target_accuracy": 0.8},
+           "arms": [{"name": "gradlane"}, {"name": "mlt", "transport": "mlt"},
+                    {"name": "tcp-cubic", "transport": "tcp", "tcp_cc": "cubic"}]}
+    return configs.from_dict(raw, "t.yaml")
+
+
+def test_records_have_the_required_fields_and_resume_sees_finished_runs(results_dir):
+    results = results_dir.load()
+    assert len(results.runs) == 9 and results.arms() == ["gradlane", "mlt", "tcp-cubic"]
+    assert all(set(ROUND_FIELDS) <= set(r) for r in results.rounds)
+    assert ("mlt", 2) in results_dir.completed()
+    assert results.metric("tcp-cubic", "time_to_target_s") == []
+    assert results.switch_dropped("tcp-cubic") and not results.switch_dropped("gradlane")
+    # a half-written run (rounds without a run record) is not part of the results
+    with results_dir.rounds_path.open("a") as f:
+        f.write('{"arm": "gradlane", "rep": 7, "round": 0}\n{"arm": "grad')
+    assert len(results_dir.load().rounds) == len(results.rounds)
+
+
+def test_summary_has_a_row_per_figure_flags_and_plots(results_dir):
+    cfg = _config()
+    summary_path, plots = report.finish(ltp_incast, cfg, results_dir)
+    text = summary_path.read_text()
+    for figure in ltp_incast.FIGURES:
+        assert f"| {figure.label} |" in text
+    assert "| training throughput (rounds/s), gradlane / best TCP | up to 30x | 5 ± 0 x (n=3)" in text
+    assert report.FLAG in text          # tcp-cubic rep 2: the switch process dropped packets
+    assert plots and all(p.read_bytes()[:4] == b"\x89PNG" for p in plots)
+    dest = report.publish("ltp_incast", results_dir, plots, root=results_dir.path / "pub")
+    assert (dest / "summary.md").is_file() and len(list(dest.glob("*.png"))) == len(plots)
