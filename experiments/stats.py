@@ -64,7 +64,9 @@ def ratio(a: float, b: float) -> float:
 def _num(x: float, digits: int) -> str:
     if not math.isfinite(x):
         return "n/a"
-    if x != 0 and (abs(x) >= 10 ** 5 or abs(x) < 10 ** -(digits - 1)):
+    if abs(x) >= 10 ** digits and abs(x) < 10 ** 9:
+        return f"{x:.0f}"
+    if x != 0 and (abs(x) >= 10 ** 9 or abs(x) < 10 ** -(digits - 1)):
         return f"{x:.{digits - 1}e}"
     return f"{x:.{digits}g}" if abs(x) >= 1 else f"{x:.{digits}f}".rstrip("0").rstrip(".") or "0"
 
