@@ -107,6 +107,10 @@ def flows(dst: tuple[str, int], count: int, duration: float, cc: str, log: JsonL
             while time.monotonic() < end:
                 try:
                     sent += sock.send(buf)
+                except socket.timeout:
+                    # blocked longer than the connect timeout (a starved flow in RTO backoff):
+                    # still a flow, keep sending until the end
+                    continue
                 except OSError:
                     break
         secs = time.monotonic() - t0
