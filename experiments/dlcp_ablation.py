@@ -382,6 +382,12 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
         "(--priority-hints off). With prioritize: false alone the switch falls back to the DSCP class of "
         "the packet, and gradlane's DSCP 8-15 maps to queue 1, still above the background's queue 0.",
     ]
+    capacity = 2 * (topo.bottleneck_pps or 0)
+    idle = [f"{r['arm']} rep {r['rep'] + 1}" for r in results.runs
+            if capacity and _bg(r) is not None and _bg(r) < 0.1 * capacity]
+    if idle:
+        notes.append(f"Background below 10% of the uplinks' {capacity:g} pkt/s before the job (not a loaded "
+                     f"fabric): {', '.join(idle)}.")
     return Summary(rows=rows, tables=[Table(
         "Per arm (round-time percentiles pooled over repetitions; counters are per run means)",
         ["arm", "what", "runs ok", "time to target s", "speed-up vs best baseline %", "p50 round s",
