@@ -3,7 +3,8 @@
 Each round: gather every worker's gradient push (loss-tolerant on ltp/mlt), average per element
 (holes filled per --hole-fill), take an SGD step, pull the parameters back to the workers.
 Logs JSON lines: `start` (the transport as configured), `round` (completion time, per-layer
-delivered fraction, bound violations, deadline, bytes, retransmissions), `violation` (a push
+delivered fraction, bound violations, deadline, bytes, retransmissions, the deepest switch queue
+the push met from in-band telemetry), `violation` (a push
 closed by its deadline with more loss than the bound), `epoch` (loss, accuracy on the held-out
 digits), `eval` (test accuracy every --eval-every rounds) and `done` (violations per layer
 over the run).

@@ -72,7 +72,7 @@ class TransportConfig:
                        pull_deadline=self.pull_deadline.describe(),
                        reliable_pull=self.reliable_pull, phase_aware=self.phase_aware,
                        probe_ms=round(self.send.probe_interval * 1000, 3),
-                       probe_on_silence=self.send.probe_on_silence)
+                       probe_on_silence=self.send.probe_on_silence, window=self.send.window)
             if self.phase_aware:
                 out.update(phase_check_rounds=self.phase_check_rounds,
                            phase_per_layer=self.phase_per_layer)
@@ -135,6 +135,10 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--probe-on-silence", action="store_true",
                    help="probe only after --probe-ms without new ACKs (a queue that still drains "
                         "keeps ACKs coming; default: probe right after the first pass)")
+    g.add_argument("--window", type=int, default=0, metavar="PACKETS",
+                   help="initial congestion window of the UDP sender in DATA packets (0 = none, "
+                        "the default: all at once); grows per ACK, halves on a probe-detected "
+                        "loss (Reno's rule in packets); implies --probe-on-silence")
     g.add_argument("--order", default="layer", choices=("layer", "shuffle"),
                    help="send order of chunks")
     g.add_argument("--peer-timeout", type=float, default=10.0,
@@ -169,6 +173,8 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
             raise ConfigError(f"--{name.replace('_', '-')} must be a positive number")
     if not (args.pace_pps >= 0 and math.isfinite(args.pace_pps)):
         raise ConfigError("--pace-pps must be >= 0")
+    if args.window < 0:
+        raise ConfigError("--window must be >= 0 packets")
     kind = args.transport
     layer_bounds = parse_bound_list(args.layer_bounds, "--layer-bounds") if args.layer_bounds else None
     if kind == "mlt":
@@ -208,7 +214,7 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
                        peer_timeout=args.peer_timeout,
                        priority_hints=kind == "ltp" and args.priority_hints == "on",
                        plain=kind == "mlt", order=args.order, seed=seed,
-                       probe_on_silence=args.probe_on_silence)
+                       probe_on_silence=args.probe_on_silence, window=args.window)
     mode = args.deadline or ("adaptive" if kind == "ltp" else "fixed")
     pull_ms = args.pull_deadline_ms if args.pull_deadline_ms is not None else args.deadline_ms
     if not (pull_ms > 0 and math.isfinite(pull_ms)):

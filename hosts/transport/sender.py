@@ -29,6 +29,10 @@ class SendOptions:
     probe_on_silence: probe only after `probe_interval` without new ACKs (while the receiver's
         ACKs keep coming, a queue is still draining and nothing is known lost); off = the first
         probe right after the first pass, then one every `probe_interval`.
+    window: initial congestion window in DATA packets (0 = no window: everything goes out at
+        once). With a window, at most that many packets are unacknowledged; each newly ACKed
+        packet adds one (slow start) or 1/window (above the threshold); a probe's BITMAP that
+        shows losses halves it (Reno's rule, in packets). Implies probe_on_silence.
     """
 
     pace_pps: float = 0.0
@@ -42,6 +46,7 @@ class SendOptions:
     order: str = "layer"
     seed: int = 0
     probe_on_silence: bool = False
+    window: int = 0
 
 
 @dataclass
@@ -99,6 +104,11 @@ class SendSession:
         self._next_probe = INFINITY
         self.last_heard = now
         self.done = False
+        self._silence = options.probe_on_silence or options.window > 0
+        self._cwnd = float(options.window)
+        self._ssthresh = INFINITY
+        self._outstanding = np.zeros(len(chunks), dtype=bool)   # sent, neither ACKed nor known lost
+        self._loss_seen_at = -INFINITY
 
     @property
     def active(self) -> bool:
@@ -130,6 +140,7 @@ class SendSession:
                                chunk.seq, chunk.offset)
         self.endpoint.send(hdr + payload, self.peer, tos)
         self._sent_once[idx] = True
+        self._outstanding[idx] = True
         self.stats.data_packets += 1
         self.endpoint.counters["data_packets_sent"] += 1
         self.stats.bytes_sent += len(hdr) + len(payload)
@@ -149,6 +160,11 @@ class SendSession:
                 return self._next_send
             if sent >= self.options.burst:
                 return now
+            if self._cwnd and int(self._outstanding.sum()) >= int(self._cwnd):
+                # Window full: wait for ACKs; a probe after silence finds what was lost.
+                if self._next_probe == INFINITY:
+                    self._next_probe = now + self.options.probe_interval
+                break
             idx = self._queue[self._pos]
             self._pos += 1
             self._queued[idx] = False
@@ -171,7 +187,7 @@ class SendSession:
     def _probe_delay(self) -> float:
         # First probe right after the first pass; after a resend, wait a full interval so a
         # persistently lossy path is not hammered.
-        if self.options.probe_on_silence:
+        if self._silence:
             return self.options.probe_interval
         return self.options.first_probe_delay if self.stats.probes == 0 else self.options.probe_interval
 
@@ -183,6 +199,12 @@ class SendSession:
             hi = lo + self.plan.chunk_counts[layer]
         missing = lo + np.flatnonzero(~self.arrived[lo:hi] & ~self._queued[lo:hi])
         if len(missing):
+            if self._cwnd and self._outstanding[missing].any() and now - self._loss_seen_at > self.options.probe_interval:
+                # One loss event per probe: halve the window (not below 2 packets).
+                self._ssthresh = max(self._cwnd / 2, 2.0)
+                self._cwnd = self._ssthresh
+                self._loss_seen_at = now
+            self._outstanding[missing] = False
             self._queued[missing] = True
             self._queue = self._queue[self._pos:] + missing.tolist()
             self._pos = 0
@@ -200,17 +222,23 @@ class SendSession:
         self.last_heard = now
         try:
             if hdr.kind == wire.KIND_ACK:
-                before = int(self.arrived.sum()) if self.options.probe_on_silence else 0
+                newly = 0
                 for layer, seq in wire.unpack_ack_entries(pkt.payload):
-                    self.arrived[self._index(layer, seq)] = True
-                if (self.options.probe_on_silence and self._next_probe != INFINITY
-                        and int(self.arrived.sum()) > before):
+                    idx = self._index(layer, seq)
+                    newly += not self.arrived[idx]
+                    self.arrived[idx] = True
+                    self._outstanding[idx] = False
+                if self._cwnd and newly:
+                    for _ in range(newly):
+                        self._cwnd += 1.0 if self._cwnd < self._ssthresh else 1.0 / self._cwnd
+                if self._silence and newly and self._next_probe != INFINITY:
                     self._next_probe = now + self.options.probe_interval
             elif hdr.kind == wire.KIND_BITMAP:
                 count = self.plan.chunk_counts[self._layer(hdr.layer_id)]
                 bits = wire.unpack_bitmap(pkt.payload, count)
                 base = self._base[hdr.layer_id]
                 self.arrived[base:base + count] |= bits
+                self._outstanding[base:base + count] &= ~bits
                 self._requeue_missing(now, hdr.layer_id)
             elif hdr.kind == wire.KIND_STOP:
                 self.done = True

@@ -77,3 +77,33 @@ def test_summary_has_a_row_per_figure_flags_and_plots(results_dir):
     assert plots and all(p.read_bytes()[:4] == b"\x89PNG" for p in plots)
     dest = report.publish("ltp_incast", results_dir, plots, root=results_dir.path / "pub")
     assert (dest / "summary.md").is_file() and len(list(dest.glob("*.png"))) == len(plots)
+
+
+def test_runner_plan_alternates_arms_caps_repetitions_and_skips_recorded_runs(tmp_path):
+    from experiments.runner import Runner
+
+    raw = {"name": "ltp_incast", "repetitions": 3,
+           "arms": [{"name": "a"}, {"name": "b", "transport": "mlt"}, {"name": "w2", "repetitions": 1}]}
+    cfg = configs.from_dict(raw, "t.yaml")
+    rd = ResultsDir.create(tmp_path, "ltp_incast")
+    runner = Runner(ltp_incast, cfg, rd)
+    assert [(rep, arm.name) for rep, arm in runner.plan()] == [
+        (0, "a"), (0, "b"), (0, "w2"), (1, "a"), (1, "b"), (2, "a"), (2, "b")]
+    rd.append_run(_run("a", 0, 1.0, 1.0, 1.0, 0.9), [])
+    rd.append_run(_run("b", 0, 1.0, 1.0, 1.0, 0.9), [])
+    assert [(rep, arm.name) for rep, arm in runner.plan()][:2] == [(0, "w2"), (1, "a")]
+
+
+def test_job_settings_carry_the_arms_transport_seed_packet_size_and_cc():
+    from experiments.runner import job_settings, session_config
+
+    raw = {"name": "x", "chunk_elems": 360, "agent_args": ["--probe-ms", "30"],
+           "topology": {"workers": 4, "bottleneck_pps": 2000, "queue_depth": 32},
+           "arms": [{"name": "t", "transport": "tcp", "tcp_cc": "cubic", "tcp_ecn": "on", "rounds": 7}]}
+    cfg = configs.from_dict(raw, "t.yaml")
+    arm = cfg.arms[0]
+    base = session_config(cfg, cfg.topology_of(arm), "build", "logs")
+    assert (base.params.workers, base.params.bottleneck_pps, base.params.queue_depth) == (4, 2000, 32)
+    run = job_settings(base, cfg, arm, seed=5)
+    assert (run.transport, run.tcp_ecn, run.rounds) == ("tcp", "on", 7)
+    assert run.agent_args == ("--seed", "5", "--chunk-elems", "360", "--probe-ms", "30", "--tcp-cc", "cubic")

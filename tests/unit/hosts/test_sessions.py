@@ -301,3 +301,39 @@ def test_receiver_keeps_the_deepest_queue_the_round_met(endpoint, peer):
         peer.sendto(_data_with_telemetry(plan, layers, seq, depth, 1), endpoint.address)
     _pump(mux, lambda: session.done)
     assert session.max_qdepth == 41
+
+
+def _ack(seqs, round_=3):
+    entry = wire.pack_ack_entries([(0, s) for s in seqs])
+    return wire.pack_header(wire.KIND_ACK, 0, JOB, wire.PS_RANK, 0, round_, payload_len=len(entry)) + entry
+
+
+def test_window_limits_unacknowledged_packets_grows_per_ack_and_halves_on_loss(peer):
+    ep = Endpoint(("127.0.0.1", 0), JOB, 2)
+    try:
+        plan = ChunkPlan([200], 10)            # 20 chunks
+        sender = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, [np.arange(200, dtype=np.float32)], 3,
+                             pull=False, options=SendOptions(window=4, probe_interval=0.1))
+        mux = Mux(ep)
+        mux.add(sender)
+        mux.run(lambda: sender.stats.data_packets == 4, timeout=2)
+        stop = time.monotonic() + 0.05
+        mux.run(lambda: time.monotonic() >= stop, timeout=2)
+        assert sender.stats.data_packets == 4          # window full, nothing acknowledged
+        peer.sendto(_ack([0, 1]), ep.address)          # 2 ACKed: window 6, 2 outstanding -> 4 more
+        mux.run(lambda: sender.stats.data_packets == 8, timeout=2)
+        stop = time.monotonic() + 0.05
+        mux.run(lambda: time.monotonic() >= stop, timeout=2)
+        assert sender.stats.data_packets == 8
+        # silence: a probe; its bitmap says chunks 2..7 never arrived -> loss: window 6 -> 3
+        mux.run(lambda: sender.stats.probes >= 1, timeout=2)
+        bits = [1, 1] + [0] * 18
+        peer.sendto(wire.pack_header(wire.KIND_BITMAP, 0, JOB, wire.PS_RANK, 0, 3, payload_len=3)
+                    + wire.pack_bitmap(bits), ep.address)
+        mux.run(lambda: sender.stats.data_packets >= 11, timeout=2)
+        stop = time.monotonic() + 0.03
+        mux.run(lambda: time.monotonic() >= stop, timeout=2)
+        # window 3, nothing outstanding: 3 packets (the unsent chunks first, the lost ones after)
+        assert sender.stats.data_packets == 11 and sender._cwnd == 3.0
+    finally:
+        ep.close()
