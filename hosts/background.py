@@ -108,12 +108,14 @@ def sink(bind: tuple[str, int], log: JsonLog, stop: threading.Event, report: flo
     lsock.close()
 
 
-def flows(dst: tuple[str, int], count: int, duration: float, cc: str, log: JsonLog) -> None:
-    """`count` long-lived TCP flows sending as fast as the network allows for `duration` s."""
+def flows(dst: tuple[str, int], count: int, duration: float, cc: str, log: JsonLog,
+          timeout: float = 5.0) -> None:
+    """`count` long-lived TCP flows sending as fast as the network allows for `duration` s
+    (`timeout`: connecting, and how long one send may block before it is tried again)."""
     results: list[dict] = []
 
     def one(i: int) -> None:
-        sock = connect(dst, cc, 5.0)
+        sock = connect(dst, cc, timeout)
         buf = b"\0" * _CHUNK
         sent, end = 0, time.monotonic() + duration
         t0 = time.monotonic()
@@ -121,6 +123,10 @@ def flows(dst: tuple[str, int], count: int, duration: float, cc: str, log: JsonL
             while time.monotonic() < end:
                 try:
                     sent += sock.send(buf)
+                except socket.timeout:
+                    # blocked longer than the connect timeout (a starved flow in RTO backoff):
+                    # still a flow, keep sending until the end
+                    continue
                 except OSError:
                     break
         secs = time.monotonic() - t0

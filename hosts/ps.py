@@ -6,7 +6,8 @@ Logs JSON lines: `start` (the transport as configured), `round` (completion time
 delivered fraction, bound violations, deadline, the switches' telemetry (and the deepest switch
 queue the push met), bytes, retransmissions), `violation` (a push closed by its deadline with more
 loss than the bound), `adaptation` (the Early Close deadline changed: round from which it applies,
-value, reason; docs/control-laws.md), `epoch` (loss, accuracy on the held-out digits), `policy`
+value, reason; docs/control-laws.md), `epoch` (loss, accuracy on the held-out digits), `eval`
+(test accuracy every --eval-every rounds), `policy`
 (with --controller: the round from which a generation of the job's policy applies, its epoch and
 bounds) and `done` (violations per layer over the run).
 With --controller the PS follows the controller's policy for its job and reports each round
@@ -47,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--rounds", type=int, help="total rounds (default: epochs x rounds per epoch)")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--momentum", type=float, default=0.9)
+    ap.add_argument("--eval-every", type=int, default=0, metavar="N",
+                    help="also log test accuracy every N rounds as an `eval` record (0 = only at "
+                         "epoch ends; for time-to-accuracy curves)")
     ap.add_argument("--log", help="JSON-lines log file (default stdout)")
     ap.add_argument("--pid-file", help="write this process's PID here")
     ap.add_argument("--die-with-parent", action="store_true", help="exit when the parent dies")
@@ -60,6 +64,8 @@ def serve(args: argparse.Namespace) -> None:
         raise ConfigError(f"--workers {args.workers} must be at least 1")
     if args.epochs < 1 or (args.rounds is not None and args.rounds < 1):
         raise ConfigError("--epochs and --rounds must be at least 1")
+    if args.eval_every < 0:
+        raise ConfigError(f"--eval-every {args.eval_every} must be >= 0")
     check_port(args.port, "--port")
     data = dataset.load(args.seed)
     sizes = model_sizes(args, data.num_features, data.num_classes)
@@ -164,6 +170,10 @@ def serve(args: argparse.Namespace) -> None:
                 test_loss, accuracy = model.evaluate(data.x_test, data.y_test)
                 log.write("epoch", epoch=rnd // per_epoch, round=rnd, loss=round(train_loss, 6),
                           test_loss=round(test_loss, 6), accuracy=round(accuracy, 6),
+                          elapsed_s=round(time.monotonic() - started, 3))
+            elif args.eval_every and (rnd + 1) % args.eval_every == 0:
+                test_loss, accuracy = model.evaluate(data.x_test, data.y_test)
+                log.write("eval", round=rnd, test_loss=round(test_loss, 6), accuracy=round(accuracy, 6),
                           elapsed_s=round(time.monotonic() - started, 3))
         log.write("done", rounds=total, elapsed_s=round(time.monotonic() - started, 3),
                   violations=violations, counters=exchange.counters.snapshot(),

@@ -72,6 +72,7 @@ class TransportConfig:
                "bounds_from": "controller" if self.controller else "flags"}
         if self.udp:
             out.update(hole_fill=self.hole_fill.value, plain=self.plain,
+                       priority_hints=self.send.priority_hints,
                        push_deadline=self.push_deadline.describe(),
                        pull_deadline=self.pull_deadline.describe(),
                        reliable_pull=self.reliable_pull, phase_aware=self.phase_aware,
@@ -139,6 +140,10 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--pace-pps", type=float, default=0.0,
                    help="packets/s per sender (0 = unpaced); tcp: SO_MAX_PACING_RATE of as many "
                         "full segments per second")
+    g.add_argument("--priority-hints", choices=("on", "off"), default="on",
+                   help="ltp: DSCP of DATA packets by magnitude class, ECN Not-ECT when droppable "
+                        "(on, default), or TOS 0 (off: a switch told not to prioritize the job "
+                        "queues its DATA with ordinary DSCP-0 traffic; for ablations)")
     g.add_argument("--probe-ms", type=float, default=20.0, help="probe interval once all was sent")
     g.add_argument("--probe-on-silence", action="store_true",
                    help="probe only after --probe-ms without new ACKs (a queue that still drains "
@@ -208,6 +213,8 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
                               f"deadline; drop {', '.join(extra)}")
     if kind == "tcp" and args.pcn:
         raise ConfigError("--pcn needs a UDP transport (--transport ltp or mlt)")
+    if kind != "ltp" and args.priority_hints == "off":
+        raise ConfigError("--priority-hints off needs --transport ltp (mlt sends TOS 0 anyway)")
     if kind != "tcp" and (args.tcp_cc or args.tcp_ecn):
         raise ConfigError("--tcp-cc and --tcp-ecn need --transport tcp")
     if args.phase_check_rounds < 1:
@@ -228,7 +235,8 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
         if args.reliable_pull:
             bounds = bounds.with_reliable_pull()
     send = SendOptions(pace_pps=args.pace_pps, probe_interval=args.probe_ms / 1000.0,
-                       peer_timeout=args.peer_timeout, priority_hints=kind == "ltp",
+                       peer_timeout=args.peer_timeout,
+                       priority_hints=kind == "ltp" and args.priority_hints == "on",
                        plain=kind == "mlt", order=args.order, seed=seed,
                        probe_on_silence=args.probe_on_silence, window=args.window)
     mode = args.deadline or ("telemetry" if kind == "ltp" else "fixed")

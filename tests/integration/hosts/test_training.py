@@ -70,9 +70,15 @@ def test_training_with_injected_loss_matches_loss_free_accuracy(agents, tmp_path
 
 
 def test_tcp_baseline_and_phase_aware_runs(agents, tmp_path):
-    events, _ = _train(agents, tmp_path, "tcp", 0.0, ("--transport", "tcp", "--rounds", "20"))
+    events, _ = _train(agents, tmp_path, "tcp", 0.0, ("--transport", "tcp", "--rounds", "20"),
+                       ps_extra=("--eval-every", "5"))
     rounds = [e for e in events if e["event"] == "round"]
     assert len(rounds) == 20 and all(r["delivered"] == [1.0, 1.0] for r in rounds)
+    # --eval-every 5: accuracy after rounds 4, 9, 14 (13 ends epoch 0 and 19 is the last: `epoch`)
+    evals = [e for e in events if e["event"] == "eval"]
+    assert [e["round"] for e in evals] == [4, 9, 14]
+    assert all(0 < e["accuracy"] <= 1 and e["elapsed_s"] > 0 for e in evals)
+    assert [e["round"] for e in events if e["event"] == "epoch"] == [13, 19]
     events, _ = _train(agents, tmp_path, "phase", 0.0,
                        ("--phase-aware", "--bound", "0.01", "--pull-bound", "0.0"),
                        ps_extra=("--epochs", "4"))

@@ -95,6 +95,32 @@ def test_mlt_packets_carry_plain_and_tos_0_on_the_wire(transport):
         peer.close()
 
 
+def test_ltp_without_priority_hints_sends_data_with_tos_0_and_keeps_critical():
+    """The ablation arm "no priority": DATA leaves with TOS 0 (the DSCP-0 queue of ordinary
+    traffic at a switch that does not prioritize the job); CRITICAL still marks bound-0 layers."""
+    cfg = _config("--priority-hints", "off", "--layer-bounds", "0.1,0.0")
+    assert not cfg.send.priority_hints and cfg.summary()["priority_hints"] is False
+    assert _config().summary()["priority_hints"] is True
+    peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    peer.bind(("127.0.0.1", 0))
+    peer.settimeout(2)
+    peer.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+    ep = Endpoint(("127.0.0.1", 0), JOB, 0, plain=cfg.plain)
+    try:
+        plan = ChunkPlan([8, 8], 4)
+        layers = [np.array([0.01] * 4 + [1.0] * 4, dtype=np.float32)] * 2
+        s = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, layers, 0, pull=False,
+                        options=cfg.send, critical_layers=cfg.bounds.critical_layers(pull=False))
+        s.tick(0.0)
+        got = [_recv_with_tos(peer) for _ in range(4)]
+        assert all(h.kind == wire.KIND_DATA and tos == 0 for h, tos in got)
+        assert not any(h.flags & (wire.FLAG_PLAIN | wire.FLAG_DROPPABLE) for h, _ in got)
+        assert {h.layer_id for h, _ in got if h.flags & wire.FLAG_CRITICAL} == {1}
+    finally:
+        ep.close()
+        peer.close()
+
+
 def test_tcp_cc_must_be_offered_by_the_kernel_and_needs_tcp():
     have = tcp_options.available_congestion_controls()
     assert have, "this kernel lists its congestion controls"
