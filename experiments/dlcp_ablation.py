@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from experiments import plots
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
@@ -26,7 +25,8 @@ from experiments.config import Arm, ExperimentConfig
 from experiments.records import Results
 from experiments.stats import fmt_num, percentile
 from experiments.stats import summarize as stat_of
-from experiments.training import run_training, standard_metrics, time_to_accuracy
+from experiments.errors import ExperimentError
+from experiments.training import apply_job_policy, run_training, standard_metrics, time_to_accuracy
 
 ORDER = 2
 TITLE = "DLCP ablation: time to target accuracy on a loaded leaf-spine, one mechanism removed at a time"
@@ -71,31 +71,12 @@ def removed(arm: Arm) -> list[str]:
     return [f for f, on in features_of(arm).items() if not on] if not is_baseline(arm) else []
 
 
-def job_policy(policy_file: str, job_id: int, features: dict[str, bool]) -> dict[str, Any]:
-    """A policy document for one job: the first job's rules of `policy_file` (defaults kept),
-    renumbered to `job_id`, with the ablation switches set."""
-    with open(policy_file) as f:
-        doc = yaml.safe_load(f) or {}
-    jobs = doc.get("jobs") or []
-    if not jobs:
-        raise ValueError(f"policy file {policy_file} has no job to copy the rules from")
-    job = {k: v for k, v in jobs[0].items() if k not in FEATURES}
-    job.update(job=job_id, name=f"dlcp-job{job_id}", **features)
-    return {k: v for k, v in doc.items() if k != "jobs"} | {"jobs": [job]}
-
-
 def install_policy(ctx: ArmContext, job_id: int) -> dict[str, Any]:
     """Install the arm's policy for `job_id` and read it back; returns the features the
     controller reports for the job. RuntimeError with one line when that fails."""
     session = ctx.session
     features = features_of(ctx.arm)
-    doc = job_policy(ctx.config.topology_of(ctx.arm).policy or "controller/policies/default.yaml",
-                     job_id, features)
-    path = Path(session.config.log_dir) / f"dlcp.job{job_id}.policy.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    done = session.gradctl("policy", "apply", str(path))
-    if done.returncode != 0:
-        raise RuntimeError(f"gradctl policy apply failed: {(done.stderr or done.stdout).strip()[:200]}")
+    apply_job_policy(ctx, job_id, **features)
     shown = session.gradctl("--json", "policy", "show")
     installed: dict[str, Any] = {}
     try:
@@ -211,7 +192,7 @@ def run_arm(ctx: ArmContext) -> ArmResult:
     try:
         if not is_baseline(ctx.arm):
             extra["installed_features"] = install_policy(ctx, job_id)
-    except (RuntimeError, ValueError, OSError) as exc:
+    except (RuntimeError, ExperimentError, ValueError, OSError) as exc:
         return ArmResult(rounds=[], metrics={}, ok=False, error=str(exc), extra=extra)
     probe_s = float(ctx.param("background_probe_s", 1.5))
     if probe_s > 0:

@@ -5,11 +5,16 @@ Most experiments' `run_arm` is `run_training(ctx)` plus a few metrics of their o
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 from experiments.api import ArmContext, finite
+from experiments.errors import ExperimentError
 from experiments.stats import percentile
 from topo.training import TrainingJob, TrainingResult
 
@@ -37,6 +42,58 @@ class TrainingOutcome:
         return f"training job {what}" + (f" ({', '.join(bad[:4])})" if bad else "")
 
 
+DEFAULT_POLICY = "controller/policies/default.yaml"
+
+
+def job_policy(policy_file: str, job_id: int, **job_fields: Any) -> dict[str, Any]:
+    """A policy document for one job: the first job's rules of `policy_file` (defaults kept),
+    renumbered to `job_id`, with `job_fields` (e.g. the ablation switches) set on it."""
+    with open(policy_file) as f:
+        doc = yaml.safe_load(f) or {}
+    jobs = doc.get("jobs") or []
+    if not jobs:
+        raise ExperimentError(f"policy file {policy_file} has no job to copy the rules from")
+    job = {k: v for k, v in jobs[0].items() if k not in job_fields}
+    job.update(job=job_id, name=f"{jobs[0].get('name', 'job')}-job{job_id}", **job_fields)
+    return {k: v for k, v in doc.items() if k != "jobs"} | {"jobs": [job]}
+
+
+def policy_jobs(session: Any) -> list[dict[str, Any]]:
+    """The jobs of the controller's running policy (`gradctl --json policy show`)."""
+    done = session.gradctl("--json", "policy", "show")
+    try:
+        jobs = json.loads(done.stdout).get("jobs", []) if done.returncode == 0 else []
+    except (ValueError, AttributeError):
+        return []
+    return [j for j in jobs if isinstance(j, dict)]
+
+
+def apply_job_policy(ctx: ArmContext, job_id: int, **job_fields: Any) -> Path:
+    """Install the experiment's policy renumbered to `job_id` (`gradctl policy apply`)."""
+    session = ctx.session
+    template = ctx.config.topology_of(ctx.arm).policy or DEFAULT_POLICY
+    path = Path(session.config.log_dir) / f"experiment.job{job_id}.policy.yaml"
+    path.write_text(yaml.safe_dump(job_policy(template, job_id, **job_fields), sort_keys=False))
+    done = session.gradctl("policy", "apply", str(path.resolve()))
+    if done.returncode != 0:
+        raise ExperimentError(f"gradctl policy apply failed: {(done.stderr or done.stdout).strip()[:200]}")
+    return path
+
+
+def ensure_job_policy(ctx: ArmContext, job_id: int) -> bool:
+    """Give our transport's job the switches' help its policy promises. Jobs are numbered 1, 2,
+    ... over a run while a policy file names job 1, so a later job would otherwise run with no
+    classification, priority or budget at all. Baselines (mlt, tcp) get nothing, by their
+    definition. True when a policy was installed here."""
+    session = ctx.session
+    if session.config.transport != "ltp" or session.controller is None:
+        return False
+    if any(j.get("job") == job_id for j in policy_jobs(session)):
+        return False
+    apply_job_policy(ctx, job_id)
+    return True
+
+
 def run_training(ctx: ArmContext, rounds: int | None = None, workers: int | None = None,
                  extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = (),
                  timeout: float | None = None) -> TrainingOutcome:
@@ -50,6 +107,7 @@ def run_training(ctx: ArmContext, rounds: int | None = None, workers: int | None
     timeout = timeout or cfg.timeout_s
     ps_extra = (*cfg.model.ps_args(), *ctx.arm.ps_args, *extra_ps)
     worker_extra = (*cfg.model.worker_args(), *ctx.arm.worker_args, *extra_worker)
+    ensure_job_policy(ctx, session.jobs + 1)
     spec = session.job_spec(session.jobs + 1, rounds, workers, ps_extra, worker_extra)
     session.jobs += 1
     job = TrainingJob(session.net, session.topo, session.config.topology_path, session.record,

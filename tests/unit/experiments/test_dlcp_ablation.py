@@ -11,6 +11,7 @@ from experiments import config as configs
 from experiments import dlcp_ablation as dlcp
 from experiments import report
 from experiments.records import Results, ResultsDir
+from experiments.training import job_policy
 from topo.topologies import TopoParams, build_topology
 
 POLICY = "controller/policies/default.yaml"
@@ -34,7 +35,7 @@ def _config():
     {"prioritize": True, "selective_drop": False, "spray": True},
 ])
 def test_job_policy_copies_the_rules_to_the_job_with_its_switches(features):
-    doc = dlcp.job_policy(POLICY, 7, features)
+    doc = job_policy(POLICY, 7, **features)
     policy = parse_policy(doc)
     job = policy.job(7)
     assert job is not None and [j.job_id for j in policy.jobs] == [7]
