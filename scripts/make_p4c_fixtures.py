@@ -43,8 +43,9 @@ def find_p4c(given: str | None) -> str:
 
 def p4c_version(exe: str) -> tuple[str, str]:
     """(version, commit) from `p4c-bm2-ss --version`, e.g. ("1.2.5.16", "34b86e9ba")."""
-    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
-    m = re.search(r"Version\s+(\S+)(?:\s+\(SHA:\s*(\w+))?", out)
+    done = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    out = done.stdout + done.stderr   # p4c prints its version on stderr
+    m = re.search(r"Version\s+(\S+)(?:\s+\(SHA:\s*([0-9a-f]{6,})\b)?", out)
     if not m:
         raise SystemExit(f"make_p4c_fixtures: cannot read the version of {exe}: {out!r}")
     return m.group(1), m.group(2) or ""
@@ -80,11 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-I", dest="include", action="append", default=[],
                     help="include folder for p4c (its p4include, when p4c is not installed)")
     ap.add_argument("--out", help="write the fixtures here instead of tests/conformance/p4c_fixtures")
+    ap.add_argument("--p4c-commit", default="",
+                    help="p4c's source commit, for a p4c built outside a git checkout (its --version has no SHA)")
     args = ap.parse_args(argv)
     if args.out:
         FIXTURES = Path(args.out).resolve()
     exe = find_p4c(args.p4c_bm2_ss)
     version, commit = p4c_version(exe)
+    commit = commit or args.p4c_commit or "unknown"
     includes = [str(Path(i).resolve()) for i in args.include]
     if FIXTURES.exists():
         for old in FIXTURES.rglob("*"):
