@@ -82,7 +82,8 @@ def test_reliable_pull_delivers_every_parameter_despite_loss(agents, tmp_path):
 
 
 def test_adaptive_deadline_follows_the_measured_rounds(agents, tmp_path):
-    ps, _ = _job(agents, tmp_path, "adaptive", 2, 12, ["--deadline-ms", "5000"])
+    # ltp's default is the telemetry law, which is this formula when no switch stamps telemetry
+    ps, _ = _job(agents, tmp_path, "adaptive", 2, 12, ["--deadline", "adaptive", "--deadline-ms", "5000"])
     assert next(e for e in ps if e["event"] == "start")["config"]["push_deadline"].startswith("adaptive")
     deadlines = [e["deadline_ms"] for e in ps if e["event"] == "round"]
     assert deadlines[0] == 5000.0                               # start value until a round is measured
