@@ -23,7 +23,7 @@ control Compound(inout headers_t hdr, inout meta_t meta, inout standard_metadata
         x -= 4;
         x *= 3;
         x /= 2;
-        x %= 1000;
+        x %= 1024;
         x <<= 4;
         x >>= 2;
         x &= 0xfff;
