@@ -28,7 +28,8 @@ control ConstEntries(inout headers_t hdr, inout meta_t meta, inout standard_meta
         actions = { set_c; NoAction; }
         const entries = {
             (8w0x30 &&& 8w0xF0, 32w0 .. 32w10) : set_c(0x0A0A);
-            (_, _) : set_c(0xFFFF);
+            // `_` on the range key spelled as the full range: p4c 1.2.5.16 writes it as 0 .. 0
+            (_, 32w0 .. 32w0xFFFFFFFF) : set_c(0xFFFF);
         }
         default_action = NoAction();
     }

@@ -60,7 +60,7 @@ control Unrolled(inout unroll_headers_t hdr, inout meta_t meta, inout standard_m
         // e = number of (i, j) pairs with j < i below 4, counted down
         hdr.h.e = 0;
         for (bit<4> n = 3; n != 15; n = n - 1) {
-            for (bit<4> j = 0; j < n; j = j + 1) {
+            for (bit<4> j = 0; j < n; j += 1) {
                 hdr.h.e = hdr.h.e + 1;
             }
         }

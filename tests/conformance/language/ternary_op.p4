@@ -1,5 +1,5 @@
 // The conditional operator ?: (nested, right-associative) in assignments and arguments. A ?:
-// nested in the else arm is parenthesized: p4c 1.2.5 binds `==` looser than `?:` there.
+// nested in the else arm is parenthesized: p4c 1.2.5 reads `c1 ? x : c2 ? y : z` as `(c1 ? x : c2) ? y : z`.
 #include "lang_common.p4"
 
 struct meta_t { }
