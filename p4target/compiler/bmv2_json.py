@@ -204,8 +204,8 @@ class Bmv2Program:
                     "metadata": True, "pi_omit": True}]
         # BMv2 looks headers up by id: scalars goes last so existing ids stay valid
         headers = self.headers + headers
-        # like p4c, every header type is padded (BMv2 asserts whole bytes; packet headers
-        # of odd widths extract and emit their padding bits)
+        # like p4c, every header type is padded to whole bytes, as BMv2 asserts (in practice
+        # the scalars and metadata: a P4 header that is not whole bytes is a compile error)
         for t in header_types:
             t["fields"] = self._padded(t["fields"])
         return {

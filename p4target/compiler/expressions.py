@@ -286,6 +286,9 @@ class ExpressionLowering:
         if isinstance(e, ast.TernaryExpression):
             cond = self.lower_bool(e.condition)
             a, at, b, bt = self._typed_pair(e.then, e.otherwise, expected)
+            if isinstance(at, InfInt) and isinstance(bt, InfInt) and cond.get("type") != "bool":
+                raise fail(e, "width must be given for one of the ?: arms: with both unsized, the "
+                              "condition must be known at compile time")
             if isinstance(at, InfInt) and isinstance(bt, InfInt) and expected is not None:
                 (a, at), (b, bt) = self.lower(e.then, expected), self.lower(e.otherwise, expected)
             if isinstance(at, Bool):

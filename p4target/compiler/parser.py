@@ -171,14 +171,14 @@ class Parser(ExpressionParsing):
         if self.at("("):
             self.advance()
             args = self.parse_arguments()
-            name = self.expect_name("the instance name")
+            name = self.expect_declared_name("the instance name")
             if self.at("="):
                 self.unsupported_at(self.peek(), "instantiation with an initializer block "
                                                  "(abstract method implementations)")
             self.expect(";", "';' after the instantiation")
             return ast.InstantiationDecl(loc=start.loc, name=name.text, annotations=anns,
                                          type=type_, args=args)
-        name = self.expect_name("a declaration name")
+        name = self.expect_declared_name("a declaration name")
         if self.at("(") or self.at("<"):
             return self._parse_function_rest(anns, start, type_, name)
         init = None
@@ -206,7 +206,7 @@ class Parser(ExpressionParsing):
     def parse_const(self, anns) -> ast.ConstDecl:
         start = self.expect("const")
         type_ = self.parse_type()
-        name = self.expect_name("the constant's name")
+        name = self.expect_declared_name("the constant's name")
         self.expect("=", "'=' in the constant declaration")
         value = self.parse_expression()
         self.expect(";", "';' after the constant declaration")
@@ -218,7 +218,7 @@ class Parser(ExpressionParsing):
         if self.peek().kind in ("header", "struct", "header_union", "enum"):
             self.unsupported_at(self.peek(), f"{start.text} of an inline type declaration")
         type_ = self.parse_type()
-        name = self.expect_name("the type's name")
+        name = self.expect_declared_name("the type's name")
         self.expect(";", f"';' after the {start.text} declaration")
         self.declare_type(name.text)
         cls = ast.TypedefDecl if start.kind == "typedef" else ast.NewTypeDecl
@@ -226,7 +226,7 @@ class Parser(ExpressionParsing):
 
     def parse_struct_like(self, anns) -> ast.Declaration:
         start = self.advance()
-        name = self.expect_name(f"the {start.text} name")
+        name = self.expect_declared_name(f"the {start.text} name")
         self.declare_type(name.text)
         type_params = self._parse_type_params()
         self.type_scopes.append(set(type_params))
@@ -239,7 +239,7 @@ class Parser(ExpressionParsing):
                 f_anns = self.parse_annotations()
                 f_start = self.peek()
                 f_type = self.parse_type()
-                f_name = self.expect_name("a field name")
+                f_name = self.expect_declared_name("a field name")
                 self.expect(";", "';' after the field")
                 fields.append(ast.Field(loc=f_start.loc, name=f_name.text, type=f_type,
                                         annotations=f_anns))
@@ -256,13 +256,13 @@ class Parser(ExpressionParsing):
         if self.peek().kind in ("bit", "int") or (self.peek().kind == "id" and
                                                    self.peek(1).kind == "id"):
             underlying = self.parse_type(allow_stack=False)
-        name = self.expect_name("the enum name")
+        name = self.expect_declared_name("the enum name")
         self.declare_type(name.text)
         self.expect("{", "'{' opening the enum body")
         members: List[ast.EnumMember] = []
         while not self.at("}"):
             self.parse_annotations()
-            m = self.expect_name("an enum member")
+            m = self.expect_declared_name("an enum member")
             value = None
             if self.accept("="):
                 value = self.parse_expression()
@@ -278,7 +278,7 @@ class Parser(ExpressionParsing):
         self.expect("{")
         members: List[ast.EnumMember] = []
         while not self.at("}"):
-            m = self.expect_name(f"a {keyword} member")
+            m = self.expect_declared_name(f"a {keyword} member")
             members.append(ast.EnumMember(loc=m.loc, name=m.text))
             if not self.accept(","):
                 break
@@ -298,7 +298,7 @@ class Parser(ExpressionParsing):
             if start.kind in ("in", "out", "inout"):
                 direction = self.advance().kind
             type_ = self.parse_type()
-            name = self.expect_name("a parameter name")
+            name = self.expect_declared_name("a parameter name")
             default = None
             if self.accept("="):
                 default = self.parse_expression()
@@ -371,7 +371,7 @@ class Parser(ExpressionParsing):
 
     def _parse_function_prototype(self, anns) -> ast.MethodPrototype:
         ret = self.parse_type()
-        name = self.expect_name("a function name")
+        name = self.expect_declared_name("a function name")
         type_params = self._parse_type_params()
         self.type_scopes.append(set(type_params))
         try:
@@ -383,7 +383,7 @@ class Parser(ExpressionParsing):
 
     def parse_package(self, anns) -> ast.PackageTypeDecl:
         start = self.expect("package")
-        name = self.expect_name("the package name")
+        name = self.expect_declared_name("the package name")
         self.declare_type(name.text)
         type_params = self._parse_type_params()
         self.type_scopes.append(set(type_params))
@@ -398,7 +398,7 @@ class Parser(ExpressionParsing):
     # ------------------------------------------------------------------ parsers
     def parse_parser(self, anns) -> ast.Declaration:
         start = self.expect("parser")
-        name = self.expect_name("the parser name")
+        name = self.expect_declared_name("the parser name")
         self.declare_type(name.text)
         type_params = self._parse_type_params()
         self.type_scopes.append(set(type_params))
@@ -426,13 +426,14 @@ class Parser(ExpressionParsing):
                     locals_.append(self.parse_local_declaration(l_anns, "parser"))
         finally:
             self.type_scopes.pop()
+        _no_duplicate_names(locals_)
         return ast.ParserDecl(loc=start.loc, name=name.text, annotations=anns,
                               type_params=type_params, params=params, ctor_params=ctor_params,
                               locals=tuple(locals_), states=tuple(states))
 
     def parse_state(self, anns) -> ast.ParserState:
         start = self.expect("state")
-        name = self.expect_name("the state name")
+        name = self.expect_declared_name("the state name")
         self.expect("{", "'{' opening the state")
         statements: List[ast.Statement] = []
         transition: ast.Transition | None = None
@@ -449,6 +450,7 @@ class Parser(ExpressionParsing):
             if transition is not None:
                 self.error_at(tok, "statements after the transition statement")
             statements.append(self.parse_statement())
+        _no_duplicate_names(statements)
         return ast.ParserState(loc=start.loc, name=name.text, statements=tuple(statements),
                                transition=transition, annotations=anns)
 
@@ -488,7 +490,7 @@ class Parser(ExpressionParsing):
     # ------------------------------------------------------------------ controls
     def parse_control(self, anns) -> ast.Declaration:
         start = self.expect("control")
-        name = self.expect_name("the control name")
+        name = self.expect_declared_name("the control name")
         self.declare_type(name.text)
         type_params = self._parse_type_params()
         self.type_scopes.append(set(type_params))
@@ -520,6 +522,7 @@ class Parser(ExpressionParsing):
                 body = ast.BlockStatement(loc=start.loc)
         finally:
             self.type_scopes.pop()
+        _no_duplicate_names(locals_)
         return ast.ControlDecl(loc=start.loc, name=name.text, annotations=anns,
                                type_params=type_params, params=params, ctor_params=ctor_params,
                                locals=tuple(locals_), body=body)
@@ -542,14 +545,14 @@ class Parser(ExpressionParsing):
             if self.at("("):
                 self.advance()
                 args = self.parse_arguments()
-                name = self.expect_name("the instance name")
+                name = self.expect_declared_name("the instance name")
                 if self.at("="):
                     self.unsupported_at(self.peek(), "instantiation with an initializer block "
                                                      "(abstract method implementations)")
                 self.expect(";", "';' after the instantiation")
                 return ast.InstantiationDecl(loc=start.loc, name=name.text, annotations=anns,
                                              type=type_, args=args)
-            name = self.expect_name("a variable name")
+            name = self.expect_declared_name("a variable name")
             init = None
             if self.accept("="):
                 init = self.parse_expression()
@@ -569,14 +572,14 @@ class Parser(ExpressionParsing):
         self.expect("(", "'(' with the value_set size")
         size = self.parse_expression()
         self.expect(")")
-        name = self.expect_name("the value_set name")
+        name = self.expect_declared_name("the value_set name")
         self.expect(";", "';' after the value_set")
         return ast.ValueSetDecl(loc=start.loc, name=name.text, annotations=anns,
                                 element_type=elem, size=size)
 
     def parse_action(self, anns) -> ast.ActionDecl:
         start = self.expect("action")
-        name = self.expect_name("the action name")
+        name = self.expect_declared_name("the action name")
         params = self.parse_parameters()
         body = self.parse_block()
         return ast.ActionDecl(loc=start.loc, name=name.text, annotations=anns, params=params,
@@ -585,7 +588,7 @@ class Parser(ExpressionParsing):
     # ------------------------------------------------------------------ tables
     def parse_table(self, anns) -> ast.TableDecl:
         start = self.expect("table")
-        name = self.expect_name("the table name")
+        name = self.expect_declared_name("the table name")
         if self.accept("("):  # p4c accepts an empty parameter list: `table t() { ... }`
             self.expect(")", "')' closing the table's empty parameter list")
         self.expect("{", "'{' opening the table")
@@ -697,6 +700,7 @@ class Parser(ExpressionParsing):
             if self.at("eof"):
                 self.error_at(self.peek(), "unterminated block (missing '}')")
             stmts.append(self.parse_statement())
+        _no_duplicate_names(stmts)
         return ast.BlockStatement(loc=start.loc, statements=tuple(stmts), annotations=anns)
 
     def parse_statement(self) -> ast.Statement:
@@ -833,7 +837,7 @@ class Parser(ExpressionParsing):
         tok = self.peek()
         if self._starts_local_declaration():
             type_ = self.parse_type()
-            name = self.expect_name("a variable name")
+            name = self.expect_declared_name("a variable name")
             init = self.parse_expression() if self.accept("=") else None
             return ast.VariableDecl(loc=tok.loc, name=name.text, annotations=(), type=type_,
                                     initializer=init)
@@ -920,3 +924,16 @@ def parse_text(text: str, file: str = "<input>", include_dirs: Sequence[str] = (
     """Like :func:`parse_program` for program text (``file`` names it in errors and anchors
     relative ``#include``\\s)."""
     return parse_source(preprocess_text(text, file, include_dirs, defines))
+
+
+def _no_duplicate_names(items: Sequence[ast.Statement]) -> None:
+    """Refuse a second declaration of a name in the same scope (a block, a state, a control's or
+    a parser's locals), as p4c does."""
+    seen: dict[str, ast.Declaration] = {}
+    for d in items:
+        if not isinstance(d, ast.Declaration) or not d.name:
+            continue
+        first = seen.setdefault(d.name, d)
+        if first is not d:
+            line = first.loc.line if first.loc is not None else "?"
+            raise CompileError.at(d.loc, f"duplicate declaration of '{d.name}' (first declared on line {line})")

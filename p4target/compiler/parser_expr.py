@@ -26,6 +26,9 @@ _BASE_TYPE_KEYWORDS = frozenset({"bit", "int", "varbit", "bool", "error", "strin
 _NAME_KEYWORDS = frozenset({"apply", "state", "type", "key", "actions", "entries", "error",
                             "default", "in", "out", "inout"})
 
+# Of those, the ones P4 reserves: never the name of a declaration.
+_RESERVED_NAMES = frozenset({"error", "default", "in", "out", "inout"})
+
 # Keywords P4 also allows as plain names (nonTypeName), e.g. a parameter called ``type``.
 _KEYWORD_VALUE_NAMES = frozenset({"apply", "state", "type"})
 
@@ -68,6 +71,14 @@ class ExpressionParsing:
             return self.advance()
         self.error_at(tok, f"expected {what}, found {self.describe(tok)}")
         raise AssertionError  # unreachable
+
+    def expect_declared_name(self, what: str = "a name") -> Token:
+        """The name a declaration introduces: keywords P4 reserves (``out``, ``default`` ...) are
+        refused there, as p4c does, though they may follow '.' or name a table property."""
+        tok = self.tokens[self.k]
+        if tok.kind in _RESERVED_NAMES:
+            self.error_at(tok, f"'{tok.text}' is a keyword and cannot be {what}")
+        return self.expect_name(what)
 
     @staticmethod
     def describe(tok: Token) -> str:

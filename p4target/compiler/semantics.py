@@ -140,6 +140,9 @@ class ProgramScope:
                     if not isinstance(ft, (Bits, Bool, VarbitT, EnumT)):
                         raise fail(d, f"header field '{name}.{fname}' must be bit<>, int<>, bool, "
                                       f"varbit<> or a serializable enum, not {ft}")
+                if not any(isinstance(ft, VarbitT) for _, ft in out.fields) and out.width() % 8:
+                    raise fail(d, f"header '{name}' has fields totaling {out.width()} bits: BMv2 "
+                                  "needs headers a whole number of bytes long (a multiple of 8 bits)")
             elif isinstance(d, ast.StructDecl):
                 out = StructT(name, [], {}, d.annotations)
                 self.resolved[name] = out

@@ -147,7 +147,11 @@ class TableBuilder:
             mk = el.match_kind
             if mk not in ctx.scope.match_kinds:
                 raise fail(el, f"unknown match kind '{mk}'")
-            name = _annotated_name(el.annotations) or source_text(el.expression)
+            name = _annotated_name(el.annotations)
+            if name is None and not _names_itself(el.expression):
+                raise fail(el, f"{source_text(el.expression)}: a complex key expression needs a "
+                               "@name annotation (the control plane's name for it)")
+            name = name or source_text(el.expression)
             if mk == "selector":
                 j, t = ex.lower(el.expression)
                 selector_inputs.append(j if j.get("type") == "field" else
@@ -433,3 +437,23 @@ def _annotated_name(annotations: tuple) -> str | None:
     if ann is not None and ann.args and isinstance(ann.args[0], ast.StringLiteral):
         return ann.args[0].value
     return None
+
+
+def _names_itself(e: ast.Expression) -> bool:
+    """A key expression with a control-plane name of its own, as p4c names keys: a path, member,
+    stack element, slice, constant, ``x & mask`` of those, or ``h.isValid()``."""
+    if isinstance(e, (ast.PathExpression, ast.IntLiteral)):
+        return True
+    if isinstance(e, ast.MemberExpression):
+        return _names_itself(e.expr)
+    if isinstance(e, ast.IndexExpression):
+        return _names_itself(e.expr) and _names_itself(e.index)
+    if isinstance(e, ast.SliceExpression):
+        return _names_itself(e.expr) and _names_itself(e.high) and _names_itself(e.low)
+    if isinstance(e, ast.BinaryExpression) and e.op == "&":
+        return _names_itself(e.left) and _names_itself(e.right)
+    if isinstance(e, ast.MethodCallExpression):
+        m = e.method
+        return (isinstance(m, ast.MemberExpression) and m.member == "isValid" and not e.args
+                and _names_itself(m.expr))
+    return False

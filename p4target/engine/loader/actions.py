@@ -10,6 +10,7 @@ from .codegen import Namespace, str_literal
 from .expressions import Expressions
 from .externs import ExternObjects
 from .layout import Layout
+from .schema.values import vector_items
 
 # simple_switch's P4_14-era arithmetic primitives (p4c-bm's JSON)
 _LEGACY_ARITH = {"add_to_field": "+", "subtract_from_field": "-", "add": "+", "subtract": "-",
@@ -126,7 +127,7 @@ class Primitives:
             return [f"P.digests = (P.digests or []) + [{ex(a[1])}]"]
         if op == "log_msg":
             fmt = str_literal(a[0]["value"], "log_msg format")
-            vals = ", ".join(ex(v) for v in a[1]["value"]) if len(a) > 1 else ""
+            vals = ", ".join(ex(v) for v in vector_items(a[1]["value"])) if len(a) > 1 else ""
             return [f"P.logs = (P.logs or []) + [({fmt}, ({vals}{',' if vals else ''}))]"]
         if op in ("assert", "assume"):
             return [f"if not {ex(a[0])}: raise AssertFailure({op!r})"]

@@ -7,13 +7,13 @@ struct meta_t { }
 
 control Profile(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     action_profile(32w16) shared;
-    action out(bit<9> port, bit<8> tag) {
+    action send(bit<9> port, bit<8> tag) {
         sm.egress_spec = port;
         hdr.h.b = tag;
     }
     table indirect {
         key = { hdr.h.a : exact; }
-        actions = { out; NoAction; }
+        actions = { send; NoAction; }
         implementation = shared;
         size = 16;
     }

@@ -7,7 +7,7 @@ struct meta_t { }
 
 control Selector(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     action_selector(HashAlgorithm.crc16, 32w64, 32w14) balancer;
-    action out(bit<9> port) {
+    action send(bit<9> port) {
         sm.egress_spec = port;
         hdr.h.b = 8w0x5E;
     }
@@ -16,7 +16,7 @@ control Selector(inout headers_t hdr, inout meta_t meta, inout standard_metadata
             hdr.h.a : exact;
             hdr.h.d : selector;
         }
-        actions = { out; NoAction; }
+        actions = { send; NoAction; }
         implementation = balancer;
         size = 64;
     }

@@ -1,5 +1,6 @@
 // Compound assignments (P4_16 1.2.4): `+= -= *= /= %= &= |= ^= <<= >>= |+|= |-|=` as
-// statements, on slices, in a for loop's update, and in an action.
+// statements, on slices and in an action (in a for loop's update: for_unrolled.p4, as p4c
+// 1.2.5.16 compiles a C-style loop's body to run once).
 #include "lang_common.p4"
 
 struct meta_t { }
@@ -23,7 +24,7 @@ control Compound(inout headers_t hdr, inout meta_t meta, inout standard_metadata
         x -= 4;
         x *= 3;
         x /= 2;
-        x %= 1000;
+        x %= 1024;
         x <<= 4;
         x >>= 2;
         x &= 0xfff;
@@ -31,9 +32,6 @@ control Compound(inout headers_t hdr, inout meta_t meta, inout standard_metadata
         x ^= 0x1;
         hdr.h.d = x;
         hdr.h.c[15:8] |-|= 0x20;
-        for (bit<8> i = 0; i < 4; i += 1) {
-            hdr.h.e += (bit<32>)i;
-        }
         t.apply();
     }
 }

@@ -28,7 +28,8 @@ control ConstEntries(inout headers_t hdr, inout meta_t meta, inout standard_meta
         actions = { set_c; NoAction; }
         const entries = {
             (8w0x30 &&& 8w0xF0, 32w0 .. 32w10) : set_c(0x0A0A);
-            (_, _) : set_c(0xFFFF);
+            // `_` on the range key spelled as the full range: p4c 1.2.5.16 writes it as 0 .. 0
+            (_, 32w0 .. 32w0xFFFFFFFF) : set_c(0xFFFF);
         }
         default_action = NoAction();
     }
@@ -37,7 +38,7 @@ control ConstEntries(inout headers_t hdr, inout meta_t meta, inout standard_meta
     table prioritized {
         key = { hdr.h.a : ternary; }
         actions = { set_e; NoAction; }
-        const entries = {
+        entries = {
             priority = 10 : 8w0x40 &&& 8w0xF0 : set_e(10);
             priority = 20 : 8w0x41 &&& 8w0xFF : set_e(20);
             priority = 5 : default : set_e(5);
@@ -50,8 +51,8 @@ control ConstEntries(inout headers_t hdr, inout meta_t meta, inout standard_meta
         key = { hdr.h.b : ternary; }
         actions = { set_b; NoAction; }
         const entries = {
-            @priority(1) 8w0x00 &&& 8w0xF0 : set_b(0xA1);
-            @priority(2) 8w0x11 &&& 8w0xFF : set_b(0xA2);
+            8w0x00 &&& 8w0xF0 : set_b(0xA1) @priority(1);
+            8w0x11 &&& 8w0xFF : set_b(0xA2) @priority(2);
         }
         default_action = NoAction();
     }

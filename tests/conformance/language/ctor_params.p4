@@ -1,6 +1,6 @@
 // Constructor parameters: a constant (`AddK(8w5)`), an instance passed to another control
 // (`Twice(add5)` applies it twice), a top-level control constructed in V1Switch
-// (`Ingress(16w0x1234)`), and a control applied by type name (`Bump.apply(...)`).
+// (`CtorIngress(16w0x1234)`), and a control applied by type name (`Bump.apply(...)`).
 #include "lang_common.p4"
 
 struct meta_t { }
@@ -24,7 +24,7 @@ control Bump(inout bit<8> x) {
     apply { x = x + 1; }
 }
 
-control Ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm)(bit<16> base) {
+control CtorIngress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm)(bit<16> base) {
     AddK(8w5) add5;
     Twice(add5) add10;
     apply {
@@ -35,4 +35,4 @@ control Ingress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
     }
 }
 
-V1Switch(LangParser(), LangVerify(), Ingress(16w0x1234), LangEgress(), LangCompute(), LangDeparser()) main;
+V1Switch(LangParser(), LangVerify(), CtorIngress(16w0x1234), LangEgress(), LangCompute(), LangDeparser()) main;

@@ -68,7 +68,7 @@ control ForIn(inout in_headers_t hdr, inout meta_t meta, inout standard_metadata
             p = p * 10;
         }
         hdr.h.d = 0;
-        for (bit<32> x in { (bit<32>)hdr.h.a, (bit<32>)hdr.h.a, (bit<32>)hdr.h.a, 7, (bit<32>)hdr.h.b }) {
+        for (bit<32> x in { (bit<32>)hdr.h.a, (bit<32>)hdr.h.a, (bit<32>)hdr.h.a, 32w7, (bit<32>)hdr.h.b }) {
             hdr.h.d = hdr.h.d + x;
         }
         hdr.h.c = 0;

@@ -1,7 +1,7 @@
 // `for` loops in a control's apply block, unrolled at compile time as p4c does for BMv2 (its
 // pipelines cannot loop): a constant-bound C-style loop with `continue` and `break`, a loop
-// variable used as a constant (stack index, slice bound), nested loops, `for (x in lo .. hi)`
-// and `for (x in {list})`.
+// variable used as a stack index and a shift amount, nested loops, `for (x in lo .. hi)` and
+// `for (x in stack)`. (Lists, `for (x in {...})`, are for_in_loops.p4's.)
 #include "lang_common.p4"
 
 header w_t {
@@ -51,22 +51,23 @@ control Unrolled(inout unroll_headers_t hdr, inout meta_t meta, inout standard_m
             }
             hdr.h.d = hdr.h.d + (bit<32>)hdr.w[i].v;
         }
-        // c = a with its bits reversed in the low byte (slice bounds from the loop variable)
+        // c = a with its bits reversed in the low byte (a slice bound must be compile-time
+        // known, which a loop variable is not: shifts by it)
         hdr.h.c = 0;
         for (bit<8> k in 0 .. 7) {
-            hdr.h.c[k:k] = hdr.h.a[7 - k:7 - k];
+            hdr.h.c = hdr.h.c | ((bit<16>)((hdr.h.a >> (7 - k)) & 1) << k);
         }
         // e = number of (i, j) pairs with j < i below 4, counted down
         hdr.h.e = 0;
-        for (bit<4> i = 3; i != 15; i = i - 1) {
-            for (bit<4> j = 0; j < i; j = j + 1) {
+        for (bit<4> n = 3; n != 15; n = n - 1) {
+            for (bit<4> j = 0; j < n; j += 1) {
                 hdr.h.e = hdr.h.e + 1;
             }
         }
-        // b = a + 2 + 3 + 5 (list elements, one of them read from the packet)
+        // b = a + the stack's values
         hdr.h.b = hdr.h.a;
-        for (bit<8> x in { 2, hdr.w[0].v, 5 }) {
-            hdr.h.b = hdr.h.b + x;
+        for (w_t x in hdr.w) {
+            hdr.h.b = hdr.h.b + x.v;
         }
     }
 }

@@ -39,7 +39,7 @@ control Keys(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t s
     }
     table t {
         key = {
-            plus_one(hdr.h.a): exact;
+            plus_one(hdr.h.a): exact @name("plus_one_a");
         }
         actions = {
             set_c;

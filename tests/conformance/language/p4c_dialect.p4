@@ -1,5 +1,5 @@
 // Forms p4c accepts that its test programs use: the include guards `_CORE_P4_` and
-// `_V1_MODEL_P4_` tested with #ifdef, and a table declared with an empty parameter list.
+// `_V1_MODEL_P4_` tested with #ifdef.
 #include "lang_common.p4"
 
 #if defined(_CORE_P4_) && defined(_V1_MODEL_P4_)
@@ -17,7 +17,7 @@ control Dialect(inout headers_t hdr, inout meta_t meta, inout standard_metadata_
         hdr.h.b = GUARDS_SEEN;
         sm.egress_spec = 1;
     }
-    table t() {
+    table t {
         actions = { mark; }
         const default_action = mark;
     }

@@ -14,7 +14,7 @@ control Literals(inout headers_t hdr, inout meta_t meta, inout standard_metadata
         hdr.h.c = (bit<16>)-(hdr.h.a == 8w1 ? 2 : 3w1);
         hdr.h.b = (bit<8>)(5 / 1w1);
         hdr.h.d = (bit<32>)(3 + 4w14);
-        hdr.h.e = (bit<32>)(hdr.h.a == 8w1 ? 7 : 9);
+        hdr.h.e = (bit<32>)(hdr.h.a == 8w1 ? 32w7 : 9);
     }
 }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .values import _MAX_WIDTH, ValueChecks
+from .values import _MAX_WIDTH, ValueChecks, vector_items
 
 # BMv2's `process_single_param`: the node types a primitive parameter may have
 PARAMETER_TYPES = frozenset({"hexstr", "parameters_vector", "field_list", "runtime_data", "header", "field",
@@ -109,10 +109,12 @@ class ActionChecks(ValueChecks):
         if t == "hexstr":
             self.hexstr(v, vp)
         elif t in ("parameters_vector", "field_list"):
-            for k, item in enumerate(self.arr(v, vp)):
+            keys = sorted(v) if isinstance(v, dict) else None
+            for k, item in enumerate(vector_items(v)):
+                ip = f"{vp}.{keys[k]}" if keys is not None else f"{vp}[{k}]"
                 if t == "field_list" and (not isinstance(item, dict) or item.get("type") != "field"):
-                    self.fail(f"{vp}[{k}]", "a field list holds fields only")
-                self.parameter(item, f"{vp}[{k}]", nparams)
+                    self.fail(ip, "a field list holds fields only")
+                self.parameter(item, ip, nparams)
         elif t == "runtime_data":
             self.integer(v, vp, 0)
             if v >= nparams:

@@ -11,6 +11,15 @@ _MAX_WIDTH = 1 << 16  # widths beyond this are refused (no real program comes ne
 _HEX = re.compile(r"-?0[xX][0-9a-fA-F]+\Z|-?[0-9a-fA-F]+\Z")
 
 
+def vector_items(v: Any) -> list:
+    """The items BMv2 iterates in a parameter vector or field list value: an array's items, an
+    object's values in key order (p4c writes an empty vector as `{}`), and none for anything
+    else (jsoncpp iterates a null, string or number as empty)."""
+    if isinstance(v, dict):
+        return [v[k] for k in sorted(v)]
+    return v if isinstance(v, list) else []
+
+
 class _Invalid(Exception):
     def __init__(self, path: str, message: str) -> None:
         super().__init__(f"{path}: {message}" if path else message)
@@ -51,6 +60,7 @@ class ValueChecks:
         if size is not None and len(v) != size:
             self.fail(path, f"must be an array of {size} items, got {len(v)}")
         return v
+
 
     def string(self, v: Any, path: str) -> str:
         if type(v) is not str:

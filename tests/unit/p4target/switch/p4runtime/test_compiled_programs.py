@@ -158,17 +158,29 @@ def test_compiled_program_tables_registers_counters_round_trip(switch, helpers, 
     assert c.read(P.Entity(action_profile_member=P.ActionProfileMember())) == []
 
 
-def test_compiled_const_entries_read_back_in_priority_order_and_are_read_only(switch, helpers):
+def test_compiled_initial_entries_read_back_in_priority_order_and_const_ones_are_read_only(switch, helpers):
     bmv2, p4info = compiled(LANG / "const_entries.p4")
     c = switch.client()
     c.set_pipeline(bmv2, p4info)
+
+    def entries(table):
+        return [e.table_entry for e in c.read(P.Entity(table_entry=P.TableEntry(table_id=table.preamble.id)))]
+
+    # `entries` with `priority =` (p4c allows priorities in non-const entries only): initial, writable
     table = next(t for t in p4info.tables if t.preamble.name.endswith("prioritized"))
-    assert table.is_const_table
-    got = [e.table_entry for e in c.read(P.Entity(table_entry=P.TableEntry(table_id=table.preamble.id)))]
+    assert table.has_initial_entries and not table.is_const_table
+    got = entries(table)
     by_priority = sorted(got, key=lambda e: -e.priority)
     assert [e.action.action.params[0].value for e in by_priority] == [b"\x14", b"\x0a", b"\x05"]
     assert not by_priority[-1].match  # the `default` keyset reads back as all don't-care
-    assert all(e.is_const for e in got)
+    assert not any(e.is_const for e in got)
+    c.write(helpers.update("DELETE", "table_entry", by_priority[0]))
+    assert len(entries(table)) == 2
+    # `const entries`: read-only
+    const = next(t for t in p4info.tables if t.preamble.name.endswith("annotated"))
+    assert const.is_const_table
+    got = entries(const)
+    assert len(got) == 2 and all(e.is_const for e in got)
     with pytest.raises(grpc.RpcError) as e:
         c.write(helpers.update("DELETE", "table_entry", got[0]))
     assert helpers.write_errors(e.value)[0][0] == code_pb2.PERMISSION_DENIED
