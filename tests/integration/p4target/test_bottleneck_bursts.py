@@ -4,62 +4,13 @@ a burst started through the Thrift link service drops frames during its window o
 from __future__ import annotations
 
 import json
-import socket
-import struct
-import threading
 import time
 
-from scapy.layers.inet import UDP
-from scapy.layers.l2 import Ether
 
 from controller.topology import Link, Switch, Topology
 from experiments.dblp_microbursts import Burst, RoundTriggeredBursts
-from support.switch_probes import is_probe, probe, program_file, routes
+from support.switch_probes import Stream, program_file, routes
 from topo.link_bursts import BottleneckBursts
-
-
-class Stream:
-    """Probes h1 -> h2 every `period` s from one thread; another records each arrival's send time."""
-
-    def __init__(self, s1: socket.socket, s2: socket.socket, period: float) -> None:
-        self.s1, self.s2, self.period = s1, s2, period
-        self.sent: list[float] = []
-        self.arrived: list[float] = []
-        self._halt = threading.Event()
-        self._threads = [threading.Thread(target=self._send), threading.Thread(target=self._receive)]
-
-    def __enter__(self) -> "Stream":
-        for t in self._threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._halt.set()
-        for t in self._threads:
-            t.join(timeout=10)
-
-    def _send(self) -> None:
-        seq = 0
-        while not self._halt.is_set():
-            self.sent.append(time.monotonic())
-            self.s1.send(probe(seq))
-            seq += 1
-            self._halt.wait(self.period)
-
-    def _receive(self) -> None:
-        self.s2.settimeout(0.2)
-        while not self._halt.is_set():
-            try:
-                data = self.s2.recv(65536)
-            except socket.timeout:
-                continue
-            if is_probe(data):
-                self.arrived.append(struct.unpack("!Id", bytes(Ether(data)[UDP].payload)[:12])[1])
-
-    def delivered(self, sent_from: float, sent_to: float) -> tuple[int, int]:
-        """(probes sent in [from, to), how many of them arrived)."""
-        return (sum(sent_from <= t < sent_to for t in self.sent),
-                sum(sent_from <= t < sent_to for t in self.arrived))
 
 
 def _topology(thrift_port: int) -> Topology:

@@ -3,71 +3,15 @@ loss set with `python -m p4target.switch.impair` stops delivery and `off` restor
 burst set through the Thrift link service cuts the delivered rate during its window only."""
 from __future__ import annotations
 
-import socket
-import struct
 import subprocess
 import sys
-import threading
 import time
 
-from scapy.layers.inet import UDP
-from scapy.layers.l2 import Ether
 from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
 from thrift.transport import TSocket, TTransport
 
 from p4target.switch.thrift.links import SERVICE, LinkClient
-from support.switch_probes import is_probe, probe, program_file, routes
-
-
-class Stream:
-    """Probes sent h1 -> h2 every `period` s from one thread; arrivals recorded by another as
-    (arrival time, send time)."""
-
-    def __init__(self, s1: socket.socket, s2: socket.socket, period: float) -> None:
-        self.s1, self.s2, self.period = s1, s2, period
-        self.sent: list[float] = []
-        self.arrived: list[tuple[float, float]] = []
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._send), threading.Thread(target=self._receive)]
-
-    def __enter__(self) -> "Stream":
-        for t in self._threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        for t in self._threads:
-            t.join(timeout=10)
-
-    def _send(self) -> None:
-        seq = 0
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            self.sent.append(time.monotonic())
-            self.s1.send(probe(seq))
-            seq += 1
-            next_at += self.period
-            self._stop.wait(max(0.0, next_at - time.monotonic()))
-
-    def _receive(self) -> None:
-        self.s2.settimeout(0.2)
-        while not self._stop.is_set():
-            try:
-                data = self.s2.recv(65536)
-            except socket.timeout:
-                continue
-            if is_probe(data):
-                _, sent_at = struct.unpack("!Id", bytes(Ether(data)[UDP].payload)[:12])
-                self.arrived.append((time.monotonic(), sent_at))
-
-    def delivered(self, sent_from: float, sent_to: float) -> tuple[int, int]:
-        """(probes sent in [from, to), how many of them arrived)."""
-        sent = sum(sent_from <= t < sent_to for t in self.sent)
-        return sent, sum(sent_from <= t < sent_to for _, t in self.arrived)
-
-    def arrivals(self, start: float, end: float) -> int:
-        return sum(start <= t < end for t, _ in self.arrived)
+from support.switch_probes import Stream, program_file, routes
 
 
 def impair(sw, *args: str) -> str:
