@@ -31,9 +31,9 @@ Agents
   python -m hosts.tensor_exchange recv|send ...   (the transport alone, random tensors, per-round
         JSON; used by benchmarks/transport.py and for path tests)
 
-Start-up: a worker HELLOs the PS (kind 8, configuration fingerprint) and exits with a one-line
-error if the PS's HELLO_ACK (kind 9) shows a different model, --chunk-elems, --transport or
---job. Host-defined control kinds: 6 PCN_START, 7 PCN_ACK, 8 HELLO, 9 HELLO_ACK.
+Start-up: a worker joins the PS with a handshake proving the job's key (--job-key FILE; HELLO
+kind 8, HELLO_ACK kind 9, HMAC-SHA256 over both sides' nonces: exchange/join.py) and exits with
+a one-line error if the PS's answer shows a different model, --chunk-elems, --transport or --job. Host-defined control kinds: 6 PCN_START, 7 PCN_ACK, 8 HELLO, 9 HELLO_ACK.
 
 Modules
   wire (struct fast path, GRADLANE_UDP_PORT, KIND_*, FLAG_*, TOS helpers), headers (Scapy

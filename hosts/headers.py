@@ -79,10 +79,11 @@ class GradAck(Packet):
 
 
 class GradHello(Packet):
-    """HELLO / HELLO_ACK payload: fingerprint of the model and transport configuration."""
+    """HELLO / HELLO_ACK payload: the join handshake's step (1..4) and that step's nonces,
+    fingerprint and MAC (hosts/exchange/join.py)."""
 
     name = "GradHello"
-    fields_desc = [IntField("fingerprint", 0)]
+    fields_desc = [ByteField("step", 1), StrField("body", b"")]
 
 
 class GradBitmap(Packet):

@@ -25,6 +25,7 @@ import numpy as np
 from hosts import wire
 from hosts.cli import agent_main, check_port
 from hosts.errors import ConfigError, ControllerUnreachable
+from hosts.exchange import job_key
 from hosts.exchange.config import add_transport_arguments, config_from_args, following
 from hosts.exchange.factory import server_exchange
 from hosts.jsonlog import JsonLog
@@ -71,7 +72,8 @@ def serve(args: argparse.Namespace) -> None:
     sizes = model_sizes(args, data.num_features, data.num_classes)
     model = MLP(sizes, args.seed)
     plan = ChunkPlan(model.layer_sizes(), args.chunk_elems)
-    config = config_from_args(args, model.num_layers, args.seed)
+    job_key.require_flag(args.job_key)
+    config = config_from_args(args, model.num_layers, args.seed, create_key=True)
     per_epoch = dataset.rounds_per_epoch(data, args.workers, args.batch)
     total = args.rounds if args.rounds is not None else args.epochs * per_epoch
     optimizer = MomentumSGD(args.lr, args.momentum)

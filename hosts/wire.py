@@ -26,8 +26,8 @@ KIND_STOP = 4
 KIND_PULL_REQ = 5
 KIND_PCN_START = 6
 KIND_PCN_ACK = 7
-KIND_HELLO = 8        # worker -> PS at start: payload = configuration fingerprint
-KIND_HELLO_ACK = 9    # PS -> worker: payload = the PS's fingerprint
+KIND_HELLO = 8        # worker -> PS: the join handshake (hosts/exchange/join.py)
+KIND_HELLO_ACK = 9    # PS -> worker: its answers in the join handshake
 KIND_NAMES = {KIND_DATA: "DATA", KIND_ACK: "ACK", KIND_PROBE: "PROBE", KIND_BITMAP: "BITMAP",
               KIND_STOP: "STOP", KIND_PULL_REQ: "PULL_REQ", KIND_PCN_START: "PCN_START",
               KIND_PCN_ACK: "PCN_ACK", KIND_HELLO: "HELLO", KIND_HELLO_ACK: "HELLO_ACK"}
@@ -47,7 +47,6 @@ HEADER = struct.Struct("!BBHHHIBBHIIHHI")
 assert HEADER.size == HEADER_LEN
 
 ACK_ENTRY = struct.Struct("!HHI")  # layer_id, reserved, chunk_seq
-HELLO = struct.Struct("!I")        # configuration fingerprint
 FLOAT_DTYPE = ">f4"                # DATA payload: big-endian float32
 
 
@@ -168,9 +167,3 @@ def unpack_bitmap(payload: bytes | memoryview, count: int) -> np.ndarray:
 # Largest DATA payload that fits payload_len (16 bits) and a 1500-byte MTU with IPv4/UDP/header.
 MAX_DATA_PAYLOAD = 1500 - 20 - 8 - HEADER_LEN
 
-
-def unpack_hello(payload: bytes | memoryview) -> int:
-    """The fingerprint of a HELLO / HELLO_ACK payload; PacketError('corrupt') if malformed."""
-    if len(payload) != HELLO.size:
-        raise PacketError("corrupt", f"HELLO payload of {len(payload)} bytes, expected {HELLO.size}")
-    return HELLO.unpack(payload)[0]

@@ -17,6 +17,7 @@ import time
 from hosts import wire
 from hosts.cli import agent_main, check_port, resolve_ipv4
 from hosts.errors import ConfigError, ControllerUnreachable
+from hosts.exchange import job_key
 from hosts.exchange.config import add_transport_arguments, config_from_args, following
 from hosts.exchange.factory import worker_exchange
 from hosts.jsonlog import JsonLog
@@ -57,6 +58,7 @@ def work(args: argparse.Namespace) -> None:
     sizes = model_sizes(args, data.num_features, data.num_classes)
     model = MLP(sizes, args.seed)
     plan = ChunkPlan(model.layer_sizes(), args.chunk_elems)
+    job_key.require_flag(args.job_key)
     config = config_from_args(args, model.num_layers, args.seed + args.rank)
     per_epoch = dataset.rounds_per_epoch(data, args.workers, args.batch)
     log = JsonLog(args.log, role="worker", rank=args.rank, transport=config.kind)

@@ -83,17 +83,19 @@ def _controller_args(job: JobSpec) -> list[str]:
     return ["--controller", job.controller] if job.controller else []
 
 
-def ps_argv(job: JobSpec) -> list[str]:
-    """The parameter server's command line (JSON lines on stdout)."""
+def ps_argv(job: JobSpec, key_file: str) -> list[str]:
+    """The parameter server's command line (JSON lines on stdout); `key_file` holds the job's
+    secret (hosts.exchange.job_key)."""
     return [sys.executable, "-u", "-m", PS_MODULE, "--workers", str(job.workers), "--rounds", str(job.rounds),
-            "--job", str(job.job_id), "--die-with-parent", *_controller_args(job), *job.extra_ps]
+            "--job", str(job.job_id), "--job-key", key_file, "--die-with-parent",
+            *_controller_args(job), *job.extra_ps]
 
 
-def worker_argv(job: JobSpec, rank: int, ps_ip: str) -> list[str]:
+def worker_argv(job: JobSpec, rank: int, ps_ip: str, key_file: str) -> list[str]:
     """Worker `rank`'s command line (JSON lines on stdout)."""
     return [sys.executable, "-u", "-m", WORKER_MODULE, "--rank", str(rank), "--ps", ps_ip,
             "--workers", str(job.workers), "--rounds", str(job.rounds), "--job", str(job.job_id),
-            "--die-with-parent", *_controller_args(job), *job.extra_worker]
+            "--job-key", key_file, "--die-with-parent", *_controller_args(job), *job.extra_worker]
 
 
 # Agent flags that set bounds themselves: with any of them, topo runs the agents on their flags.

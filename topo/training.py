@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from controller.topology import Topology
+from hosts.errors import ConfigError
+from hosts.exchange.job_key import create_key_file
 from topo import agents
 from topo.errors import RunError
 from topo.pidfile import RunRecord
@@ -104,17 +106,28 @@ class TrainingJob:
         for name in (ps, *workers):
             self.set_sysctls(name)
         ps_ip = self.topo.hosts[ps].ip
-        proc = ManagedProcess(f"ps@{ps}", "agent", agents.ps_argv(self.job),
+        key_file = self.new_key_file()
+        proc = ManagedProcess(f"ps@{ps}", "agent", agents.ps_argv(self.job, key_file),
                               self.log_dir / f"job{self.job.job_id}.ps.log", self.record, self.net.get(ps))
         self.processes[ps] = proc.start()
         # The PS logs its "start" event once its socket is bound; workers may send from then on.
         proc.wait_for_line(r'"event":\s*"start"', 60, "parameter server start event")
         for rank, name in enumerate(workers):
-            argv = agents.worker_argv(self.job, rank, ps_ip)
+            argv = agents.worker_argv(self.job, rank, ps_ip, key_file)
             proc = ManagedProcess(f"worker{rank}@{name}", "agent", argv,
                                   self.log_dir / f"job{self.job.job_id}.worker{rank}.log", self.record,
                                   self.net.get(name))
             self.processes[name] = proc.start()
+
+    def new_key_file(self) -> str:
+        """A fresh secret for this start of the job (0600 in the log folder), its path."""
+        path = self.log_dir / f"job{self.job.job_id}.key"
+        path.unlink(missing_ok=True)
+        try:
+            create_key_file(str(path))
+        except ConfigError as exc:
+            raise RunError(str(exc)) from None
+        return str(path)
 
     def set_sysctls(self, name: str) -> None:
         """Apply `host_sysctls` in host `name`'s namespace; RunError naming the one that failed."""

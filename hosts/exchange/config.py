@@ -5,11 +5,12 @@ import argparse
 import dataclasses
 import json
 import math
+import secrets
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hosts.errors import ConfigError
-from hosts.exchange import tcp_options
+from hosts.exchange import job_key, tcp_options
 from hosts.policy_client import HostPolicy
 from hosts.transport.bounds import LayerBounds, parse_bound_list
 from hosts.transport.deadline import NO_DEADLINE, DeadlineSettings
@@ -56,6 +57,10 @@ class TransportConfig:
     tcp_cc: str | None = None
     tcp_ecn: bool | None = None
     controller: str | None = None
+    # The job's secret (--job-key): the join proves it. Without the flag a random one, which
+    # only a PS and workers built from this same config share (in-process use).
+    job_key: bytes = field(default_factory=lambda: secrets.token_bytes(job_key.KEY_BYTES),
+                           repr=False)
 
     @property
     def udp(self) -> bool:
@@ -91,6 +96,10 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
     g = ap.add_argument_group("transport")
     g.add_argument("--transport", default="ltp", choices=TRANSPORTS, help=TRANSPORT_HELP)
     g.add_argument("--job", type=int, default=1, help="job_id in the gradient header (0..65535)")
+    g.add_argument("--job-key", metavar="FILE",
+                   help="the job's secret: a file only its owner may read (mode 0600) holding "
+                        "the key in hex; the PS creates it when missing. Workers prove it to "
+                        "the PS when they join (HMAC-SHA256, never sent); required by the agents")
     g.add_argument("--controller", metavar="SOCKET",
                    help="ltp: follow the controller's policy for --job (bounds, drop-eligible "
                         "classes, hole filling, regime) over its unix socket; without it the "
@@ -175,8 +184,10 @@ def _ms(value: float | None) -> float | None:
     return None if value is None else value / 1000.0
 
 
-def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> TransportConfig:
-    """Validate the transport flags against the model; ConfigError names the bad flag."""
+def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
+                     create_key: bool = False) -> TransportConfig:
+    """Validate the transport flags against the model; ConfigError names the bad flag.
+    `create_key`: create the --job-key file with a fresh key when it does not exist (the PS)."""
     if not 0 <= args.job <= 0xFFFF:
         raise ConfigError(f"--job {args.job} is outside 0..65535")
     for name in ("deadline_ms", "probe_ms", "peer_timeout", "join_timeout", "pcn_timeout_ms",
@@ -247,6 +258,7 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
                   ceiling=_ms(args.deadline_ceiling_ms), multiple=args.deadline_mult)
     push_deadline = DeadlineSettings(initial=_ms(args.deadline_ms), **common)
     pull_deadline = NO_DEADLINE if args.reliable_pull else DeadlineSettings(initial=_ms(pull_ms), **common)
+    key = {} if args.job_key is None else {"job_key": job_key.load_or_create(args.job_key, create_key)}
     return TransportConfig(
         kind=kind, job_id=args.job, chunk_elems=args.chunk_elems, send=send,
         push_deadline=push_deadline, pull_deadline=pull_deadline,
@@ -256,7 +268,7 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
         phase_check_rounds=args.phase_check_rounds, phase_per_layer=args.phase_per_layer,
         pcn=args.pcn, pcn_threshold=args.pcn_threshold, pcn_timeout=args.pcn_timeout_ms / 1000.0,
         tcp_cc=tcp_cc, tcp_ecn=None if args.tcp_ecn is None else args.tcp_ecn == "on",
-        controller=args.controller)
+        controller=args.controller, **key)
 
 
 def following(config: TransportConfig, policy: HostPolicy, flag_hole_fill: HoleFill) -> TransportConfig:

@@ -1,7 +1,7 @@
 """The reliable baseline: the same PS/worker exchange over TCP (one connection per worker).
 
-Frames are the gradient header + payload, exactly as on UDP; a worker opens with a HELLO frame
-(its rank and configuration fingerprint), the PS answers HELLO_ACK with its own fingerprint.
+Frames are the gradient header + payload, exactly as on UDP; a worker opens with the join
+handshake of hosts/exchange/join.py (HELLO / HELLO_ACK frames proving the job's key).
 """
 from __future__ import annotations
 
@@ -16,12 +16,14 @@ from hosts import wire
 from hosts.errors import ConfigError, PacketError, PeerTimeout
 from hosts.exchange import tcp_options
 from hosts.exchange.config import TransportConfig, fingerprint
+from hosts.exchange.join import JoinClient, JoinServer
 from hosts.exchange.results import Gathered, Pulled
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.counters import Counters
 from hosts.transport.reassembly import TensorBuffer
 
 _CONNECT_RETRY = 0.1
+_HANDSHAKE_TIMEOUT = 2.0    # a connection silent in the join must not hold the others up long
 
 
 def _tcp_retransmissions(sock: socket.socket) -> int:
@@ -142,6 +144,32 @@ class TcpServerExchange:
         self.listener.listen(workers + 4)
         self.streams: dict[int, FrameStream] = {}
         self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
+        self.join = JoinServer(config.job_key, config.job_id, workers, self.fingerprint,
+                               self.counters)
+
+    def _handshake(self, stream: FrameStream, addr: tuple[str, int]) -> int | None:
+        """The join on a new connection: the rank it proved with our configuration, or None."""
+        frame = stream.read_frame()
+        rank = frame[0].worker_rank
+        for _ in range(2):      # step 1 (challenge), then step 3 (welcome)
+            hdr, payload = frame
+            if hdr.kind != wire.KIND_HELLO or hdr.job_id != self.config.job_id \
+                    or hdr.worker_rank != rank or rank in self.streams:
+                self.counters["drop_bad_hello"] += 1
+                return None
+            answer = self.join.on_hello(rank, addr, payload)
+            if answer.reply is None:
+                return None
+            stream.write(wire.pack_header(wire.KIND_HELLO_ACK, 0, self.config.job_id,
+                                          wire.PS_RANK, wire.ALL_LAYERS, 0,
+                                          payload_len=len(answer.reply)) + answer.reply)
+            if answer.proven:
+                if answer.fingerprint != self.fingerprint:
+                    self.counters["hello_config_mismatch"] += 1
+                    return None
+                return rank
+            frame = stream.read_frame()
+        return None
 
     def _accept_all(self) -> None:
         give_up = time.monotonic() + self.config.join_timeout
@@ -154,34 +182,20 @@ class TcpServerExchange:
             conn, addr = self.listener.accept()
             tcp_options.tune(conn, self.config.tcp_cc)
             tcp_options.pace(conn, self.config.send.pace_pps)
-            stream = FrameStream(conn, f"worker at {addr[0]}:{addr[1]}", self.config.peer_timeout,
-                                 self.counters)
+            stream = FrameStream(conn, f"worker at {addr[0]}:{addr[1]}",
+                                 min(self.config.peer_timeout, _HANDSHAKE_TIMEOUT), self.counters)
             try:
-                hdr, payload = stream.read_frame()
-                theirs = wire.unpack_hello(payload) if hdr.kind == wire.KIND_HELLO else None
+                rank = self._handshake(stream, addr)
             except (PeerTimeout, PacketError):
-                conn.close()
                 self.counters["drop_bad_hello"] += 1
-                continue
-            if theirs is None or hdr.job_id != self.config.job_id \
-                    or hdr.worker_rank >= self.workers or hdr.worker_rank in self.streams:
-                conn.close()
-                self.counters["drop_bad_hello"] += 1
-                continue
-            try:
-                stream.write(wire.pack_header(wire.KIND_HELLO_ACK, 0, self.config.job_id,
-                                              wire.PS_RANK, wire.ALL_LAYERS, 0,
-                                              payload_len=wire.HELLO.size)
-                             + wire.HELLO.pack(self.fingerprint))
-            except PeerTimeout:
+                rank = None
+            if rank is None:
                 conn.close()
                 continue
-            if theirs != self.fingerprint:
-                conn.close()
-                self.counters["hello_config_mismatch"] += 1
-                continue
-            stream.peer_name = f"worker rank {hdr.worker_rank}"
-            self.streams[hdr.worker_rank] = stream
+            stream.timeout = self.config.peer_timeout
+            conn.settimeout(self.config.peer_timeout)
+            stream.peer_name = f"worker rank {rank}"
+            self.streams[rank] = stream
 
     def gather(self, round_: int, required: tuple[float, ...]) -> Gathered:
         if not self.streams:
@@ -252,17 +266,27 @@ class TcpWorkerExchange:
         self._round0 = True
 
     def join(self) -> None:
-        """Send HELLO and check the PS's fingerprint; ConfigError if configurations differ."""
+        """The join handshake with the job's key (hosts/exchange/join.py); ConfigError if the
+        PS's configuration differs, PeerTimeout if it does not prove the key."""
         cfg = self.config
-        self.stream.write(wire.pack_header(wire.KIND_HELLO, 0, cfg.job_id, self.rank,
-                                           wire.ALL_LAYERS, 0, payload_len=wire.HELLO.size)
-                          + wire.HELLO.pack(self.fingerprint))
-        try:
-            hdr, payload = self.stream.read_frame()
-            theirs = wire.unpack_hello(payload) if hdr.kind == wire.KIND_HELLO_ACK else None
-        except PacketError as exc:
-            raise PeerTimeout(f"{self.stream.peer_name} answered HELLO badly ({exc})") from None
-        if theirs != self.fingerprint:
+        client = JoinClient(cfg.job_key, cfg.job_id, self.rank, self.fingerprint)
+        hello = client.next_hello()
+        while not client.joined:
+            self.stream.write(wire.pack_header(wire.KIND_HELLO, 0, cfg.job_id, self.rank,
+                                               wire.ALL_LAYERS, 0, payload_len=len(hello)) + hello)
+            try:
+                hdr, payload = self.stream.read_frame()
+                if hdr.kind != wire.KIND_HELLO_ACK:
+                    raise PacketError("corrupt", f"{wire.KIND_NAMES[hdr.kind]} instead of HELLO_ACK")
+                hello = client.on_ack(payload)
+            except PacketError as exc:
+                raise PeerTimeout(f"{self.stream.peer_name} answered HELLO badly ({exc}; a "
+                                  f"different --job-key?)") from None
+            except PeerTimeout as exc:
+                raise PeerTimeout(f"{exc} during the join (a different --job-key?)") from None
+            if hello is None and not client.joined:
+                raise PeerTimeout(f"{self.stream.peer_name} answered HELLO out of order")
+        if client.ps_fingerprint != self.fingerprint:
             raise ConfigError(f"{self.stream.peer_name} runs a different configuration (model "
                               f"layer sizes, --chunk-elems, --transport or --job differ)")
 

@@ -6,8 +6,9 @@ import time
 import numpy as np
 
 from hosts import wire
-from hosts.errors import PacketError, PeerTimeout
+from hosts.errors import PeerTimeout
 from hosts.exchange.config import TransportConfig, fingerprint
+from hosts.exchange.join import JoinServer
 from hosts.exchange.results import Gathered
 from hosts.pcn import answer_start
 from hosts.transport.chunking import ChunkPlan
@@ -39,6 +40,8 @@ class UdpServerExchange:
         self.mux.admit = self._admit
         self.names = {r: f"worker rank {r}" for r in range(workers)}
         self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
+        self.join = JoinServer(config.job_key, config.job_id, workers, self.fingerprint,
+                               self.counters)
 
     def _admit(self, pkt: Received) -> bool:
         """Only a worker's bound address speaks for its rank (HELLO is how it gets bound)."""
@@ -49,30 +52,29 @@ class UdpServerExchange:
         return self.addrs.get(pkt.header.worker_rank) == pkt.addr
 
     def _on_hello(self, pkt: Received, now: float) -> bool:
-        """Bind the worker's address to its rank and answer with our fingerprint.
+        """Run the join handshake (hosts/exchange/join.py); bind a rank to its address.
 
-        The first valid HELLO of a rank with our configuration binds it; from then on only that
-        address speaks for the rank (a HELLO from elsewhere is ignored). A worker whose
-        configuration differs is told our fingerprint and exits by itself.
+        Only a sender that proved the job's key with our configuration binds its rank, the
+        first one only; from then on only that address speaks for the rank (a proof from
+        elsewhere is ignored). A proven worker whose configuration differs is told our
+        fingerprint and exits by itself.
         """
         rank = pkt.header.worker_rank
-        try:
-            theirs = wire.unpack_hello(pkt.payload)
-        except PacketError:
-            self.counters["drop_corrupt"] += 1
-            return True
-        bound = self.addrs.get(rank)
-        if bound is not None and bound != pkt.addr:
-            self.counters["drop_hello_rebind"] += 1
-            return True
-        if theirs != self.fingerprint and rank in self.names:
-            self.counters["hello_config_mismatch"] += 1
-            self.names[rank] = (f"worker rank {rank} (its HELLO showed a different model, "
-                                f"--chunk-elems, --transport or --job)")
-        elif theirs == self.fingerprint and rank in self.names and bound is None:
-            self.addrs[rank] = pkt.addr
-        self.endpoint.send_control(wire.KIND_HELLO_ACK, pkt.addr, pkt.header.round,
-                                   payload=wire.HELLO.pack(self.fingerprint))
+        answer = self.join.on_hello(rank, pkt.addr, pkt.payload)
+        if answer.proven:
+            bound = self.addrs.get(rank)
+            if bound is not None and bound != pkt.addr:
+                self.counters["drop_hello_rebind"] += 1
+                return True
+            if answer.fingerprint != self.fingerprint:
+                self.counters["hello_config_mismatch"] += 1
+                self.names[rank] = (f"worker rank {rank} (its HELLO showed a different model, "
+                                    f"--chunk-elems, --transport or --job)")
+            else:
+                self.addrs[rank] = pkt.addr
+        if answer.reply is not None:
+            self.endpoint.send_control(wire.KIND_HELLO_ACK, pkt.addr, pkt.header.round,
+                                       payload=answer.reply)
         return True
 
     def _on_pcn_start(self, pkt: Received, now: float) -> bool:

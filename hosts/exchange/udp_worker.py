@@ -9,6 +9,7 @@ import numpy as np
 from hosts import wire
 from hosts.errors import ConfigError, PacketError, PeerTimeout
 from hosts.exchange.config import TransportConfig, fingerprint
+from hosts.exchange.join import JoinClient
 from hosts.exchange.results import Pulled
 from hosts.pcn import PcnClient
 from hosts.transport.chunking import ChunkPlan
@@ -40,29 +41,34 @@ class UdpWorkerExchange:
                     if config.pcn else None)
         self._ps_name = f"parameter server {ps[0]}:{ps[1]}"
         self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
-        self._ps_fingerprint: int | None = None
+        self._join = JoinClient(config.job_key, config.job_id, rank, self.fingerprint)
         self.mux.handlers[wire.KIND_HELLO_ACK] = self._on_hello_ack
 
     def _on_hello_ack(self, pkt: Received, now: float) -> bool:
         try:
-            self._ps_fingerprint = wire.unpack_hello(pkt.payload)
+            proof = self._join.on_ack(pkt.payload)
         except PacketError:
-            self.counters["drop_corrupt"] += 1
+            self.counters["drop_hello_bad_mac"] += 1
+            return True
+        if proof is not None:
+            self.endpoint.send_control(wire.KIND_HELLO, self.ps, 0, payload=proof)
         return True
 
     def join(self) -> None:
-        """HELLO the PS until it answers (up to --join-timeout); ConfigError if its model or
-        transport configuration differs from ours."""
+        """Join the PS with the job's key (hosts/exchange/join.py), resending until it answers
+        (up to --join-timeout); ConfigError if its model or transport configuration differs."""
         give_up = time.monotonic() + self.config.join_timeout
-        while self._ps_fingerprint is None:
+        while not self._join.joined:
             if time.monotonic() >= give_up:
+                why = ("answered without proving the job's key: a different --job-key?"
+                       if self._join.bad_answers else "not started or unreachable")
                 raise PeerTimeout(f"{self._ps_name} did not answer HELLO within "
-                                  f"{self.config.join_timeout:.1f} s (not started or unreachable)")
+                                  f"{self.config.join_timeout:.1f} s ({why})")
             self.endpoint.send_control(wire.KIND_HELLO, self.ps, 0,
-                                       payload=wire.HELLO.pack(self.fingerprint))
+                                       payload=self._join.next_hello())
             resend = time.monotonic() + _HELLO_EVERY
-            self.mux.run(lambda: self._ps_fingerprint is not None or time.monotonic() >= resend)
-        if self._ps_fingerprint != self.fingerprint:
+            self.mux.run(lambda: self._join.joined or time.monotonic() >= resend)
+        if self._join.ps_fingerprint != self.fingerprint:
             raise ConfigError(f"{self._ps_name} runs a different configuration (model layer "
                               f"sizes, --chunk-elems, --transport or --job differ)")
 

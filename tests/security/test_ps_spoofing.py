@@ -13,6 +13,7 @@ import pytest
 
 from hosts import wire
 from hosts.exchange.config import add_transport_arguments, config_from_args
+from hosts.exchange.join import JoinClient
 from hosts.exchange.udp_server import UdpServerExchange
 from hosts.exchange.udp_worker import UdpWorkerExchange
 from hosts.transport import mux as mux_module
@@ -20,6 +21,7 @@ from hosts.transport.chunking import ChunkPlan
 from hosts.transport.endpoint import Endpoint, Received
 from hosts.transport.mux import Mux
 from hosts.transport.receiver import ReceiveOptions, RecvSession
+from support.joining import answer, hello, join_from
 
 JOB = 7
 LAYERS = [96, 40]
@@ -181,13 +183,15 @@ def test_spoofed_pull_packets_sent_to_a_worker_change_nothing(job):
 
 
 def test_hello_from_another_address_does_not_rebind_a_worker(job):
-    fp = wire.HELLO.pack(job.ps.fingerprint)
-    hello = wire.pack_header(wire.KIND_HELLO, 0, JOB, 0, wire.ALL_LAYERS, 0, 0, len(fp)) + fp
+    """Even a second sender holding the key cannot move a bound rank (no answer goes there)."""
     real = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     real.bind(("127.0.0.1", 0))
     try:
-        real.sendto(hello, job.ps.endpoint.address)
-        job.spoof.sendto(hello, job.ps.endpoint.address)
+        assert join_from(real, job.ps, job.config.job_key, JOB, 0, job.ps.fingerprint).joined
+        second = JoinClient(job.config.job_key, JOB, 0, job.ps.fingerprint)
+        job.spoof.sendto(hello(JOB, 0, second.next_hello()), job.ps.endpoint.address)
+        proof = second.on_ack(answer(job.spoof, job.ps))
+        job.spoof.sendto(hello(JOB, 0, proof), job.ps.endpoint.address)
         deadline = time.monotonic() + 5
         while job.ps.counters["drop_hello_rebind"] < 1 and time.monotonic() < deadline:
             job.ps.mux.drain()

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from hosts.exchange.job_key import create_key_file
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -33,18 +35,26 @@ def read_jsonl(path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+JOB_AGENTS = ("hosts.ps", "hosts.worker")
+
+
 class Agents:
-    """Starts `python -m MODULE ...`; stop_all() sends SIGTERM then SIGKILL, by PID."""
+    """Starts `python -m MODULE ...`; stop_all() sends SIGTERM then SIGKILL, by PID.
+    The PS and workers get the test's job key (`job_key`) unless given --job-key themselves."""
 
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
         self.procs: list[subprocess.Popen] = []
+        self.job_key = str(tmp / "job.key")
+        create_key_file(self.job_key)
 
     free_port = staticmethod(free_port)
     read_jsonl = staticmethod(read_jsonl)
 
     def start(self, module: str, *args: str) -> subprocess.Popen:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        if module in JOB_AGENTS and "--job-key" not in args:
+            args = (*args, "--job-key", self.job_key)
         proc = subprocess.Popen([sys.executable, "-m", module, *args], cwd=ROOT, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.procs.append(proc)

@@ -113,7 +113,7 @@ def test_tcp_baseline_uses_the_chosen_cc_and_ecn_in_its_namespace(agents, tmp_pa
     # check it, set TCP_CONGESTION per socket and record what each connection negotiated.
     if os.geteuid() != 0 or not shutil.which("unshare"):
         pytest.fail("this test needs root and unshare(1) for a private network namespace")
-    flags = f"--transport tcp --tcp-cc reno --tcp-ecn {ecn} --rounds 3"
+    flags = f"--transport tcp --tcp-cc reno --tcp-ecn {ecn} --rounds 3 --job-key {agents.job_key}"
     py = sys.executable
     sysctl = "1" if ecn == "on" else "0"
     done = _in_namespace(tmp_path, (

@@ -7,6 +7,8 @@ import signal
 
 import pytest
 
+from hosts.exchange.job_key import create_key_file
+
 AGENTS = ["hosts.ps", "hosts.worker", "hosts.pcn", "hosts.background", "hosts.lossy_relay",
           "hosts.tensor_exchange"]
 
@@ -19,7 +21,17 @@ def _restore_signals():
         signal.signal(s, handler)
 
 
+@pytest.fixture(autouse=True)
+def _job_key(tmp_path, monkeypatch):
+    """A job key for the PS and worker, so that each case reaches the error it is about."""
+    path = tmp_path / "job.key"
+    create_key_file(str(path))
+    monkeypatch.setattr(_main, "job_key", str(path), raising=False)
+
+
 def _main(module, *args):
+    if module in ("hosts.ps", "hosts.worker") and "--help" not in args:
+        args = (*args, "--job-key", _main.job_key)
     return importlib.import_module(module).main(list(args))
 
 

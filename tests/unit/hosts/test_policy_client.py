@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hosts.errors import ConfigError, ControllerUnreachable
+from hosts.exchange.job_key import create_key_file
 from hosts.exchange.config import add_transport_arguments, config_from_args, following
 from hosts.policy_client import PolicyClient
 from hosts.transport.holes import HoleFill
@@ -125,8 +126,10 @@ def test_flags_and_controller(tmp_path):
         _config("--controller", "x.sock", "--transport", "mlt")
     assert _config("--bound", "0.2").bounds.push == (0.2, 0.2)   # flags alone: as before
     assert _config().bounds.push == (0.1, 0.1)
+    create_key_file(str(tmp_path / "job.key"))
     done = subprocess.run([sys.executable, "-m", "hosts.worker", "--rank", "0", "--workers", "1",
-                           "--ps", "127.0.0.1", "--port", "0", "--controller", str(tmp_path / "no.sock")],
+                           "--ps", "127.0.0.1", "--port", "0", "--controller", str(tmp_path / "no.sock"),
+                           "--job-key", str(tmp_path / "job.key")],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
