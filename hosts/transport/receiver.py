@@ -9,6 +9,7 @@ from hosts.errors import PacketError, PeerTimeout
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.deadline import RoundTelemetry
 from hosts.transport.endpoint import Endpoint, Received
+from hosts.transport.probe_answer import ProbeAnswers, valid_padding
 from hosts.transport.reassembly import TensorBuffer
 
 INFINITY = float("inf")
@@ -39,6 +40,7 @@ class SenderState:
     pending_acks: list[tuple[int, int]] = field(default_factory=list)
     last_ack: float = 0.0
     last_stop: float = -INFINITY
+    probe_answers: ProbeAnswers = field(default_factory=ProbeAnswers)
 
 
 class RecvSession:
@@ -97,15 +99,21 @@ class RecvSession:
         if hdr.kind == wire.KIND_DATA:
             self._on_data(state, pkt, now)
         elif hdr.kind == wire.KIND_PROBE:
-            if pkt.payload:
+            if not valid_padding(pkt.payload):
                 counters["drop_corrupt"] += 1
                 return
             self._heard(state, pkt, now)
+            # Answered at a bounded rate and size (hosts/transport/probe_answer.py): a PROBE
+            # with a spoofed source must not make us flood the address it names.
+            if not state.probe_answers.allow(now):
+                counters["drop_probe_rate"] += 1
+                return
             if state.closed_by is not None:
                 self._send_stop(state, now, force=True)
             else:
                 self._flush_acks(state, now)
-                for layer in range(self.plan.num_layers):
+                for layer in state.probe_answers.layers(self.plan,
+                                                        wire.HEADER_LEN + len(pkt.payload)):
                     self.endpoint.send_control(wire.KIND_BITMAP, state.addr, self.round,
                                                self.flags, layer,
                                                wire.pack_bitmap(state.buffer.chunks[layer]))

@@ -11,6 +11,7 @@ from hosts import wire
 from hosts.errors import PacketError, PeerTimeout
 from hosts.transport.chunking import Chunk, ChunkPlan
 from hosts.transport.endpoint import Endpoint, Received
+from hosts.transport.probe_answer import probe_padding
 
 INFINITY = float("inf")
 
@@ -114,6 +115,7 @@ class SendSession:
         self._ssthresh = INFINITY
         self._outstanding = np.zeros(len(chunks), dtype=bool)   # sent, neither ACKed nor known lost
         self._loss_seen_at = -INFINITY
+        self._probe_padding = bytes(probe_padding(plan))   # pays for the answer's BITMAPs
 
     @property
     def active(self) -> bool:
@@ -186,7 +188,8 @@ class SendSession:
         if self._next_probe == INFINITY:
             self._next_probe = now + self._probe_delay()
         if now >= self._next_probe:
-            self.endpoint.send_control(wire.KIND_PROBE, self.peer, self.round, self.stage_flags)
+            self.endpoint.send_control(wire.KIND_PROBE, self.peer, self.round, self.stage_flags,
+                                       payload=self._probe_padding)
             self.stats.probes += 1
             self._next_probe = now + self.options.probe_interval
         return self._next_probe

@@ -11,6 +11,7 @@ from hosts import wire
 from hosts.errors import PeerTimeout
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.endpoint import Endpoint
+from hosts.transport.probe_answer import probe_padding
 from hosts.transport.mux import Mux
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.sender import SendOptions, SendSession
@@ -97,8 +98,10 @@ def test_receiver_answers_probe_with_per_layer_bitmap(endpoint, peer):
     for seq in (0, 2):
         peer.sendto(_data(plan, layers, 0, seq, rank=wire.PS_RANK, round_=4, flags=wire.FLAG_PULL),
                     endpoint.address)
+    padding = bytes(probe_padding(plan))     # as a SendSession pads it: pays for every BITMAP
     peer.sendto(wire.pack_header(wire.KIND_PROBE, wire.FLAG_PULL, JOB, wire.PS_RANK,
-                                 wire.ALL_LAYERS, 4), endpoint.address)
+                                 wire.ALL_LAYERS, 4, payload_len=len(padding)) + padding,
+                endpoint.address)
     deadline = time.monotonic() + 2
     bitmaps = {}
     while len(bitmaps) < 2 and time.monotonic() < deadline:
