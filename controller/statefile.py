@@ -3,19 +3,20 @@
 After a restart the state file is the truth (policy, slot assignment, job rounds, PCN
 overrides). So a file that is not JSON or not of the expected shape stops the start with a
 one-line error naming it, instead of being ignored (which would sync an empty policy). Writes go
-to a temporary file in the same folder, are flushed to disk and renamed over the old file, whose
-content is kept as ``<name>.bak``.
+through the project's atomic writer (p4target.atomic_files: an exclusive, unpredictable temporary
+file flushed to disk and renamed over the old file), whose content is kept as ``<name>.bak``. A
+state path that is a symlink is refused: the daemon runs as root, and the folder may be shared.
 """
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 from controller import errors
 from controller.documents import DocumentError, loads_json, read_text, short
 from controller.policy import parse_policy
+from p4target.atomic_files import write_file
 
 MAX_STATE_BYTES = 4 << 20
 _KEYS = {"policy", "slots", "job_states", "ecn_overrides", "pcn_thresholds", "adaptations"}
@@ -81,8 +82,17 @@ def check_shape(doc: Any) -> None:
         raise _shape("adaptations: must be a list of objects")
 
 
+def refuse_symlink(path: Path) -> None:
+    """ConfigError if ``path`` is a symlink (it would make the daemon read or write elsewhere)."""
+    if path.is_symlink():
+        raise errors.ConfigError(f"state file {path} is a symlink; give the path of a regular "
+                                 "file (the daemon never follows one)")
+
+
 def read_state(path: Path) -> dict[str, Any] | None:
-    """The state document of ``path``, or None when there is no file; ConfigError if corrupt."""
+    """The state document of ``path``, or None when there is no file; ConfigError if corrupt
+    or a symlink."""
+    refuse_symlink(path)
     if not path.exists():
         return None
     try:
@@ -98,41 +108,31 @@ def read_state(path: Path) -> dict[str, Any] | None:
     return doc
 
 
+def _old_content(path: Path) -> bytes | None:
+    """The current bytes of ``path`` (read without following a symlink), None if absent."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(MAX_STATE_BYTES + 1)
+
+
 def write_state(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` atomically; the old content becomes ``<name>.bak``.
+    """Replace ``path`` by ``text`` atomically and durably; the old content becomes
+    ``<name>.bak``. ConfigError if ``path`` is a symlink.
 
     Writing the same content again changes nothing (the backup stays the previous state).
     """
+    refuse_symlink(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = text.encode()
     try:
-        if path.read_bytes() == data:
-            return
-        has_old = True
-    except FileNotFoundError:
-        has_old = False
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    if has_old:
-        bak_tmp = path.with_name(f".{path.name}.{os.getpid()}.bak.tmp")
-        try:
-            bak_tmp.unlink()
-        except FileNotFoundError:
-            pass
-        try:
-            os.link(path, bak_tmp)    # the old file stays in place until the rename below
-        except OSError:
-            shutil.copyfile(path, bak_tmp)
-        os.replace(bak_tmp, backup_path(path))
-    os.replace(tmp, path)
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
+        old = _old_content(path)
+    except OSError as exc:
+        raise errors.ConfigError(f"state file {path}: {exc.strerror}") from None
+    if old == data:
         return
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    if old is not None:
+        write_file(backup_path(path), old, durable=True)
+    write_file(path, data, durable=True)

@@ -33,6 +33,7 @@ import yaml
 from controller.errors import PolicyError
 from controller.policy import DEFAULT_DROP_THRESHOLD, parse_policy
 from experiments.lossy_training import TrainSettings, layer_count, train
+from p4target.atomic_files import write_text
 
 DEFAULT_RATES = (0.01, 0.02, 0.05, 0.10, 0.20)
 DEFAULT_TOLERANCE = 0.005          # 0.5 accuracy point
@@ -164,9 +165,7 @@ def write_policy(path: str | Path, doc: dict, header: Sequence[str] = ()) -> Non
     path = Path(path)
     body = yaml.dump(doc, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=None)
     text = "".join(f"# {line}\n" for line in header) + body
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    write_text(path, text)
 
 
 def policy_header(profile: Profile) -> list[str]:

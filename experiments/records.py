@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from experiments.errors import ResumeError
+from p4target.atomic_files import write_text
 
 # Every round record has these keys (value None where a transport does not report it).
 ROUND_FIELDS = ("arm", "rep", "round", "t_s", "round_time_s", "delivered", "violations",
@@ -137,9 +138,7 @@ class ResultsDir:
     def set_state(self, status: str, **extra: Any) -> None:
         """Record the run's status (running, interrupted, failed, done)."""
         data = {"status": status, "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra}
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(_clean(data), indent=1) + "\n")
-        tmp.replace(self.state_path)
+        write_text(self.state_path, json.dumps(_clean(data), indent=1) + "\n")
 
     def state(self) -> dict[str, Any]:
         try:

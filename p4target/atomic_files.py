@@ -1,5 +1,12 @@
 """Output files written whole or not at all: each through a temporary file beside it that is
-renamed into place, so a reader never sees half a file and a failure keeps the old one."""
+renamed into place, so a reader never sees half a file and a failure keeps the old one.
+
+The one atomic writer of the project (the controller's state file, run records, switch stats,
+experiment state and policies use it too; p4target is the layer everyone may import). The
+temporary is created exclusively under an unpredictable name (mkstemp: O_EXCL, so a symlink
+planted beside the target is never followed), and the rename replaces a symlink at the target
+itself instead of writing through it.
+"""
 from __future__ import annotations
 
 import os
@@ -12,6 +19,11 @@ from p4target.errors import P4TargetError
 PathLike = Union[str, "os.PathLike[str]"]
 
 
+class AtomicWriteError(P4TargetError, OSError):
+    """A file could not be written (the message names it); also an OSError for callers that
+    treat an unwritable file like any other I/O failure."""
+
+
 def new_file_mode() -> int:
     """Permissions a newly created file gets under the current umask (mkstemp uses 0600)."""
     mask = os.umask(0)
@@ -19,39 +31,58 @@ def new_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def write_files(files: Iterable[tuple[PathLike, bytes]]) -> None:
+def _sync_dir(folder: str) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_files(files: Iterable[tuple[PathLike, bytes]], durable: bool = False,
+                mode: int | None = None) -> None:
     """Write every (path, data) or none: stage all as temporaries, then rename them into place.
 
-    Raises P4TargetError naming the file that could not be written; the staged temporaries
+    `durable`: flush each file and its folder to disk (state that must survive a power cut).
+    `mode`: permissions of the new files (default: 0666 under the umask).
+    Raises AtomicWriteError naming the file that could not be written; the staged temporaries
     are removed. Once renaming has begun, a failure can leave earlier files replaced (a
     rename is the only step that can then fail, and it rarely does on one file system).
     """
     staged: list[tuple[str, PathLike]] = []
-    mode = new_file_mode()
+    mode = new_file_mode() if mode is None else mode
     try:
         for path, data in files:
             target = Path(path)
             if target.is_dir():
-                raise P4TargetError(f"cannot write {path}: Is a directory")
+                raise AtomicWriteError(f"cannot write {path}: Is a directory")
             try:
                 fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
                                            dir=str(target.parent))
             except OSError as exc:
-                raise P4TargetError(f"cannot write {path}: {exc.strerror}") from None
+                raise AtomicWriteError(f"cannot write {path}: {exc.strerror}") from None
             staged.append((tmp, path))
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
+                    if durable:
+                        fh.flush()
+                        os.fsync(fh.fileno())
                 os.chmod(tmp, mode)
             except OSError as exc:
-                raise P4TargetError(f"cannot write {path}: {exc.strerror}") from None
+                raise AtomicWriteError(f"cannot write {path}: {exc.strerror}") from None
         while staged:
             tmp, path = staged[0]
             try:
                 os.replace(tmp, path)
             except OSError as exc:
-                raise P4TargetError(f"cannot write {path}: {exc.strerror}") from None
+                raise AtomicWriteError(f"cannot write {path}: {exc.strerror}") from None
             staged.pop(0)
+            if durable:
+                _sync_dir(str(Path(path).parent))
     finally:
         for tmp, _ in staged:
             try:
@@ -60,6 +91,12 @@ def write_files(files: Iterable[tuple[PathLike, bytes]]) -> None:
                 pass
 
 
-def write_file(path: PathLike, data: bytes) -> None:
+def write_file(path: PathLike, data: bytes, durable: bool = False,
+               mode: int | None = None) -> None:
     """Write one file atomically (see :func:`write_files`)."""
-    write_files([(path, data)])
+    write_files([(path, data)], durable, mode)
+
+
+def write_text(path: PathLike, text: str, durable: bool = False) -> None:
+    """Write one UTF-8 text file atomically (see :func:`write_files`)."""
+    write_files([(path, text.encode())], durable)

@@ -14,6 +14,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from p4target.atomic_files import write_text
+
 RECORD_NAME = "run.pids.json"
 
 
@@ -101,11 +103,9 @@ class RunRecord:
     def save(self) -> None:
         """Write the record atomically."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
         data = {"topology": self.topology, "processes": [asdict(p) for p in self.processes],
                 "interfaces": self.interfaces}
-        tmp.write_text(json.dumps(data, indent=1) + "\n")
-        os.replace(tmp, self.path)
+        write_text(self.path, json.dumps(data, indent=1) + "\n")
 
     def remove(self) -> None:
         """Delete the record file (after everything in it was stopped)."""

@@ -14,6 +14,8 @@ import stat
 import threading
 from typing import Any, Callable
 
+from p4target.atomic_files import write_text
+
 INTERVAL = 1.0
 
 
@@ -63,11 +65,8 @@ class StatsFile:
         """Collect and write once; an unwritable file is skipped (the run goes on)."""
         with self._lock:
             stats = self._collect()
-            tmp = f"{self.path}.tmp"
             try:
-                with open(tmp, "w") as f:
-                    json.dump(stats, f, indent=1, sort_keys=True)
-                os.replace(tmp, self.path)
+                write_text(self.path, json.dumps(stats, indent=1, sort_keys=True))
             except OSError:
                 pass
             return stats
