@@ -24,7 +24,7 @@ from hosts.exchange.tcp import TcpServerExchange, TcpWorkerExchange
 from hosts.exchange.udp_server import UdpServerExchange
 from hosts.exchange.udp_worker import UdpWorkerExchange
 from hosts.transport.chunking import ChunkPlan
-from support.joining import answer, hello, join_from
+from support.joining import answer, hello
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = 5

@@ -9,22 +9,14 @@ from __future__ import annotations
 
 import copy
 import json
-import queue
-import threading
 
 import grpc
 import pytest
-from bm_runtime.standard import Standard
 from bm_runtime.standard.ttypes import InvalidSwapOperation, SwapOperationErrorCode
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
-from thrift.transport import TSocket, TTransport
+from p4.v1 import p4runtime_pb2
 
 from p4target.engine import Engine, ProgramLoadError
 from p4target.engine.sample_programs import l3_router
-from p4target.switch.p4runtime import start_p4runtime_server
-from p4target.switch.target import SwitchTarget
-from p4target.switch.thrift.server import ThriftServer
 
 Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
 
@@ -126,61 +118,7 @@ def test_a_name_with_quotes_and_newlines_is_only_looked_up(tmp_path):
     assert j["pipelines"][0]["tables"][1]["name"] in Engine(j).table_names()
 
 
-# -- P4Runtime -------------------------------------------------------------------------------
-class _P4RuntimeClient:
-    def __init__(self, addr: str) -> None:
-        self.channel = grpc.insecure_channel(addr)
-        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self._out: queue.Queue = queue.Queue()
-        self._in: queue.Queue = queue.Queue()
-        self._stream = self.stub.StreamChannel(iter(self._out.get, None))
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        try:
-            for msg in self._stream:
-                self._in.put(msg)
-        except grpc.RpcError:
-            pass
-
-    def arbitrate(self, low: int) -> None:
-        req = p4runtime_pb2.StreamMessageRequest()
-        req.arbitration.device_id = 0
-        req.arbitration.election_id.low = low
-        self._out.put(req)
-        assert self._in.get(timeout=5).arbitration.status.code == 0
-
-    def set_pipeline(self, bmv2: dict, action: int, election_low: int | None) -> grpc.StatusCode:
-        req = Req(device_id=0, action=action)
-        if election_low is not None:
-            req.election_id.low = election_low
-        req.config.p4_device_config = json.dumps(bmv2).encode()
-        req.config.p4info.SetInParent()
-        try:
-            self.stub.SetForwardingPipelineConfig(req, timeout=30)
-        except grpc.RpcError as exc:
-            return exc.code()
-        return grpc.StatusCode.OK
-
-    def close(self) -> None:
-        self._out.put(None)
-        self._stream.cancel()
-        self.channel.close()
-        self._reader.join(timeout=3)
-
-
-@pytest.fixture
-def p4runtime():
-    target = SwitchTarget(device_id=0, transmit=lambda port, data: None)
-    server = start_p4runtime_server(target, "127.0.0.1:0")
-    client = _P4RuntimeClient(f"127.0.0.1:{server.port}")
-    yield target, client
-    client.close()
-    server.stop()
-    target.stop()
-
-
+# -- P4Runtime (fixtures in conftest.py) ------------------------------------------------
 @pytest.mark.parametrize("action", [Req.VERIFY, Req.VERIFY_AND_COMMIT], ids=["VERIFY", "VERIFY_AND_COMMIT"])
 @pytest.mark.parametrize("mutate", PAYLOADS, ids=lambda m: m.__name__.strip("_"))
 def test_p4runtime_refuses_code_in_json(p4runtime, mutate, action, tmp_path):
@@ -238,22 +176,7 @@ def test_p4runtime_verify_refuses_a_deeply_nested_config(p4runtime):
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
-# -- Thrift ----------------------------------------------------------------------------------
-@pytest.fixture
-def thrift():
-    target = SwitchTarget(transmit=lambda port, data: None)
-    target.set_pipeline(l3_router())
-    server = ThriftServer(target, 0, config_text=json.dumps(l3_router()), host="127.0.0.1")
-    server.start()
-    sock = TTransport.TBufferedTransport(TSocket.TSocket("127.0.0.1", server.port))
-    sock.open()
-    std = Standard.Client(TMultiplexedProtocol.TMultiplexedProtocol(TBinaryProtocol.TBinaryProtocol(sock), "standard"))
-    yield target, std
-    sock.close()
-    server.stop()
-    target.stop()
-
-
+# -- Thrift (fixtures in conftest.py) ---------------------------------------------------
 @pytest.mark.parametrize("mutate", PAYLOADS, ids=lambda m: m.__name__.strip("_"))
 def test_thrift_load_new_config_refuses_code_in_json(thrift, mutate, tmp_path):
     target, std = thrift

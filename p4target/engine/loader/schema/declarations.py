@@ -9,6 +9,12 @@ from .values import _MAX_CODE, _MAX_WIDTH, ValueChecks
 
 MAJOR_VERSION, MAX_MINOR_VERSION = 2, 24  # BMv2 1.15's required_major / max_minor_version
 CALCULATION_INPUTS = frozenset({"field", "hexstr", "header", "payload"})
+# The embedded target allocates every counter, meter and register cell at load. Their memory is
+# bounded (p4target/README.md, "Limits"): about this many bytes per cell, all arrays together
+# within STATE_BUDGET_BYTES. Real BMv2 allocates eagerly too (16 B per counter cell) and aborts
+# on a size of 2**32 or more.
+STATE_BUDGET_BYTES = 256 << 20
+CELL_BYTES = {"counter_arrays": 16, "meter_arrays": 72, "register_arrays": 8}
 
 
 class DeclarationChecks(ValueChecks):
@@ -168,23 +174,31 @@ class DeclarationChecks(ValueChecks):
         return v
 
     def stateful(self) -> None:
+        used = 0
+        for kind, arrays in (("counter_arrays", self.counters), ("meter_arrays", self.meters),
+                             ("register_arrays", self.registers)):
+            for n, a in arrays.items():
+                p = self.path_of(kind, n)
+                size = a.get("size", 0) if kind != "register_arrays" else self.key(a, "size", p)
+                used += self.integer(size, f"{p}.size", 0) * CELL_BYTES[kind]
+                if used > STATE_BUDGET_BYTES:
+                    self.fail(f"{p}.size", f"{size} cells take the counter, meter and register "
+                                           f"arrays beyond this switch's {STATE_BUDGET_BYTES >> 20} MiB "
+                                           f"limit (p4target/README.md, Limits)")
         for n, c in self.counters.items():
             p = self.path_of("counter_arrays", n)
-            self.integer(c.get("size", 0), f"{p}.size", 0)
             if c.get("is_direct") is not None:
                 self.boolean(c["is_direct"], f"{p}.is_direct")
         for n, m in self.meters.items():
             p = self.path_of("meter_arrays", n)
             if m.get("type") not in ("packets", "bytes"):
                 self.fail(f"{p}.type", f"invalid meter type {m.get('type')!r:.40}")
-            self.integer(m.get("size", 0), f"{p}.size", 0)
             if "rate_count" in m:
                 self.integer(m["rate_count"], f"{p}.rate_count", 0)
             if m.get("is_direct") is not None and self.boolean(m["is_direct"], f"{p}.is_direct"):
                 self.field(self.key(m, "result_target", p), f"{p}.result_target", valid_ok=False)
         for n, r in self.registers.items():
             p = self.path_of("register_arrays", n)
-            self.integer(self.key(r, "size", p), f"{p}.size", 0)
             self.integer(self.key(r, "bitwidth", p), f"{p}.bitwidth", 1, _MAX_WIDTH)
         for n, v in self.vsets.items():
             p = self.path_of("parse_vsets", n)
