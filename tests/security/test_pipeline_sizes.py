@@ -1,7 +1,9 @@
 """Counter, meter and register arrays are bounded (issue 25 point 4): a pipeline whose arrays
 would take more than the switch's documented memory limit is refused with a one-line error
 before anything is allocated, over every loading path: the switch's command line, Thrift
-load_new_config and P4Runtime SetForwardingPipelineConfig. The running pipeline stays."""
+load_new_config and P4Runtime SetForwardingPipelineConfig. The running pipeline stays.
+An expression nested deeper than the engine can compile gets an error naming the limit, not an
+internal one (point 5)."""
 from __future__ import annotations
 
 import copy
@@ -18,6 +20,7 @@ from p4.v1 import p4runtime_pb2
 
 from p4target.engine import Engine, ProgramLoadError
 from p4target.engine.loader.schema.declarations import CELL_BYTES, STATE_BUDGET_BYTES
+from p4target.engine.loader.schema.expressions import MAX_EXPRESSION_DEPTH
 from p4target.engine.sample_programs import l3_router
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,3 +94,24 @@ def test_p4runtime_refuses_them(p4runtime, action):
         code = client.set_pipeline(build(), getattr(Req, action), 1)
         assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert target.engine is None
+
+
+def _nested(depth: int) -> dict:
+    """l3_router whose first conditional compares a sum nested `depth` operations deep."""
+    e: dict = {"type": "hexstr", "value": "0x1"}
+    for _ in range(depth - 1):
+        e = {"type": "expression", "value": {"op": "+", "left": e,
+                                              "right": {"type": "hexstr", "value": "0x1"}}}
+    j = copy.deepcopy(l3_router())
+    j["pipelines"][0]["conditionals"][0]["expression"] = {"type": "expression", "value": {
+        "op": "==", "left": e, "right": {"type": "hexstr", "value": "0x1"}}}
+    return j
+
+
+def test_an_expression_nested_too_deep_gets_an_error_naming_the_limit():
+    with pytest.raises(ProgramLoadError) as e:
+        Engine(_nested(250))
+    assert str(e.value) == ("pipelines[0].conditionals[0].expression: expression nested more "
+                            f"than {MAX_EXPRESSION_DEPTH} operations deep, this switch's limit "
+                            "(p4target/README.md, Limits)")
+    assert Engine(_nested(MAX_EXPRESSION_DEPTH)) is not None

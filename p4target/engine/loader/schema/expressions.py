@@ -20,10 +20,18 @@ _RESULT_KIND = {**{op: "bool" for op in ("==", "!=", ">", "<", ">=", "<=", "and"
                                           "valid_union", "d2b")},
                 "dereference_header_stack": "header", "dereference_stack": "header",
                 "dereference_union_stack": "header_union"}
+# The engine compiles each expression into nested Python brackets, one level per operation, and
+# Python's parser stops at 200 levels (198 operations fit in actions, conditionals and parser
+# ops alike): operations may nest this deep, with room to spare for the code around them.
+# BMv2 itself has no such limit (p4target/README.md, "Limits").
+MAX_EXPRESSION_DEPTH = 180
 
 
 class ExpressionChecks(ValueChecks):
     """Expression nodes wherever BMv2 builds one."""
+
+    _depth = 0     # operations and register reads enclosing the node being checked
+    _outermost = ""    # the JSON path of the expression they are part of
 
     def expression(self, e: Any, path: str) -> str | None:
         """A node BMv2 passes to build_expression: null, or {"type": ..., "value": ...}. Returns
@@ -31,6 +39,21 @@ class ExpressionChecks(ValueChecks):
         if e is None:
             return None
         self.obj(e, path)
+        if e.get("type") in ("expression", "register"):
+            if self._depth == 0:
+                self._outermost = path
+            elif self._depth >= MAX_EXPRESSION_DEPTH:
+                self.fail(self._outermost, f"expression nested more than {MAX_EXPRESSION_DEPTH} "
+                                           "operations deep, this switch's limit "
+                                           "(p4target/README.md, Limits)")
+            self._depth += 1
+            try:
+                return self._expression(e, path)
+            finally:
+                self._depth -= 1
+        return self._expression(e, path)
+
+    def _expression(self, e: dict, path: str) -> str | None:
         if "type" not in e:
             self.fail(path, 'expression node needs "type"' + (
                 ' (a bare {"op", "left", "right"} node must be {"type": "expression", "value": {...}})'

@@ -217,7 +217,7 @@ def test_deeply_nested_expressions_are_a_load_error_not_a_crash():
     for _ in range(5000):
         node = op("~", None, node)
     j["pipelines"][0]["conditionals"][0]["expression"] = op("d2b", None, node)
-    with pytest.raises(ProgramLoadError, match="nested too deeply"):
+    with pytest.raises(ProgramLoadError, match=r"expression: expression nested more than \d+ operations deep"):
         Engine(j)
 
 
