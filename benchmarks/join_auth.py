@@ -1,0 +1,184 @@
+"""What authentication costs the transport: the keyed join, and a MAC on every DATA packet.
+
+Join: wall time of a worker's join (two round trips over loopback, HMAC-SHA256 on both sides)
+against one bare round trip between the same sockets (the old join's cost: one HELLO, one
+HELLO_ACK), and the handshake's CPU time alone. Per packet: what sending and receiving one
+DATA packet costs today (header packing and sendto; validation, reassembly and ACK bookkeeping
+at the receiver), beside what a 16-byte HMAC-SHA256 (or keyed BLAKE2s) tag would add, computed
+by the sender and checked by the receiver. All arms in one run.
+Run: .venv/bin/python benchmarks/join_auth.py [--joins N] [--packets N] [--chunk-elems N]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import secrets
+import socket
+import statistics
+import threading
+import time
+
+import numpy as np
+
+from hosts import wire
+from hosts.exchange.config import add_transport_arguments, config_from_args
+from hosts.exchange.join import JoinClient, JoinServer
+from hosts.exchange.udp_server import UdpServerExchange
+from hosts.exchange.udp_worker import UdpWorkerExchange
+from hosts.transport.chunking import ChunkPlan
+from hosts.transport.counters import Counters
+from hosts.transport.endpoint import Endpoint
+from hosts.transport.receiver import ReceiveOptions, RecvSession
+
+JOB = 1
+LOCAL = ("127.0.0.1", 0)
+
+
+def _config(chunk_elems: int):
+    ap = argparse.ArgumentParser()
+    add_transport_arguments(ap)
+    return config_from_args(ap.parse_args(["--job", str(JOB), "--chunk-elems", str(chunk_elems)]),
+                            2, seed=0)
+
+
+def _ms(values: list[float]) -> str:
+    return f"median {statistics.median(values) * 1e3:.3f} ms, p90 {sorted(values)[int(len(values) * 0.9)] * 1e3:.3f} ms"
+
+
+def measure_join(joins: int, chunk_elems: int) -> None:
+    config = _config(chunk_elems)
+    plan = ChunkPlan([4160, 650], chunk_elems)
+    ps = UdpServerExchange(config, plan, joins, LOCAL)
+    stop = threading.Event()
+
+    def pump() -> None:
+        while not stop.is_set():
+            for pkt in ps.endpoint.receive(0.01):
+                ps.mux.dispatch(pkt, time.monotonic())
+
+    thread = threading.Thread(target=pump)
+    thread.start()
+    join_s, rtt_s = [], []
+    try:
+        for rank in range(joins):
+            worker = UdpWorkerExchange(config, plan, rank, ps.endpoint.address, LOCAL)
+            try:
+                t0 = time.perf_counter()
+                worker.join()
+                join_s.append(time.perf_counter() - t0)
+                # one bare round trip between the same two sockets: a PCN_START the PS answers
+                t0 = time.perf_counter()
+                worker.endpoint.send_control(wire.KIND_PCN_START, ps.endpoint.address, 0)
+                while not worker.endpoint.receive(1.0):
+                    pass
+                rtt_s.append(time.perf_counter() - t0)
+            finally:
+                worker.close()
+    finally:
+        stop.set()
+        thread.join()
+        ps.close()
+    key = secrets.token_bytes(32)
+    server = JoinServer(key, JOB, 1, 0, Counters())
+    addr = ("127.0.0.1", 4000)
+    cpu = []
+    for _ in range(joins * 20):
+        t0 = time.perf_counter()
+        client = JoinClient(key, JOB, 0, 0)
+        proof = client.on_ack(server.on_hello(0, addr, client.next_hello()).reply)
+        client.on_ack(server.on_hello(0, addr, proof).reply)
+        cpu.append(time.perf_counter() - t0)
+    print(f"join over loopback ({joins} workers): {_ms(join_s)}")
+    print(f"one bare round trip, same sockets (the old join): {_ms(rtt_s)}")
+    print(f"handshake CPU, PS and worker together: median {statistics.median(cpu) * 1e6:.1f} us")
+
+
+def measure_per_packet(packets: int, chunk_elems: int) -> None:
+    plan = ChunkPlan([chunk_elems * 512], chunk_elems)
+    values = np.random.default_rng(1).standard_normal(plan.layer_sizes[0]).astype(np.float32)
+    datagrams = []
+    for chunk in plan.split([values]):
+        payload = chunk.values.astype(">f4").tobytes()
+        datagrams.append(wire.pack_header(wire.KIND_DATA, 0, JOB, 0, chunk.layer, 0, chunk.mag_class,
+                                          len(payload), chunk.seq, chunk.offset) + payload)
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.bind(LOCAL)
+    receiver = Endpoint(LOCAL, JOB, wire.PS_RANK)
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    key = secrets.token_bytes(32)
+    n = len(datagrams)
+    rounds = max(packets // n, 1)
+    total = rounds * n
+
+    def per_packet(fn) -> float:
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) / total * 1e6
+
+    def send() -> None:
+        for r in range(rounds):
+            for chunk in plan.split([values]):
+                payload = chunk.values.astype(">f4").tobytes()
+                sender.sendto(wire.pack_header(wire.KIND_DATA, 0, JOB, 0, chunk.layer, r,
+                                               chunk.mag_class, len(payload), chunk.seq,
+                                               chunk.offset) + payload, sink.getsockname())
+            while True:      # keep the sink's buffer from overflowing between rounds
+                sink.setblocking(False)
+                try:
+                    sink.recv(65535)
+                except BlockingIOError:
+                    break
+
+    def receive() -> None:
+        for r in range(rounds):
+            session = RecvSession(receiver, plan, r, pull=False, senders=[0], required=(1.0,),
+                                  options=ReceiveOptions(deadline=60.0))
+            for d in datagrams:
+                pkt = receiver.parse(d, ("127.0.0.1", 4000))
+                session.on_packet(pkt, 0.0)
+
+    tags = [hmac.digest(key, d, hashlib.sha256)[:16] for d in datagrams]
+
+    def hmac_both() -> None:
+        for _ in range(rounds):
+            for d, tag in zip(datagrams, tags):
+                hmac.digest(key, d, hashlib.sha256)[:16]                                     # sender
+                hmac.compare_digest(hmac.digest(key, d, hashlib.sha256)[:16], tag)           # receiver
+
+    def blake_both() -> None:
+        for _ in range(rounds):
+            for d in datagrams:
+                hashlib.blake2s(d, key=key, digest_size=16).digest()
+                hmac.compare_digest(hashlib.blake2s(d, key=key, digest_size=16).digest(), tags[0])
+
+    try:
+        for fn in (send, receive, hmac_both):    # warm-up
+            fn()
+        send_us = per_packet(send)
+        recv_us = per_packet(receive)
+        hmac_us = per_packet(hmac_both)
+        blake_us = per_packet(blake_both)
+    finally:
+        sink.close()
+        sender.close()
+        receiver.close()
+    today = send_us + recv_us
+    print(f"per DATA packet ({len(datagrams[0])} B datagrams, {total} packets):")
+    print(f"  today: send {send_us:.2f} us + receive {recv_us:.2f} us = {today:.2f} us")
+    print(f"  + HMAC-SHA256 tag (sign and verify): {hmac_us:.2f} us = +{hmac_us / today * 100:.0f}%")
+    print(f"  + keyed BLAKE2s tag (sign and verify): {blake_us:.2f} us = +{blake_us / today * 100:.0f}%")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--joins", type=int, default=50)
+    ap.add_argument("--packets", type=int, default=100_000)
+    ap.add_argument("--chunk-elems", type=int, default=64, help="float32 values per DATA packet")
+    args = ap.parse_args()
+    measure_join(args.joins, args.chunk_elems)
+    measure_per_packet(args.packets, args.chunk_elems)
+
+
+if __name__ == "__main__":
+    main()
