@@ -1,7 +1,8 @@
 """`make fuzz`: run the bounded fuzzers one after another and print what each tried and found.
 
 python -m fuzz [--seconds S] [--scale X] [--seed N] [NAME ...]   (names: frames, p4runtime,
-policies, gradients). Exit status 1 when any fuzzer saw a crash, a hang or a traceback.
+policies, gradients, join-first, spoofed). Exit status 1 when any fuzzer saw a crash, a hang or a
+traceback.
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from fuzz.report import Report, print_reports
 
 # name -> (default count, share of the time budget)
 DEFAULTS: dict[str, tuple[int, float]] = {
-    "frames": (200_000, 0.3), "p4runtime": (20_000, 0.25), "policies": (3_000, 0.25),
-    "gradients": (100_000, 0.2)}
+    "frames": (200_000, 0.25), "p4runtime": (20_000, 0.2), "policies": (3_000, 0.2),
+    "gradients": (100_000, 0.15), "join-first": (20_000, 0.1), "spoofed": (50_000, 0.1)}
 
 
 def _runner(name: str) -> Callable[[int, float, int], Report]:
@@ -27,6 +28,12 @@ def _runner(name: str) -> Callable[[int, float, int], Report]:
     if name == "policies":
         from fuzz.policies import run
         return run
+    if name == "join-first":
+        from fuzz.join_first import run as run_join_first
+        return run_join_first
+    if name == "spoofed":
+        from fuzz.spoofed import run as run_spoofed
+        return run_spoofed
     from fuzz.ps import run as run_ps
     return run_ps
 

@@ -2,21 +2,18 @@
 
 Two parts: (1) a real job (``hosts.ps`` and one ``hosts.worker`` process) while mutated gradient
 packets hit the PS's port from another socket; the job must finish (exit 0) without a
-traceback. (2) the PS's exchange in this process with the fuzzing socket bound by HELLO as
-both workers, so mutated packets get past the address check into the sessions; no packet may
-raise or take long.
+traceback. (2) the PS's exchange in this process with the fuzzing socket bound as both workers,
+so mutated packets get past the address check into the sessions; no packet may raise or take
+long.
 """
 from __future__ import annotations
 
 import argparse
 import random
 import socket
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
+from fuzz.job import JOB, LoopbackJob
 from fuzz.mutate import mutate_bytes
 from fuzz.report import Report
 from hosts import wire
@@ -25,18 +22,11 @@ from hosts.exchange.config import add_transport_arguments, config_from_args
 from hosts.exchange.udp_server import UdpServerExchange
 from hosts.transport.chunking import ChunkPlan
 
-ROOT = Path(__file__).resolve().parents[1]
-JOB = 1
 HANG_SECONDS = 2.0
 
 
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _packet(rng: random.Random, job: int = JOB, rank: int | None = None) -> bytes:
+def packet(rng: random.Random, job: int = JOB, rank: int | None = None) -> bytes:
+    """A gradient-transport datagram of any kind with random fields, mutated half the time."""
     kind = rng.choice(list(wire.KIND_NAMES) + [10, 15])
     payload = rng.randbytes(rng.choice([0, 4, 8, 32, 256, 1440]))
     hdr = wire.pack_header(kind & 0xF, rng.randrange(256), job, rng.randrange(4) if rank is None else rank,
@@ -47,40 +37,24 @@ def _packet(rng: random.Random, job: int = JOB, rank: int | None = None) -> byte
 
 
 def _job_under_fire(rng: random.Random, report: Report, count: int, seconds: float) -> None:
-    port = _free_udp_port()
-    with tempfile.TemporaryDirectory(prefix="gradlane-fuzz-") as tmp:
-        common = ["--seed", "1", "--rounds", "4", "--hidden", "16", "--job", str(JOB)]
-        ps = subprocess.Popen([sys.executable, "-m", "hosts.ps", "--workers", "1", "--bind", "127.0.0.1",
-                               "--port", str(port), "--log", f"{tmp}/ps.jsonl", *common],
-                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    job = LoopbackJob()
+    try:
+        job.start_ps()
         time.sleep(1.0)
-        worker = subprocess.Popen([sys.executable, "-m", "hosts.worker", "--rank", "0", "--workers", "1",
-                                   "--ps", "127.0.0.1", "--ps-port", str(port), "--bind", "127.0.0.1",
-                                   "--port", "0", "--log", f"{tmp}/w.jsonl", *common],
-                                  cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        job.start_worker()
         start = time.monotonic()
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as fz:
             fz.bind(("127.0.0.1", 0))
             sent = 0
-            while sent < count and time.monotonic() - start < seconds and ps.poll() is None:
-                fz.sendto(_packet(rng, job=rng.choice([JOB, JOB, 2]), rank=0), ("127.0.0.1", port))
+            while sent < count and time.monotonic() - start < seconds and job.running():
+                fz.sendto(packet(rng, job=rng.choice([JOB, JOB, 2]), rank=0), ("127.0.0.1", job.ps_port))
                 sent += 1
                 if sent % 50 == 0:
                     time.sleep(0.005)
         report.tried += sent
-        for name, proc in (("ps", ps), ("worker", worker)):
-            try:
-                _, err = proc.communicate(timeout=120)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                _, err = proc.communicate()
-                report.fail("hang", f"the {name} did not finish its 4 rounds under fire")
-                continue
-            report.outcomes[f"{name} exit {proc.returncode}"] += 1
-            if "Traceback" in err:
-                report.fail("traceback", f"{name}: {err[-300:]}")
-            elif proc.returncode != 0:
-                report.fail("crash", f"{name} exit {proc.returncode}: {err[-300:]}")
+        job.finish(report)
+    finally:
+        job.close()
 
 
 def _exchange_in_process(rng: random.Random, report: Report, count: int, seconds: float) -> None:
@@ -95,16 +69,12 @@ def _exchange_in_process(rng: random.Random, report: Report, count: int, seconds
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as fz:
             fz.bind(("127.0.0.1", 0))
-            fp = wire.HELLO.pack(ps.fingerprint)
-            for rank in (0, 1):
-                fz.sendto(wire.pack_header(wire.KIND_HELLO, 0, JOB, rank, wire.ALL_LAYERS, 0, 0, len(fp)) + fp,
-                          ps.endpoint.address)
-            time.sleep(0.1)
-            ps.mux.drain()
+            # bound as both workers directly (the join is fuzz/join_first.py's subject)
+            ps.addrs.update({rank: fz.getsockname() for rank in (0, 1)})
             ps._open_push(0, config.bounds.required_fraction(pull=False))
             sent = 0
             while sent < count and time.monotonic() - start < seconds:
-                batch = [_packet(rng) for _ in range(100)]
+                batch = [packet(rng) for _ in range(100)]
                 for p in batch:
                     fz.sendto(p, ps.endpoint.address)
                 sent += len(batch)

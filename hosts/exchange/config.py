@@ -15,9 +15,10 @@ from hosts.policy_client import HostPolicy
 from hosts.transport.bounds import LayerBounds, parse_bound_list
 from hosts.transport.deadline import NO_DEADLINE, DeadlineSettings
 from hosts.transport.holes import DEFAULT_HOLE_FILL, HoleFill
+from hosts.transport.packet_mac import TAG_BYTES, packet_key
 from hosts.transport.phase import DEFAULT_CHECK_ROUNDS, DEFAULT_HIGH_DELTA
 from hosts.transport.sender import SendOptions
-from hosts.wire import pcn_tos
+from hosts.wire import MAX_DATA_PAYLOAD, pcn_tos
 
 TRANSPORTS = ("ltp", "tcp", "mlt")
 DEFAULT_BOUND = 0.1
@@ -61,6 +62,12 @@ class TransportConfig:
     # only a PS and workers built from this same config share (in-process use).
     job_key: bytes = field(default_factory=lambda: secrets.token_bytes(job_key.KEY_BYTES),
                            repr=False)
+    packet_mac: bool = False
+
+    @property
+    def mac_key(self) -> bytes | None:
+        """The key of every datagram's MAC trailer with --packet-mac, else None."""
+        return packet_key(self.job_key) if self.packet_mac else None
 
     @property
     def udp(self) -> bool:
@@ -76,7 +83,7 @@ class TransportConfig:
         out = {"transport": self.kind, "pace_pps": self.send.pace_pps,
                "bounds_from": "controller" if self.controller else "flags"}
         if self.udp:
-            out.update(hole_fill=self.hole_fill.value, plain=self.plain,
+            out.update(hole_fill=self.hole_fill.value, plain=self.plain, packet_mac=self.packet_mac,
                        priority_hints=self.send.priority_hints,
                        push_deadline=self.push_deadline.describe(),
                        pull_deadline=self.pull_deadline.describe(),
@@ -100,6 +107,12 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                    help="the job's secret: a file only its owner may read (mode 0600) holding "
                         "the key in hex; the PS creates it when missing. Workers prove it to "
                         "the PS when they join (HMAC-SHA256, never sent); required by the agents")
+    g.add_argument("--packet-mac", action="store_true",
+                   help="ltp, mlt: every datagram carries a 16-byte HMAC-SHA256 trailer under a "
+                        "key from --job-key, and one without a valid trailer is dropped: a packet "
+                        "with a peer's spoofed source address changes nothing (costs about a "
+                        "quarter of the per-packet processing: benchmarks/join_auth.py). PS and "
+                        "workers must agree")
     g.add_argument("--controller", metavar="SOCKET",
                    help="ltp: follow the controller's policy for --job (bounds, drop-eligible "
                         "classes, hole filling, regime) over its unix socket; without it the "
@@ -222,6 +235,12 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
         if extra:
             raise ConfigError(f"--transport mlt uses one fixed bound for push and pull and a fixed "
                               f"deadline; drop {', '.join(extra)}")
+    if kind == "tcp" and args.packet_mac:
+        raise ConfigError("--packet-mac needs a UDP transport (--transport ltp or mlt)")
+    if args.packet_mac and args.chunk_elems * 4 > MAX_DATA_PAYLOAD - TAG_BYTES:
+        raise ConfigError(f"--chunk-elems {args.chunk_elems} with --packet-mac: a DATA packet and "
+                          f"its MAC must fit a 1500-byte MTU (at most "
+                          f"{(MAX_DATA_PAYLOAD - TAG_BYTES) // 4} elements)")
     if kind == "tcp" and args.pcn:
         raise ConfigError("--pcn needs a UDP transport (--transport ltp or mlt)")
     if kind != "ltp" and args.priority_hints == "off":
@@ -268,7 +287,7 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
         phase_check_rounds=args.phase_check_rounds, phase_per_layer=args.phase_per_layer,
         pcn=args.pcn, pcn_threshold=args.pcn_threshold, pcn_timeout=args.pcn_timeout_ms / 1000.0,
         tcp_cc=tcp_cc, tcp_ecn=None if args.tcp_ecn is None else args.tcp_ecn == "on",
-        controller=args.controller, **key)
+        controller=args.controller, packet_mac=args.packet_mac, **key)
 
 
 def following(config: TransportConfig, policy: HostPolicy, flag_hole_fill: HoleFill) -> TransportConfig:

@@ -29,7 +29,8 @@ class UdpServerExchange:
         self.config = config
         self.plan = plan
         self.workers = workers
-        self.endpoint = Endpoint(bind, config.job_id, wire.PS_RANK, plain=config.plain)
+        self.endpoint = Endpoint(bind, config.job_id, wire.PS_RANK, plain=config.plain,
+                                 mac_key=config.mac_key)
         self.push_deadline = Deadline(config.push_deadline)
         self.counters = self.endpoint.counters
         self.mux = Mux(self.endpoint)

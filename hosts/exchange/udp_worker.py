@@ -33,7 +33,8 @@ class UdpWorkerExchange:
         self.plan = plan
         self.rank = rank
         self.ps = ps
-        self.endpoint = Endpoint(bind, config.job_id, rank, plain=config.plain, peer=ps)
+        self.endpoint = Endpoint(bind, config.job_id, rank, plain=config.plain, peer=ps,
+                                 mac_key=config.mac_key)
         self.pull_deadline = Deadline(config.pull_deadline)
         self.counters = self.endpoint.counters
         self.mux = Mux(self.endpoint)
@@ -61,7 +62,8 @@ class UdpWorkerExchange:
         while not self._join.joined:
             if time.monotonic() >= give_up:
                 why = ("answered without proving the job's key: a different --job-key?"
-                       if self._join.bad_answers else "not started or unreachable")
+                       if self._join.bad_answers else
+                       "not started, unreachable, or not of the same --packet-mac")
                 raise PeerTimeout(f"{self._ps_name} did not answer HELLO within "
                                   f"{self.config.join_timeout:.1f} s ({why})")
             self.endpoint.send_control(wire.KIND_HELLO, self.ps, 0,

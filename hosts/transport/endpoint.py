@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from hosts import wire
 from hosts.errors import ConfigError, PacketError
+from hosts.transport import packet_mac
 from hosts.transport.counters import Counters
 
 SOCKET_BUFFER_BYTES = 4 << 20
@@ -30,12 +31,15 @@ class Endpoint:
     `plain`: every control packet carries FLAG_PLAIN and TOS 0 (no network assistance).
     `peer`: when set, datagrams from any other address are dropped (a worker talks to its
     parameter server only, so a spoofed packet cannot redirect or close its sessions).
+    `mac_key`: every datagram sent carries a MAC trailer under it, and one received without a
+    valid trailer is dropped (--packet-mac, hosts/transport/packet_mac.py).
     """
 
     def __init__(self, bind: tuple[str, int], job_id: int, rank: int,
                  counters: Counters | None = None, plain: bool = False,
-                 peer: tuple[str, int] | None = None) -> None:
+                 peer: tuple[str, int] | None = None, mac_key: bytes | None = None) -> None:
         self.job_id = job_id
+        self.mac_key = mac_key
         self.peer = peer
         self.rank = rank
         self.plain = plain
@@ -64,6 +68,8 @@ class Endpoint:
         if tos != self._tos:
             self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
             self._tos = tos
+        if self.mac_key is not None:
+            data = packet_mac.sign(self.mac_key, data)
         try:
             self.sock.sendto(data, addr)
         except BlockingIOError:
@@ -114,6 +120,12 @@ class Endpoint:
         if self.peer is not None and addr != self.peer:
             self.counters["drop_wrong_source"] += 1
             return None
+        if self.mac_key is not None:
+            verified = packet_mac.verify(self.mac_key, data)
+            if verified is None:
+                self.counters["drop_bad_mac"] += 1
+                return None
+            data = verified
         try:
             hdr = wire.unpack_header(data)
         except PacketError as exc:

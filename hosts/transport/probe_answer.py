@@ -12,6 +12,7 @@ import math
 
 from hosts import wire
 from hosts.transport.chunking import ChunkPlan
+from hosts.transport.packet_mac import TAG_BYTES
 
 ANSWER_FACTOR = 2
 ANSWERS_PER_SECOND = 200.0    # ten times the default probe rate (--probe-ms 20)
@@ -25,9 +26,11 @@ def bitmap_bytes(chunks: int) -> int:
 
 def probe_padding(plan: ChunkPlan) -> int:
     """Zero bytes a PROBE carries so that the BITMAPs of every layer fit its answer budget
-    (at most a full datagram: larger answers take several PROBEs)."""
+    (at most a full datagram, with room for a --packet-mac trailer: larger answers take several
+    PROBEs)."""
     answer = sum(bitmap_bytes(c) for c in plan.chunk_counts)
-    return min(max(math.ceil(answer / ANSWER_FACTOR) - wire.HEADER_LEN, 0), wire.MAX_DATA_PAYLOAD)
+    return min(max(math.ceil(answer / ANSWER_FACTOR) - wire.HEADER_LEN, 0),
+               wire.MAX_DATA_PAYLOAD - TAG_BYTES)
 
 
 def valid_padding(payload: bytes) -> bool:
