@@ -10,7 +10,9 @@ Agents
   python -m hosts.worker --rank R --workers N --ps IP [--ps-port 19527] [--bind ADDR]
         [--port 19527 | 0] [--rounds R]
     shared model flags:     --hidden 64 (64-64-10 MLP on sklearn digits) --batch 32 --seed 1
-    shared transport flags: --transport ltp|tcp|mlt --job 1 --bound 0.1 --layer-bounds B0,B1,..
+    shared transport flags: --transport ltp|tcp|mlt --job 1 --job-key FILE (required: the job's
+        secret, 0600; the PS creates it when missing) [--packet-mac]
+        --bound 0.1 --layer-bounds B0,B1,..
         --pull-bound B | --reliable-pull
         --phase-aware [--phase-delta 0.4 --phase-check-rounds 10 --phase-per-layer]
         --hole-fill zero|previous|mean-delivered (default mean-delivered)
