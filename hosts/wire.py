@@ -166,4 +166,3 @@ def unpack_bitmap(payload: bytes | memoryview, count: int) -> np.ndarray:
 
 # Largest DATA payload that fits payload_len (16 bits) and a 1500-byte MTU with IPv4/UDP/header.
 MAX_DATA_PAYLOAD = 1500 - 20 - 8 - HEADER_LEN
-
