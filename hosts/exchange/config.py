@@ -110,9 +110,9 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--packet-mac", action="store_true",
                    help="ltp, mlt: every datagram carries a 16-byte HMAC-SHA256 trailer under a "
                         "key from --job-key, and one without a valid trailer is dropped: a packet "
-                        "with a peer's spoofed source address changes nothing (costs about a "
-                        "quarter of the per-packet processing: benchmarks/join_auth.py). PS and "
-                        "workers must agree")
+                        "with a peer's spoofed source address changes nothing (adds 16 to 23%% "
+                        "to the per-packet processing: benchmarks/join_auth.py). PS and workers "
+                        "must agree")
     g.add_argument("--controller", metavar="SOCKET",
                    help="ltp: follow the controller's policy for --job (bounds, drop-eligible "
                         "classes, hole filling, regime) over its unix socket; without it the "
