@@ -246,3 +246,36 @@ def test_agents_need_a_private_job_key(tmp_path):
                       "--job-key", str(key))
         assert done.returncode == 2 and message in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_tcp_a_silent_connection_holds_the_join_up_briefly_only():
+    config = _config("--transport", "tcp", "--join-timeout", "6")
+    plan = ChunkPlan(LAYERS, CHUNK)
+    ps = TcpServerExchange(config, plan, 1, ("127.0.0.1", 0))
+    gathered: list = []
+    errors: list[BaseException] = []
+
+    def run_ps() -> None:
+        try:
+            gathered.append(ps.gather(0, (1.0, 1.0)).values[0])
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    thread = threading.Thread(target=run_ps)
+    thread.start()
+    try:
+        with socket.create_connection(ps.listener.getsockname()):     # says nothing
+            time.sleep(0.2)
+            worker = TcpWorkerExchange(config, plan, 0, ps.listener.getsockname(), ("127.0.0.1", 0))
+            try:
+                worker.join()
+                worker.push(0, _grads())
+                thread.join(timeout=20)
+            finally:
+                worker.close()
+        assert not errors, errors
+        for got, sent in zip(gathered[0], _grads()):
+            np.testing.assert_array_equal(got, sent)
+    finally:
+        thread.join(timeout=5)
+        ps.close()
