@@ -22,7 +22,7 @@ from hosts.exchange import tcp_options
 from hosts.exchange.config import TransportConfig, add_transport_arguments, config_from_args
 from hosts.exchange.tcp import FrameStream, encode_layers, read_layers
 from hosts.jsonlog import JsonLog
-from hosts.transport.bounds import loss_budget_chunks, sub_chunk_notes
+from hosts.transport.bounds import LossBudget, sub_chunk_notes
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.counters import Counters
 from hosts.transport.deadline import Deadline
@@ -156,8 +156,8 @@ def send_rounds(config: TransportConfig, plan: ChunkPlan, rank: int, rounds: int
             sender = SendSession(ep, to, wire.PS_RANK, plan, random_layers(plan, seed + r), r,
                                  pull=False, options=config.send,
                                  critical_layers=config.bounds.critical_layers(pull=False),
-                                 loss_budget=loss_budget_chunks(config.bounds.push, plan,
-                                                                config.bounds.scope))
+                                 budget=LossBudget.of(config.bounds.push, plan,
+                                                      config.bounds.scope))
             mux.add(sender)
             mux.run(lambda: sender.done)
             mux.prune(r)

@@ -11,7 +11,7 @@ from hosts.errors import PacketError, PeerTimeout
 from hosts.exchange.config import TransportConfig, fingerprint
 from hosts.exchange.results import Gathered
 from hosts.pcn import answer_start
-from hosts.transport.bounds import loss_budget_chunks
+from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.deadline import Deadline
 from hosts.transport.endpoint import Endpoint, Received
@@ -139,13 +139,13 @@ class UdpServerExchange:
         if next_round is None and not last and next_required is not None:
             self._open_push(round_ + 1, next_required)
         flags = wire.FLAG_LAST if last else 0
-        budget = loss_budget_chunks(self.config.bounds.pull, self.plan, self.config.bounds.scope)
+        budget = LossBudget.of(self.config.bounds.pull, self.plan, self.config.bounds.scope)
         group = SendGroup([
             SendSession(self.endpoint, self.addrs[rank], rank, self.plan, layers, round_,
                         pull=True, options=self.config.send, extra_flags=flags,
                         peer_name=self.names[rank],
                         critical_layers=self.config.bounds.critical_layers(pull=True),
-                        loss_budget=budget)
+                        budget=budget)
             for rank in range(self.workers)])
         self.mux.add(group)
         t0 = time.monotonic()

@@ -11,7 +11,7 @@ from hosts.errors import ConfigError, PacketError, PeerTimeout
 from hosts.exchange.config import TransportConfig, fingerprint
 from hosts.exchange.results import Pulled
 from hosts.pcn import PcnClient
-from hosts.transport.bounds import loss_budget_chunks
+from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.deadline import Deadline
 from hosts.transport.endpoint import Endpoint, Received
@@ -105,8 +105,7 @@ class UdpWorkerExchange:
         sender = SendSession(self.endpoint, self.ps, wire.PS_RANK, self.plan, layers, round_,
                              pull=False, options=options, peer_name=self._ps_name,
                              critical_layers=cfg.bounds.critical_layers(pull=False),
-                             loss_budget=loss_budget_chunks(cfg.bounds.push, self.plan,
-                                                            cfg.bounds.scope))
+                             budget=LossBudget.of(cfg.bounds.push, self.plan, cfg.bounds.scope))
         self.mux.add(sender)
         self.mux.run(lambda: sender.done)
         stats.update(push_s=sender.stats.seconds, retransmissions=sender.stats.retransmissions,

@@ -116,13 +116,36 @@ def budget_elements(bounds: tuple[float, ...], plan: ChunkPlan) -> list[float]:
     return [b * n for b, n in zip(bounds, plan.layer_sizes)]
 
 
-def loss_budget_chunks(bounds: tuple[float, ...], plan: ChunkPlan, scope: str) -> int:
-    """How many whole chunks may be missing when the receiver closes (at least that many; the
-    short last chunk of a layer may let one more go)."""
-    budget = budget_elements(bounds, plan)
-    if scope == "tensor":
-        return int(sum(budget) // plan.chunk_elems)
-    return sum(int(b // plan.chunk_elems) for b in budget)
+@dataclass(frozen=True)
+class LossBudget:
+    """How many whole chunks a receiver may leave missing (at least that many: the short last
+    chunk of a layer may let one more go), as the sender counts them: per layer, and over the
+    tensor in tensor scope. Layers with bound 0 (`critical`) must arrive whole."""
+
+    scope: str
+    per_layer: tuple[int, ...]
+    total: int
+    critical: frozenset[int] = frozenset()
+
+    @classmethod
+    def of(cls, bounds: tuple[float, ...], plan: ChunkPlan, scope: str) -> "LossBudget":
+        budget = budget_elements(bounds, plan)
+        per_layer = tuple(int(b // plan.chunk_elems) for b in budget)
+        total = int(sum(budget) // plan.chunk_elems) if scope == "tensor" else sum(per_layer)
+        return cls(scope, per_layer, total, frozenset(i for i, b in enumerate(bounds) if b == 0.0))
+
+    @classmethod
+    def none(cls, plan: ChunkPlan) -> "LossBudget":
+        """Nothing may be missing (a reliable transfer)."""
+        return cls("layer", (0,) * plan.num_layers, 0, frozenset(range(plan.num_layers)))
+
+    def covers(self, missing: list[int]) -> bool:
+        """Is the receiver's bound met with `missing[l]` chunks of each layer l missing?"""
+        if any(missing[i] for i in self.critical):
+            return False
+        if self.scope == "tensor":
+            return sum(missing) <= self.total
+        return all(m <= b for m, b in zip(missing, self.per_layer))
 
 
 def sub_chunk_notes(bounds: LayerBounds, plan: ChunkPlan) -> list[str]:

@@ -10,7 +10,8 @@ signal only beyond the bound: when more chunks are known lost than the receiver 
 missing (`loss_budget`), the window halves as Reno's does. An observation window is as many
 acknowledged packets as the window held when it began (about one round trip).
 Rule ``reno``: every loss event halves the window (at most once per `loss_gap` s); CE and delay
-are ignored.
+are ignored. Loss is what the receiver's BITMAPs show (a chunk overtaken in the ACKs only stops
+holding the window: its ACK may have been the one lost).
 Both: +1 per acknowledged packet below the slow-start threshold, +1/cwnd above it; never below
 MIN_WINDOW packets.
 """
@@ -80,7 +81,7 @@ class Window:
             self._observe = self.cwnd
 
     def on_loss(self, lost: int, now: float) -> None:
-        """`lost` chunks are known missing at the receiver now (a BITMAP, or later ACKs)."""
+        """`lost` chunks are known missing at the receiver now (its BITMAPs)."""
         if lost <= 0 or (self.rule == "ecn" and lost <= self.loss_budget):
             return
         if now - self._last_loss_cut <= self.loss_gap:

@@ -8,6 +8,7 @@ import numpy as np
 
 from hosts import wire
 from hosts.errors import PacketError, PeerTimeout
+from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import Chunk, ChunkPlan, send_order
 from hosts.transport.congestion import Window
 from hosts.transport.endpoint import Endpoint, Received
@@ -59,8 +60,8 @@ class SendOptions:
     delay_target_us: int = 20_000
 
 
-# A chunk still unacknowledged when this many later transmissions were acknowledged counts as
-# lost (it stops holding the window; it is resent only if a BITMAP asks for it).
+# A chunk still unacknowledged when this many later transmissions were acknowledged stops
+# holding the window (lost, or its ACK was); it is resent only if a BITMAP shows it missing.
 REORDER_THRESHOLD = 3
 
 
@@ -85,15 +86,17 @@ class SendSession:
     DATA goes out in `options.order`, paced and (with a window) congestion-controlled; ACK and
     BITMAP mark chunks as arrived; once everything was sent once the sender PROBEs, and each
     BITMAP queues only the missing chunks again (flag RETX). A receiver whose bound is met has
-    closed already, so what a BITMAP asks for is loss beyond the bound. PeerTimeout if the peer
-    says nothing for `peer_timeout` s. `loss_budget`: chunks the receiver may leave missing
-    (bounds.loss_budget_chunks), below which loss does not shrink an 'ecn' window.
+    closed already, so what a BITMAP asks for is loss beyond the bound; missing chunks that the
+    `budget` (bounds.LossBudget: what the receiver may leave missing; default none) still
+    covers are not resent: chunks in flight will close the round. PeerTimeout if the peer says
+    nothing for `peer_timeout` s. Below the budget, loss does not shrink an 'ecn' window.
     """
 
     def __init__(self, endpoint: Endpoint, peer: tuple[str, int], peer_rank: int,
                  plan: ChunkPlan, layers: list[np.ndarray], round_: int, *, pull: bool,
                  options: SendOptions, extra_flags: int = 0, peer_name: str = "peer",
-                 critical_layers: frozenset[int] = frozenset(), loss_budget: int = 0) -> None:
+                 critical_layers: frozenset[int] = frozenset(),
+                 budget: LossBudget | None = None) -> None:
         self.endpoint = endpoint
         self.peer = peer
         self.peer_rank = peer_rank
@@ -123,8 +126,10 @@ class SendSession:
         self.last_heard = now
         self.done = False
         self._silence = options.probe_on_silence or options.window > 0
-        self.window = (Window(options.window, options.cc, loss_budget, options.delay_target_us,
-                              options.probe_interval) if options.window > 0 else None)
+        self.budget = budget if budget is not None else LossBudget.none(plan)
+        self.window = (Window(options.window, options.cc, self.budget.total,
+                              options.delay_target_us, options.probe_interval)
+                       if options.window > 0 else None)
         self._outstanding = np.zeros(len(chunks), dtype=bool)   # sent, neither ACKed nor known lost
         self._tx = np.zeros(len(chunks), dtype=np.int64)         # transmission number, last send
         self._tx_count = 0
@@ -216,21 +221,28 @@ class SendSession:
         return self.options.first_probe_delay if self.stats.probes == 0 else self.options.probe_interval
 
     def _known_lost(self) -> int:
-        """Chunks sent at least once, not arrived, neither in flight nor queued again."""
+        """Chunks a BITMAP showed missing (sent, not arrived, not in flight, not queued again)."""
         return int((self._sent_once & ~self.arrived & ~self._outstanding & ~self._queued).sum())
 
-    def _requeue_missing(self, now: float, layer: int | None = None) -> None:
-        """Queue again every chunk (of `layer`, or of all layers) not known to have arrived."""
+    def _missing_per_layer(self) -> list[int]:
+        """Per layer, chunks sent and not known to have arrived."""
+        gone = self._sent_once & ~self.arrived
+        return [int(gone[b:b + c].sum()) for b, c in zip(self._base, self.plan.chunk_counts)]
+
+    def _requeue_missing(self, now: float, layer: int | None = None, force: bool = False) -> None:
+        """Queue again every chunk (of `layer`, or of all layers) not known to have arrived,
+        unless (without `force`) the receiver's bound is met even without them."""
         lo, hi = 0, len(self.arrived)
         if layer is not None:
             lo = self._base[layer]
             hi = lo + self.plan.chunk_counts[layer]
         missing = lo + np.flatnonzero(~self.arrived[lo:hi] & ~self._queued[lo:hi])
         if len(missing):
-            if self.window is not None:
-                self._outstanding[missing] = False
-                self.window.on_loss(self._known_lost(), now)
             self._outstanding[missing] = False
+            if self.window is not None:
+                self.window.on_loss(self._known_lost(), now)
+            if not force and self.budget.covers(self._missing_per_layer()):
+                return
             self._queued[missing] = True
             self._queue = self._queue[self._pos:] + missing.tolist()
             self._pos = 0
@@ -249,10 +261,9 @@ class SendSession:
             highest = max(highest, int(self._tx[idx]))
         if self.window is not None and newly:
             self.window.on_ack(newly, marked, hdr.tele_qdelay_us)
-            overtaken = self._outstanding & (self._tx < highest - REORDER_THRESHOLD)
-            if overtaken.any():
-                self._outstanding[overtaken] = False
-                self.window.on_loss(self._known_lost(), now)
+            # Overtaken chunks stop holding the window. They are no loss signal: a lost ACK
+            # looks the same; the receiver's BITMAP is what tells loss beyond the bound.
+            self._outstanding &= ~(self._tx < highest - REORDER_THRESHOLD)
         if self._silence and newly and self._next_probe != INFINITY:
             self._next_probe = now + self.options.probe_interval
 
@@ -275,13 +286,16 @@ class SendSession:
                 base = self._base[hdr.layer_id]
                 self.arrived[base:base + count] |= bits
                 self._outstanding[base:base + count] &= ~bits
-                self._requeue_missing(now, hdr.layer_id)
+                # A probe is answered with one BITMAP per layer, in layer order: decide on
+                # resends with all of them in (a lost last one waits for the next probe).
+                if hdr.layer_id == self.plan.num_layers - 1:
+                    self._requeue_missing(now)
             elif hdr.kind == wire.KIND_STOP:
                 self.done = True
                 self.stats.finished = now
                 self.stats.closed_by = wire.STOP_REASON_NAMES.get(hdr.chunk_seq)
             elif hdr.kind == wire.KIND_PULL_REQ:
-                self._requeue_missing(now)
+                self._requeue_missing(now, force=True)
             else:
                 counters["drop_unexpected_kind"] += 1
         except PacketError as exc:

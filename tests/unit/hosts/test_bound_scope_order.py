@@ -5,8 +5,7 @@ import pytest
 
 from hosts import wire
 from hosts.errors import ConfigError
-from hosts.transport.bounds import (LayerBounds, loss_budget_chunks, sub_chunk_notes,
-                                    violated_layers)
+from hosts.transport.bounds import LayerBounds, LossBudget, sub_chunk_notes, violated_layers
 from hosts.transport.chunking import ChunkPlan, send_order
 from hosts.transport.reassembly import TensorBuffer
 
@@ -66,9 +65,16 @@ def test_bounds_below_one_chunk_are_reported_as_reliable():
     assert sub_chunk_notes(tiny, PLAN)[0] == "push tensor: bound 0.1% < 1 chunk: reliable"
 
 
-def test_loss_budget_in_whole_chunks():
-    assert loss_budget_chunks((0.1, 0.1), PLAN, "tensor") == 481 // 64
-    assert loss_budget_chunks((0.1, 0.1), PLAN, "layer") == 416 // 64 + 65 // 64
+def test_loss_budget_in_whole_chunks_per_scope():
+    tensor = LossBudget.of((0.1, 0.1), PLAN, "tensor")
+    assert tensor.total == 481 // 64 == 7
+    assert tensor.covers([0, 7]) and not tensor.covers([1, 7])     # holes anywhere, 7 in all
+    layer = LossBudget.of((0.1, 0.1), PLAN, "layer")
+    assert layer.per_layer == (416 // 64, 65 // 64) == (6, 1)
+    assert layer.covers([6, 1]) and not layer.covers([0, 2])
+    critical = LossBudget.of((0.1, 0.0), PLAN, "tensor")
+    assert critical.covers([6, 0]) and not critical.covers([0, 1])  # a bound-0 layer stays whole
+    assert not LossBudget.none(PLAN).covers([1, 0]) and LossBudget.none(PLAN).covers([0, 0])
 
 
 def test_scope_is_checked():
