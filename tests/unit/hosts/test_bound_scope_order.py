@@ -1,10 +1,13 @@
 """Issue 22: one bound over the tensor (LTP, MLT, DBLP) or one per layer (PLOT), bounds below
 one chunk reported, first-pass orders that put every layer in the tail, the STOP's reason."""
+import argparse
+
 import numpy as np
 import pytest
 
 from hosts import wire
 from hosts.errors import ConfigError
+from hosts.exchange.config import add_transport_arguments, config_from_args
 from hosts.transport.bounds import LayerBounds, LossBudget, sub_chunk_notes, violated_layers
 from hosts.transport.chunking import ChunkPlan, send_order
 from hosts.transport.reassembly import TensorBuffer
@@ -109,3 +112,24 @@ def test_ack_entries_echo_ce_and_stop_names_its_reason():
     assert wire.unpack_ack_entries(payload) == [(0, 1), (1, 7)]
     assert {wire.STOP_REASON_NAMES[wire.STOP_REASONS[r]] for r in ("bound", "complete", "deadline")} \
         == {"bound", "complete", "deadline"}
+
+
+def _config(*argv, layers=2):
+    ap = argparse.ArgumentParser()
+    add_transport_arguments(ap)
+    return config_from_args(ap.parse_args(list(argv)), layers, seed=1)
+
+
+def test_agent_flags_pick_the_scope_order_and_reaction_and_mlt_takes_them_too():
+    cfg = _config()
+    assert (cfg.bounds.scope, cfg.send.order, cfg.send.cc) == ("tensor", "interleave", "ecn")
+    assert _config("--layer-bounds", "0.1,0.05").bounds.scope == "layer"
+    mlt = _config("--transport", "mlt", "--bound", "0.1", "--bound-scope", "layer",
+                  "--order", "shuffle", "--cc", "reno")
+    assert (mlt.bounds.scope, mlt.send.order, mlt.send.cc) == ("layer", "shuffle", "reno")
+    summary = mlt.summary()
+    assert (summary["bound_scope"], summary["order"], summary["cc"]) == ("layer", "shuffle", "reno")
+    with pytest.raises(ConfigError, match="--bound-scope layer"):
+        _config("--layer-bounds", "0.1,0.05", "--bound-scope", "tensor")
+    with pytest.raises(ConfigError, match="--cc-delay-ms"):
+        _config("--cc-delay-ms", "0")
