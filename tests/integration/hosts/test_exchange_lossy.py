@@ -84,11 +84,13 @@ def test_deadline_closes_rounds_that_cannot_reach_their_bound(agents, tmp_path):
         assert 6 <= s["retransmissions"] <= 6 * (s["probes"] + 1)
 
 
-def test_tensor_bound_closes_rounds_with_holes_anywhere_and_no_resend(agents, tmp_path):
-    # One 10% bound over the tensor, 5% random loss on the path, chunks interleaved across
-    # layers: rounds close by the bound on the first pass, whichever chunks were lost.
+@pytest.mark.parametrize("window", [[], ["--window", "10", "--cc", "ecn"]], ids=["no-window", "ecn-window"])
+def test_tensor_bound_closes_rounds_with_holes_anywhere_and_no_resend(agents, tmp_path, window):
+    # One 10% bound over the tensor, 5% random loss on the path (ACKs and STOPs too), chunks
+    # interleaved across layers: rounds close by the bound on the first pass, whichever chunks
+    # were lost; a window that reacts to loss only beyond the bound does not change that.
     flags = ["--bound", "0.1", "--bound-scope", "tensor", "--order", "interleave",
-             "--deadline", "fixed", "--deadline-ms", "5000"]
+             "--deadline", "fixed", "--deadline-ms", "5000", *window]
     rounds = 20
     recv_rounds, send_rounds, dropped = _exchange(agents, tmp_path, 0.05, rounds, flags, flags)
     assert dropped > 0
