@@ -86,10 +86,11 @@ class SendSession:
     DATA goes out in `options.order`, paced and (with a window) congestion-controlled; ACK and
     BITMAP mark chunks as arrived; once everything was sent once the sender PROBEs, and each
     BITMAP queues only the missing chunks again (flag RETX). A receiver whose bound is met has
-    closed already, so what a BITMAP asks for is loss beyond the bound; missing chunks that the
-    `budget` (bounds.LossBudget: what the receiver may leave missing; default none) still
-    covers are not resent: chunks in flight will close the round. PeerTimeout if the peer says
-    nothing for `peer_timeout` s. Below the budget, loss does not shrink an 'ecn' window.
+    closed already, so what a BITMAP asks for after the first pass is loss beyond the bound;
+    during the first pass, missing chunks that the `budget` (bounds.LossBudget: what the
+    receiver may leave missing; default none) still covers are not resent: the chunks still to
+    come will close the round. PeerTimeout if the peer says nothing for `peer_timeout` s.
+    Below the budget, loss does not shrink an 'ecn' window.
     """
 
     def __init__(self, endpoint: Endpoint, peer: tuple[str, int], peer_rank: int,
@@ -230,8 +231,11 @@ class SendSession:
         return [int(gone[b:b + c].sum()) for b, c in zip(self._base, self.plan.chunk_counts)]
 
     def _requeue_missing(self, now: float, layer: int | None = None, force: bool = False) -> None:
-        """Queue again every chunk (of `layer`, or of all layers) not known to have arrived,
-        unless (without `force`) the receiver's bound is met even without them."""
+        """Queue again every chunk (of `layer`, or of all layers) not known to have arrived.
+        Without `force`, while the first pass is not over and the budget covers what is
+        missing, nothing is queued: the chunks still to come will meet the bound. After the
+        pass, a receiver that is still open (it answered with BITMAPs, not STOP) is the
+        authority: its bound is not met, whatever this sender assumes about it."""
         lo, hi = 0, len(self.arrived)
         if layer is not None:
             lo = self._base[layer]
@@ -241,7 +245,8 @@ class SendSession:
             self._outstanding[missing] = False
             if self.window is not None:
                 self.window.on_loss(self._known_lost(), now)
-            if not force and self.budget.covers(self._missing_per_layer()):
+            if (not force and not self._sent_once.all()
+                    and self.budget.covers(self._missing_per_layer())):
                 return
             self._queued[missing] = True
             self._queue = self._queue[self._pos:] + missing.tolist()
