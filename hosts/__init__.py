@@ -13,18 +13,20 @@ Agents
     shared transport flags: --transport ltp|tcp|mlt --job 1 --job-key FILE (required: the job's
         secret, 0600; the PS creates it when missing) [--packet-mac]
         --bound 0.1 --layer-bounds B0,B1,..
-        --pull-bound B | --reliable-pull
+        --bound-scope tensor|layer (tensor; layer with --layer-bounds) --pull-bound B | --reliable-pull
         --phase-aware [--phase-delta 0.4 --phase-check-rounds 10 --phase-per-layer]
         --hole-fill zero|previous|mean-delivered (default mean-delivered)
         --deadline telemetry|adaptive|fixed (ltp: telemetry, mlt: fixed) --deadline-ms 500
         [--pull-deadline-ms] --deadline-floor-ms 200 --deadline-ceiling-ms 2000 --deadline-mult 3
-        --chunk-elems 64 --pace-pps 0 --probe-ms 20 --order layer|shuffle --peer-timeout 10
+        --chunk-elems 64 --pace-pps 0 --probe-ms 20 --order interleave|shuffle|layer
+        --window 0 --cc ecn|reno --cc-delay-ms 20 --peer-timeout 10
         --join-timeout 60 --pcn [--pcn-threshold 10 --pcn-timeout-ms 50]
         --tcp-cc NAME --tcp-ecn on|off (tcp only)
     mlt is the software-MLT baseline: one fixed bound for push and pull, every packet PLAIN.
-    JSON events: start (config), round (time_s, push_s, pull_s, delivered, delivered_min,
-        violations, deadline_ms, telemetry, deadline_adaptation, bytes, retransmissions, drops,
-        bounds, phase), violation, adaptation (law, stage, round, deadline_ms, reason),
+    JSON events: start (config), bounds (scope, bounds below one chunk), round (time_s, push_s,
+        pull_s, compute_s, control_s, wait_s (worker), closed_by, resends, delivered,
+        delivered_min, delivered_tensor(_min) (PS), violations, deadline_ms, telemetry,
+        deadline_adaptation, bytes, retransmissions, drops, bounds, phase), violation, adaptation (law, stage, round, deadline_ms, reason),
         epoch (loss, test_loss, accuracy), done (violations per layer; tcp: connections).
   python -m hosts.pcn serve [--port 19527] | start --ps IP [--threshold 10 --count N]
   python -m hosts.background sink|flows|microburst|incast ...   (DCTCP if available, else cubic)
