@@ -187,7 +187,7 @@ class DatagramSink {
 
   std::vector<double> times;
   std::vector<std::string> heads;
-  std::vector<uint8_t> tos;
+  std::vector<uint32_t> tos;   // uint32_t: cppyy reads a vector of uint8_t as text
 
  private:
   void OnRecv(ns3::Ptr<ns3::Socket> s) {
