@@ -21,6 +21,11 @@ from controller.topology import Link, Topology
 from sim import engine, tables
 from sim.errors import SimError
 
+# Packets a switch port's device holds below the queue disc. With 1, ns-3 3.44's flow control
+# stalled TCP for seconds of simulated time (8-to-1 incast, 64-packet queue; ns-3's own FIFO
+# queue disc too); with 2 no stall was seen. The cost: up to 2 packets per port bypass priority.
+DEVICE_QUEUE = "2p"
+
 
 @dataclass(frozen=True)
 class SimOptions:
@@ -128,9 +133,9 @@ class SimNetwork:
 
     def _switch_port(self, switch: str, port: int, dev: Any) -> None:
         ns, cpp = self.ns, self.cpp
-        # the device holds one packet: the queue disc's priority queues hold the rest
+        # the device holds DEVICE_QUEUE packets, the queue disc's priority queues the rest
         p2p_dev = ns.DynamicCast[ns.PointToPointNetDevice](dev)
-        p2p_dev.GetQueue().SetMaxSize(ns.QueueSize("1p"))
+        p2p_dev.GetQueue().SetMaxSize(ns.QueueSize(DEVICE_QUEUE))
         helper = ns.TrafficControlHelper()
         helper.SetRootQueueDisc("gradlane_sim::PortQueueDisc")
         disc = ns.DynamicCast[cpp.PortQueueDisc](helper.Install(dev).Get(0))

@@ -28,6 +28,7 @@ class TcpSettings:
     buffer_bytes: int = 4 * 1024 * 1024
     initial_cwnd: int = 10
     sack: bool = False
+    data_retries: int = 15          # Linux's tcp_retries2 (ns-3's default 6 gives up sooner)
 
     def __post_init__(self) -> None:
         if self.cc not in CONGESTION_CONTROLS:
@@ -48,6 +49,7 @@ def configure(settings: TcpSettings) -> None:
         "ns3::TcpSocketBase::MinRto": ns.TimeValue(ns.MicroSeconds(int(settings.min_rto_ms * 1000))),
         "ns3::TcpSocketBase::UseEcn": ns.StringValue("On" if settings.ecn or dctcp else "Off"),
         "ns3::TcpSocketBase::Sack": ns.BooleanValue(settings.sack),
+        "ns3::TcpSocket::DataRetries": ns.UintegerValue(settings.data_retries),
         "ns3::TcpSocket::SegmentSize": ns.UintegerValue(settings.segment_bytes),
         "ns3::TcpSocket::SndBufSize": ns.UintegerValue(settings.buffer_bytes),
         "ns3::TcpSocket::RcvBufSize": ns.UintegerValue(settings.buffer_bytes),
