@@ -2,13 +2,15 @@
 
 The same config, records (rounds.jsonl, runs.jsonl) and summary as the emulation, every run
 marked `"backend": "ns3"`, and the summary says it was simulated. Simulated so far: the TCP arms
-of experiments whose job is one parameter server and its workers (`ltp_incast`); arms the
-simulator cannot run yet are listed in the config's `params.skipped_arms`, with the reason.
+of `ltp_incast` (one parameter server and its workers, push/pull rounds) and every arm of `pcn`
+(`sim.pcn`); arms the simulator cannot run yet are listed in the config's
+`params.skipped_arms`, with the reason.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import replace
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
@@ -17,13 +19,13 @@ from experiments.api import ArmResult, Summary
 from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.records import Results, ResultsDir
 from experiments.stats import percentile
-from sim import tcp
+from sim import pcn, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_parameters, run_tcp_rounds
 from topo.topologies import TopoParams, build_topology
 
-SIMULATED_EXPERIMENTS = {"ltp_incast"}
+SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn"}
 BACKEND = "ns3"
 
 
@@ -31,6 +33,8 @@ def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
     """Why `arm` cannot be simulated yet, or None when it can."""
     if cfg.name not in SIMULATED_EXPERIMENTS:
         return f"experiment {cfg.name} is not simulated yet"
+    if cfg.name == "pcn":
+        return None
     if arm.transport != "tcp":
         return f"transport {arm.transport} is not simulated yet (only ns-3's TCP)"
     if (arm.tcp_cc or "cubic") not in tcp.CONGESTION_CONTROLS:
@@ -61,11 +65,20 @@ def topology(settings: TopologySettings, workers: int) -> Any:
         bw_mbps=settings.bw_mbps))
 
 
-def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, options: SimOptions = SimOptions()) -> ArmResult:
+def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,
+            options: SimOptions = SimOptions()) -> ArmResult:
+    """One repetition of one arm, simulated."""
+    topo = topology(cfg.topology_of(arm), cfg.workers_of(arm))
+    if cfg.name == "pcn":
+        return pcn.run_arm(cfg, arm, rep, topo, out_dir, options)
+    return run_tcp_arm(cfg, arm, rep, topo, options)
+
+
+def run_tcp_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
+                options: SimOptions = SimOptions()) -> ArmResult:
     """One repetition of a TCP arm: rounds of push (each worker's gradient to the PS) and pull."""
     settings = cfg.topology_of(arm)
     workers = cfg.workers_of(arm)
-    topo = topology(settings, workers)
     policy = load_policy(settings.policy or "controller/policies/default.yaml")
     gradient_bytes = 4 * model_parameters(cfg.model.hidden)
     tcp.configure(tcp.TcpSettings(cc=arm.tcp_cc or "cubic", ecn=arm.tcp_ecn == "on"))
@@ -103,7 +116,7 @@ def run(cfg: ExperimentConfig, rd: ResultsDir, out: Callable[[str], None] = lamb
     rd.set_state("running", todo=len(todo), total=len(todo))
     for index, (rep, arm) in enumerate(todo):
         t0 = time.monotonic()
-        result = run_arm(cfg, arm, rep)
+        result = run_arm(cfg, arm, rep, rd.path)
         elapsed = time.monotonic() - t0
         tail = result.extra["tail_drops"]
         run_record: dict[str, Any] = {
@@ -113,13 +126,15 @@ def run(cfg: ExperimentConfig, rd: ResultsDir, out: Callable[[str], None] = lamb
             "rounds_planned": cfg.rounds_of(arm), "metrics": result.metrics,
             "switch": {"queue_tail_drops": tail, "switch_dropped": False},
             "conditions": {"switch_dropped": False, "simulated": True},
-            "backend": BACKEND, "sim_switches": result.extra["sim_switches"],
+            **result.extra, "backend": BACKEND,
         }
         rd.append_run(run_record, [{**r, "arm": arm.name, "rep": rep} for r in result.rounds])
         m = result.metrics
+        brief = ", ".join(f"{k} {m[k]:.3g}" for k in ("rounds_per_s", "round_time_p99_s", "start_queue_pkts",
+                                                      "burst_completion_s") if isinstance(m.get(k), (int, float)))
         out(f"[{cfg.name}] run {index + 1}/{len(todo)} arm {arm.name} rep {rep + 1}: "
             + ("done" if result.ok else f"FAILED: {result.error}")
-            + f" ({m['rounds']} rounds, p99 {m['round_time_p99_s']} s simulated) in {elapsed:.1f} s wall")
+            + f" ({brief}; simulated) in {elapsed:.1f} s wall")
     rd.set_state("done", remaining=0)
 
 
@@ -134,8 +149,7 @@ class SimulatedModule:
 
     def summarize(self, results: Results, config: ExperimentConfig) -> Summary:
         summary = self._module.summarize(results, config)
-        summary.notes.insert(0, "SIMULATED with ns-3 (--backend ns3): no training ran; each round moves a "
-                                "gradient of the model's size (push, then pull) over ns-3's TCP; accuracy "
-                                "figures are n/a. Switch queues follow the controller's entries "
-                                "(docs/ns3.md).")
+        summary.notes.insert(0, "SIMULATED with ns-3 (--backend ns3): no training ran (gradients are sized, "
+                                "not computed; accuracy figures are n/a); the simulated switches run the "
+                                "controller's entries. docs/ns3.md says what is simulated and what is not.")
         return summary

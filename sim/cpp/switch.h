@@ -7,11 +7,14 @@
 #include <array>
 #include <unordered_map>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "ns3/drop-tail-queue.h"
 #include "ns3/ipv4-header.h"
+#include "ns3/header.h"
 #include "ns3/ipv4-queue-disc-item.h"
+#include "ns3/packet-sink.h"
 #include "ns3/queue-disc.h"
 #include "ns3/simulator.h"
 #include "ns3/udp-header.h"
@@ -273,6 +276,42 @@ class SwitchState {
   std::unordered_map<uint64_t, Sender> senders_;
 };
 
+// The UDP header and gradient header of a packet as raw bytes, to rewrite telemetry in place.
+class GradientBytes : public ns3::Header {
+ public:
+  static constexpr uint32_t kSize = 8 + 32;
+  static ns3::TypeId GetTypeId() {
+    static ns3::TypeId tid = ns3::TypeId("gradlane_sim::GradientBytes")
+                                 .SetParent<ns3::Header>()
+                                 .AddConstructor<GradientBytes>();
+    return tid;
+  }
+  ns3::TypeId GetInstanceTypeId() const override { return GetTypeId(); }
+  uint32_t GetSerializedSize() const override { return kSize; }
+  void Serialize(ns3::Buffer::Iterator it) const override { it.Write(bytes.data(), kSize); }
+  uint32_t Deserialize(ns3::Buffer::Iterator it) override { it.Read(bytes.data(), kSize); return kSize; }
+  void Print(std::ostream& os) const override { os << "gradient bytes"; }
+
+  // p4src/egress.p4 stamp_telemetry: max enqueue depth, hop count, summed queueing delay;
+  // the UDP checksum becomes 0.
+  static void Stamp(ns3::Ptr<ns3::Packet> p, uint32_t enq_depth, uint32_t delay_us) {
+    GradientBytes h;
+    p->RemoveHeader(h);
+    uint8_t* u = h.bytes.data();
+    uint8_t* g = u + 8;
+    uint32_t depth = std::min<uint32_t>(enq_depth, 0xFFFF);
+    if (depth > uint32_t((g[24] << 8) | g[25])) { g[24] = depth >> 8; g[25] = depth & 0xFF; }
+    uint32_t hops = ((g[26] << 8) | g[27]) + 1;
+    g[26] = (hops >> 8) & 0xFF; g[27] = hops & 0xFF;
+    uint32_t delay = ((uint32_t(g[28]) << 24) | (g[29] << 16) | (g[30] << 8) | g[31]) + delay_us;
+    g[28] = delay >> 24; g[29] = (delay >> 16) & 0xFF; g[30] = (delay >> 8) & 0xFF; g[31] = delay & 0xFF;
+    u[6] = u[7] = 0;
+    p->AddHeader(h);
+  }
+
+  std::array<uint8_t, kSize> bytes{};
+};
+
 // The egress queues of one switch port: 8 strict-priority FIFOs of `depth` packets each
 // (BMv2's per-priority queue depth), fed by SwitchState's verdicts.
 class PortQueueDisc : public ns3::QueueDisc {
@@ -288,6 +327,9 @@ class PortQueueDisc : public ns3::QueueDisc {
   void Configure(SwitchState* state, uint32_t port, uint32_t depth) {
     state_ = state; port_ = port; depth_ = depth;
   }
+
+  // Packets now in priority queue `prio`.
+  uint32_t Depth(uint32_t prio) const { return GetInternalQueue(prio)->GetNPackets(); }
 
  private:
   bool DoEnqueue(ns3::Ptr<ns3::QueueDiscItem> item) override {
@@ -305,13 +347,24 @@ class PortQueueDisc : public ns3::QueueDisc {
     if (d >= depth_) { state_->TailDrop(port_, v.prio); DropBeforeEnqueue(item, "tail"); return false; }
     if (state_->ShouldMark(port_, v, ip, d)) Mark(item, "ecn");
     state_->Depth(port_, v.prio, d + 1);
-    return GetInternalQueue(v.prio)->Enqueue(item);
+    if (!GetInternalQueue(v.prio)->Enqueue(item)) return false;
+    // what egress needs at dequeue: telemetry for gradient DATA, with the enqueue depth
+    stamp_[v.prio].push_back(v.grad_data ? int64_t(d) : -1);
+    return true;
   }
 
   ns3::Ptr<ns3::QueueDiscItem> DoDequeue() override {
     for (int p = kPriorities - 1; p >= 0; p--) {
       auto item = GetInternalQueue(p)->Dequeue();
-      if (item) { state_->Transmitted(port_, p); return item; }
+      if (!item) continue;
+      state_->Transmitted(port_, p);
+      int64_t depth = stamp_[p].front();
+      stamp_[p].pop_front();
+      if (depth >= 0) {
+        auto delay = ns3::Simulator::Now() - item->GetTimeStamp();
+        GradientBytes::Stamp(item->GetPacket(), uint32_t(depth), uint32_t(delay.GetMicroSeconds()));
+      }
+      return item;
     }
     return nullptr;
   }
@@ -326,8 +379,40 @@ class PortQueueDisc : public ns3::QueueDisc {
   void InitializeParams() override {}
 
   SwitchState* state_ = nullptr;
+  std::array<std::deque<int64_t>, kPriorities> stamp_;   // per queued packet: enqueue depth, -1 = no telemetry
   uint32_t port_ = 0;
   uint32_t depth_ = 64;
+};
+
+// Samples, every `interval_s`, the depth of priority queue `prio` of some ports and the bytes
+// some packet sinks received (queue-depth telemetry over time, as the emulation's Thrift sampler).
+class QueueProbe {
+ public:
+  explicit QueueProbe(double interval_s) : interval_(ns3::Seconds(interval_s)) {}
+  void AddQueue(ns3::Ptr<PortQueueDisc> q, uint32_t prio) { queues_.push_back({q, prio}); }
+  void AddSink(ns3::Ptr<ns3::Application> app) { sinks_.push_back(ns3::DynamicCast<ns3::PacketSink>(app)); }
+  void Start(double at_s, double until_s) {
+    until_ = ns3::Seconds(until_s);
+    ns3::Simulator::Schedule(ns3::Seconds(at_s), &QueueProbe::Sample, this);
+  }
+
+  std::vector<double> times;
+  std::vector<uint32_t> depths;        // per sample, one per queue in AddQueue order
+  std::vector<uint64_t> sink_bytes;    // per sample, the sum over the sinks
+
+ private:
+  void Sample() {
+    times.push_back(ns3::Simulator::Now().GetSeconds());
+    for (auto& [q, prio] : queues_) depths.push_back(q->Depth(prio));
+    uint64_t total = 0;
+    for (auto& s : sinks_) total += s->GetTotalRx();
+    sink_bytes.push_back(total);
+    if (ns3::Simulator::Now() + interval_ <= until_) ns3::Simulator::Schedule(interval_, &QueueProbe::Sample, this);
+  }
+
+  ns3::Time interval_, until_;
+  std::vector<std::pair<ns3::Ptr<PortQueueDisc>, uint32_t>> queues_;
+  std::vector<ns3::Ptr<ns3::PacketSink>> sinks_;
 };
 
 }  // namespace gradlane_sim
