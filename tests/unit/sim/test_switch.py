@@ -66,6 +66,9 @@ def test_strict_priority_serves_the_higher_queue_first(incast):
     firsts = [i for i, seq in enumerate(order) if seq >= 100]
     assert firsts == list(range(firsts[0], firsts[0] + 10))      # served back to back
     assert firsts[0] < 15                                         # ahead of ~25 queued low packets
+    telemetry = [wire.HEADER.unpack_from(bytes(h))[11:14] for h in rx.heads]   # max depth, hops, delay
+    assert all(hops == 2 for _, hops, _ in telemetry)                        # s1 and s2 stamped
+    assert max(depth for depth, _, _ in telemetry) >= 25 and max(d for _, _, d in telemetry) > 20_000
     queues = net.switches["s1"].counters()["queues"]
     uplink = net.topo.links[-1].a_port
     assert queues[f"{uplink}/6"]["tx"] == 10 and queues[f"{uplink}/4"]["tx"] == 40
