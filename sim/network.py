@@ -21,10 +21,9 @@ from controller.topology import Link, Topology
 from sim import engine, tables
 from sim.errors import SimError
 
-# Packets a switch port's device holds below the queue disc. With 1, ns-3 3.44's flow control
-# stalled TCP for seconds of simulated time (8-to-1 incast, 64-packet queue; ns-3's own FIFO
-# queue disc too); with 2 no stall was seen. The cost: up to 2 packets per port bypass priority.
-DEVICE_QUEUE = "2p"
+# Packets a switch port's device holds below the queue disc (the one being put on the wire
+# waits there): everything else waits in the priority queues.
+DEVICE_QUEUE = "1p"
 
 
 @dataclass(frozen=True)
