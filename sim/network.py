@@ -4,7 +4,9 @@ Every host and switch becomes an ns-3 node with an IPv4 stack; every link a poin
 link with its own /30 (the simulator's addresses, not the description's). Each switch port's
 egress runs `gradlane_sim::PortQueueDisc` (8 strict-priority queues of the switch's
 `queue_depth` packets) over one `SwitchState` per switch, filled with the controller's entries
-(`sim.tables`). ns-3's global routing forwards on shortest paths.
+(`sim.tables`). Switches forward by the controller's routes (`gradlane_sim::SwitchRouting`:
+equal-cost groups, per-packet spraying of gradient DATA, per-flow hashing of the rest); hosts
+by ns-3's global routing (their one link).
 
 Rates: a link's `bw_mbps` when set, else `SimOptions.rate_gbps`; a switch end with a queue
 rate in packets/s sends at that rate in `SimOptions.packet_bytes`-byte packets.
@@ -12,6 +14,7 @@ Delay: a link's `delay_ms` when set, else `SimOptions.link_delay_us`.
 """
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +55,7 @@ class SimSwitch:
     state: Any
     queues: dict[int, Any] = field(default_factory=dict)
     report: tables.LoadReport = field(default_factory=tables.LoadReport)
+    routing: Any = None
 
     def counters(self) -> dict[str, Any]:
         """Per-queue and per-slot counters, as plain numbers: totals and the busy queues."""
@@ -92,9 +96,11 @@ class SimNetwork:
             stack.Install(node)
         self.switches = {name: SimSwitch(name, cpp.SwitchState(max(topo.ports(name), default=0)))
                          for name in topo.switches}
+        entries = {name: tables.switch_entries(topo, name, policy, options.network) for name in topo.switches}
         for name, sw in self.switches.items():
-            sw.report = tables.load(sw.state, tables.switch_entries(topo, name, policy, options.network), cpp)
+            sw.report = tables.load(sw.state, entries[name], cpp)
         self.addresses: dict[str, Any] = {}
+        self._peers: dict[tuple[str, int], tuple[Any, Any]] = {}   # (switch, port) -> (device, neighbour address)
         addr = ns.Ipv4AddressHelper()
         addr.SetBase(ns.Ipv4Address("10.0.0.0"), ns.Ipv4Mask("255.255.255.252"))
         self._keep: list[Any] = []
@@ -102,6 +108,8 @@ class SimNetwork:
             self._link(link, addr)
             addr.NewNetwork()
         ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
+        for name in topo.switches:
+            self._routing(name, entries[name])
 
     # -- building -----------------------------------------------------------------------------
     def _rate_bps(self, link: Link, node: str) -> float:
@@ -128,6 +136,8 @@ class SimNetwork:
         for i, node in enumerate((link.a, link.b)):
             if node in self.topo.hosts:
                 self.addresses[node] = interfaces.GetAddress(i)
+            else:
+                self._peers[(node, link.port_of(node))] = (devices.Get(i), interfaces.GetAddress(1 - i))
         self._keep.append(interfaces)
 
     def _switch_port(self, switch: str, port: int, dev: Any) -> None:
@@ -141,6 +151,21 @@ class SimNetwork:
         sw = self.switches[switch]
         disc.Configure(sw.state, port, self.topo.switches[switch].queue_depth)
         sw.queues[port] = disc
+
+    def _routing(self, switch: str, entries: list[Any]) -> None:
+        ns, cpp = self.ns, self.cpp
+        node = self.nodes[switch]
+        ipv4 = node.GetObject[ns.Ipv4]()
+        routing = ns.CreateObject[cpp.SwitchRouting]()
+        routing.Configure(self.switches[switch].state)
+        for (name, port), (dev, peer) in self._peers.items():
+            if name == switch:
+                routing.SetPort(port, ipv4.GetInterfaceForDevice(dev), peer)
+        by_ip = {int(ipaddress.IPv4Address(h.ip)): name for name, h in self.topo.hosts.items()}
+        for dst, ports in tables.routes(entries):
+            routing.AddRoute(self.addresses[by_ip[dst]], list(ports))
+        ns.DynamicCast[ns.Ipv4ListRouting](ipv4.GetRoutingProtocol()).AddRoutingProtocol(routing, 10)
+        self.switches[switch].routing = routing
 
     # -- use ----------------------------------------------------------------------------------
     def node(self, name: str) -> Any:

@@ -1,10 +1,11 @@
 """The controller's entries for one switch, loaded into the simulated switch's C++ tables.
 
 The entries are exactly what the controller installs on a BMv2 switch: the network layer's
-(`controller.network.plan_switch`: DSCP classes, ECN/PCN thresholds per port) and the policy's
-(`controller.policy.translate`: gradient classes with their slots, bounds and thresholds, job
-ablation switches, per-job PCN thresholds). Forwarding entries (ARP answers, routes, equal-cost
-groups) are not loaded: ns-3's own IP routing forwards (docs/ns3.md says what that changes).
+(`controller.network.plan_switch`: routes with their equal-cost groups, DSCP classes, ECN/PCN
+thresholds per port) and the policy's (`controller.policy.translate`: gradient classes with
+their slots, bounds and thresholds, job ablation switches, per-job PCN thresholds). Routes go
+to the switch's routing (`routes`, then `sim.network`); ARP answers are not needed (ns-3's
+point-to-point links have no ARP).
 """
 from __future__ import annotations
 
@@ -12,13 +13,27 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from controller import p4names as N
-from controller.entries import Entity, Exact, Range, TableEntry, Ternary
+from controller.entries import Entity, Exact, Group, Lpm, Member, Range, TableEntry, Ternary
 from controller.network import NetworkOptions, plan_switch
 from controller.policy import Policy, assign_slots, translate
 from controller.topology import Topology
 from sim.errors import SimError
 
 FORWARDING_TABLES = {N.ARP_TABLE, N.ROUTE_TABLE}
+
+
+def routes(entities: Sequence[Entity]) -> list[tuple[int, tuple[int, ...]]]:
+    """(destination IPv4 as an int, its member ports) of every /32 route among `entities`."""
+    ports = {e.member_id: e.action.param(N.SET_NHOP_PORT) for e in entities if isinstance(e, Member)}
+    groups = {e.group_id: tuple(ports[m] for m in e.members) for e in entities if isinstance(e, Group)}
+    out = []
+    for e in entities:
+        if isinstance(e, TableEntry) and e.table == N.ROUTE_TABLE:
+            dst = dict(e.match)[N.ROUTE_KEY_DST]
+            if not isinstance(dst, Lpm) or dst.prefix_len != 32:
+                raise SimError(f"route {dst!r}: only /32 host routes are simulated")
+            out.append((dst.value, groups[e.group_id] if e.group_id is not None else (ports[e.member_id],)))
+    return out
 
 
 @dataclass
@@ -63,7 +78,7 @@ def load(state: Any, entities: Sequence[Entity], cpp: Any) -> LoadReport:
     """Fill the C++ `SwitchState` from `entities`; SimError on an entry it cannot express."""
     report = LoadReport()
     for entity in entities:
-        if not isinstance(entity, TableEntry) or entity.table in FORWARDING_TABLES:
+        if not isinstance(entity, TableEntry) or entity.table in FORWARDING_TABLES:   # see routes()
             report.forwarding += 1
             continue
         match, action = _match(entity), entity.action

@@ -182,7 +182,12 @@ class SwitchState {
   }
   uint32_t PcnPending(uint32_t port) const { return port < ports_ ? pcn_count_[port] : 0; }
 
- private:
+  // Whether the job's gradient DATA is sprayed per packet (job_features; no entry = yes).
+  bool Sprays(uint16_t job) const {
+    for (const auto& f : features_) if (f.job == job) return f.spray;
+    return true;
+  }
+
   static bool ParseGradient(const ns3::Ipv4Header& ip, ns3::Ptr<const ns3::Packet> p, Gradient& g) {
     if (ip.GetProtocol() != 17 || p->GetSize() < 8 + 24) return false;
     uint8_t b[8 + 24];
@@ -200,6 +205,7 @@ class SwitchState {
     return true;
   }
 
+ private:
   const ClassRule* MatchClass(const Gradient& g) const {
     const ClassRule* best = nullptr;
     for (const auto& r : class_rules_) {
