@@ -125,7 +125,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.config or args.resume or args.report_only:
                 raise ExperimentError("--config, --resume and --report-only name one experiment, not 'all'")
             worst = 0
-            for name in experiments.names():
+            names = experiments.names()
+            if args.backend == "ns3":
+                from sim import harness  # noqa: PLC0415
+                names = [n for n in names if n in harness.SIMULATED_EXPERIMENTS]
+            for name in names:
                 code = run_one(name, args)
                 if code == EXIT_INTERRUPTED:
                     return code

@@ -62,3 +62,15 @@ def test_pcn_start_empties_the_queue_before_the_burst(tmp_path):
     assert off["start_queue_pkts"] > on["start_queue_pkts"]
     assert runs["pcn"]["sim_switches"]["l1"]["pcn_starts"] == 1
     assert (rd.path / runs["pcn"]["queue_series"]).is_file()
+
+
+def test_cli_names_an_experiment_it_cannot_simulate(tmp_path, capsys):
+    from experiments import cli
+
+    code = cli.main(["plot_bounds", "--quick", "--backend", "ns3", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(err) == 1
+    assert err[0].startswith("python -m experiments: error: plot_bounds: no arm can be simulated yet: ")
+    assert "experiment plot_bounds is not simulated yet" in err[0]
+    assert not any(tmp_path.iterdir())       # nothing half-created
