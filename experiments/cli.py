@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="DIR", help="continue an interrupted run in DIR (its saved config)")
     p.add_argument("--out", default="results", metavar="DIR", help="results root (default results)")
     p.add_argument("--publish", action="store_true",
-                   help="copy summary.md and the plots to docs/results/NAME/")
+                   help="copy summary.md and the plots to docs/results/NAME/ (NAME-ns3/ when simulated)")
     p.add_argument("--report-only", metavar="DIR", help="rewrite summary.md and plots of DIR, run nothing")
     p.add_argument("--build", default="build", help="folder with gradlane.json and its P4Info")
     p.add_argument("--log-dir", default="logs", help="switch/agent logs and run record (default logs)")
@@ -101,7 +101,7 @@ def run_one(name: str, args: argparse.Namespace) -> int:
     print(f"[{name}] summary: {summary_path}; plots: {', '.join(p.name for p in plots) or 'none'}", flush=True)
     print(summary_path.read_text(), flush=True)
     if args.publish:
-        dest = report.publish(name, rd, plots)
+        dest = report.publish(f"{name}-ns3" if simulated else name, rd, plots)
         print(f"[{name}] published to {dest}/", flush=True)
     results = rd.load()
     if not any(r.get("ok") for r in results.runs):

@@ -19,7 +19,7 @@ from experiments.api import ArmResult, Summary
 from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.records import Results, ResultsDir
 from experiments.stats import percentile
-from sim import pcn, tcp
+from sim import engine, pcn, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_parameters, run_tcp_rounds
@@ -67,8 +67,12 @@ def topology(settings: TopologySettings, workers: int) -> Any:
 
 def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,
             options: SimOptions = SimOptions()) -> ArmResult:
-    """One repetition of one arm, simulated."""
+    """One repetition of one arm, simulated (ns-3's random streams: seed = the config's, run =
+    the repetition, set before anything random is created)."""
     topo = topology(cfg.topology_of(arm), cfg.workers_of(arm))
+    ns = engine.ns3()
+    ns.RngSeedManager.SetSeed(cfg.seed)
+    ns.RngSeedManager.SetRun(rep + 1)
     if cfg.name == "pcn":
         return pcn.run_arm(cfg, arm, rep, topo, out_dir, options)
     return run_tcp_arm(cfg, arm, rep, topo, options)
@@ -83,8 +87,6 @@ def run_tcp_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
     gradient_bytes = 4 * model_parameters(cfg.model.hidden)
     tcp.configure(tcp.TcpSettings(cc=arm.tcp_cc or "cubic", ecn=arm.tcp_ecn == "on"))
     net = SimNetwork(topo, policy, options)
-    net.ns.RngSeedManager.SetSeed(cfg.seed)
-    net.ns.RngSeedManager.SetRun(rep + 1)
     try:
         out = run_tcp_rounds(net, "ps", [f"w{i}" for i in range(1, workers + 1)], gradient_bytes,
                              gradient_bytes, cfg.rounds_of(arm), limit_s=cfg.timeout_s)
