@@ -344,7 +344,9 @@ class PortQueueDisc : public ns3::QueueDisc {
     for (uint32_t i = 0; i < kPriorities; i++) depths[i] = GetInternalQueue(i)->GetNPackets();
     if (!ipItem) {   // not IPv4: the lowest queue, never marked
       if (depths[0] >= depth_) { state_->TailDrop(port_, 0); DropBeforeEnqueue(item, "tail"); return false; }
-      return GetInternalQueue(0)->Enqueue(item);
+      if (!GetInternalQueue(0)->Enqueue(item)) return false;
+      stamp_[0].push_back(-1);
+      return true;
     }
     const ns3::Ipv4Header& ip = ipItem->GetHeader();
     auto v = state_->Ingress(port_, ip, item->GetPacket(), depths);
