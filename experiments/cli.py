@@ -11,6 +11,7 @@ from experiments import report
 from experiments.errors import ExperimentError
 from experiments.records import ResultsDir
 from experiments.runner import Runner
+from sim.errors import SimError
 from topo.errors import TopoError
 
 EXIT_FAILED = 1
@@ -41,10 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="DIR", help="continue an interrupted run in DIR (its saved config)")
     p.add_argument("--out", default="results", metavar="DIR", help="results root (default results)")
     p.add_argument("--publish", action="store_true",
-                   help="copy summary.md and the plots to docs/results/NAME/")
+                   help="copy summary.md and the plots to docs/results/NAME/ (NAME-ns3/ when simulated)")
     p.add_argument("--report-only", metavar="DIR", help="rewrite summary.md and plots of DIR, run nothing")
     p.add_argument("--build", default="build", help="folder with gradlane.json and its P4Info")
     p.add_argument("--log-dir", default="logs", help="switch/agent logs and run record (default logs)")
+    p.add_argument("--backend", choices=("emulation", "ns3"), default="emulation",
+                   help="emulation (Mininet, default) or ns3 (simulated; docs/ns3.md says which arms)")
     return p
 
 
@@ -59,6 +62,9 @@ def _load_config(name: str, args: argparse.Namespace) -> configs.ExperimentConfi
     if cfg.name != name:
         raise ExperimentError(f"{path}: name '{cfg.name}' is not experiment '{name}'")
     module = experiments.get(name)
+    if args.backend == "ns3":
+        from sim import harness  # noqa: PLC0415 (ns-3 only when asked for)
+        return harness.setup(cfg)
     setup = getattr(module, "setup", None)
     return setup(cfg) if setup else cfg
 
@@ -79,16 +85,23 @@ def run_one(name: str, args: argparse.Namespace) -> int:
         cfg = _load_config(name, args)
         rd = ResultsDir.create(args.out, name)
         configs.save(cfg, rd.config_path)
+    simulated = cfg.params.get("backend") == "ns3"
+    if simulated:
+        from sim import harness  # noqa: PLC0415
+        module = harness.SimulatedModule(module)
     if not args.report_only:
         try:
-            Runner(module, cfg, rd, build_dir=args.build, log_dir=args.log_dir).run()
+            if simulated:
+                harness.run(cfg, rd)
+            else:
+                Runner(module, cfg, rd, build_dir=args.build, log_dir=args.log_dir).run()
         except KeyboardInterrupt:
             return EXIT_INTERRUPTED
     summary_path, plots = report.finish(module, cfg, rd)
     print(f"[{name}] summary: {summary_path}; plots: {', '.join(p.name for p in plots) or 'none'}", flush=True)
     print(summary_path.read_text(), flush=True)
     if args.publish:
-        dest = report.publish(name, rd, plots)
+        dest = report.publish(f"{name}-ns3" if simulated else name, rd, plots)
         print(f"[{name}] published to {dest}/", flush=True)
     results = rd.load()
     if not any(r.get("ok") for r in results.runs):
@@ -112,13 +125,17 @@ def main(argv: list[str] | None = None) -> int:
             if args.config or args.resume or args.report_only:
                 raise ExperimentError("--config, --resume and --report-only name one experiment, not 'all'")
             worst = 0
-            for name in experiments.names():
+            names = experiments.names()
+            if args.backend == "ns3":
+                from sim import harness  # noqa: PLC0415
+                names = [n for n in names if n in harness.SIMULATED_EXPERIMENTS]
+            for name in names:
                 code = run_one(name, args)
                 if code == EXIT_INTERRUPTED:
                     return code
                 worst = max(worst, code)
             return worst
         return run_one(args.name, args)
-    except (ExperimentError, TopoError) as exc:
+    except (ExperimentError, TopoError, SimError) as exc:
         print(f"python -m experiments: error: {exc}", file=sys.stderr)
         return EXIT_FAILED if not isinstance(exc, configs.ConfigError) else EXIT_USAGE

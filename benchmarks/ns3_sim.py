@@ -1,0 +1,101 @@
+"""ns-3 backend speed: simulated packets per wall-second and the wall time of one push/pull round
+at 10 Gb/s, beside ns-3's own speed in the same run (a bulk TCP transfer over one link, no
+gradlane switch). Figures are wall-clock: compare the two rows of one run only.
+
+Round: `--workers` workers push `--params` float32 each to the PS through the incast
+topology's two simulated switches (all links `--rate-gbps`), then the PS pulls back as much.
+Run: .venv/bin/python benchmarks/ns3_sim.py [--params 25000000] [--workers 8] [--rate-gbps 10]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from controller.policy import load_policy  # noqa: E402
+from sim import engine, tcp  # noqa: E402
+from sim.network import SimNetwork, SimOptions  # noqa: E402
+from sim.rounds import run_tcp_rounds  # noqa: E402
+from topo.topologies import TopoParams, build_topology  # noqa: E402
+
+SEGMENT = 1448
+
+
+def bare_link(total_bytes: int, rate_gbps: float) -> tuple[float, float]:
+    """ns-3 alone, with its own TCP defaults (1448-byte segments): (wall s, simulated s) of one
+    BulkSend of `total_bytes` over one link. Run before `tcp.configure`, whose defaults stay."""
+    ns = engine.ns3()
+    ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(SEGMENT))
+    nodes = ns.NodeContainer()
+    nodes.Create(2)
+    p2p = ns.PointToPointHelper()
+    p2p.SetDeviceAttribute("DataRate", ns.StringValue(f"{rate_gbps}Gbps"))
+    p2p.SetChannelAttribute("Delay", ns.StringValue("1us"))
+    devices = p2p.Install(nodes)
+    ns.InternetStackHelper().Install(nodes)
+    addr = ns.Ipv4AddressHelper()
+    addr.SetBase(ns.Ipv4Address("10.1.1.0"), ns.Ipv4Mask("255.255.255.0"))
+    interfaces = addr.Assign(devices)
+    sink = ns.PacketSinkHelper("ns3::TcpSocketFactory",
+                               ns.InetSocketAddress(ns.Ipv4Address.GetAny(), 9).ConvertTo())
+    sink_apps = sink.Install(nodes.Get(1))
+    bulk = ns.BulkSendHelper("ns3::TcpSocketFactory", ns.InetSocketAddress(interfaces.GetAddress(1), 9).ConvertTo())
+    bulk.SetAttribute("MaxBytes", ns.UintegerValue(total_bytes))
+    bulk.Install(nodes.Get(0))
+    sink_apps.Start(ns.Seconds(0))
+    t0 = time.monotonic()
+    ns.Simulator.Stop(ns.Seconds(600))
+    ns.Simulator.Run()
+    wall = time.monotonic() - t0
+    got = sink_apps.Get(0).GetObject[ns.PacketSink]().GetTotalRx()
+    ns.Simulator.Destroy()
+    if got != total_bytes:
+        raise SystemExit(f"bare link moved {got} of {total_bytes} bytes")
+    return wall, total_bytes * 8 / (rate_gbps * 1e9)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--params", type=int, default=25_000_000, help="float32 parameters per worker")
+    p.add_argument("--workers", type=int, default=8)
+    p.add_argument("--rate-gbps", type=float, default=10.0)
+    args = p.parse_args()
+    t0 = time.monotonic()
+    engine.cpp()
+    print(f"ns-3 import + gradlane C++ compile: {time.monotonic() - t0:.1f} s")
+    grad = 4 * args.params
+    bare_bytes = min(grad * args.workers, 1_000_000_000)
+    bare_wall, bare_simulated = bare_link(bare_bytes, args.rate_gbps)
+    tcp.configure(tcp.TcpSettings(cc="cubic"))
+    topo = build_topology("incast", TopoParams(workers=args.workers, background=0, bottleneck_pps=None,
+                                               queue_depth=64))
+    t0 = time.monotonic()
+    net = SimNetwork(topo, load_policy(ROOT / "controller/policies/default.yaml"),
+                     SimOptions(rate_gbps=args.rate_gbps))
+    build = time.monotonic() - t0
+    workers = [f"w{i}" for i in range(1, args.workers + 1)]
+    out = run_tcp_rounds(net, "ps", workers, grad, grad, rounds=1, limit_s=600)
+    net.close()
+    if not out.complete:
+        print("the round did not finish within 600 s of simulated time")
+        return 1
+    hops = sum(q["tx"] for sw in out.switches.values() for q in sw["queues"].values())
+    data_packets = 2 * args.workers * grad / SEGMENT
+    round_s = out.ends[0] - out.starts[0]
+    print(f"one round, {args.workers} workers x {args.params:,} parameters ({grad / 1e6:.0f} MB push + pull "
+          f"each) at {args.rate_gbps:g} Gb/s: {round_s * 1e3:.1f} ms simulated, {out.wall_s:.1f} s wall "
+          f"(+{build:.1f} s to build the network)")
+    print(f"  gradlane switches: {hops / out.wall_s:,.0f} packet-hops/wall-s through the simulated switches, "
+          f"{data_packets / out.wall_s:,.0f} data segments/wall-s end to end")
+    print(f"  baseline, ns-3 alone (BulkSend, one link, {bare_bytes / 1e6:.0f} MB, ns-3's TCP defaults): "
+          f"{bare_bytes / SEGMENT / bare_wall:,.0f} data segments/wall-s, {bare_simulated * 1e3:.1f} ms "
+          f"simulated in {bare_wall:.1f} s wall")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

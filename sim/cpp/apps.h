@@ -1,0 +1,209 @@
+// Traffic for gradlane's simulations, in C++ so that no Python runs per packet:
+// TcpRounds (a parameter-server job over TCP: every round each worker pushes its gradient, the
+// PS answers each with the parameters once all pushes are in), DatagramSender (UDP datagrams
+// whose bytes and TOS Python gives, e.g. gradient packets) and DatagramSink (what arrived, in
+// order, with the TOS byte as received).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ns3/inet-socket-address.h"
+#include "ns3/node.h"
+#include "ns3/packet.h"
+#include "ns3/simulator.h"
+#include "ns3/socket.h"
+#include "ns3/tcp-socket-factory.h"
+#include "ns3/udp-socket-factory.h"
+
+namespace gradlane_sim {
+
+// A push/pull training job over TCP: one connection per worker to the PS, kept for all rounds.
+// Round r starts when every worker has its round r-1 pull (plus `compute` time) and ends when
+// the last worker has its round r pull; round_start/round_end hold the times in seconds.
+class TcpRounds {
+ public:
+  TcpRounds(ns3::Ptr<ns3::Node> ps, ns3::Ipv4Address ps_addr, uint16_t port, uint64_t push_bytes,
+            uint64_t pull_bytes, uint32_t rounds, double compute_s)
+      : ps_(ps), ps_addr_(ps_addr), port_(port), push_(push_bytes), pull_(pull_bytes),
+        rounds_(rounds), compute_(ns3::Seconds(compute_s)) {}
+
+  void AddWorker(ns3::Ptr<ns3::Node> node) { worker_nodes_.push_back(node); }
+
+  void Start(double at_s) {
+    listener_ = ns3::Socket::CreateSocket(ps_, ns3::TcpSocketFactory::GetTypeId());
+    listener_->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), port_));
+    listener_->Listen();
+    listener_->SetAcceptCallback(ns3::MakeNullCallback<bool, ns3::Ptr<ns3::Socket>, const ns3::Address&>(),
+                                 ns3::MakeCallback(&TcpRounds::OnAccept, this));
+    ns3::Simulator::Schedule(ns3::Seconds(at_s), &TcpRounds::Connect, this);
+  }
+
+  std::vector<double> round_start, round_end;
+  uint32_t RoundsDone() const { return round_end.size(); }
+  bool Finished() const { return round_end.size() == rounds_; }
+
+ private:
+  struct Flow {
+    ns3::Ptr<ns3::Socket> sock;
+    uint64_t to_send = 0;
+    uint64_t received = 0;
+  };
+
+  void Connect() {
+    for (auto& node : worker_nodes_) {
+      Flow f;
+      f.sock = ns3::Socket::CreateSocket(node, ns3::TcpSocketFactory::GetTypeId());
+      f.sock->Bind();
+      f.sock->SetConnectCallback(ns3::MakeCallback(&TcpRounds::OnConnected, this),
+                                 ns3::MakeNullCallback<void, ns3::Ptr<ns3::Socket>>());
+      f.sock->SetRecvCallback(ns3::MakeCallback(&TcpRounds::OnWorkerRecv, this));
+      f.sock->SetSendCallback(ns3::MakeCallback(&TcpRounds::OnSendSpace, this));
+      f.sock->Connect(ns3::InetSocketAddress(ps_addr_, port_));
+      workers_.push_back(f);
+    }
+  }
+
+  void OnConnected(ns3::Ptr<ns3::Socket>) {
+    if (++connected_ == workers_.size()) StartRound();
+  }
+
+  void OnAccept(ns3::Ptr<ns3::Socket> s, const ns3::Address&) {
+    Flow f;
+    f.sock = s;
+    s->SetRecvCallback(ns3::MakeCallback(&TcpRounds::OnPsRecv, this));
+    s->SetSendCallback(ns3::MakeCallback(&TcpRounds::OnSendSpace, this));
+    accepted_.push_back(f);
+  }
+
+  void StartRound() {
+    round_start.push_back(ns3::Simulator::Now().GetSeconds());
+    pushed_ = 0;
+    pulled_ = 0;
+    for (auto& f : workers_) { f.to_send += push_; Pump(f); }
+  }
+
+  static Flow* Find(std::vector<Flow>& flows, ns3::Ptr<ns3::Socket> s) {
+    for (auto& f : flows) if (f.sock == s) return &f;
+    return nullptr;
+  }
+
+  void Pump(Flow& f) {
+    while (f.to_send > 0) {
+      uint32_t room = f.sock->GetTxAvailable();
+      if (room == 0) return;
+      uint32_t n = static_cast<uint32_t>(std::min<uint64_t>({f.to_send, room, 65536}));
+      int sent = f.sock->Send(ns3::Create<ns3::Packet>(n));
+      if (sent <= 0) return;
+      f.to_send -= sent;
+    }
+  }
+
+  void OnSendSpace(ns3::Ptr<ns3::Socket> s, uint32_t) {
+    Flow* f = Find(workers_, s);
+    if (!f) f = Find(accepted_, s);
+    if (f) Pump(*f);
+  }
+
+  static uint64_t Drain(ns3::Ptr<ns3::Socket> s) {
+    uint64_t n = 0;
+    while (auto p = s->Recv()) {
+      if (p->GetSize() == 0) break;
+      n += p->GetSize();
+    }
+    return n;
+  }
+
+  void OnPsRecv(ns3::Ptr<ns3::Socket> s) {
+    Flow* f = Find(accepted_, s);
+    if (!f) return;
+    uint64_t round = round_start.size();
+    bool before = f->received >= push_ * round;
+    f->received += Drain(s);
+    if (!before && f->received >= push_ * round && ++pushed_ == accepted_.size() &&
+        accepted_.size() == workers_.size()) {
+      for (auto& a : accepted_) { a.to_send += pull_; Pump(a); }
+    }
+  }
+
+  void OnWorkerRecv(ns3::Ptr<ns3::Socket> s) {
+    Flow* f = Find(workers_, s);
+    if (!f) return;
+    uint64_t round = round_start.size();
+    bool before = f->received >= pull_ * round;
+    f->received += Drain(s);
+    if (!before && f->received >= pull_ * round && ++pulled_ == workers_.size()) {
+      round_end.push_back(ns3::Simulator::Now().GetSeconds());
+      if (round_end.size() < rounds_) ns3::Simulator::Schedule(compute_, &TcpRounds::StartRound, this);
+    }
+  }
+
+  ns3::Ptr<ns3::Node> ps_;
+  ns3::Ipv4Address ps_addr_;
+  uint16_t port_;
+  uint64_t push_, pull_;
+  uint32_t rounds_;
+  ns3::Time compute_;
+  std::vector<ns3::Ptr<ns3::Node>> worker_nodes_;
+  ns3::Ptr<ns3::Socket> listener_;
+  std::vector<Flow> workers_, accepted_;
+  uint32_t connected_ = 0, pushed_ = 0, pulled_ = 0;
+};
+
+// UDP datagrams with given bytes and TOS, sent at given times from one node to one address.
+class DatagramSender {
+ public:
+  DatagramSender(ns3::Ptr<ns3::Node> node, ns3::Ipv4Address dst, uint16_t port) {
+    sock_ = ns3::Socket::CreateSocket(node, ns3::UdpSocketFactory::GetTypeId());
+    sock_->Bind();
+    sock_->Connect(ns3::InetSocketAddress(dst, port));
+  }
+
+  void Add(double at_s, const std::string& bytes, uint8_t tos) {
+    ns3::Simulator::Schedule(ns3::Seconds(at_s), &DatagramSender::Send, this, bytes, tos);
+  }
+
+  uint64_t sent = 0;
+
+ private:
+  void Send(std::string bytes, uint8_t tos) {
+    sock_->SetIpTos(tos);
+    auto p = ns3::Create<ns3::Packet>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    if (sock_->Send(p) >= 0) sent++;
+  }
+
+  ns3::Ptr<ns3::Socket> sock_;
+};
+
+// What arrived at one UDP port: per datagram the arrival time, its first bytes and its TOS.
+class DatagramSink {
+ public:
+  DatagramSink(ns3::Ptr<ns3::Node> node, uint16_t port, uint32_t keep_bytes) : keep_(keep_bytes) {
+    sock_ = ns3::Socket::CreateSocket(node, ns3::UdpSocketFactory::GetTypeId());
+    sock_->SetIpRecvTos(true);
+    sock_->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), port));
+    sock_->SetRecvCallback(ns3::MakeCallback(&DatagramSink::OnRecv, this));
+  }
+
+  std::vector<double> times;
+  std::vector<std::string> heads;
+  std::vector<uint32_t> tos;   // uint32_t: cppyy reads a vector of uint8_t as text
+
+ private:
+  void OnRecv(ns3::Ptr<ns3::Socket> s) {
+    while (auto p = s->Recv()) {
+      if (p->GetSize() == 0) break;
+      std::string head(std::min(keep_, p->GetSize()), '\0');
+      p->CopyData(reinterpret_cast<uint8_t*>(&head[0]), head.size());
+      ns3::SocketIpTosTag tag;
+      tos.push_back(p->RemovePacketTag(tag) ? tag.GetTos() : 0);
+      times.push_back(ns3::Simulator::Now().GetSeconds());
+      heads.push_back(head);
+    }
+  }
+
+  uint32_t keep_;
+  ns3::Ptr<ns3::Socket> sock_;
+};
+
+}  // namespace gradlane_sim

@@ -1,0 +1,59 @@
+"""One training job's rounds over TCP in a simulated network: sizes from the model, round
+times from the simulation (no training at this scale: gradients are sized, not computed)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim.errors import SimError
+from sim.network import SimNetwork
+
+DIGITS_FEATURES = 64   # hosts/training: sklearn's digits, 8x8 pixels
+DIGITS_CLASSES = 10
+TCP_PORT = 5000
+
+
+def model_parameters(hidden: str, inputs: int = DIGITS_FEATURES, outputs: int = DIGITS_CLASSES) -> int:
+    """Parameters of the MLP `inputs`-`hidden`-`outputs` (weights and biases), as hosts/training builds it."""
+    try:
+        widths = [int(w) for w in hidden.split(",") if w.strip()]
+    except ValueError:
+        raise SimError(f"model hidden '{hidden}' is not comma-separated layer widths") from None
+    sizes = [inputs, *widths, outputs]
+    return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+
+
+@dataclass
+class RoundsOutcome:
+    """Round start/end times (simulated seconds) and what the run cost."""
+
+    starts: list[float]
+    ends: list[float]
+    planned: int
+    wall_s: float
+    switches: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return len(self.ends) == self.planned
+
+
+def run_tcp_rounds(net: SimNetwork, ps: str, workers: list[str], push_bytes: int, pull_bytes: int,
+                   rounds: int, limit_s: float, compute_s: float = 0.0) -> RoundsOutcome:
+    """Run `rounds` push/pull rounds between `workers` and `ps` (TCP as configured by
+    `sim.tcp.configure`); stops at simulated time `limit_s` if they are not done by then."""
+    if not workers:
+        raise SimError("a job needs at least one worker")
+    if rounds < 1 or push_bytes < 1 or pull_bytes < 1:
+        raise SimError("rounds, push_bytes and pull_bytes must be at least 1")
+    app = net.cpp.TcpRounds(net.node(ps), net.address(ps), TCP_PORT, push_bytes, pull_bytes, rounds, compute_s)
+    for w in workers:
+        app.AddWorker(net.node(w))
+    app.Start(0.0)
+    t0 = time.monotonic()
+    net.run(limit_s)
+    wall = time.monotonic() - t0
+    return RoundsOutcome(starts=[float(x) for x in app.round_start], ends=[float(x) for x in app.round_end],
+                         planned=rounds, wall_s=wall,
+                         switches={name: sw.counters() for name, sw in net.switches.items()})

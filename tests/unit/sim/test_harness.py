@@ -1,0 +1,76 @@
+"""`--backend ns3`: which arms are simulated, and small simulated repetitions of ltp_incast's TCP
+arms and of both pcn arms, written in the emulation's record format."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from experiments import config as configs
+from experiments.records import ResultsDir
+from sim import harness
+from sim.errors import SimError
+from sim.rounds import model_parameters
+from sim.topologies import leafspine
+
+
+def test_model_parameters_match_the_mlp():
+    assert model_parameters("128,64") == 17226      # experiments/configs/ltp_incast.yaml says so
+    with pytest.raises(SimError):
+        model_parameters("12x")
+
+
+def test_setup_keeps_the_simulated_arms_and_names_the_others():
+    cfg = harness.setup(configs.load(configs.default_path("ltp_incast"), quick=True))
+    assert [a.transport for a in cfg.arms] == ["tcp"]
+    assert cfg.params["backend"] == "ns3"
+    assert any(s.startswith("gradlane ") for s in cfg.params["skipped_arms"])
+    assert len(harness.setup(configs.load(configs.default_path("pcn"), quick=True)).arms) == 2
+    with pytest.raises(SimError):
+        harness.setup(configs.load(configs.default_path("plot_bounds"), quick=True))
+
+
+def test_leafspine_at_dlcp_scale_is_a_valid_description():
+    topo = leafspine(9, 4, 16)
+    assert len(topo.hosts) == 144 and len(topo.switches) == 13
+    assert len(topo.hosts_with_role("worker")) == 143
+
+
+def test_ltp_incast_tcp_arm_writes_records(tmp_path):
+    cfg = harness.setup(configs.load(configs.default_path("ltp_incast"), quick=True))
+    cfg = replace(cfg, rounds=3, topology=replace(cfg.topology, workers=2))
+    rd = ResultsDir.create(tmp_path, cfg.name)
+    harness.run(cfg, rd, out=lambda _: None)
+    runs = [json.loads(line) for line in rd.runs_path.read_text().splitlines()]
+    assert [r["ok"] for r in runs] == [True]
+    assert runs[0]["backend"] == "ns3" and runs[0]["metrics"]["rounds"] == 3
+    rounds = [json.loads(line) for line in (rd.path / "rounds.jsonl").read_text().splitlines()]
+    assert len(rounds) == 3 and all(r["round_time_s"] > 0 for r in rounds)
+
+
+def test_pcn_start_empties_the_queue_before_the_burst(tmp_path):
+    cfg = harness.setup(configs.load(configs.default_path("pcn"), quick=True))
+    cfg = replace(cfg, params={**cfg.params, "bursts": 1, "warmup_s": 3.0, "packets": 50})
+    rd = ResultsDir.create(tmp_path, cfg.name)
+    harness.run(cfg, rd, out=lambda _: None)
+    runs = {r["arm"]: r for r in map(json.loads, rd.runs_path.read_text().splitlines())}
+    off, on = runs["no-pcn"]["metrics"], runs["pcn"]["metrics"]
+    assert off["bursts_recorded"] == on["bursts_recorded"] == 2
+    # ECN Reno keeps the leaf uplinks' queues near the threshold of 40 (marking at 40): the
+    # burst finds a queue without PCN; with it, the flows backed off to the threshold of 10
+    assert off["start_queue_pkts"] > on["start_queue_pkts"]
+    assert runs["pcn"]["sim_switches"]["l1"]["pcn_starts"] == 1
+    assert (rd.path / runs["pcn"]["queue_series"]).is_file()
+
+
+def test_cli_names_an_experiment_it_cannot_simulate(tmp_path, capsys):
+    from experiments import cli
+
+    code = cli.main(["plot_bounds", "--quick", "--backend", "ns3", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(err) == 1
+    assert err[0].startswith("python -m experiments: error: plot_bounds: no arm can be simulated yet: ")
+    assert "experiment plot_bounds is not simulated yet" in err[0]
+    assert not any(tmp_path.iterdir())       # nothing half-created

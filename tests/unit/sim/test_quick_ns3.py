@@ -1,0 +1,31 @@
+"""Every simulated experiment's --quick runs end to end with --backend ns3 (no root, no
+Mininet): records in the emulation's format marked as simulated, a summary that says so, plots."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.records import ROUND_FIELDS, RUN_FIELDS
+from sim.harness import SIMULATED_EXPERIMENTS
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", sorted(SIMULATED_EXPERIMENTS))
+def test_quick_on_ns3(name, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "experiments", name, "--quick", "--backend", "ns3",
+                           "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=280)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (run_dir,) = (tmp_path / name).iterdir()
+    runs = [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
+    assert runs and all(r["ok"] and r["backend"] == "ns3" for r in runs)
+    assert all(set(RUN_FIELDS) <= set(r) for r in runs)
+    rounds = [json.loads(line) for line in (run_dir / "rounds.jsonl").read_text().splitlines()]
+    assert rounds and all(set(ROUND_FIELDS) <= set(r) for r in rounds)
+    assert "SIMULATED with ns-3" in (run_dir / "summary.md").read_text()
+    assert list(run_dir.glob("*.png"))

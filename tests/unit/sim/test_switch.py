@@ -1,0 +1,130 @@
+"""The simulated switch behaves as the controller's entries say: strict priority, selective
+drop within the loss bound (never for CRITICAL), ECN marking above the port's threshold and
+PCN's lowered one; and ns-3's TCP completes a job's rounds. Each test runs a tiny simulation
+(ns-3 is loaded once per session, ~10 s)."""
+from __future__ import annotations
+
+import pytest
+
+from controller.policy import load_policy
+from hosts import wire
+from sim.network import SimNetwork, SimOptions
+from sim.rounds import run_tcp_rounds
+from topo.topologies import TopoParams, build_topology
+
+GRADIENT_PORT = 19527
+PLAIN_PORT = 9999
+POLICY = load_policy("controller/policies/default.yaml")
+
+
+@pytest.fixture
+def incast():
+    """A 2-worker incast whose s1 -> s2 link sends 1000 packets/s; closed after the test."""
+    nets = []
+
+    def build(bottleneck_pps: float | None = 1000.0, workers: int = 2) -> SimNetwork:
+        topo = build_topology("incast", TopoParams(workers=workers, background=0,
+                                                   bottleneck_pps=bottleneck_pps, queue_depth=64))
+        net = SimNetwork(topo, POLICY, SimOptions(rate_gbps=1.0))
+        nets.append(net)
+        return net
+
+    yield build
+    for net in nets:
+        net.close()
+
+
+def gradient(layer: int, mag: int, seq: int, flags: int = 0, round_: int = 1, kind: int = 0) -> bytes:
+    """A gradient packet of 1500 bytes on the wire (the bottleneck's packets/s assume 1500)."""
+    payload = 1500 - 28 - wire.HEADER_LEN
+    return wire.pack_header(kind, flags, 1, 0, layer, round_, mag, payload, seq) + bytes(payload)
+
+
+def sender(net: SimNetwork, host: str, port: int):
+    return net.cpp.DatagramSender(net.node(host), net.address("ps"), port)
+
+
+def sink(net: SimNetwork, port: int):
+    return net.cpp.DatagramSink(net.node("ps"), port, wire.HEADER_LEN)
+
+
+def chunk_seqs(s) -> list[int]:
+    """The chunk_seq of every gradient packet `s` received, in arrival order."""
+    return [wire.HEADER.unpack_from(bytes(h))[9] for h in s.heads]
+
+
+def test_strict_priority_serves_the_higher_queue_first(incast):
+    net = incast()
+    low, high, rx = sender(net, "w1", GRADIENT_PORT), sender(net, "w2", GRADIENT_PORT), sink(net, GRADIENT_PORT)
+    for i in range(40):     # later layers, small magnitude: queue 4 in the default policy
+        low.Add(1e-6 * i, gradient(5, 1, i), wire.data_tos(1, True))
+    for i in range(10):     # front layers: queue 6, sent once the bottleneck queue is long
+        high.Add(0.005 + 1e-6 * i, gradient(0, 5, 100 + i), wire.data_tos(5, True))
+    net.run(1.0)
+    order = chunk_seqs(rx)
+    assert sorted(order) == [*range(40), *range(100, 110)]
+    firsts = [i for i, seq in enumerate(order) if seq >= 100]
+    assert firsts == list(range(firsts[0], firsts[0] + 10))      # served back to back
+    assert firsts[0] < 15                                         # ahead of ~25 queued low packets
+    telemetry = [wire.HEADER.unpack_from(bytes(h))[11:14] for h in rx.heads]   # max depth, hops, delay
+    assert all(hops == 2 for _, hops, _ in telemetry)                        # s1 and s2 stamped
+    assert max(depth for depth, _, _ in telemetry) >= 25 and max(d for _, _, d in telemetry) > 20_000
+    queues = net.switches["s1"].counters()["queues"]
+    uplink = net.topo.links[-1].a_port
+    assert queues[f"{uplink}/6"]["tx"] == 10 and queues[f"{uplink}/4"]["tx"] == 40
+
+
+@pytest.mark.parametrize("critical", [False, True])
+def test_selective_drop_stays_within_the_bound_and_spares_critical(incast, critical):
+    net = incast()
+    tx, rx = sender(net, "w1", GRADIENT_PORT), sink(net, GRADIENT_PORT)
+    flags = 0x10 if critical else 0
+    for i in range(600):    # layer 0: bound 1.1 %, drop threshold 16 packets
+        tx.Add(1e-6 * i, gradient(0, 5, i, flags), wire.data_tos(5, not critical))
+    net.run(2.0)
+    s1 = net.switches["s1"]
+    seen, dropped = int(s1.state.slot_seen[0]), int(s1.state.slot_dropped[0])
+    counters = s1.counters()
+    assert seen == 600
+    if critical:
+        assert dropped == 0 and counters["selective_drops"] == 0
+    else:
+        assert 0 < dropped and dropped * 10000 <= seen * 110
+        assert counters["selective_drops"] == dropped
+    assert len(rx.times) == 600 - dropped - counters["tail_drops"]
+
+
+def test_ecn_marks_above_the_ports_threshold(incast):
+    net = incast()
+    tx, rx = sender(net, "w1", PLAIN_PORT), sink(net, PLAIN_PORT)
+    for i in range(60):
+        tx.Add(1e-6 * i, bytes(1472), wire.ECN_ECT0)
+    net.run(1.0)
+    ce = [t & 3 == wire.ECN_CE for t in rx.tos]
+    assert len(ce) == 60
+    assert not any(ce[:40])              # the normal threshold is 40 packets
+    assert all(ce[45:])
+    assert net.switches["s1"].counters()["marked"] == sum(ce)
+
+
+def test_pcn_start_lowers_the_threshold_until_the_burst_arrives(incast):
+    net = incast()
+    ctl, tx, rx = sender(net, "w2", GRADIENT_PORT), sender(net, "w1", PLAIN_PORT), sink(net, PLAIN_PORT)
+    ctl.Add(0.0, gradient(0, 0, 0, kind=7), wire.pcn_tos(start=True, threshold=10))
+    for i in range(30):
+        tx.Add(0.001 + 1e-6 * i, bytes(1472), wire.ECN_ECT0)
+    net.run(1.0)
+    ce = [t & 3 == wire.ECN_CE for t in rx.tos]
+    assert not any(ce[:10]) and all(ce[15:30])
+    counters = net.switches["s1"].counters()
+    assert counters["pcn_starts"] == 1 and counters["pcn_arrivals"] == 0
+
+
+def test_tcp_rounds_complete(incast):
+    net = incast(bottleneck_pps=None)
+    push = 100_000
+    out = run_tcp_rounds(net, "ps", ["w1", "w2"], push, push, rounds=5, limit_s=5.0)
+    assert out.complete
+    wire_time = 2 * 2 * push * 8 / 1e9       # both pushes, then both pulls, through one 1 Gb/s port
+    assert all(e - s >= wire_time for s, e in zip(out.starts, out.ends))
+    assert out.switches["s2"]["queues"]      # the data went through the simulated switches
