@@ -23,6 +23,7 @@ from topo.pidfile import RunRecord, delete_interface, is_same_process
 from topo.processes import ManagedProcess
 from topo.switch_node import log_tail
 from topo.stop import stop_recorded
+from topo.supervisor import Supervisor
 from topo.topologies import TopoParams, build_topology
 from topo.toolchain import switch_tool
 from topo.training import TrainingJob, TrainingResult, host_groups
@@ -56,6 +57,8 @@ class RunConfig:
     # TCP baseline: ECN on/off, set per host namespace (net.ipv4.tcp_ecn) and checked by the agents.
     tcp_ecn: str | None = None
     agent_args: tuple[str, ...] = ()
+    # Restart a switch or the controller that exits unexpectedly (topo/supervisor.py).
+    supervise: bool = True
 
     @property
     def bmv2_json(self) -> str:
@@ -88,6 +91,7 @@ class RunSession:
         self.jobs = 0
         self.running: dict[int, TrainingJob] = {}   # job id -> a job started beside others
         self.background: list[ManagedProcess] = []
+        self.supervisor: Supervisor | None = None
 
     # -- bring-up --------------------------------------------------------------------------
     def start(self) -> "RunSession":
@@ -120,6 +124,9 @@ class RunSession:
             self.network.start()
             if cfg.controller:
                 self._start_controller()
+            if cfg.supervise:
+                self.supervisor = Supervisor(self.network.net.switches, self.controller,
+                                             Path(cfg.log_dir) / "supervisor.log").start()
         except BaseException:
             self.stop()
             raise
@@ -331,6 +338,8 @@ class RunSession:
         """Stop the controller, the network, remove the record, release the lock. Idempotent;
         True if there was anything to stop."""
         had = self.record is not None
+        if self.supervisor is not None:
+            self.supervisor.stop()   # first: what is stopped now must stay stopped (its faults stay)
         for job in self.running.values():
             job.stop()
         self.running = {}
