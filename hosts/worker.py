@@ -16,9 +16,10 @@ import time
 
 from hosts import wire
 from hosts.cli import agent_main, check_port, resolve_ipv4
-from hosts.errors import ConfigError, ControllerUnreachable
+from hosts.errors import ConfigError, ControllerUnreachable, PeerTimeout
 from hosts.exchange.config import add_transport_arguments, config_from_args, following
 from hosts.exchange.factory import worker_exchange
+from hosts.exchange.membership import add_fault_arguments, check_fault_arguments
 from hosts.jsonlog import JsonLog
 from hosts.policy_client import PolicyClient
 from hosts.training import dataset
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--die-with-parent", action="store_true", help="exit when the parent dies")
     add_model_arguments(ap)
     add_transport_arguments(ap)
+    add_fault_arguments(ap, ps=False)
     return ap
 
 
@@ -52,6 +54,7 @@ def work(args: argparse.Namespace) -> None:
         raise ConfigError(f"--rank {args.rank} is outside 0..{args.workers - 1}")
     if args.rank >= wire.PS_RANK:
         raise ConfigError(f"--rank {args.rank} is reserved")
+    check_fault_arguments(args)
     data = dataset.load(args.seed)
     x, y = dataset.shard(data, args.rank, args.workers)
     sizes = model_sizes(args, data.num_features, data.num_classes)
@@ -74,7 +77,13 @@ def work(args: argparse.Namespace) -> None:
     rnd = 0
     epoch: int | None = None
     try:
-        exchange.join()
+        rnd = exchange.join() or 0   # TCP: always from the start
+        if rnd > 0:   # the job runs already (this worker restarted): the current model first
+            log.write("rejoin", first_push=rnd, pulls_whole=rnd - 1)
+            pulled = exchange.catch_up(rnd - 1)
+            model.set_flat(pulled.values)
+            if pulled.last:
+                args.rounds = rnd
         while args.rounds is None or rnd < args.rounds:
             t0 = time.monotonic()
             if client is not None:
@@ -91,8 +100,17 @@ def work(args: argparse.Namespace) -> None:
             before = exchange.counters.snapshot()
             idx = dataset.batch_indices(len(y), args.batch, rnd, per_epoch, args.seed, args.rank)
             loss, grads = model.loss_and_gradients(x[idx], y[idx])
-            push = exchange.push(rnd, grads)
-            pulled = exchange.pull(rnd)
+            try:
+                push = exchange.push(rnd, grads)
+                pulled = exchange.pull(rnd)
+            except PeerTimeout as exc:
+                if not config.udp:
+                    raise
+                rnd, pulled = _ride_out(exchange, log, rnd, str(exc), args.outage_horizon)
+                model.set_flat(pulled.values)
+                if pulled.last:
+                    break
+                continue
             # Pull-stage holes keep this worker's previous parameters (MLT); zero-filling
             # weights would wreck the model, so --hole-fill applies to the push stage only.
             model.set_flat([keep_previous(v, d, p) for v, d, p in
@@ -129,6 +147,26 @@ def work(args: argparse.Namespace) -> None:
     finally:
         exchange.close()
         log.close()
+
+
+def _ride_out(exchange, log: JsonLog, round_: int, error: str,   # noqa: ANN001 - a UDP exchange
+              horizon: float) -> tuple[int, object]:
+    """The PS went silent in ``round_``: join it again (the same HELLO as at the start) and take
+    the current model whole, retrying until ``horizon`` s have passed; (the round to push next,
+    the model's pull). PeerTimeout when the horizon passes first."""
+    log.write("outage", round=round_, error=error, horizon_s=horizon)
+    started = time.monotonic()
+    while True:
+        left = horizon - (time.monotonic() - started)
+        if left <= 0:
+            raise PeerTimeout(f"{error}; no answer within --outage-horizon {horizon:g} s")
+        try:
+            first = exchange.join(timeout=left, forget_below=round_ + 1)
+            log.write("rejoin", round=round_, first_push=first, pulls_whole=first - 1,
+                      after_s=round(time.monotonic() - started, 3))
+            return first, exchange.catch_up(first - 1)
+        except PeerTimeout as exc:
+            error = str(exc)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -41,23 +41,30 @@ class UdpWorkerExchange:
         self._ps_name = f"parameter server {ps[0]}:{ps[1]}"
         self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
         self._ps_fingerprint: int | None = None
+        self.first_push = 0   # the PS's answer to our HELLO: the first round we push
         self.mux.handlers[wire.KIND_HELLO_ACK] = self._on_hello_ack
 
     def _on_hello_ack(self, pkt: Received, now: float) -> bool:
         try:
             self._ps_fingerprint = wire.unpack_hello(pkt.payload)
+            self.first_push = pkt.header.round
         except PacketError:
             self.counters["drop_corrupt"] += 1
         return True
 
-    def join(self) -> None:
-        """HELLO the PS until it answers (up to --join-timeout); ConfigError if its model or
-        transport configuration differs from ours."""
-        give_up = time.monotonic() + self.config.join_timeout
+    def join(self, timeout: float | None = None, forget_below: int = 0) -> int:
+        """HELLO the PS until it answers (up to ``timeout``, default --join-timeout); the first
+        round we push (0 at the start; later when the job runs already: see `catch_up`).
+        Sessions of rounds below ``forget_below`` (given up on) are dropped first.
+        ConfigError if its model or transport configuration differs from ours."""
+        timeout = self.config.join_timeout if timeout is None else timeout
+        give_up = time.monotonic() + timeout
+        self.mux.prune(forget_below)
+        self._ps_fingerprint = None
         while self._ps_fingerprint is None:
             if time.monotonic() >= give_up:
                 raise PeerTimeout(f"{self._ps_name} did not answer HELLO within "
-                                  f"{self.config.join_timeout:.1f} s (not started or unreachable)")
+                                  f"{timeout:.1f} s (not started or unreachable)")
             self.endpoint.send_control(wire.KIND_HELLO, self.ps, 0,
                                        payload=wire.HELLO.pack(self.fingerprint))
             resend = time.monotonic() + _HELLO_EVERY
@@ -65,6 +72,17 @@ class UdpWorkerExchange:
         if self._ps_fingerprint != self.fingerprint:
             raise ConfigError(f"{self._ps_name} runs a different configuration (model layer "
                               f"sizes, --chunk-elems, --transport or --job differ)")
+        return self.first_push
+
+    def catch_up(self, round_: int) -> Pulled:
+        """After joining a running job: receive the pull of ``round_`` whole (the current
+        model), with no deadline."""
+        self.mux.add(RecvSession(
+            self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
+            required=(1.0,) * self.plan.num_layers,
+            options=ReceiveOptions(deadline=float("inf"), absent_timeout=self.config.peer_timeout),
+            sender_names={wire.PS_RANK: self._ps_name}))
+        return self.pull(round_)
 
     def push(self, round_: int, layers: list[np.ndarray]) -> dict:
         """Send this round's gradients until the PS says STOP; stats of the push."""
