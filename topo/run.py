@@ -176,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"demo: training {args.rounds} rounds with {args.workers} workers over {args.transport}, "
                   + (f"workers paced at {share:.0f} pps each" if share else "unpaced") + " ...", flush=True)
             result = session.train(rounds=args.rounds, workers=args.workers, timeout=args.timeout)
-            print(render(result, session.stats(), switch_logs={n: s.log for n, s in session.topo.switches.items()}), flush=True)
+            faults = session.supervisor.snapshot() if session.supervisor else []
+            print(render(result, session.stats(), switch_logs={n: s.log for n, s in session.topo.switches.items()},
+                         faults=faults), flush=True)
             return 0 if result.ok else EXIT_FAILED
         from topo.cli import GradCLI  # imports Mininet's CLI (readline) only when interactive
         print(CLI_HELP, flush=True)

@@ -21,6 +21,10 @@ from hosts.transport.sender import SendSession
 _LINGER = 0.3
 _HELLO_EVERY = 0.1
 _PULL_REQ_EVERY_PROBES = 5
+# A worker waits for a silent PS twice as long as the PS waits for a silent worker: the PS
+# decides who takes part, so a worker joins again only once the PS surely went on without it
+# (joining again costs it the rounds until it has the model back).
+PS_PATIENCE = 2.0
 
 
 class UdpWorkerExchange:
@@ -80,14 +84,16 @@ class UdpWorkerExchange:
         self.mux.add(RecvSession(
             self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
             required=(1.0,) * self.plan.num_layers,
-            options=ReceiveOptions(deadline=float("inf"), absent_timeout=self.config.peer_timeout),
+            options=ReceiveOptions(deadline=float("inf"),
+                                   absent_timeout=PS_PATIENCE * self.config.peer_timeout),
             sender_names={wire.PS_RANK: self._ps_name}))
         return self.pull(round_)
 
     def push(self, round_: int, layers: list[np.ndarray]) -> dict:
         """Send this round's gradients until the PS says STOP; stats of the push."""
         cfg = self.config
-        absent = cfg.peer_timeout + (cfg.join_timeout if round_ == 0 else 0.0)
+        patience = PS_PATIENCE * cfg.peer_timeout
+        absent = patience + (cfg.join_timeout if round_ == 0 else 0.0)
         self.pull_deadline.settings = cfg.pull_deadline   # the policy may switch the law
         self.mux.add(RecvSession(
             self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
@@ -97,9 +103,7 @@ class UdpWorkerExchange:
         stats: dict = {}
         if self.pcn is not None:
             stats["pcn_rtt_ms"] = self.pcn.handshake(round_)
-        options = cfg.send
-        if round_ == 0:
-            options = dataclasses.replace(options, peer_timeout=cfg.join_timeout)
+        options = dataclasses.replace(cfg.send, peer_timeout=cfg.join_timeout if round_ == 0 else patience)
         sender = SendSession(self.endpoint, self.ps, wire.PS_RANK, self.plan, layers, round_,
                              pull=False, options=options, peer_name=self._ps_name,
                              critical_layers=cfg.bounds.critical_layers(pull=False))
