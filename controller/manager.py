@@ -852,12 +852,18 @@ class NetworkController:
         return out
 
     def switch_status(self) -> list[dict[str, Any]]:
-        """Per switch: address, reachable, primary, pipeline loaded, reconnects, restarts seen
-        (reconnects that found it empty) and the last time from stream lost to programmed,
-        last error."""
+        """Per switch: address, entities installed (None when unreachable), reachable, primary,
+        pipeline loaded, reconnects, restarts seen (reconnects that found it empty) and the last
+        time from stream lost to programmed, last error."""
         out = []
         for name, ms in self.switches.items():
-            out.append({"switch": name, "address": ms.conn.address,
+            entries = None
+            if name in self.reachable():
+                try:
+                    entries = len(self.installed(name, NETWORK_TABLES + POLICY_TABLES, (N.ECMP_PROFILE,)))
+                except errors.ControllerError:
+                    pass
+            out.append({"switch": name, "address": ms.conn.address, "entries": entries,
                         "device_id": ms.conn.device_id, "connected": ms.conn.connected,
                         "primary": ms.conn.is_primary,
                         "pipeline_loaded": ms.pipeline_loaded and ms.conn.connected,
