@@ -39,6 +39,7 @@ class FaultInjector:
         self.session = session
         self.job: TrainingJob = session.running[job_id]
         self.workers: list[dict[str, Any]] = []   # worker faults (the supervisor notes the rest)
+        self._before = len(session.supervisor.faults)   # faults of earlier jobs are not ours
 
     def _ps(self) -> ManagedProcess:
         return next(p for p in self.job.processes.values() if p.name.startswith("ps@"))
@@ -106,7 +107,8 @@ class FaultInjector:
     def faults(self) -> list[dict[str, Any]]:
         """Every fault injected so far (supervisor's and workers'), in time order."""
         assert self.session.supervisor is not None
-        return sorted(self.session.supervisor.snapshot() + self.workers, key=lambda f: f["crashed_at"])
+        ours = self.session.supervisor.snapshot()[self._before:]
+        return sorted(ours + self.workers, key=lambda f: f["crashed_at"])
 
 
 def _parser() -> argparse.ArgumentParser:
