@@ -172,10 +172,10 @@ class UdpServerExchange:
                        *self.membership.missing(round_)})
         for rank in lost:
             self.membership.contribution_lost(rank)
-        for rank, state in session.senders.items():
+        kept = {r: s for r, s in session.senders.items() if r not in lost}
+        for rank, state in kept.items():   # (a re-admitted rank's earlier data is not news)
             if state.first_data is not None:
                 self.membership.data_from(rank)
-        kept = {r: s for r, s in session.senders.items() if r not in lost}
         firsts = [s.first_data for s in session.senders.values() if s.first_data is not None]
         seconds = (session.finished or time.monotonic()) - min(firsts) if firsts else 0.0
         transfers = [s.closed_at - s.first_data for s in session.senders.values()
