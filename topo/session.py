@@ -59,6 +59,8 @@ class RunConfig:
     agent_args: tuple[str, ...] = ()
     # Restart a switch or the controller that exits unexpectedly (topo/supervisor.py).
     supervise: bool = True
+    # The fewest workers a job may shrink to when workers die (the PS's --min-workers).
+    min_workers: int | None = None
 
     @property
     def bmv2_json(self) -> str:
@@ -222,8 +224,9 @@ class RunSession:
         share = self.pace_pps(n_workers)
         # The workers are the senders that share the bottleneck; the PS's pull is not paced.
         pace = () if share is None else ("--pace-pps", f"{share:.0f}")
+        shrink = () if self.config.min_workers is None else ("--min-workers", str(self.config.min_workers))
         return agents.JobSpec(job_id=job_id, rounds=rounds or self.config.rounds, workers=n_workers,
-                              extra_ps=(*common, *extra_ps),
+                              extra_ps=(*common, *shrink, *extra_ps),
                               extra_worker=(*common, *pace, *extra_worker), group=group,
                               controller=controller)
 
