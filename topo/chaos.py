@@ -140,7 +140,8 @@ def run_chaos(args: argparse.Namespace) -> int:
             next_fault = rng.randint(3, args.every)
             result: TrainingResult | None = None
             try:
-                while next_fault < args.rounds - 5 and time.monotonic() < end:
+                # the last faults leave a killed worker time to be left behind and come back
+                while next_fault < args.rounds - 25 and time.monotonic() < end:
                     injector.wait_round(next_fault)
                     kind = rng.choice(KINDS)
                     print(f"job {job_id} round {next_fault}: killing "
@@ -184,8 +185,8 @@ def run_chaos(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `python -m topo.chaos`."""
     args = _parser().parse_args(argv)
-    if args.minutes <= 0 or args.rounds < 20 or args.every < 3:
-        print("topo.chaos: error: need --minutes > 0, --rounds >= 20, --every >= 3", file=sys.stderr)
+    if args.minutes <= 0 or args.rounds < 40 or args.every < 3:
+        print("topo.chaos: error: need --minutes > 0, --rounds >= 40, --every >= 3", file=sys.stderr)
         return 2
     setLogLevel("warning")
     try:
