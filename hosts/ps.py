@@ -9,7 +9,9 @@ loss than the bound), `adaptation` (the Early Close deadline changed: round from
 value, reason; docs/control-laws.md), `epoch` (loss, accuracy on the held-out digits), `eval`
 (test accuracy every --eval-every rounds), `policy`
 (with --controller: the round from which a generation of the job's policy applies, its epoch and
-bounds) and `done` (violations per layer over the run).
+bounds), `member` (a worker left behind after its absence timeout, or re-admitted; the round
+records list the ranks each round went without, docs/faults.md) and `done` (violations per layer
+over the run, lost contributions and re-admissions per rank).
 With --controller the PS follows the controller's policy for its job and reports each round
 (regime per DBLP, delivered fractions, violations) before the round's pull.
 Run: python -m hosts.ps --workers N [--port 19527] [--transport ltp|tcp|mlt] ...

@@ -4,7 +4,9 @@ them with the parameter server every round (push gradients, pull parameters).
 Logs JSON lines `start` (the transport as configured), `round` (push/pull time, pull delivered
 fraction, pull bound violations, bytes, retransmissions), `violation` (a pull closed by its
 deadline with more loss than the pull bound), `policy` (with --controller: the round from which
-a generation of the job's policy applies) and `done` (violations per layer over the run).
+a generation of the job's policy applies), `outage` and `rejoin` (the PS went silent: the
+worker joined again and took the current model whole; docs/faults.md) and `done` (violations
+per layer over the run).
 With --controller the worker fetches its job's policy view at the start of every round.
 Run: python -m hosts.worker --rank R --workers N --ps IP [--ps-port 19527] [--transport ...]
 """
