@@ -324,11 +324,12 @@ class NetworkController:
                         self._sync_switch(ms.name, True)
                     ms.last_error = None
                     ms.restarts += 1
+                    since = ""
                     if ms.lost_at is not None:
                         ms.last_recovery_s = round(time.monotonic() - ms.lost_at, 3)
                         ms.lost_at = None
-                    self.log(f"{ms.name}: reconnected, pipeline and state restored; programmed "
-                             f"{ms.last_recovery_s} s after the stream was lost")
+                        since = f"; programmed {ms.last_recovery_s} s after the stream was lost"
+                    self.log(f"{ms.name}: reconnected, pipeline and state restored{since}")
                     return
                 except errors.ControllerError as exc:
                     ms.last_error = str(exc)

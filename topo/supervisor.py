@@ -29,8 +29,8 @@ MAX_BACKOFF_S = 8.0
 BACKOFF_WINDOW_S = 60.0
 POLL_S = 0.1
 # the running controller re-programmed it / a controller started since found it and programmed it
-_SWITCH_PROGRAMMED = (r"^.*\b{name}: (?:reconnected, .*programmed ([0-9.]+|None) s after"
-                      r"|up \(pipeline loaded)")
+_SWITCH_PROGRAMMED = (r"^.*\b{name}: (?:reconnected, pipeline and state restored"
+                      r"(?:; programmed ([0-9.]+) s after)?|up \(pipeline loaded)")
 
 
 @dataclass
@@ -110,7 +110,7 @@ class Supervisor:
             match = pattern.search(self._controller_log_since(offset))
             if match is None:
                 return None
-            return float(match.group(1)) if match.group(1) not in (None, "None") else -1.0
+            return float(match.group(1)) if match.group(1) is not None else -1.0
 
         return _Target(node.name, "switch", node.exit_code, node.restart, recovered)
 
