@@ -61,5 +61,8 @@ def test_a_job_survives_a_switch_the_controller_and_a_worker_dying(network):
     assert int(done["lost_contributions"]["2"]) >= 1 and done["rejoins"] == {"2": 1}
 
     acc_clean, acc_chaos = final_accuracy(clean), final_accuracy(result)
-    print(f"accuracy fault-free {acc_clean:.4f}, with faults {acc_chaos:.4f}")
+    losses = [next(r for r in reversed(_ps_records(res)) if r.get("event") == "epoch")["loss"]
+              for res in (clean, result)]
+    print(f"accuracy fault-free {acc_clean:.4f} (train loss {losses[0]:.4f}), with faults "
+          f"{acc_chaos:.4f} (train loss {losses[1]:.4f})")
     assert abs(acc_clean - acc_chaos) <= 0.01
