@@ -66,14 +66,14 @@ class FaultInjector:
         """SIGKILL switch ``name``; wait until the controller re-programmed its restart."""
         assert self.session.network is not None and self.session.supervisor is not None
         seen = len(self.session.supervisor.faults)
-        os.kill(self.session.network.switch(name).pid_of_process or -1, signal.SIGKILL)
+        _kill(self.session.network.switch(name).pid_of_process, name)
         self._wait_recovered(seen + 1, name, timeout)
 
     def kill_controller(self, timeout: float = 60.0) -> None:
         """SIGKILL the controller daemon; wait until its restart serves again."""
         assert self.session.controller is not None and self.session.supervisor is not None
         seen = len(self.session.supervisor.faults)
-        os.kill(self.session.controller.pid or -1, signal.SIGKILL)
+        _kill(self.session.controller.pid, "the controller")
         self._wait_recovered(seen + 1, "controller", timeout)
 
     def _wait_recovered(self, faults: int, name: str, timeout: float) -> None:
@@ -86,7 +86,7 @@ class FaultInjector:
         and wait until the PS re-admitted it."""
         proc = next(p for p in self.job.processes.values() if p.name.startswith(f"worker{rank}@"))
         crashed = time.time()
-        os.kill(proc.pid or -1, signal.SIGKILL)
+        _kill(proc.pid, proc.name)
         proc.wait_exit(10)
         self.workers.append({"name": proc.name, "kind": "worker", "rank": rank,
                              "crashed_at": round(crashed, 3)})
@@ -109,6 +109,16 @@ class FaultInjector:
         assert self.session.supervisor is not None
         ours = self.session.supervisor.snapshot()[self._before:]
         return sorted(ours + self.workers, key=lambda f: f["crashed_at"])
+
+
+def _kill(pid: int | None, what: str) -> None:
+    """SIGKILL ``pid``; RunError when it is not running (the supervisor gave up on it)."""
+    if pid is None or pid <= 0:   # never a group or "every process" signal
+        raise RunError(f"{what} has no process")
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        raise RunError(f"{what} is not running (see logs/supervisor.log)") from None
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -2,7 +2,9 @@
 
 A thread polls the switch processes and the controller daemon of a `RunSession`. When one has
 exited (and the run is not stopping), it is restarted with the same flags after a backoff that
-doubles with the restarts of the last minute, at most `restart_limit` times per process. Every
+doubles with the restarts of the last minute, at most `restart_limit` times per process within
+a minute (a process that keeps dying at start-up is left down; one killed now and then is
+always restarted). Every
 crash, restart and recovery is a line in `logs/supervisor.log` and a `Fault` in `faults`.
 
 Recovery is what the rest of the run sees: a switch is recovered when the controller logs that
@@ -207,10 +209,10 @@ class Supervisor:
         fault = Fault(target.name, target.kind, code, round(time.time(), 3), count)
         with self._lock:
             self.faults.append(fault)
-        if count > self.restart_limit:
+        if len(target.restarts) >= self.restart_limit:
             target.gave_up = fault.gave_up = True
             self._note(f"{target.name}: exited with code {code}; not restarted: it reached the "
-                       f"restart limit ({self.restart_limit})")
+                       f"restart limit ({self.restart_limit} in {BACKOFF_WINDOW_S:g} s)")
             return
         delay = min(FIRST_BACKOFF_S * 2 ** len(target.restarts), MAX_BACKOFF_S)
         target.restarts.append(now)

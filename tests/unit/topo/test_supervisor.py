@@ -57,7 +57,7 @@ def test_restarts_back_off_and_stop_at_the_limit(tmp_path):
         assert [f["exit_code"] for f in faults] == [3, 3, 3]
         # the second restart waited twice as long as the first
         assert faults[1]["restarted_after_s"] >= 2 * 0.5 * 0.95
-        assert "not restarted: it reached the restart limit (2)" in (tmp_path / "supervisor.log").read_text()
+        assert "not restarted: it reached the restart limit (2 in 60 s)" in (tmp_path / "supervisor.log").read_text()
     finally:
         sup.stop()
         proc.stop()
