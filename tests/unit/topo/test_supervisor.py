@@ -27,6 +27,7 @@ def test_a_killed_process_is_restarted_with_the_same_flags_and_logged(tmp_path):
     sup = Supervisor([], proc, tmp_path / "supervisor.log").start()
     try:
         first = proc.pid
+        assert _wait(lambda: "all switches programmed" in proc.output().splitlines())
         os.kill(first, signal.SIGKILL)
         assert sup.wait_recovered(1, 15)
         assert proc.alive() and proc.pid != first
