@@ -13,7 +13,7 @@ SWITCH ?= $(shell command -v simple_switch_grpc 2>/dev/null || echo "$(PY) -m p4
 export P4C SWITCH
 
 .PHONY: experiment experiments all setup build run demo test test-unit test-conformance test-integration test-topology lint bench fuzz stop \
-        clean check-env check-reference
+        clean check-env check-reference chaos soak
 
 all: build
 
@@ -81,6 +81,19 @@ experiment: build
 
 experiments: build
 	$(PY) -m experiments all $(ARGS)
+
+# Not in CI (root; on a shared machine under /tmp/gradlane-net.lock): training jobs with random
+# faults (a switch, the controller or a worker killed) for CHAOS_MINUTES; prints the faults
+# injected and survived, the rounds each cost, and the jobs finished and lost.
+CHAOS_MINUTES ?= 3
+chaos: build
+	$(PY) -m topo.chaos --minutes $(CHAOS_MINUTES) --build $(BUILD)
+
+# Not in CI: two jobs with background traffic for DURATION minutes; every process's RSS, the
+# switches' table entries and the controller's state at the start and the end.
+DURATION ?= 30
+soak: build
+	$(PY) -m topo.soak --minutes $(DURATION) --build $(BUILD)
 
 stop:
 	-@[ -x $(PY) ] && $(PY) -m topo.stop || true

@@ -291,10 +291,16 @@ def _pct(x: float) -> str:
 
 
 def _fmt_switches(res: list[dict]) -> str:
+    def recovery(r: dict) -> str:
+        if r.get("down_for_s") is not None:
+            return f"down {r['down_for_s']:.1f} s"
+        return "-" if r.get("last_recovery_s") is None else f"{r['last_recovery_s']:.2f} s"
+
     return _table([[r["switch"], r["address"], "yes" if r["connected"] else "no",
                     "yes" if r["primary"] else "no", "yes" if r["pipeline_loaded"] else "no",
-                    r["error"] or ""] for r in res],
-                  ["SWITCH", "ADDRESS", "REACHABLE", "PRIMARY", "PIPELINE", "ERROR"])
+                    r.get("switch_restarts", 0), recovery(r), r["error"] or ""] for r in res],
+                  ["SWITCH", "ADDRESS", "REACHABLE", "PRIMARY", "PIPELINE", "RESTARTS",
+                   "CRASH->PROGRAMMED", "ERROR"])
 
 
 def _on_off(flag: bool) -> str:

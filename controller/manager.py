@@ -45,6 +45,7 @@ Log = Callable[[str], None]
 NETWORK_TABLES = (N.ARP_TABLE, N.ROUTE_TABLE, N.DSCP_TABLE, N.ECN_TABLE)
 POLICY_TABLES = (N.CLASS_TABLE, N.JOB_FEATURES_TABLE, N.PCN_JOB_TABLE)
 ADAPTATIONS_KEPT = 100   # the most recent control-law changes kept in the state file
+RECONNECT_MAX_DELAY_S = 1.0
 
 
 def pipeline_cookie(p4info: p4info_pb2.P4Info, device_config: bytes) -> int:
@@ -65,6 +66,9 @@ class ManagedSwitch:
     reconnecting: bool = False
     restarts: int = 0
     queues_set: bool = False
+    lost_at: float | None = None          # monotonic time the stream dropped (a crash, usually)
+    switch_restarts: int = 0              # reconnects that found the switch empty (it restarted)
+    last_recovery_s: float | None = None  # stream lost -> pipeline and state back
 
 
 @dataclass
@@ -228,6 +232,8 @@ class NetworkController:
         ms.pipeline_loaded = False
         loaded = ms.conn.get_pipeline()
         ours = loaded is not None and loaded[1] == self.cookie
+        if loaded is None and ms.lost_at is not None:
+            self._forget_counters(ms)
         if not ours:
             if self.device_config is None or not push_pipeline:
                 if loaded is None:
@@ -254,10 +260,22 @@ class NetworkController:
             # queues keep their defaults; forwarding and policies still work
             self.log(f"{ms.name}: queue settings not applied: {exc}")
 
+    def _forget_counters(self, ms: ManagedSwitch) -> None:
+        """A switch we had programmed came back without a pipeline: it restarted, and every
+        counter it holds starts from zero again. Readings taken before are no baseline."""
+        ms.switch_restarts += 1
+        self._pcn_last.clear()
+        for rt in self.jobs.jobs.values():
+            rt.switch_totals = None
+        self.log(f"{ms.name}: the switch restarted (no pipeline loaded): re-programming it from "
+                 "the desired state; its counters restarted from zero")
+
     def _on_stream_lost(self, conn: SwitchConnection) -> None:
         ms = self.switches.get(conn.name)
         if ms is None or self._stopping.is_set():
             return
+        if ms.lost_at is None:
+            ms.lost_at = time.monotonic()
         ms.last_error = "stream channel lost" + (f": {conn.stream_errors[-1]}" if conn.stream_errors else "")
         ms.pipeline_loaded = False
         self.log(f"{ms.name}: {ms.last_error}; reconnecting")
@@ -296,7 +314,8 @@ class NetworkController:
             while not self._stopping.is_set():
                 if self._stopping.wait(delay):
                     return
-                delay = min(delay * 2, 5.0)
+                # a local switch being restarted is back within seconds: poll it often
+                delay = min(delay * 2, RECONNECT_MAX_DELAY_S)
                 try:
                     if not ms.conn.connect():
                         ms.last_error = "another controller is primary; we stay backup"
@@ -305,7 +324,12 @@ class NetworkController:
                         self._sync_switch(ms.name, True)
                     ms.last_error = None
                     ms.restarts += 1
-                    self.log(f"{ms.name}: reconnected, pipeline and state restored")
+                    since = ""
+                    if ms.lost_at is not None:
+                        ms.last_recovery_s = round(time.monotonic() - ms.lost_at, 3)
+                        ms.lost_at = None
+                        since = f"; programmed {ms.last_recovery_s} s after the stream was lost"
+                    self.log(f"{ms.name}: reconnected, pipeline and state restored{since}")
                     return
                 except errors.ControllerError as exc:
                     ms.last_error = str(exc)
@@ -829,14 +853,26 @@ class NetworkController:
         return out
 
     def switch_status(self) -> list[dict[str, Any]]:
-        """Per switch: address, reachable, primary, pipeline loaded, last error."""
+        """Per switch: address, entities installed (None when unreachable), reachable, primary,
+        pipeline loaded, reconnects, restarts seen (reconnects that found it empty) and the last
+        time from stream lost to programmed, last error."""
         out = []
         for name, ms in self.switches.items():
-            out.append({"switch": name, "address": ms.conn.address,
+            entries = None
+            if name in self.reachable():
+                try:
+                    entries = len(self.installed(name, NETWORK_TABLES + POLICY_TABLES, (N.ECMP_PROFILE,)))
+                except errors.ControllerError:
+                    pass
+            out.append({"switch": name, "address": ms.conn.address, "entries": entries,
                         "device_id": ms.conn.device_id, "connected": ms.conn.connected,
                         "primary": ms.conn.is_primary,
                         "pipeline_loaded": ms.pipeline_loaded and ms.conn.connected,
-                        "reconnects": ms.restarts, "error": ms.last_error})
+                        "reconnects": ms.restarts, "switch_restarts": ms.switch_restarts,
+                        "last_recovery_s": ms.last_recovery_s,
+                        "down_for_s": (None if ms.lost_at is None
+                                       else round(time.monotonic() - ms.lost_at, 3)),
+                        "error": ms.last_error})
         return out
 
     def wait_reachable(self, names: Sequence[str], timeout: float) -> bool:

@@ -12,7 +12,9 @@ loss than the bound), `adaptation` (the Early Close deadline changed: round from
 value, reason; docs/control-laws.md), `epoch` (loss, accuracy on the held-out digits), `eval`
 (test accuracy every --eval-every rounds), `policy`
 (with --controller: the round from which a generation of the job's policy applies, its epoch and
-bounds) and `done` (violations per layer over the run).
+bounds), `member` (a worker left behind after its absence timeout, or re-admitted; the round
+records list the ranks each round went without, docs/faults.md) and `done` (violations per layer
+over the run, lost contributions and re-admissions per rank).
 With --controller the PS follows the controller's policy for its job and reports each round
 (regime per DBLP, delivered fractions, violations) from a thread while the round's pull runs; it
 announces the next round's policy epoch to the workers (KIND_EPOCH) once the answer is back.
@@ -34,6 +36,7 @@ from hosts.errors import ConfigError, ControllerUnreachable
 from hosts.exchange import job_key
 from hosts.exchange.config import add_transport_arguments, config_from_args, following
 from hosts.exchange.factory import server_exchange
+from hosts.exchange.membership import Membership, add_fault_arguments, check_fault_arguments
 from hosts.jsonlog import JsonLog
 from hosts.policy_client import PolicyClient, PolicyView
 from hosts.training import dataset
@@ -63,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--die-with-parent", action="store_true", help="exit when the parent dies")
     add_model_arguments(ap)
     add_transport_arguments(ap)
+    add_fault_arguments(ap, ps=True)
     return ap
 
 
@@ -74,6 +78,7 @@ def serve(args: argparse.Namespace) -> None:
     if args.eval_every < 0:
         raise ConfigError(f"--eval-every {args.eval_every} must be >= 0")
     check_port(args.port, "--port")
+    check_fault_arguments(args, args.workers)
     data = dataset.load(args.seed)
     sizes = model_sizes(args, data.num_features, data.num_classes)
     model = MLP(sizes, args.seed)
@@ -100,6 +105,9 @@ def serve(args: argparse.Namespace) -> None:
     if view is not None:
         log.write("policy", round=0, effective_round=view.effective_round, **view.at(0).summary())
     exchange = server_exchange(config, plan, args.workers, (args.bind, args.port))
+    membership: Membership | None = getattr(exchange, "membership", None)   # UDP only
+    if membership is not None:
+        membership.min_workers, membership.horizon = args.min_workers, args.outage_horizon
     log.write("start", workers=args.workers, port=args.port, model=sizes,
               layer_sizes=plan.layer_sizes, chunks=plan.chunk_counts, rounds=total,
               rounds_per_epoch=per_epoch, push_bounds=list(push_bounds),
@@ -127,9 +135,14 @@ def serve(args: argparse.Namespace) -> None:
             violations = [a + b for a, b in zip(violations, round_violations)]
             if gathered.adaptation is not None:
                 log.write("adaptation", law="early_close", stage="push", **gathered.adaptation)
-            grads = aggregator.aggregate(gathered.values, gathered.delivered)
-            params = optimizer.step(model.get_flat(), grads)
-            model.set_flat(params)
+            _log_members(exchange, log)
+            if gathered.values:
+                grads = aggregator.aggregate(gathered.values, gathered.delivered)
+                params = optimizer.step(model.get_flat(), grads)
+                model.set_flat(params)
+            else:   # every worker absent: nothing to learn from, the model stays
+                params = model.get_flat()
+                grads = [np.zeros_like(p) for p in params]
             layer_norms = [float(np.sqrt(np.dot(g, g))) for g in grads]
             norm = float(np.sqrt(sum(n * n for n in layer_norms)))
             epoch_end = (rnd + 1) % per_epoch == 0
@@ -167,6 +180,7 @@ def serve(args: argparse.Namespace) -> None:
                               **upcoming.summary())
                 push_bounds = upcoming.bounds.push
                 aggregator.fill = following(config, upcoming, flag_hole_fill).hole_fill
+            _log_members(exchange, log)
             round_time = round(gathered.seconds + pull_s, 6)
             delta = exchange.counters.since(before)
             total_elems = sum(plan.layer_sizes)
@@ -192,7 +206,8 @@ def serve(args: argparse.Namespace) -> None:
                       drops={k: v for k, v in delta.items() if k.startswith("drop_")},
                       phase=None if phase is None else phase.phase, policy_epoch=epoch_now,
                       switch_push=None if view is None else view.switch_push,
-                      queue_depth=gathered.max_qdepth)
+                      queue_depth=gathered.max_qdepth, lost=gathered.lost,
+                      absent=[] if membership is None else sorted(membership.absent))
             if epoch_end or last:
                 train_loss, _ = model.evaluate(data.x_train, data.y_train)
                 test_loss, accuracy = model.evaluate(data.x_test, data.y_test)
@@ -205,7 +220,7 @@ def serve(args: argparse.Namespace) -> None:
                           elapsed_s=round(time.monotonic() - started, 3))
         log.write("done", rounds=total, elapsed_s=round(time.monotonic() - started, 3),
                   violations=violations, counters=exchange.counters.snapshot(),
-                  **exchange.describe())
+                  **({} if membership is None else membership.summary()), **exchange.describe())
     finally:
         if reporter is not None:
             reporter.close()
@@ -268,6 +283,13 @@ class PolicyReporter:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+
+def _log_members(exchange: object, log: JsonLog) -> None:
+    """A `member` record per worker gone absent or re-admitted since the last call."""
+    events = getattr(exchange, "member_events", None)
+    while events:
+        log.write("member", **events.pop(0))
 
 
 def _ms(seconds: float) -> float | None:

@@ -6,7 +6,8 @@ chunk go: that stage runs reliable), `round` (time_s = compute_s + push_s + wait
 control_s + the rest; pull delivered fraction, pull bound violations, closed_by of the push,
 resends, bytes), `violation` (a pull closed by its deadline with more loss than the pull
 bound), `policy` (with --controller: the round from which a generation of the job's policy
-applies) and `done` (violations per layer over the run).
+applies), `outage` and `rejoin` (the PS went silent: the worker joined again and took the
+current model whole; docs/faults.md) and `done` (violations per layer over the run).
 With --controller the worker fetches its job's policy view at start-up, and again only when the
 PS announces a new policy epoch for a coming round (no per-round call to the controller).
 Run: python -m hosts.worker --rank R --workers N --ps IP [--ps-port 19527] [--transport ...]
@@ -19,10 +20,11 @@ import time
 
 from hosts import wire
 from hosts.cli import agent_main, check_port, resolve_ipv4
-from hosts.errors import ConfigError, ControllerUnreachable
+from hosts.errors import ConfigError, ControllerUnreachable, PeerTimeout
 from hosts.exchange import job_key
 from hosts.exchange.config import add_transport_arguments, config_from_args, following
 from hosts.exchange.factory import worker_exchange
+from hosts.exchange.membership import add_fault_arguments, check_fault_arguments
 from hosts.jsonlog import JsonLog
 from hosts.policy_client import HostPolicy, PolicyClient
 from hosts.training import dataset
@@ -48,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--die-with-parent", action="store_true", help="exit when the parent dies")
     add_model_arguments(ap)
     add_transport_arguments(ap)
+    add_fault_arguments(ap, ps=False)
     return ap
 
 
@@ -56,6 +59,7 @@ def work(args: argparse.Namespace) -> None:
         raise ConfigError(f"--rank {args.rank} is outside 0..{args.workers - 1}")
     if args.rank >= wire.PS_RANK:
         raise ConfigError(f"--rank {args.rank} is reserved")
+    check_fault_arguments(args)
     data = dataset.load(args.seed)
     x, y = dataset.shard(data, args.rank, args.workers)
     sizes = model_sizes(args, data.num_features, data.num_classes)
@@ -80,7 +84,13 @@ def work(args: argparse.Namespace) -> None:
     rnd = 0
     epoch: int | None = None
     try:
-        exchange.join()
+        rnd = exchange.join() or 0   # TCP: always from the start
+        if rnd > 0:   # the job runs already (this worker restarted): the current model first
+            log.write("rejoin", first_push=rnd, pulls_whole=rnd - 1)
+            pulled = exchange.catch_up(rnd - 1)
+            model.set_flat(pulled.values)
+            if pulled.last:
+                args.rounds = rnd
         while args.rounds is None or rnd < args.rounds:
             t0 = time.monotonic()
             if client is not None and generation is not None:
@@ -95,8 +105,17 @@ def work(args: argparse.Namespace) -> None:
             idx = dataset.batch_indices(len(y), args.batch, rnd, per_epoch, args.seed, args.rank)
             loss, grads = model.loss_and_gradients(x[idx], y[idx])
             compute_s = time.monotonic() - t_compute
-            push = exchange.push(rnd, grads)
-            pulled = exchange.pull(rnd)
+            try:
+                push = exchange.push(rnd, grads)
+                pulled = exchange.pull(rnd)
+            except PeerTimeout as exc:
+                if not config.udp:
+                    raise
+                rnd, pulled = _ride_out(exchange, log, rnd, str(exc), args.outage_horizon)
+                model.set_flat(pulled.values)
+                if pulled.last:
+                    break
+                continue
             t_compute = time.monotonic()
             # Pull-stage holes keep this worker's previous parameters (MLT); zero-filling
             # weights would wreck the model, so --hole-fill applies to the push stage only.
@@ -171,6 +190,26 @@ def _follow(client: PolicyClient, generation: HostPolicy, exchange, rnd: int,
     log.write("controller", round=rnd, error=f"the PS announced epoch {announced}, the controller "
               f"offers {view.current.epoch}", kept_epoch=view.at(rnd).epoch)
     return view.at(rnd)
+
+
+def _ride_out(exchange, log: JsonLog, round_: int, error: str,   # noqa: ANN001 - a UDP exchange
+              horizon: float) -> tuple[int, object]:
+    """The PS went silent in ``round_``: join it again (the same HELLO as at the start) and take
+    the current model whole, retrying until ``horizon`` s have passed; (the round to push next,
+    the model's pull). PeerTimeout when the horizon passes first."""
+    log.write("outage", round=round_, error=error, horizon_s=horizon)
+    started = time.monotonic()
+    while True:
+        left = horizon - (time.monotonic() - started)
+        if left <= 0:
+            raise PeerTimeout(f"{error}; no answer within --outage-horizon {horizon:g} s")
+        try:
+            first = exchange.join(timeout=left, forget_below=round_ + 1)
+            log.write("rejoin", round=round_, first_push=first, pulls_whole=first - 1,
+                      after_s=round(time.monotonic() - started, 3))
+            return first, exchange.catch_up(first - 1)
+        except PeerTimeout as exc:
+            error = str(exc)
 
 
 def main(argv: list[str] | None = None) -> int:

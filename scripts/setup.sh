@@ -12,6 +12,43 @@ APT_PACKAGES=(mininet iputils-ping bridge-utils ethtool libpcap0.8 tcpdump iprou
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 
+# Another apt-get or unattended-upgrades may hold the package manager's locks (fcntl locks, which
+# flock(1) cannot see): wait for them, bounded, instead of failing.
+APT_LOCK_WAIT=${APT_LOCK_WAIT:-300}
+APT_LOCKS=(/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock /var/cache/apt/archives/lock)
+package_manager_busy() {
+  "$PYTHON" - "${APT_LOCKS[@]}" <<'PY'
+import fcntl, os, sys
+for path in sys.argv[1:]:
+    if not os.path.exists(path):
+        continue
+    with open(path, "a") as lock:
+        try:
+            fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            print(path)
+            sys.exit(0)
+sys.exit(1)
+PY
+}
+wait_for_package_manager() {
+  local held waited=0
+  while held=$(package_manager_busy); do
+    if [ "$waited" -eq 0 ]; then
+      echo "setup: the package manager is busy ($held held by another process); waiting up to ${APT_LOCK_WAIT} s"
+    fi
+    if [ "$waited" -ge "$APT_LOCK_WAIT" ]; then
+      echo "setup: $held still held after ${APT_LOCK_WAIT} s; set APT_LOCK_WAIT to wait longer" >&2
+      exit 1
+    fi
+    sleep 2
+    waited=$((waited + 2))
+  done
+  if [ "$waited" -gt 0 ]; then
+    echo "setup: the package manager is free after ${waited} s"
+  fi
+}
+
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -23,8 +60,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   echo "setup: installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  wait_for_package_manager
+  # The lock may be taken again between the wait and the call: apt itself waits the rest.
+  apt-get -o DPkg::Lock::Timeout="$APT_LOCK_WAIT" update -qq
+  apt-get -o DPkg::Lock::Timeout="$APT_LOCK_WAIT" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 stamp="$VENV/.gradlane-stamp"

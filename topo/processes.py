@@ -39,8 +39,21 @@ class ManagedProcess:
 
     def start(self) -> "ManagedProcess":
         """Launch the process with stdout+stderr to the log; record its PID."""
+        return self._launch("wb")
+
+    def restart(self) -> "ManagedProcess":
+        """Launch the same command again after it exited, appending to its log; the record
+        forgets the old PID and holds the new one."""
+        if self.popen is not None:
+            self.popen.poll()
+            if self.record is not None:
+                self.record.forget_process(self.popen.pid)
+        self._stopped = False
+        return self._launch("ab")
+
+    def _launch(self, mode: str) -> "ManagedProcess":
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "wb") as out:
+        with open(self.log, mode) as out:
             out.write(f"# {' '.join(self.argv)}\n".encode())
             out.flush()
             kwargs: dict[str, Any] = dict(stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,

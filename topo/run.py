@@ -64,6 +64,10 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--pace", action="store_true",
                    help="pace every worker of every transport at its fair share of the bottleneck "
                         "(0.9 x --bottleneck-pps / workers; tcp via SO_MAX_PACING_RATE). Default: unpaced")
+    t.add_argument("--min-workers", type=int, metavar="N",
+                   help="ltp/mlt: the fewest workers a job may shrink to when workers die; below "
+                        "it for longer than the agents' --outage-horizon (30 s) the job stops "
+                        "(default 1; docs/faults.md)")
     t.add_argument("--agent-arg", action="append", default=[], metavar="ARG",
                    help="one more flag for the parameter server and the workers, e.g. "
                         "--agent-arg=--hole-fill=zero (repeatable)")
@@ -77,6 +81,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
                         "--bottleneck-pps > 0, --delay-ms >= 0, --loss-pct 0..100")
     if args.background_flows < 0:
         raise TopoError("--background-flows must be >= 0")
+    if args.min_workers is not None and not 1 <= args.min_workers <= args.workers:
+        raise TopoError(f"--min-workers {args.min_workers} must be within 1..--workers {args.workers}")
     if args.demo and args.no_controller:
         raise TopoError("--demo needs the controller (drop --no-controller)")
     for burst in args.burst:
@@ -103,7 +109,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
     return RunConfig(topo_name=args.topo, build_dir=args.build, log_dir=args.log_dir, params=params,
                      policy=policy, pcap=args.pcap, bursts=tuple(args.burst), rounds=args.rounds,
                      controller=not args.no_controller, transport=args.transport, pace=args.pace,
-                     tcp_ecn=args.tcp_ecn, agent_args=agent_args)
+                     tcp_ecn=args.tcp_ecn, agent_args=agent_args, min_workers=args.min_workers)
 
 
 def overview(session: RunSession) -> str:
@@ -176,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"demo: training {args.rounds} rounds with {args.workers} workers over {args.transport}, "
                   + (f"workers paced at {share:.0f} pps each" if share else "unpaced") + " ...", flush=True)
             result = session.train(rounds=args.rounds, workers=args.workers, timeout=args.timeout)
-            print(render(result, session.stats(), switch_logs={n: s.log for n, s in session.topo.switches.items()}), flush=True)
+            faults = session.supervisor.snapshot() if session.supervisor else []
+            print(render(result, session.stats(), switch_logs={n: s.log for n, s in session.topo.switches.items()},
+                         faults=faults), flush=True)
             return 0 if result.ok else EXIT_FAILED
         from topo.cli import GradCLI  # imports Mininet's CLI (readline) only when interactive
         print(CLI_HELP, flush=True)

@@ -23,6 +23,7 @@ from topo.pidfile import RunRecord, delete_interface, is_same_process
 from topo.processes import ManagedProcess
 from topo.switch_node import log_tail
 from topo.stop import stop_recorded
+from topo.supervisor import Supervisor
 from topo.topologies import TopoParams, build_topology
 from topo.toolchain import switch_tool
 from topo.training import TrainingJob, TrainingResult, host_groups
@@ -56,6 +57,10 @@ class RunConfig:
     # TCP baseline: ECN on/off, set per host namespace (net.ipv4.tcp_ecn) and checked by the agents.
     tcp_ecn: str | None = None
     agent_args: tuple[str, ...] = ()
+    # Restart a switch or the controller that exits unexpectedly (topo/supervisor.py).
+    supervise: bool = True
+    # The fewest workers a job may shrink to when workers die (the PS's --min-workers).
+    min_workers: int | None = None
 
     @property
     def bmv2_json(self) -> str:
@@ -88,6 +93,7 @@ class RunSession:
         self.jobs = 0
         self.running: dict[int, TrainingJob] = {}   # job id -> a job started beside others
         self.background: list[ManagedProcess] = []
+        self.supervisor: Supervisor | None = None
 
     # -- bring-up --------------------------------------------------------------------------
     def start(self) -> "RunSession":
@@ -120,6 +126,9 @@ class RunSession:
             self.network.start()
             if cfg.controller:
                 self._start_controller()
+            if cfg.supervise:
+                self.supervisor = Supervisor(self.network.net.switches, self.controller,
+                                             Path(cfg.log_dir) / "supervisor.log").start()
         except BaseException:
             self.stop()
             raise
@@ -215,8 +224,9 @@ class RunSession:
         share = self.pace_pps(n_workers)
         # The workers are the senders that share the bottleneck; the PS's pull is not paced.
         pace = () if share is None else ("--pace-pps", f"{share:.0f}")
+        shrink = () if self.config.min_workers is None else ("--min-workers", str(self.config.min_workers))
         return agents.JobSpec(job_id=job_id, rounds=rounds or self.config.rounds, workers=n_workers,
-                              extra_ps=(*common, *extra_ps),
+                              extra_ps=(*common, *shrink, *extra_ps),
                               extra_worker=(*common, *pace, *extra_worker), group=group,
                               controller=controller)
 
@@ -331,6 +341,8 @@ class RunSession:
         """Stop the controller, the network, remove the record, release the lock. Idempotent;
         True if there was anything to stop."""
         had = self.record is not None
+        if self.supervisor is not None:
+            self.supervisor.stop()   # first: what is stopped now must stay stopped (its faults stay)
         for job in self.running.values():
             job.stop()
         self.running = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from topo.fault_report import fault_lines, fault_rows
 from topo.training import TrainingResult
 
 STAT_WORDS = ("drop", "qdepth", "queue", "mark", "loss", "packets", "seen")
@@ -43,6 +44,12 @@ def _deadline_closed(rec: dict[str, Any]) -> bool:
     return "deadline" in (rec.get("closed_by") or [])
 
 
+def _closed_without_bound(rec: dict[str, Any]) -> bool:
+    """Some push of the round closed by its deadline, or went without a worker (absent or
+    joining again): its lowest delivered fraction says nothing about the bound."""
+    return bool({"deadline", "absent", "rejoined"} & set(rec.get("closed_by") or []))
+
+
 def deadline_rounds(result: TrainingResult) -> int:
     """Rounds the PS closed (partly) by its deadline rather than by reaching the bound."""
     return sum(1 for r in _round_records(result) if _deadline_closed(r))
@@ -51,7 +58,7 @@ def deadline_rounds(result: TrainingResult) -> int:
 def per_layer(result: TrainingResult) -> dict[int, dict[str, float]]:
     """layer -> {min, min_all, mean delivered push fraction, bound, violations} over the PS's
     round records. `min` is over rounds closed by the bound; `min_all` over every round, deadline
-    closes included; `violations` counts push transfers closed with more loss than the bound."""
+    closes and rounds without an absent worker included; `violations` counts push transfers closed with more loss than the bound."""
     mins: dict[int, list[float]] = {}
     mins_all: dict[int, list[float]] = {}
     means: dict[int, list[float]] = {}
@@ -64,7 +71,7 @@ def per_layer(result: TrainingResult) -> dict[int, dict[str, float]]:
         lowest = _layer_map(rec.get("delivered_min")) or mean
         for layer, frac in lowest.items():
             mins_all.setdefault(layer, []).append(frac)
-            if not _deadline_closed(rec):
+            if not _closed_without_bound(rec):
                 mins.setdefault(layer, []).append(frac)
         for key in ("bounds", "bound"):
             bounds.update(_layer_map(rec.get(key)))
@@ -252,9 +259,10 @@ def switch_process_lines(logs: dict[str, str]) -> list[str]:
 
 
 def render(result: TrainingResult, stats: Any | None, limit: int = 40,
-           switch_logs: dict[str, str] | None = None) -> str:
+           switch_logs: dict[str, str] | None = None,
+           faults: list[dict[str, Any]] | None = None) -> str:
     """The summary text; `switch_logs` (switch name -> log path) adds the switch processes'
-    own receive drops."""
+    own receive drops, `faults` (the supervisor's, and killed workers) what each cost."""
     lines = [f"training: {'finished' if result.ok else 'FAILED'} in {result.elapsed_s:.1f} s, "
              f"{rounds_completed(result)} round(s)"]
     for name, code in result.exit_codes.items():
@@ -300,4 +308,5 @@ def render(result: TrainingResult, stats: Any | None, limit: int = 40,
         if len(items) > limit:
             lines.append(f"  ... {len(items) - limit} more (gradctl stats)")
     lines += switch_process_lines(switch_logs or {})
+    lines += fault_lines(fault_rows(faults or [], result))
     return "\n".join(lines)

@@ -124,13 +124,30 @@ class P4Switch(Switch):
     # -- Mininet hooks ---------------------------------------------------------------------
     def start(self, controllers: list[Any]) -> None:
         """Launch the switch process (non-blocking; see `wait_ready`)."""
+        self._launch("wb")
+
+    def restart(self) -> None:
+        """Launch the switch process again with the same flags after it exited (its log is
+        appended to; the record forgets the old PID). Non-blocking, like `start`."""
+        if self.process is not None:
+            self.process.poll()
+            if self.record is not None:
+                self.record.forget_process(self.process.pid)
+            self.process = None
+        self._launch("ab")
+
+    def exit_code(self) -> int | None:
+        """The switch process's exit code once it ended (None while it runs or before start)."""
+        return self.process.poll() if self.process is not None else None
+
+    def _launch(self, mode: str) -> None:
         for port in (self.desc.grpc_port, self.desc.thrift_port):
             if port_accepts(port):
                 raise SwitchStartError(
                     f"switch {self.name}: TCP port {port} is already in use (a stale switch? run `make stop`)")
         log = Path(self.desc.log)
         log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "wb") as out:
+        with open(log, mode) as out:
             out.write(f"# {' '.join(self.command())}\n".encode())
             out.flush()
             try:

@@ -19,13 +19,18 @@ class Gathered:
     telemetry: dict = field(default_factory=dict)
     adaptation: dict | None = None   # the deadline's change for the next round, if reported
     max_qdepth: int | None = None   # deepest switch queue the push met (telemetry), None if unknown
+    lost: list[int] = field(default_factory=list)   # ranks the round went on without (absent)
 
     def mean_fractions(self) -> list[float]:
         per_rank = list(self.fractions.values())
+        if not per_rank:   # every worker absent
+            return []
         return [float(np.mean([f[i] for f in per_rank])) for i in range(len(per_rank[0]))]
 
     def min_fractions(self) -> list[float]:
         per_rank = list(self.fractions.values())
+        if not per_rank:
+            return []
         return [float(min(f[i] for f in per_rank)) for i in range(len(per_rank[0]))]
 
 

@@ -10,6 +10,7 @@ from hosts import wire
 from hosts.errors import PeerTimeout
 from hosts.exchange.config import TransportConfig, fingerprint
 from hosts.exchange.join import JoinServer
+from hosts.exchange.membership import Membership
 from hosts.exchange.results import Gathered
 from hosts.pcn import answer_start
 from hosts.transport.bounds import LossBudget
@@ -23,6 +24,8 @@ from hosts.transport.sender import SendGroup, SendSession
 _LAST_PULL_GRACE = 2.0
 _EPOCH_COPIES = 2     # a KIND_EPOCH goes out twice: a worker that misses both waits, then asks
 NextRound = Callable[[bool], "tuple[tuple[float, ...], int] | None"]
+_QUORUM_POLL = 0.2
+LOST = ("absent", "rejoined")   # how a push closes that the round goes on without
 
 
 class UdpServerExchange:
@@ -47,6 +50,8 @@ class UdpServerExchange:
         self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
         self.join = JoinServer(config.job_key, config.job_id, workers, self.fingerprint,
                                self.counters)
+        self.membership = Membership(workers)   # the PS sets its flags' limits
+        self.member_events: list[dict] = []     # absences and re-admissions, for the PS's log
 
     def _admit(self, pkt: Received) -> bool:
         """Only a worker's bound address speaks for its rank (HELLO is how it gets bound)."""
@@ -66,6 +71,7 @@ class UdpServerExchange:
         """
         rank = pkt.header.worker_rank
         answer = self.join.on_hello(rank, pkt.addr, pkt.payload)
+        first_push = pkt.header.round
         if answer.proven:
             bound = self.addrs.get(rank)
             if bound is not None and bound != pkt.addr:
@@ -77,10 +83,62 @@ class UdpServerExchange:
                                     f"--chunk-elems, --transport or --job)")
             else:
                 self.addrs[rank] = pkt.addr
+                first_push, again = self.membership.hello(rank)
+                if again:
+                    self._readmit(rank, first_push)
         if answer.reply is not None:
-            self.endpoint.send_control(wire.KIND_HELLO_ACK, pkt.addr, pkt.header.round,
+            # The welcome's round is the first round the worker pushes (0 at the start); a
+            # later one tells a re-joining worker to pull the round before it whole first.
+            self.endpoint.send_control(wire.KIND_HELLO_ACK, pkt.addr, first_push,
                                        payload=answer.reply)
         return True
+
+    def _readmit(self, rank: int, first_push: int) -> None:
+        """A worker joined again: what it still owed in earlier rounds is lost."""
+        self._leave_open_rounds(rank, "rejoined", first_push)
+        self.member_events.append({"rank": rank, "change": "rejoined", "first_push": first_push,
+                                   "pulls_whole": first_push - 1})
+
+    def _leave_open_rounds(self, rank: int, why: str, before: int | None = None) -> None:
+        """Close ``rank``'s open pushes and drop it from open pulls (of rounds < ``before``)."""
+        for (round_, pull), session in list(self.mux.sessions.items()):
+            if before is not None and round_ >= before:
+                continue
+            if not pull and isinstance(session, RecvSession):
+                session.close_sender(rank, why)
+            elif pull and isinstance(session, SendGroup):
+                session.by_rank.pop(rank, None)
+                if not session.by_rank:   # nobody left to pull this round
+                    del self.mux.sessions[(round_, pull)]
+
+    def _absent(self, now: float) -> list[int]:
+        """Ranks silent past their absence timeout in an open push or pull."""
+        silent = set()
+        for session in self.mux.sessions.values():
+            if isinstance(session, RecvSession):
+                limit = session.options.absent_timeout
+                silent |= {r for r, st in session.senders.items() if st.closed_by is None
+                           and st.first_data is None
+                           and now - max(session.opened, st.last_heard or 0.0) > limit}
+            elif isinstance(session, SendGroup):
+                silent |= {r for r, snd in session.by_rank.items() if not snd.done
+                           and now - snd.last_heard > snd.options.peer_timeout}
+        return sorted(silent)
+
+    def _run(self, done, round_: int, **kwargs) -> None:  # noqa: ANN001 - Mux.run's arguments
+        """Mux.run, going on without a worker that stays silent past its absence timeout."""
+        while True:
+            try:
+                self.mux.run(done, **kwargs)
+                return
+            except PeerTimeout:
+                silent = self._absent(time.monotonic())
+                if not silent:
+                    raise
+                for rank in silent:
+                    if self.membership.mark_absent(rank, round_):
+                        self.member_events.append({"rank": rank, "change": "absent", "round": round_})
+                    self._leave_open_rounds(rank, "absent")
 
     def _on_pcn_start(self, pkt: Received, now: float) -> bool:
         answer_start(self.endpoint, pkt)
@@ -102,7 +160,7 @@ class UdpServerExchange:
             self.push_deadline.settings = self.config.push_deadline   # the policy may switch it
             absent = self.config.join_timeout if round_ == 0 else self.config.peer_timeout
             session = RecvSession(self.endpoint, self.plan, round_, pull=False,
-                                  senders=list(range(self.workers)), required=required,
+                                  senders=self.membership.pushers(round_), required=required,
                                   options=ReceiveOptions(deadline=self.push_deadline.current(),
                                                          absent_timeout=absent,
                                                          scope=self.config.bounds.scope),
@@ -112,10 +170,19 @@ class UdpServerExchange:
 
     def gather(self, round_: int, required: tuple[float, ...]) -> Gathered:
         """Run until every worker's push of `round_` closed (bound or deadline)."""
+        self.membership.next_pull = round_
         session = self._open_push(round_, required)
-        self.mux.run(lambda: session.done)
+        self._run(lambda: session.done, round_)
         self.mux.drain()
         self.mux.prune(round_ - 1)
+        lost = sorted({*(r for r, s in session.senders.items() if s.closed_by in LOST),
+                       *self.membership.missing(round_)})
+        for rank in lost:
+            self.membership.contribution_lost(rank)
+        kept = {r: s for r, s in session.senders.items() if r not in lost}
+        for rank, state in kept.items():   # (a re-admitted rank's earlier data is not news)
+            if state.first_data is not None:
+                self.membership.data_from(rank)
         firsts = [s.first_data for s in session.senders.values() if s.first_data is not None]
         seconds = (session.finished or time.monotonic()) - min(firsts) if firsts else 0.0
         transfers = [s.closed_at - s.first_data for s in session.senders.values()
@@ -124,12 +191,12 @@ class UdpServerExchange:
         if transfers:
             adaptation = self.push_deadline.observe(max(transfers), session.telemetry, round_)
         return Gathered(
-            values={r: s.buffer.values for r, s in session.senders.items()},
-            delivered={r: s.buffer.delivered for r, s in session.senders.items()},
+            values={r: s.buffer.values for r, s in kept.items()},
+            delivered={r: s.buffer.delivered for r, s in kept.items()},
             fractions=session.fractions(), closed_by=session.closed_by(), seconds=seconds,
             deadline=session.options.deadline, telemetry=session.telemetry.as_dict(),
             adaptation=None if adaptation is None else adaptation.as_dict(),
-            max_qdepth=session.max_qdepth)
+            max_qdepth=session.max_qdepth, lost=lost)
 
     def scatter(self, round_: int, layers: list[np.ndarray], last: bool,
                 next_required: tuple[float, ...] | None,
@@ -138,7 +205,14 @@ class UdpServerExchange:
         The push session of the next round opens first, so early pushes are not lost. With
         `next_round` (a controller's policy) the next round's requirement and policy epoch come
         from it while the pull runs (None until known; with True it waits): the push session
-        opens then and every worker is told the epoch (KIND_EPOCH)."""
+        opens then and every worker is told the epoch (KIND_EPOCH).
+        Fewer than --min-workers present: wait (up to --outage-horizon) for workers to join."""
+        t0 = time.monotonic()
+        while not self.membership.check_quorum(round_):
+            until = time.monotonic() + _QUORUM_POLL
+            self.mux.run(lambda: time.monotonic() >= until)
+        pullers = self.membership.pullers(round_)
+        self.membership.next_pull = round_ + 1
         if next_round is None and not last and next_required is not None:
             self._open_push(round_ + 1, next_required)
         flags = wire.FLAG_LAST if last else 0
@@ -149,9 +223,8 @@ class UdpServerExchange:
                         peer_name=self.names[rank],
                         critical_layers=self.config.bounds.critical_layers(pull=True),
                         budget=budget)
-            for rank in range(self.workers)])
+            for rank in pullers])
         self.mux.add(group)
-        t0 = time.monotonic()
         announced = next_round is None
 
         def announce(wait: bool) -> None:
@@ -160,7 +233,7 @@ class UdpServerExchange:
             if upcoming is not None:
                 required, epoch = upcoming
                 self._open_push(round_ + 1, required)
-                for rank in range(self.workers):
+                for rank in pullers:
                     for _ in range(_EPOCH_COPIES):
                         self.endpoint.send_control(wire.KIND_EPOCH, self.addrs[rank], round_ + 1,
                                                    chunk_seq=epoch)
@@ -171,12 +244,15 @@ class UdpServerExchange:
             return group.done
 
         try:
-            self.mux.run(pulled, timeout=_LAST_PULL_GRACE if last else None,
-                         timeout_message="final pull not acknowledged by every worker")
+            self._run(pulled, round_, timeout=_LAST_PULL_GRACE if last else None,
+                      timeout_message="final pull not acknowledged by every worker")
         except PeerTimeout:
             if not last:
                 raise
             self.counters["final_pull_unacknowledged"] += 1
+        for rank, sender in group.by_rank.items():
+            if sender.done:
+                self.membership.data_from(rank)
         seconds = time.monotonic() - t0
         announce(True)
         return seconds

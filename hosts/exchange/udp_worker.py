@@ -24,6 +24,10 @@ _LINGER = 0.3
 _HELLO_EVERY = 0.1
 _PULL_REQ_EVERY_PROBES = 5
 _EPOCHS_KEPT = 8
+# A worker waits for a silent PS twice as long as the PS waits for a silent worker: the PS
+# decides who takes part, so a worker joins again only once the PS surely went on without it
+# (joining again costs it the rounds until it has the model back).
+PS_PATIENCE = 2.0
 
 
 class UdpWorkerExchange:
@@ -45,6 +49,7 @@ class UdpWorkerExchange:
         self._ps_name = f"parameter server {ps[0]}:{ps[1]}"
         self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
         self._join = JoinClient(config.job_key, config.job_id, rank, self.fingerprint)
+        self.first_push = 0   # the PS's welcome: the first round we push
         self.mux.handlers[wire.KIND_HELLO_ACK] = self._on_hello_ack
         self._announced: dict[int, int] = {}
         self.mux.handlers[wire.KIND_EPOCH] = self._on_epoch
@@ -70,21 +75,30 @@ class UdpWorkerExchange:
         except PacketError:
             self.counters["drop_hello_bad_mac"] += 1
             return True
+        if self._join.joined:   # the welcome: its round is the first round we push
+            self.first_push = pkt.header.round
         if proof is not None:
             self.endpoint.send_control(wire.KIND_HELLO, self.ps, 0, payload=proof)
         return True
 
-    def join(self) -> None:
+    def join(self, timeout: float | None = None, forget_below: int = 0) -> int:
         """Join the PS with the job's key (hosts/exchange/join.py), resending until it answers
-        (up to --join-timeout); ConfigError if its model or transport configuration differs."""
-        give_up = time.monotonic() + self.config.join_timeout
+        (up to ``timeout``, default --join-timeout); the first round we push (0 at the start;
+        later when the job runs already: see `catch_up`). Sessions of rounds below
+        ``forget_below`` (given up on) are dropped first. ConfigError if its model or transport
+        configuration differs from ours."""
+        timeout = self.config.join_timeout if timeout is None else timeout
+        give_up = time.monotonic() + timeout
+        self.mux.prune(forget_below)
+        self._join = JoinClient(self.config.job_key, self.config.job_id, self.rank,
+                                self.fingerprint)   # a fresh nonce for every join
         while not self._join.joined:
             if time.monotonic() >= give_up:
                 why = ("answered without proving the job's key: a different --job-key?"
                        if self._join.bad_answers else
                        "not started, unreachable, or not of the same --packet-mac")
                 raise PeerTimeout(f"{self._ps_name} did not answer HELLO within "
-                                  f"{self.config.join_timeout:.1f} s ({why})")
+                                  f"{timeout:.1f} s ({why})")
             self.endpoint.send_control(wire.KIND_HELLO, self.ps, 0,
                                        payload=self._join.next_hello())
             resend = time.monotonic() + _HELLO_EVERY
@@ -92,11 +106,24 @@ class UdpWorkerExchange:
         if self._join.ps_fingerprint != self.fingerprint:
             raise ConfigError(f"{self._ps_name} runs a different configuration (model layer "
                               f"sizes, --chunk-elems, --transport or --job differ)")
+        return self.first_push
+
+    def catch_up(self, round_: int) -> Pulled:
+        """After joining a running job: receive the pull of ``round_`` whole (the current
+        model), with no deadline."""
+        self.mux.add(RecvSession(
+            self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
+            required=(1.0,) * self.plan.num_layers,
+            options=ReceiveOptions(deadline=float("inf"),
+                                   absent_timeout=PS_PATIENCE * self.config.peer_timeout),
+            sender_names={wire.PS_RANK: self._ps_name}))
+        return self.pull(round_)
 
     def push(self, round_: int, layers: list[np.ndarray]) -> dict:
         """Send this round's gradients until the PS says STOP; stats of the push."""
         cfg = self.config
-        absent = cfg.peer_timeout + (cfg.join_timeout if round_ == 0 else 0.0)
+        patience = PS_PATIENCE * cfg.peer_timeout
+        absent = patience + (cfg.join_timeout if round_ == 0 else 0.0)
         self.pull_deadline.settings = cfg.pull_deadline   # the policy may switch the law
         self.mux.add(RecvSession(
             self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
@@ -107,9 +134,7 @@ class UdpWorkerExchange:
         stats: dict = {}
         if self.pcn is not None:
             stats["pcn_rtt_ms"] = self.pcn.handshake(round_)
-        options = cfg.send
-        if round_ == 0:
-            options = dataclasses.replace(options, peer_timeout=cfg.join_timeout)
+        options = dataclasses.replace(cfg.send, peer_timeout=cfg.join_timeout if round_ == 0 else patience)
         sender = SendSession(self.endpoint, self.ps, wire.PS_RANK, self.plan, layers, round_,
                              pull=False, options=options, peer_name=self._ps_name,
                              critical_layers=cfg.bounds.critical_layers(pull=False),

@@ -221,6 +221,12 @@ class RecvSession:
                     wake = min(wake, state.last_ack + self.options.ack_delay)
         return wake
 
+    def close_sender(self, rank: int, why: str) -> None:
+        """Close ``rank``'s transfer from outside (the PS found it absent, or it joined again)."""
+        state = self.senders.get(rank)
+        if state is not None and state.closed_by is None:
+            self._close(state, why, time.monotonic())
+
     def fractions(self) -> dict[int, list[float]]:
         """Per sender, the delivered fraction of every layer."""
         return {rank: s.buffer.fractions() for rank, s in self.senders.items()}

@@ -129,7 +129,8 @@ def test_daemon_and_gradctl_end_to_end(network, capsys):
         code, out, _ = run(capsys, *s, "--json", "switches")
         assert code == 0 and [r["pipeline_loaded"] for r in json.loads(out)] == [True] * 4
         code, out, _ = run(capsys, *s, "switches")
-        assert out.splitlines()[0].split() == ["SWITCH", "ADDRESS", "REACHABLE", "PRIMARY", "PIPELINE", "ERROR"]
+        assert out.splitlines()[0].split() == ["SWITCH", "ADDRESS", "REACHABLE", "PRIMARY", "PIPELINE",
+                                          "RESTARTS", "CRASH->PROGRAMMED", "ERROR"]
 
         code, out, _ = run(capsys, *s, "--json", "policy", "show")
         classes = json.loads(out)["classes"]

@@ -167,6 +167,10 @@ def test_unreachable_switch_is_reported_and_restarted_switch_restored(p4info_msg
         assert ctl.wait_reachable(["s2"], 15)
         assert snapshot(servers["s2"]) == before
         assert servers["s2"].pipeline_pushes == 2
+        # it is counted as a restart (it came back empty), with its time from loss to programmed
+        status = {r["switch"]: r for r in ctl.switch_status()}
+        assert status["s2"]["switch_restarts"] == 1 and status["s1"]["switch_restarts"] == 0
+        assert status["s2"]["last_recovery_s"] > 0 and status["s2"]["down_for_s"] is None
     finally:
         ctl.stop()
         for s in servers.values():

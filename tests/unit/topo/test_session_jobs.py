@@ -44,3 +44,9 @@ def test_tcp_ecn_is_set_per_host_namespace_and_passed_to_the_agents():
     assert _value(session.job_spec(1).extra_worker, "--tcp-ecn") == ["on"]
     assert _session(transport="tcp", tcp_ecn="off").host_sysctls() == {"net.ipv4.tcp_ecn": "0"}
     assert _session(transport="tcp").host_sysctls() == {}
+
+
+def test_min_workers_reaches_the_parameter_server_only():
+    job = _session(min_workers=2).job_spec(1)
+    assert _value(job.extra_ps, "--min-workers") == ["2"] and "--min-workers" not in job.extra_worker
+    assert "--min-workers" not in _session().job_spec(1).extra_ps

@@ -1,0 +1,68 @@
+"""One training job survives a switch, the controller and a worker being killed (by PID) at
+chosen rounds: the job finishes, its summary lists each fault with its time to recovery and
+the rounds it cost, every violation is counted, and the accuracy stays within 1 point of a
+fault-free run with the same seed."""
+from topo.chaos import AGENT_FLAGS, FaultInjector
+from topo.fault_report import fault_rows
+from topo.summary import final_accuracy, render, rounds_completed
+from topo.training import TrainingResult
+
+ROUNDS = 60
+PARAMS = dict(workers=3, background=0, bottleneck_pps=2000)
+
+
+def _ps_records(result: TrainingResult) -> list[dict]:
+    return [r for name, recs in result.records.items() if name.startswith("ps") for r in recs]
+
+
+def test_a_job_survives_a_switch_the_controller_and_a_worker_dying(network):
+    clean_session = network("incast", **PARAMS)
+    clean = clean_session.train(rounds=ROUNDS, workers=3, timeout=400,
+                                extra_ps=AGENT_FLAGS, extra_worker=AGENT_FLAGS)
+    assert clean.ok, {n: open(p).read()[-1500:] for n, p in clean.logs.items()}
+    clean_session.stop()
+
+    session = network("incast", **PARAMS)
+    job_id = session.start_job(rounds=ROUNDS, workers=3, extra_ps=AGENT_FLAGS, extra_worker=AGENT_FLAGS)
+    chaos = FaultInjector(session, job_id)
+    chaos.wait_round(10)
+    chaos.kill_switch("s1")
+    chaos.wait_round(25)
+    chaos.kill_controller()
+    chaos.wait_round(40)
+    chaos.kill_worker(2)
+    result = session.finish_job(job_id, timeout=400)
+    assert result.ok, {n: open(p).read()[-1500:] for n, p in result.logs.items()}
+    assert rounds_completed(result) == ROUNDS
+
+    faults = chaos.faults()
+    assert [(f["name"], f["kind"]) for f in faults] == [
+        ("s1", "switch"), ("controller", "controller"), ("worker2@w3", "worker")]
+    rows = fault_rows(faults, result)
+    for row, at in zip(rows, (10, 25, 40)):
+        assert row["recovery_s"] is not None and row["recovery_s"] > 0, row
+        assert row["rounds_cost"] >= 1 and at <= row["round"] <= at + 3, row
+    assert rows[2]["readmitted_s"] > rows[2]["recovery_s"]
+    # the controller re-programmed the restarted s1 and said its counters restarted
+    assert "s1: the switch restarted" in (session.controller.output() if session.controller else "")
+    text = render(result, session.stats(), faults=faults)
+    print(text)
+    assert "faults survived: 3 of 3" in text
+    for name in ("s1 (switch)", "controller (controller)", "worker2@w3 (worker)"):
+        assert name in text
+
+    # every violation is counted: the PS's totals are its violation records, one per layer
+    ps = _ps_records(result)
+    records = [r for r in ps if r.get("event") == "violation"]
+    done = next(r for r in ps if r.get("event") == "done")
+    assert sum(done["violations"]) == len(records)
+    assert sum(r["violations"] for r in rows) <= len(records)
+    # the dead worker's missing pushes are counted as lost, and it came back
+    assert int(done["lost_contributions"]["2"]) >= 1 and done["rejoins"] == {"2": 1}
+
+    acc_clean, acc_chaos = final_accuracy(clean), final_accuracy(result)
+    losses = [next(r for r in reversed(_ps_records(res)) if r.get("event") == "epoch")["loss"]
+              for res in (clean, result)]
+    print(f"accuracy fault-free {acc_clean:.4f} (train loss {losses[0]:.4f}), with faults "
+          f"{acc_chaos:.4f} (train loss {losses[1]:.4f})")
+    assert abs(acc_clean - acc_chaos) <= 0.01
