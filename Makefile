@@ -10,7 +10,10 @@ JOBS ?= 1
 # Real p4c / BMv2 when on PATH, else the embedded target (override with P4C=... SWITCH=...).
 P4C ?= $(shell command -v p4c-bm2-ss 2>/dev/null || echo "$(PY) -m p4target compile")
 SWITCH ?= $(shell command -v simple_switch_grpc 2>/dev/null || echo "$(PY) -m p4target switch")
-export P4C SWITCH
+# The switches' log level (-L): warn unless asked; `make run SWITCH_LOG=debug` traces every packet
+# (into logs/<switch>.log, capped; it slows BMv2 many times over). Also for demo and experiments.
+SWITCH_LOG ?=
+export P4C SWITCH SWITCH_LOG
 
 .PHONY: experiment experiments all setup build run demo test test-unit test-conformance test-integration test-topology lint bench fuzz stop \
         clean check-env check-reference
