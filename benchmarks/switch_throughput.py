@@ -225,7 +225,7 @@ def start_switch(sw: Switch, ports: list[str], json_path: str, log_path: str,
     if sw.kind == "forwarder":
         argv = [*sw.argv, str(thrift), *ports]
     elif sw.kind == "embedded":
-        argv = [*sw.argv, *iface_args, "--thrift-port", str(thrift), "--log-file", log_path, json_path,
+        argv = [*sw.argv, *iface_args, "--thrift-port", str(thrift), "--log-file", log_path, "-L", "info", json_path,
                 "--", "--grpc-server-addr", f"127.0.0.1:{free_port()}", *extra]
     else:  # simple_switch logs nothing without --log-file (its default level is trace)
         argv = [*sw.argv, *iface_args, "--thrift-port", str(thrift), json_path] + (["--", *extra] if extra else [])
