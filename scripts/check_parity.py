@@ -99,7 +99,8 @@ def run_demo(env: dict[str, str], build: Path, logs: Path) -> tuple[dict[str, An
     figures = parse_demo(done.stdout)
     figures["exit code"] = done.returncode
     figures["wall time s"] = round(wall, 1)
-    figures["switch log bytes"] = sum(p.stat().st_size for p in logs.glob("s*.log"))
+    # stdout and log lines, rotated ones too (BMv2 writes its log lines to s1.log.txt)
+    figures["switch log bytes"] = sum(p.stat().st_size for p in logs.glob("s*.log*") if p.suffix != ".json")
     return figures, done.stdout + done.stderr
 
 

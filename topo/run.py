@@ -20,7 +20,7 @@ from hosts.exchange.tcp_options import check_congestion_control
 from topo.errors import TopoError
 from topo.session import DEFAULT_POLICY, TWO_JOBS_POLICY, RunConfig, RunSession
 from topo.summary import render
-from topo.toolchain import SWITCH_LOG_LEVELS, switch_log_level, switch_log_note
+from topo.toolchain import SWITCH_LOG_LEVELS, switch_log_files, switch_log_level, switch_log_note
 from topo.topologies import TOPOLOGIES, TopoParams
 
 EXIT_FAILED = 1
@@ -141,7 +141,7 @@ def overview(session: RunSession) -> str:
     else:
         out.append("controller: not started (--no-controller): switches have no table entries")
     out.append(switch_log_note(net.switch(next(iter(topo.switches))).log_level,
-                               f"{cfg.log_dir}/<switch>.log"))
+                               switch_log_files(f"{cfg.log_dir}/<switch>.log", net.tool)[0]))
     out.append(f"description: {cfg.topology_path}; run record: {cfg.log_dir}/run.pids.json"
                + ("; pcaps in pcaps/" if cfg.pcap else ""))
     return "\n".join(out)

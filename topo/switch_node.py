@@ -2,8 +2,9 @@
 
 `$SWITCH` is simple_switch_grpc or the embedded `python -m p4target switch`; both take the same
 flags. The process runs in the root namespace on the switch's `<name>-eth<port>` interfaces and
-is stopped by its PID. Its log (`--log-file logs/<name>.log`, rotated by the switch at a size cap)
-and its stdout/stderr (appended to the same file) share one file; the level is `-L $SWITCH_LOG`,
+is stopped by its PID. Its stdout/stderr go to `logs/<name>.log`, and so does its log
+(`--log-file`, rotated by the switch at a size cap; BMv2 1.15.5 writes it to `logs/<name>.log.txt`
+instead, see `toolchain.switch_log_files`); the level is `-L $SWITCH_LOG`,
 warn by default, since at BMv2's own default (trace) a switch writes kilobytes per packet and
 spends its CPU doing so. `start()` only launches it; `wait_ready()` is the health check.
 """
@@ -20,10 +21,9 @@ from typing import Any
 from mininet.node import Switch
 
 from controller import topology
-from p4target.switch.switch_log import rotated_name
 from topo.errors import SwitchStartError
 from topo.pidfile import RunRecord, process_start_time, terminate
-from topo.toolchain import LOG_FILE_BACKUPS, LOG_FILE_MAX_BYTES, Tool, switch_log_level
+from topo.toolchain import LOG_FILE_BACKUPS, LOG_FILE_MAX_BYTES, Tool, switch_log_files, switch_log_level
 
 
 def dying_with_parent(argv: list[str]) -> list[str]:
@@ -140,8 +140,8 @@ class P4Switch(Switch):
                     f"switch {self.name}: TCP port {port} is already in use (a stale switch? run `make stop`)")
         log = Path(self.desc.log)
         log.parent.mkdir(parents=True, exist_ok=True)
-        for index in range(1, LOG_FILE_BACKUPS + 1):  # a previous run's rotated log
-            Path(rotated_name(str(log), index)).unlink(missing_ok=True)
+        for old in switch_log_files(str(log), self.tool):  # a previous run's log lines
+            Path(old).unlink(missing_ok=True)
         with open(log, "wb") as header:
             header.write(f"# {' '.join(self.command())}\n".encode())
         # appended: the switch's own log writer appends to the same file (and rotates it)

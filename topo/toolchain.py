@@ -13,6 +13,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from p4target.switch.switch_log import rotated_name
 from topo.errors import ToolchainError
 
 
@@ -71,6 +72,15 @@ def switch_log_level() -> str:
     if level not in SWITCH_LOG_LEVELS:
         raise ToolchainError(f"SWITCH_LOG={level!r} is not a switch log level (one of {', '.join(SWITCH_LOG_LEVELS)})")
     return level
+
+
+def switch_log_files(log: str, tool: Tool) -> list[str]:
+    """The files a switch started with `--log-file <log>` writes its log lines to, the live one
+    first. BMv2 1.15.5 (its bundled spdlog) appends `.txt`: `s1.log.txt`, rotated to `s1.log.1.txt`;
+    the embedded switch writes `s1.log` itself and rotates to `s1.1.log`, as today's spdlog."""
+    if tool.kind == "embedded":
+        return [rotated_name(log, index) for index in range(LOG_FILE_BACKUPS + 1)]
+    return [f"{log}.txt", *(f"{log}.{index}.txt" for index in range(1, LOG_FILE_BACKUPS + 1))]
 
 
 def switch_log_note(level: str, log_pattern: str) -> str:

@@ -11,7 +11,7 @@ from topo.errors import ToolchainError
 from topo.run import main
 from topo.switch_node import switch_command
 from topo.toolchain import (LOG_FILE_BACKUPS, LOG_FILE_MAX_BYTES, PACKET_TRACE_MARKER, Tool, switch_build,
-                            switch_log_level, switch_log_note)
+                            switch_log_files, switch_log_level, switch_log_note)
 
 EMBEDDED = Tool(("python3", "-m", "p4target", "switch"), "embedded")
 BMV2 = Tool(("/opt/p4ref/bin/simple_switch_grpc",), "real")
@@ -105,3 +105,8 @@ def test_check_env_warns_on_per_packet_logging_at_the_default_build(tmp_path, mo
     assert "default build" in build.detail and level.warn and "every packet" in level.detail
     monkeypatch.setenv("SWITCH_LOG", "warn")
     assert not any(c.warn for c in switch_log_checks(default))
+
+
+def test_log_files_are_named_as_each_switch_names_them():
+    assert switch_log_files("logs/s1.log", EMBEDDED) == ["logs/s1.log", "logs/s1.1.log"][:LOG_FILE_BACKUPS + 1]
+    assert switch_log_files("logs/s1.log", BMV2) == ["logs/s1.log.txt", "logs/s1.log.1.txt"][:LOG_FILE_BACKUPS + 1]
