@@ -347,6 +347,7 @@ def main() -> int:
     ap.add_argument("--latency-only", action="store_true", help="skip the zero-loss rate search")
     ap.add_argument("--record-baseline", action="store_true", help="write this tree's figures to baseline.json")
     ap.add_argument("--no-embedded", action="store_true", help="skip this tree's embedded switch")
+    ap.add_argument("--no-simple-switch", action="store_true", help="skip simple_switch even when installed")
     ap.add_argument("--simple-switch", metavar="PATH", help="the simple_switch to run (default: on PATH or in /opt/p4ref/bin)")
     ap.add_argument("--gradlane-json", metavar="PATH", help="load this gradlane JSON (default: compiled from p4src)")
     ap.add_argument("--json-out", metavar="PATH", help="also write the rows as JSON (program, switch, zero_loss_pps)")
@@ -361,7 +362,7 @@ def main() -> int:
         sys.stderr.write(f"switch_throughput: error: unknown program '{bad[0]}' (have: l3, gradlane)\n")
         return 2
     switches = _switches(args)
-    ss = args.simple_switch or _simple_switch()
+    ss = None if args.no_simple_switch else args.simple_switch or _simple_switch()
     if ss:
         switches.append(Switch(f"simple_switch ({ss})", [ss], kind="simple_switch"))
         print(f"simple_switch: {ss} (runs the same programs)")

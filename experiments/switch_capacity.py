@@ -73,15 +73,17 @@ def measure(tool: Tool, build: str, json_path: Path) -> float:
         out = os.path.join(tmp, "rows.json")
         argv = [sys.executable, str(BENCHMARK), "--programs", "gradlane", "--no-forwarder", "--probes", "100",
                 "--duration", "1", "--gradlane-json", str(json_path), "--json-out", out]
-        if build != "embedded":
-            argv += ["--no-embedded", "--simple-switch", _simple_switch_of(tool)]
+        argv += (["--no-simple-switch"] if build == "embedded"
+                 else ["--no-embedded", "--simple-switch", _simple_switch_of(tool)])
         done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
         try:
             rows = json.loads(Path(out).read_text())
         except (OSError, ValueError):
             raise ExperimentError(f"could not measure the switch's loss-free rate: "
                                   f"{(done.stdout + done.stderr).strip()[-300:]}") from None
-    rates = [r["zero_loss_pps"] for r in rows if r["zero_loss_pps"] == r["zero_loss_pps"]]  # not NaN
+    label = "embedded" if build == "embedded" else "simple_switch"
+    rates = [r["zero_loss_pps"] for r in rows if r["switch"].startswith(label)
+             and r["zero_loss_pps"] == r["zero_loss_pps"]]  # not NaN
     if not rates:
         raise ExperimentError("could not measure the switch's loss-free rate: the benchmark found none")
     return max(rates)
