@@ -23,7 +23,8 @@ from mininet.node import Switch
 from controller import topology
 from topo.errors import SwitchStartError
 from topo.pidfile import RunRecord, process_start_time, terminate
-from topo.toolchain import LOG_FILE_BACKUPS, LOG_FILE_MAX_BYTES, Tool, switch_log_files, switch_log_level
+from topo.toolchain import (DEFAULT_SWITCH_LOG, LOG_FILE_BACKUPS, LOG_FILE_MAX_BYTES, Tool, switch_log_files,
+                            switch_log_level)
 
 
 def dying_with_parent(argv: list[str]) -> list[str]:
@@ -73,7 +74,8 @@ def log_flags(log_path: str, level: str) -> list[str]:
 
 def switch_command(tool: Tool, desc: topology.Switch, ports: dict[int, str], json_path: str | None, *,
                    pcap_dir: str | None = None, impairments: tuple[str, ...] = (),
-                   port_rates: dict[int, float] | None = None, log_level: str = "warn") -> list[str]:
+                   port_rates: dict[int, float] | None = None,
+                   log_level: str = DEFAULT_SWITCH_LOG) -> list[str]:
     """The argv of one switch process (simple_switch_grpc flags). Its servers listen on
     loopback only: P4Runtime on `desc.grpc_addr` (127.0.0.1 from `topologies`), Thrift on
     127.0.0.1 via our `--thrift-ip` where the switch is the embedded one (BMv2's Thrift server

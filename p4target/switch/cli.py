@@ -39,7 +39,8 @@ options:
   --log-flush                  accepted (this switch's log is always flushed per line)
   --log-file-max-size N, --log-file-max-files N
                                rotate the --log-file at N bytes (default 5242880), keeping N
-                               rotated files (default 3): PATH.log -> PATH.1.log, as BMv2
+                               rotated files (default 3), as BMv2: s1.log -> s1.1.log (BMv2
+                               1.15.5 writes s1.log.txt and rotates it to s1.log.1.txt)
   --dump-packet-data N         accepted, no effect (packets are logged at debug level)
   --nanolog ADDR, --notifications-addr ADDR, --debugger, --debugger-addr ADDR
                                accepted, no effect (BMv2's nanomsg logging and debugger)
