@@ -69,8 +69,9 @@ def locked(argv: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedPr
     """Run `argv` under the network lock; (result, seconds it ran once it held the lock)."""
     marker = tempfile.NamedTemporaryFile(delete=False)
     marker.close()
-    wrapped = ["flock", LOCK, "sh", "-c", f'date +%s.%N > "{marker.name}"; exec "$@"', "_", *argv]
-    done = subprocess.run(wrapped, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    # the time limit starts once the lock is held (others' runs may hold it for long)
+    wrapped = ["flock", LOCK, "sh", "-c", f'date +%s.%N > "{marker.name}"; exec timeout {TIMEOUT} "$@"', "_", *argv]
+    done = subprocess.run(wrapped, cwd=ROOT, env=env, capture_output=True, text=True)
     started = float(Path(marker.name).read_text() or time.time())
     os.unlink(marker.name)
     return done, time.time() - started
