@@ -49,7 +49,10 @@ def _embedded_ready(sub: str) -> bool:
 def switch_log_checks(sw: Tool) -> list[Check]:
     """Which switch build runs, and whether its log level will trace every packet."""
     build = switch_build(sw)
-    out = [Check("switch build", True, BUILD_NAMES[build], required=False)]
+    detail = BUILD_NAMES[build]
+    if build.startswith("bmv2") and not os.path.basename(sw.argv[0]).endswith("_grpc"):
+        detail += "; Thrift only, no P4Runtime: the controller needs simple_switch_grpc"
+    out = [Check("switch build", True, detail, required=False)]
     try:
         level = switch_log_level()
     except ToolchainError as exc:

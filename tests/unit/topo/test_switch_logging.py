@@ -110,3 +110,10 @@ def test_check_env_warns_on_per_packet_logging_at_the_default_build(tmp_path, mo
 def test_log_files_are_named_as_each_switch_names_them():
     assert switch_log_files("logs/s1.log", EMBEDDED) == ["logs/s1.log", "logs/s1.1.log"][:LOG_FILE_BACKUPS + 1]
     assert switch_log_files("logs/s1.log", BMV2) == ["logs/s1.log.txt", "logs/s1.log.1.txt"][:LOG_FILE_BACKUPS + 1]
+
+
+def test_check_env_says_a_thrift_only_build_cannot_be_programmed(tmp_path):
+    (tmp_path / "perf").mkdir()
+    perf = _fake_switch(tmp_path / "perf", "simple_switch", b"no trace strings")
+    [build, _] = switch_log_checks(perf)
+    assert "performance build" in build.detail and "no P4Runtime" in build.detail
