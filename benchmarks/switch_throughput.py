@@ -54,8 +54,8 @@ GRADLANE_COMMANDS = (
     "act_prof_create_member GradIngress.ecmp_selector GradIngress.set_nhop 00:00:00:00:02:fe 00:00:00:00:02:bb 2\n"
     "table_indirect_add GradIngress.ipv4_lpm 10.0.1.0/24 => 0\n"
     "table_indirect_add GradIngress.ipv4_lpm 10.0.2.0/24 => 1\n"
-    # gradient DATA of job 1 into queue 5, drop-eligible, 5% bound, threshold 10 packets
-    "table_add GradIngress.gradient_class GradIngress.set_class 0x0001&&&0xffff 0->65535 0->255 "
+    # gradient DATA of job 1 (any policy epoch) into queue 5, drop-eligible, 5% bound, threshold 10 packets
+    "table_add GradIngress.gradient_class GradIngress.set_class 0x0001&&&0xffff 0->65535 0->255 0&&&0 "
     "=> 5 1 3 500 500 10 1\n")
 L3_COMMANDS = ("table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.1.0/24 => 00:00:00:00:01:01 1\n"
                "table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.2.0/24 => 00:00:00:00:02:02 2\n")
