@@ -58,3 +58,15 @@ def test_check_plan_refuses_and_records_the_switch(cached_embedded, tmp_path):
     assert "the embedded switch" in summary[0] and "2.5 kpps" in summary[0]
     assert summary[1].startswith("**Flagged: bottleneck 1500 pps") and summary[-1] == ""
     assert sc.summary_lines(tmp_path) == []
+
+
+def test_a_failed_measurement_is_flagged_not_refused(cached_embedded, monkeypatch):
+    sc.cache_path().unlink()
+
+    def fails(*args):
+        raise ExperimentError("could not measure the switch's loss-free rate: no root")
+
+    monkeypatch.setattr(sc, "measure", fails)
+    prof = sc.profile(str(cached_embedded), out=lambda line: None)
+    assert prof.loss_free_pps is None and "no root" in prof.source
+    assert sc.verdict(prof, 3000.0)[0] == "flag" and not sc.cache_path().exists()
