@@ -10,7 +10,10 @@ JOBS ?= 1
 # Real p4c / BMv2 when on PATH, else the embedded target (override with P4C=... SWITCH=...).
 P4C ?= $(shell command -v p4c-bm2-ss 2>/dev/null || echo "$(PY) -m p4target compile")
 SWITCH ?= $(shell command -v simple_switch_grpc 2>/dev/null || echo "$(PY) -m p4target switch")
-export P4C SWITCH
+# The switches' log level (-L): warn unless asked; `make run SWITCH_LOG=debug` traces every packet
+# (into logs/<switch>.log, capped; it slows BMv2 many times over). Also for demo and experiments.
+SWITCH_LOG ?=
+export P4C SWITCH SWITCH_LOG
 
 .PHONY: experiment experiments all setup build run demo test test-unit test-conformance test-integration test-topology lint bench fuzz stop \
         clean check-env check-reference chaos soak
@@ -67,8 +70,11 @@ fuzz: setup
 
 # Not in CI: our compiler's JSON on a locally built real BMv2 through p4c's STF runner
 # (p4target/README.md, "Checking against the real BMv2"); ARGS=--samples for p4c's samples.
+# Then (root, Mininet; ~10 min) `make demo` and an ltp_incast --quick run on p4c + BMv2 beside
+# the embedded target, with the table of figures that must agree (scripts/check_parity.py).
 check-reference: setup
 	$(PY) scripts/check_reference.py $(ARGS)
+	$(PY) scripts/check_parity.py
 
 # Experiments (root; on a shared machine under /tmp/gradlane-net.lock): `make experiment
 # NAME=ltp_incast [ARGS="--quick --reps 5 --publish"]`, `make experiments` runs all of them.

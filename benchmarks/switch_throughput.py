@@ -54,8 +54,8 @@ GRADLANE_COMMANDS = (
     "act_prof_create_member GradIngress.ecmp_selector GradIngress.set_nhop 00:00:00:00:02:fe 00:00:00:00:02:bb 2\n"
     "table_indirect_add GradIngress.ipv4_lpm 10.0.1.0/24 => 0\n"
     "table_indirect_add GradIngress.ipv4_lpm 10.0.2.0/24 => 1\n"
-    # gradient DATA of job 1 into queue 5, drop-eligible, 5% bound, threshold 10 packets
-    "table_add GradIngress.gradient_class GradIngress.set_class 0x0001&&&0xffff 0->65535 0->255 "
+    # gradient DATA of job 1 (any policy epoch) into queue 5, drop-eligible, 5% bound, threshold 10 packets
+    "table_add GradIngress.gradient_class GradIngress.set_class 0x0001&&&0xffff 0->65535 0->255 0&&&0 "
     "=> 5 1 3 500 500 10 1\n")
 L3_COMMANDS = ("table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.1.0/24 => 00:00:00:00:01:01 1\n"
                "table_add MyIngress.ipv4_lpm MyIngress.ipv4_forward 10.0.2.0/24 => 00:00:00:00:02:02 2\n")
@@ -225,7 +225,7 @@ def start_switch(sw: Switch, ports: list[str], json_path: str, log_path: str,
     if sw.kind == "forwarder":
         argv = [*sw.argv, str(thrift), *ports]
     elif sw.kind == "embedded":
-        argv = [*sw.argv, *iface_args, "--thrift-port", str(thrift), "--log-file", log_path, json_path,
+        argv = [*sw.argv, *iface_args, "--thrift-port", str(thrift), "--log-file", log_path, "-L", "info", json_path,
                 "--", "--grpc-server-addr", f"127.0.0.1:{free_port()}", *extra]
     else:  # simple_switch logs nothing without --log-file (its default level is trace)
         argv = [*sw.argv, *iface_args, "--thrift-port", str(thrift), json_path] + (["--", *extra] if extra else [])
@@ -323,7 +323,7 @@ def _simple_switch() -> str | None:
 
 def _switches(args: argparse.Namespace) -> list[Switch]:
     embedded = [sys.executable, "-m", "p4target", "switch"]
-    out = [Switch("embedded (this tree)", embedded)]
+    out = [] if args.no_embedded else [Switch("embedded (this tree)", embedded)]
     if args.compare_tree:
         tree = os.path.abspath(args.compare_tree)
         out.append(Switch(f"embedded ({os.path.basename(tree)})", embedded, cwd=tree, env={"PYTHONPATH": tree}))
@@ -346,6 +346,11 @@ def main() -> int:
                     help="skip the bare Python raw-socket forwarder (no P4; the ceiling of this path)")
     ap.add_argument("--latency-only", action="store_true", help="skip the zero-loss rate search")
     ap.add_argument("--record-baseline", action="store_true", help="write this tree's figures to baseline.json")
+    ap.add_argument("--no-embedded", action="store_true", help="skip this tree's embedded switch")
+    ap.add_argument("--no-simple-switch", action="store_true", help="skip simple_switch even when installed")
+    ap.add_argument("--simple-switch", metavar="PATH", help="the simple_switch to run (default: on PATH or in /opt/p4ref/bin)")
+    ap.add_argument("--gradlane-json", metavar="PATH", help="load this gradlane JSON (default: compiled from p4src)")
+    ap.add_argument("--json-out", metavar="PATH", help="also write the rows as JSON (program, switch, zero_loss_pps)")
     args = ap.parse_args()
     sys.setswitchinterval(1e-4)  # the probe receiver must get the GIL at once
     if os.geteuid() != 0:
@@ -357,12 +362,15 @@ def main() -> int:
         sys.stderr.write(f"switch_throughput: error: unknown program '{bad[0]}' (have: l3, gradlane)\n")
         return 2
     switches = _switches(args)
-    ss = _simple_switch()
+    ss = None if args.no_simple_switch else args.simple_switch or _simple_switch()
     if ss:
         switches.append(Switch(f"simple_switch ({ss})", [ss], kind="simple_switch"))
         print(f"simple_switch: {ss} (runs the same programs)")
     else:
         print("simple_switch: absent (not on PATH nor in /opt/p4ref/bin); no BMv2 comparison")
+    if not switches:
+        sys.stderr.write("switch_throughput: error: --no-embedded and no simple_switch: nothing to measure\n")
+        return 2
     forwarder = None if args.no_forwarder else Switch(
         "bare Python forwarder", [sys.executable, os.path.join(ROOT, "benchmarks", "_forwarder.py")], kind="forwarder")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start", flush=True)
@@ -381,6 +389,9 @@ def main() -> int:
             paths = {}
             for program in programs:
                 paths[program] = os.path.join(tmp, f"{program}.json")
+                if program == "gradlane" and args.gradlane_json:
+                    shutil.copyfile(args.gradlane_json, paths[program])
+                    continue
                 with open(paths[program], "w") as f:
                     json.dump(_compiled(program), f)
             for round_ in range(args.repeat):
@@ -397,6 +408,11 @@ def main() -> int:
     finally:
         net.close()
     print(f"machine: load average {os.getloadavg()[0]:.2f} at end")
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump([{"program": r.program, "switch": r.switch, "zero_loss_pps": r.zero_loss_pps} for r in rows], f)
+    if args.no_embedded:
+        return 0  # the figures below and the baseline are this tree's embedded switch's
     print(f"\n{'program':<10}{'switch':<36}{'zero-loss pps':>14}{'p50 add us':>12}{'p99 add us':>12}{'rx drops*':>10}")
     for r in rows:
         print(f"{r.program:<10}{r.switch[:35]:<36}{r.zero_loss_pps:>14.0f}{r.p50_us - direct[0]:>12.1f}"

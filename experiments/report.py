@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 from types import ModuleType
 
+from experiments import switch_capacity
 from experiments.api import Figure, Row, Summary
 from experiments.config import ExperimentConfig
 from experiments.records import Results, ResultsDir
@@ -79,6 +80,7 @@ def write_summary(module: ModuleType, config: ExperimentConfig, results: Results
               f"{fmt_num(topo.bottleneck_pps) if topo.bottleneck_pps else 'unlimited'} pps, queue "
               f"{topo.queue_depth} packets, {config.rounds} rounds, {config.repetitions} repetition(s) per arm, "
               f"arms alternating, seed {config.seed}.", ""]
+    lines += switch_capacity.summary_lines(path.parent)
     paper = getattr(module, "PAPER", "")
     lines += ["## Headline figures" + (f" ({paper})" if paper else ""), ""]
     lines += markdown_table(["figure", "paper", "gradlane (mean ± sd, n)", "note"],

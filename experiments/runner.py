@@ -15,7 +15,7 @@ from dataclasses import replace
 from types import FrameType, ModuleType
 from typing import Any, Callable
 
-from experiments import conditions
+from experiments import conditions, switch_capacity
 from experiments.api import ArmContext, ArmResult
 from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.errors import ExperimentError
@@ -91,6 +91,9 @@ class Runner:
         total = sum(self.config.repetitions_of(a) for a in self.config.arms)
         self.out(f"[{name}] {len(todo)} run(s) to do of {total} ({len(self.config.arms)} arm(s) x "
                  f"{self.config.repetitions} repetition(s)); results in {self.results.path}")
+        if todo:  # refuses a config that would measure the switch's CPU instead of the queue
+            switch_capacity.check_plan([self.config.topology_of(a) for _, a in todo], self.build_dir,
+                                       self.results.path, self.out)
         old = {s: signal.signal(s, _raise_exit) for s in (signal.SIGTERM, signal.SIGHUP)}
         self.results.set_state("running", todo=len(todo), total=total)
         status = "interrupted"

@@ -12,7 +12,9 @@ import sys
 from dataclasses import dataclass
 
 from topo.shaping import probe_qdiscs
-from topo.toolchain import compiler_tool, switch_tool
+from topo.errors import ToolchainError
+from topo.toolchain import (BUILD_NAMES, PER_PACKET_LEVELS, Tool, compiler_tool, switch_build, switch_log_level,
+                            switch_tool)
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,7 @@ class Check:
     ok: bool
     detail: str
     required: bool = True
+    warn: bool = False  # present, but a run will suffer: printed as WARN
 
 
 def _module(name: str) -> bool:
@@ -43,6 +46,30 @@ def _embedded_ready(sub: str) -> bool:
     return _module({"compile": "p4target.compiler.cli", "switch": "p4target.switch.cli"}[sub])
 
 
+def switch_log_checks(sw: Tool) -> list[Check]:
+    """Which switch build runs, and whether its log level will trace every packet."""
+    build = switch_build(sw)
+    detail = BUILD_NAMES[build]
+    if build.startswith("bmv2") and not os.path.basename(sw.argv[0]).endswith("_grpc"):
+        detail += "; Thrift only, no P4Runtime: the controller needs simple_switch_grpc"
+    out = [Check("switch build", True, detail, required=False)]
+    try:
+        level = switch_log_level()
+    except ToolchainError as exc:
+        return [*out, Check("switch log level", False, str(exc))]
+    if level not in PER_PACKET_LEVELS:
+        detail = f"-L {level} (SWITCH_LOG): per-packet tracing off"
+        return [*out, Check("switch log level", True, detail, required=False)]
+    if build == "bmv2-performance":
+        detail = f"-L {level} (SWITCH_LOG), but this build has no per-packet log: nothing is traced"
+        return [*out, Check("switch log level", True, detail, required=False)]
+    detail = (f"-L {level} (SWITCH_LOG): the switch logs every packet; "
+              + ("BMv2's default build then forwards many times fewer packets and loses training "
+                 "rounds (SWITCH_LOG=warn turns it off)"
+                 if build == "bmv2-default" else "slower forwarding and a log that rotates at its cap"))
+    return [*out, Check("switch log level", True, detail, required=False, warn=True)]
+
+
 def checks() -> list[Check]:
     """Everything `make run` depends on, checked on this machine."""
     out: list[Check] = []
@@ -51,6 +78,7 @@ def checks() -> list[Check]:
     sw_ok = shutil.which(sw.argv[0]) is not None and (sw.kind != "embedded" or _embedded_ready("switch"))
     out.append(Check("P4 compiler", comp_ok, comp.describe()))
     out.append(Check("P4 switch", sw_ok, sw.describe()))
+    out.extend(switch_log_checks(sw) if sw_ok else [])
     root = os.geteuid() == 0
     out.append(Check("root", root, "running as root" if root else "Mininet needs root (run with sudo)"))
     out.append(Check("mininet module", _module("mininet.net"), "pip mininet in this interpreter"))
@@ -77,11 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     results = checks()
     width = max(len(c.what) for c in results)
     for c in results:
-        mark = "ok  " if c.ok else ("MISS" if c.required else "note")
+        mark = "WARN" if c.warn else "ok  " if c.ok else ("MISS" if c.required else "note")
         print(f"[{mark}] {c.what:<{width}}  {c.detail}")
     missing = [c.what for c in results if c.required and not c.ok]
     comp, sw = compiler_tool(), switch_tool()
-    print(f"toolchain: compiler {comp.kind}, switch {sw.kind}")
+    print(f"toolchain: compiler {comp.kind}, switch {sw.kind} ({switch_build(sw)})")
     if missing:
         print(f"missing: {', '.join(missing)}")
         return 1

@@ -4,6 +4,7 @@ Mininet CLI, or (`--demo`) run a short training job, print its summary and tear 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -19,6 +20,7 @@ from hosts.exchange.tcp_options import check_congestion_control
 from topo.errors import TopoError
 from topo.session import DEFAULT_POLICY, TWO_JOBS_POLICY, RunConfig, RunSession
 from topo.summary import render
+from topo.toolchain import SWITCH_LOG_LEVELS, switch_log_files, switch_log_level, switch_log_note
 from topo.topologies import TOPOLOGIES, TopoParams
 
 EXIT_FAILED = 1
@@ -41,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", default=None, help=f"tolerance policy file (default {DEFAULT_POLICY}; with --jobs > 1 "
                         f"{TWO_JOBS_POLICY})")
     p.add_argument("--log-dir", default="logs", help="logs, description and run record (default logs)")
+    p.add_argument("--switch-log", choices=SWITCH_LOG_LEVELS, metavar="LEVEL",
+                   help="the switches' log level (-L), as $SWITCH_LOG (`make run SWITCH_LOG=debug`); "
+                        "default warn: debug and trace log every packet, which slows BMv2 many times over")
     p.add_argument("--bottleneck-pps", type=float, default=1000.0,
                    help="queue rate of the bottleneck port(s), packets/s (default 1000)")
     p.add_argument("--queue-depth", type=int, default=64, help="queue depth, packets (default 64; pcn 60)")
@@ -83,6 +88,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         raise TopoError("--background-flows must be >= 0")
     if args.min_workers is not None and not 1 <= args.min_workers <= args.workers:
         raise TopoError(f"--min-workers {args.min_workers} must be within 1..--workers {args.workers}")
+    switch_log_level()  # a bad $SWITCH_LOG is named before anything starts
     if args.demo and args.no_controller:
         raise TopoError("--demo needs the controller (drop --no-controller)")
     for burst in args.burst:
@@ -140,6 +146,8 @@ def overview(session: RunSession) -> str:
         out.append(f"controller: pid {session.controller.pid}, log {session.controller.log}, policy {cfg.policy}")
     else:
         out.append("controller: not started (--no-controller): switches have no table entries")
+    out.append(switch_log_note(net.switch(next(iter(topo.switches))).log_level,
+                               switch_log_files(f"{cfg.log_dir}/<switch>.log", net.tool)[0]))
     out.append(f"description: {cfg.topology_path}; run record: {cfg.log_dir}/run.pids.json"
                + ("; pcaps in pcaps/" if cfg.pcap else ""))
     return "\n".join(out)
@@ -164,6 +172,8 @@ def _raise_exit(signum: int, frame: FrameType | None) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     args = _parser().parse_args(argv)
+    if args.switch_log:
+        os.environ["SWITCH_LOG"] = args.switch_log  # the switches read it as `make run` passes it
     signal.signal(signal.SIGTERM, _raise_exit)
     signal.signal(signal.SIGHUP, _raise_exit)
     setLogLevel("warning")

@@ -1,9 +1,12 @@
 """The P4 switch node: a Mininet switch whose forwarding is a `$SWITCH` process.
 
 `$SWITCH` is simple_switch_grpc or the embedded `python -m p4target switch`; both take the same
-flags. The process runs in the root namespace on the switch's `<name>-eth<port>` interfaces,
-logs to `logs/<name>.log` (`--log-console` redirected, as the p4lang tutorials do), and is
-stopped by its PID. `start()` only launches it; `wait_ready()` is the health check.
+flags. The process runs in the root namespace on the switch's `<name>-eth<port>` interfaces and
+is stopped by its PID. Its stdout/stderr go to `logs/<name>.log`, and so does its log
+(`--log-file`, rotated by the switch at a size cap; BMv2 1.15.5 writes it to `logs/<name>.log.txt`
+instead, see `toolchain.switch_log_files`); the level is `-L $SWITCH_LOG`,
+warn by default, since at BMv2's own default (trace) a switch writes kilobytes per packet and
+spends its CPU doing so. `start()` only launches it; `wait_ready()` is the health check.
 """
 from __future__ import annotations
 
@@ -20,8 +23,8 @@ from mininet.node import Switch
 from controller import topology
 from topo.errors import SwitchStartError
 from topo.pidfile import RunRecord, process_start_time, terminate
-from topo.toolchain import Tool
-
+from topo.toolchain import (DEFAULT_SWITCH_LOG, LOG_FILE_BACKUPS, LOG_FILE_MAX_BYTES, Tool, switch_log_files,
+                            switch_log_level)
 
 
 def dying_with_parent(argv: list[str]) -> list[str]:
@@ -62,18 +65,26 @@ def port_accepts(port: int, host: str = "127.0.0.1") -> bool:
 LOOPBACK = "127.0.0.1"
 
 
+def log_flags(log_path: str, level: str) -> list[str]:
+    """The flags that send a switch's log to `log_path` at `level`, rotated at the size cap
+    (BMv2 and the embedded switch read them alike; `--log-console` could not be capped)."""
+    return ["--log-file", log_path, "-L", level, "--log-flush",
+            "--log-file-max-size", str(LOG_FILE_MAX_BYTES), "--log-file-max-files", str(LOG_FILE_BACKUPS)]
+
+
 def switch_command(tool: Tool, desc: topology.Switch, ports: dict[int, str], json_path: str | None, *,
                    pcap_dir: str | None = None, impairments: tuple[str, ...] = (),
-                   port_rates: dict[int, float] | None = None) -> list[str]:
+                   port_rates: dict[int, float] | None = None,
+                   log_level: str = DEFAULT_SWITCH_LOG) -> list[str]:
     """The argv of one switch process (simple_switch_grpc flags). Its servers listen on
     loopback only: P4Runtime on `desc.grpc_addr` (127.0.0.1 from `topologies`), Thrift on
     127.0.0.1 via our `--thrift-ip` where the switch is the embedded one (BMv2's Thrift server
-    has no such flag and listens on every address)."""
+    has no such flag and listens on every address). It logs to `desc.log` at `log_level`."""
     argv = list(tool.argv)
     for port, iface in sorted(ports.items()):
         argv += ["-i", f"{port}@{iface}"]
     argv += ["--device-id", str(desc.device_id), "--thrift-port", str(desc.thrift_port),
-             "--log-console"]
+             *log_flags(desc.log, log_level)]
     if pcap_dir:
         argv += ["--pcap", pcap_dir]
     for spec in impairments:
@@ -110,6 +121,7 @@ class P4Switch(Switch):
         self.port_rates = dict(port_rates or {})
         self.pcap_dir = pcap_dir
         self.start_timeout = start_timeout
+        self.log_level = switch_log_level()
         self.process: subprocess.Popen[bytes] | None = None
         self._started_at = 0.0
         self._start_time: int | None = None
@@ -119,7 +131,7 @@ class P4Switch(Switch):
         """The switch's full argv (simple_switch_grpc flags)."""
         ports = {port: intf.name for port, intf in self.intfs.items() if intf.name != "lo" and port > 0}
         return switch_command(self.tool, self.desc, ports, self.json_path, pcap_dir=self.pcap_dir,
-                              impairments=self.impairments, port_rates=self.port_rates)
+                              impairments=self.impairments, port_rates=self.port_rates, log_level=self.log_level)
 
     # -- Mininet hooks ---------------------------------------------------------------------
     def start(self, controllers: list[Any]) -> None:
@@ -147,9 +159,13 @@ class P4Switch(Switch):
                     f"switch {self.name}: TCP port {port} is already in use (a stale switch? run `make stop`)")
         log = Path(self.desc.log)
         log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, mode) as out:
-            out.write(f"# {' '.join(self.command())}\n".encode())
-            out.flush()
+        if mode == "wb":
+            for old in switch_log_files(str(log), self.tool):  # a previous run's log lines
+                Path(old).unlink(missing_ok=True)
+        with open(log, mode) as header:
+            header.write(f"# {' '.join(self.command())}\n".encode())
+        # appended: the switch's own log writer appends to the same file (and rotates it)
+        with open(log, "ab") as out:
             try:
                 self.process = subprocess.Popen(dying_with_parent(self.command()), stdin=subprocess.DEVNULL,
                                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

@@ -34,10 +34,13 @@ options:
                                packets after WAIT seconds
   --log-file PATH              write the log to PATH (not with --log-console)
   --log-console                write the log to stdout
-  -L, --log-level LEVEL        trace|debug|info|warn|error|off (packets are logged at debug)
+  -L, --log-level LEVEL        trace|debug|info|warn|error|off, default trace as BMv2's (packets
+                               are logged at debug: -L warn keeps a busy switch's log small)
   --log-flush                  accepted (this switch's log is always flushed per line)
   --log-file-max-size N, --log-file-max-files N
-                               accepted, no effect (the log file is not rotated)
+                               rotate the --log-file at N bytes (default 5242880), keeping N
+                               rotated files (default 3), as BMv2: s1.log -> s1.1.log (BMv2
+                               1.15.5 writes s1.log.txt and rotates it to s1.log.1.txt)
   --dump-packet-data N         accepted, no effect (packets are logged at debug level)
   --nanolog ADDR, --notifications-addr ADDR, --debugger, --debugger-addr ADDR
                                accepted, no effect (BMv2's nanomsg logging and debugger)

@@ -20,6 +20,8 @@ DEFAULT_THRIFT_PORT = 9090
 DEFAULT_THRIFT_IP = "0.0.0.0"  # BMv2's Thrift server listens on every address and has no flag for it
 DEFAULT_GRPC_ADDR = "0.0.0.0:9559"
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error", "off")
+DEFAULT_LOG_FILE_MAX_SIZE = 5 * 1024 * 1024  # BMv2: a log file rotates at 5 MB ...
+DEFAULT_LOG_FILE_MAX_FILES = 3  # ... and 3 rotated files are kept
 DEFAULT_MAX_PORT_COUNT = 512
 DEFAULT_DROP_PORT = 511
 INT_MAX = 2**31 - 1
@@ -48,7 +50,9 @@ class SwitchOptions:
     pcap_dir: str | None = None
     log_file: str | None = None
     log_console: bool = False
-    log_level: str = "info"
+    log_level: str = "trace"  # BMv2's default: every packet is logged unless -L says otherwise
+    log_file_max_size: int = DEFAULT_LOG_FILE_MAX_SIZE
+    log_file_max_files: int = DEFAULT_LOG_FILE_MAX_FILES
     thrift_port: int = DEFAULT_THRIFT_PORT
     thrift_ip: str = DEFAULT_THRIFT_IP
     use_files_wait: int | None = None
@@ -225,15 +229,16 @@ def parse_options(argv: list[str]) -> SwitchOptions:
         interfaces[port] = iface
     if "log-console" in g and "log-file" in g:
         raise OptionError("--log-console and --log-file are exclusive")
-    log_level = str(g.get("log-level", "info"))
+    log_level = str(g.get("log-level", "trace"))
     if log_level not in LOG_LEVELS:
         raise OptionError(f"invalid value '{log_level}' for --log-level (one of {', '.join(LOG_LEVELS)})")
     for name in ("log-flush", "log-file-max-size", "log-file-max-files"):
         if name in g and "log-file" not in g:
             notes.append(f"Ignoring --{name} option because --log-file not specified")
-    if _int(g, "log-file-max-size") == 0 and "log-file" in g:
+    max_size = _int(g, "log-file-max-size")
+    if max_size == 0 and "log-file" in g:
         raise OptionError("--log-file-max-size must be greater than 0")
-    _int(g, "log-file-max-files")
+    max_files = _int(g, "log-file-max-files")
     dump = _int(g, "dump-packet-data") or 0
     device_id = _int(g, "device-id") or 0
     thrift_port = _int(g, "thrift-port", -(2**31), INT_MAX)
@@ -293,6 +298,8 @@ def parse_options(argv: list[str]) -> SwitchOptions:
         log_file=str(g["log-file"]) if "log-file" in g else None,
         log_console="log-console" in g,
         log_level=log_level,
+        log_file_max_size=DEFAULT_LOG_FILE_MAX_SIZE if not max_size else max_size,
+        log_file_max_files=DEFAULT_LOG_FILE_MAX_FILES if max_files is None else max_files,
         thrift_port=DEFAULT_THRIFT_PORT if thrift_port is None else thrift_port,
         thrift_ip=thrift_ip,
         use_files_wait=use_files,

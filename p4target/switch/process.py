@@ -82,7 +82,8 @@ class SwitchProcess:
     def _start(self) -> None:
         opts = self.options
         try:
-            self.log = SwitchLog(path=opts.log_file, console=opts.log_console, level=opts.log_level)
+            self.log = SwitchLog(path=opts.log_file, console=opts.log_console, level=opts.log_level,
+                                 max_size=opts.log_file_max_size, max_files=opts.log_file_max_files)
         except OSError as exc:
             raise SwitchError(f"cannot open --log-file '{opts.log_file}': {exc.strerror}") from None
         log = self.log

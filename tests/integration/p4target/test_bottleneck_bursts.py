@@ -25,7 +25,7 @@ def _topology(thrift_port: int) -> Topology:
 def _start(two_hosts, start_switch, open_ns_socket, tmp_path):
     h1, h2 = two_hosts
     sw = start_switch(["-i", f"1@{h1.switch_iface}", "-i", f"2@{h2.switch_iface}", "--thrift-port", "0",
-                       "--log-file", str(tmp_path / "sw.log"), program_file(tmp_path)])
+                       "--log-file", str(tmp_path / "sw.log"), "-L", "info", program_file(tmp_path)])
     routes(sw)
     return sw, open_ns_socket(h1.ns, h1.iface), open_ns_socket(h2.ns, h2.iface)
 

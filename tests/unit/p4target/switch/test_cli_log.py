@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from p4target.switch.switch_log import SwitchLog
+from p4target.switch.switch_log import SwitchLog, rotated_name
 
 LINE = re.compile(r"^\[\d\d:\d\d:\d\d\.\d{3}\] \[p4target\] \[([TDIWE])\] \[thread \d+\] (.*)$")
 
@@ -55,3 +55,18 @@ def test_log_file_appends(tmp_path):
 def test_unknown_level_rejected():
     with pytest.raises(ValueError):
         SwitchLog(level="loud")
+
+
+def test_file_log_rotates_as_bmv2s_and_stays_under_its_cap(tmp_path):
+    path = tmp_path / "s1.log"
+    log = SwitchLog(path=str(path), level="debug", max_size=1000, max_files=2)
+    for i in range(200):
+        log.debug(f"packet {i:04d} " + "x" * 40)
+    log.close()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["s1.1.log", "s1.2.log", "s1.log"]  # spdlog's names; the third backup is gone
+    assert all((tmp_path / f).stat().st_size <= 1000 for f in files)
+    assert "packet 0199" in path.read_text()  # the newest lines are in the live file
+    older = (tmp_path / "s1.1.log").read_text()
+    assert int(older.splitlines()[-1].split("packet ")[1][:4]) < int(path.read_text().split("packet ")[1][:4])
+    assert rotated_name("logs/s1.log", 0) == "logs/s1.log" and rotated_name("a.b/log", 1) == "a.b/log.1"
