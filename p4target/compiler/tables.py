@@ -225,6 +225,10 @@ class TableBuilder:
                               "action_data": data, "action_entry_const": const_default},
         }
         self._implementation(d, table, info, ex, selector_inputs, pipeline, sym)
+        if table["type"] != "simple":
+            # BMv2 takes a default entry only for a simple table; as p4c, an action profile's
+            # table has none (its default is a member the control plane chooses)
+            del table["default_entry"]
         self._direct_resources(d, table, info, sym)
         entries = d.property("entries")
         if isinstance(entries, ast.EntriesProperty):
