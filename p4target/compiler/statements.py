@@ -432,8 +432,8 @@ class StatementLowering:
         """An ``in`` argument as the callee sees it: aggregates by reference, scalars as an
         expression of the parameter's type (so a literal gets the parameter's width)."""
         v = self.ex.value_of(a) if isinstance(a, (ast.PathExpression, ast.MemberExpression)) else None
-        if isinstance(v, (HeaderValue, StructValue, StackValue, UnionValue)):
-            return v
+        if isinstance(v, (HeaderValue, StructValue, StackValue, UnionValue, PacketValue)):
+            return v  # (a packet_in/packet_out: the deparser's or parser's own)
         j, jt = self.ex.lower(a, t)
         return ExprValue(j, t if not isinstance(jt, Bool) else jt)
 

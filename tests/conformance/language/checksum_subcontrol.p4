@@ -1,6 +1,6 @@
-// Controls applied from the checksum controls: their verify_checksum/update_checksum calls
-// belong to the checksum control that applies them (with the callee's parameters bound to
-// the caller's headers), as in the same calls written there directly (checksum.p4).
+// Controls applied from the checksum controls (and the deparser): their verify_checksum /
+// update_checksum (emit) calls belong to the block that applies them, with the callee's
+// parameters bound to the caller's headers, as the same calls written there (checksum.p4).
 #include "lang_common.p4"
 
 struct meta_t { }
@@ -10,7 +10,8 @@ parser LangParser(packet_in pkt, out headers_t hdr, inout meta_t meta,
     state start { pkt.extract(hdr.h); transition accept; }
 }
 control LangEgress(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
-control LangDeparser(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.h); } }
+control EmitH(packet_out pkt, in h_t h) { apply { pkt.emit(h); } }
+control LangDeparser(packet_out pkt, in headers_t hdr) { apply { EmitH.apply(pkt, hdr.h); } }
 
 control CheckH(in h_t h) {
     apply {
