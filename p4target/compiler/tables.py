@@ -226,9 +226,9 @@ class TableBuilder:
         }
         self._implementation(d, table, info, ex, selector_inputs, pipeline, sym)
         if table["type"] != "simple":
-            # BMv2 takes a default entry only for a simple table; as p4c, an action profile's
-            # table has none (its default is a member the control plane chooses)
-            del table["default_entry"]
+            # BMv2 refuses a const default action on an action profile's table (it loads a
+            # changeable one, which p4c leaves out with a warning): the default is kept, not const
+            table["default_entry"].update(action_const=False, action_entry_const=False)
         self._direct_resources(d, table, info, sym)
         entries = d.property("entries")
         if isinstance(entries, ast.EntriesProperty):

@@ -1,7 +1,7 @@
 // Table forms p4c accepts and lowers in its own way for BMv2:
 // - `counters = direct_counter(...)` constructed in the table (named by the property's @name);
-// - `const default_action` on a table with an action_selector: BMv2 takes a default entry only
-//   for simple tables, so none is written (a miss runs no action);
+// - `const default_action` on a table with an action_selector: BMv2 refuses a const default
+//   there, so the default entry is written changeable (p4c leaves it out);
 // - a table never applied, with direct resources: neither it nor they are emitted.
 #include "lang_common.p4"
 
