@@ -71,10 +71,14 @@ fuzz: setup
 # Not in CI: our compiler's JSON on a locally built real BMv2 through p4c's STF runner
 # (p4target/README.md, "Checking against the real BMv2"); ARGS=--samples for p4c's samples.
 # Then (root, Mininet; ~10 min) `make demo` and an ltp_incast --quick run on p4c + BMv2 beside
-# the embedded target, with the table of figures that must agree (scripts/check_parity.py).
+# the embedded target, with the table of figures that must agree (scripts/check_parity.py), and
+# differential forwarding of two large real programs (P4C_SRC: a p4c checkout with
+# testdata/p4_16_samples) through p4c's and our JSON on real BMv2 and the embedded switch.
+DIFF_PROGRAMS ?= fabric pins_middleblock
 check-reference: setup
 	$(PY) scripts/check_reference.py $(ARGS)
 	$(PY) scripts/check_parity.py
+	for p in $(DIFF_PROGRAMS); do $(PY) scripts/differential_forwarding.py --program $$p || exit 1; done
 
 # Experiments (root; on a shared machine under /tmp/gradlane-net.lock): `make experiment
 # NAME=ltp_incast [ARGS="--quick --reps 5 --publish"]`, `make experiments` runs all of them.

@@ -463,7 +463,7 @@ def packet_call(sl: "StatementLowering", c: ast.MethodCallExpression) -> list:
     if m.member == "lookahead" and sl.in_parser:
         # the value is unused, but the check is not: too few bytes left is PacketTooShort
         # (p4c keeps it, p4c issue 1768); the bits go to a scratch field
-        width = _lookahead_width(sl.ctx.scope.resolve(c.type_args[0]), c) if c.type_args else 0
+        width = lookahead_width(sl.ctx.scope.resolve(c.type_args[0]), c) if c.type_args else 0
         if width == 0:
             return []
         scratch = sl.ctx.out.add_scalar("lookahead_tmp", Bits(width))
@@ -496,10 +496,10 @@ def _emit_order(v: Value, node: Any) -> list[str]:
     raise fail(node, "emit() needs a header, stack, union or struct of those")
 
 
-def _lookahead_width(t: Any, node: Any) -> int:
+def lookahead_width(t: Any, node: Any) -> int:
     """Bits a ``lookahead<T>()`` peeks at: T's width, a header's or struct's summed up."""
     if isinstance(t, StructLike):
-        return sum(_lookahead_width(ft, node) for _, ft in t.fields)
+        return sum(lookahead_width(ft, node) for _, ft in t.fields)
     if isinstance(t, VarbitT):
         raise fail(node, "lookahead of a type with a varbit field")
     return bit_width(t)

@@ -38,7 +38,7 @@ _TOKEN_RE = re.compile(
     r"|(?P<int>[0-9][0-9_]*(?:[wW]|[sS]-?)" + _INT_BODY + r"|" + _INT_BODY + r")(?![A-Za-z_0-9])"
     r"|(?P<badint>[0-9][A-Za-z0-9_]*)"
     r"|(?P<id>[A-Za-z_][A-Za-z0-9_]*)"
-    r'|(?P<str>"(?:[^"\\\n]|\\.)*")'
+    r'|(?P<str>"(?:[^"\\]|\\.)*")'  # may span lines (as in p4c: annotation bodies do)
     r"|(?P<punct>" + "|".join(re.escape(p) for p in _PUNCT) + r")"
 )
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "0": "\0"}
@@ -156,6 +156,11 @@ def tokenize(source: PreprocessedSource) -> List[Token]:
             append(Token("num", tok_text, value, loc, pos, end))
         elif kind == "str":
             append(Token("str", tok_text, _unescape(tok_text[1:-1]), loc, pos, end))
+            newlines = tok_text.count("\n")
+            if newlines:
+                line += newlines
+                line_start = pos + tok_text.rfind("\n") + 1
+                origin = origins[line - 1] if line - 1 < len(origins) else source.origin(line)
         else:
             append(Token(tok_text, tok_text, None, loc, pos, end))
         pos = end

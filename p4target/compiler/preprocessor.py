@@ -63,11 +63,17 @@ def strip_comments(text: str, file: str) -> str:
     while i < n:
         c = text[i]
         if c == '"':
+            # A string literal may span lines; one never closed ends at its line's end (the
+            # lexer reports it there).
             j = i + 1
-            while j < n and text[j] != '"' and text[j] != "\n":
+            while j < n and text[j] != '"':
                 j += 2 if text[j] == "\\" else 1
+            if j >= n:
+                j = text.find("\n", i)
+                j = n if j < 0 else j - 1
             j = min(j + 1, n)
             out.append(text[i:j])
+            line += text.count("\n", i, j)
             i = j
         elif c == "/" and i + 1 < n and text[i + 1] == "/":
             j = text.find("\n", i)

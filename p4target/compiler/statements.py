@@ -282,8 +282,38 @@ class StatementLowering:
             return self._write(dst, to_data(j, t))
         if isinstance(value, (ast.ListExpression, ast.StructExpression)):
             return self._assign_initializer(dst, value, node)
+        if self.in_parser and isinstance(dst, (HeaderValue, StructValue)) and _is_lookahead(value):
+            return self._assign_lookahead(dst, value)
         src = self.ex.value_of(value)
         return self.copy(dst, src, node)
+
+    def _assign_lookahead(self, dst: Value, call: ast.MethodCallExpression) -> list[dict]:
+        """``x = pkt.lookahead<T>()`` for a header or struct ``x``: each field is set from the
+        bits ahead at its offset (a header becomes valid), as p4c lowers it for BMv2."""
+        if not call.type_args:
+            raise fail(call, "lookahead needs a type argument")
+        externs.lookahead_width(self.ctx.scope.resolve(call.type_args[0]), call)  # no varbit
+        out: list[dict] = []
+        offset = 0
+
+        def fill(v: Value) -> None:
+            nonlocal offset
+            if isinstance(v, HeaderValue):
+                if not v.metadata:
+                    out.append(prim("add_header", {"type": "header", "value": v.name}))
+                for fname, _ in v.type.fields:
+                    fill(v.field(fname))
+            elif isinstance(v, StructValue):
+                for member in v.members.values():
+                    fill(member)
+            elif isinstance(v, FieldValue):
+                width = bit_width(v.type)
+                out.append(assign(v.json(), {"type": "lookahead", "value": [offset, width]}))
+                offset += width
+            else:
+                raise fail(call, "lookahead into this type")
+        fill(dst)
+        return out
 
     def copy(self, dst: Value, src: Value, node: Any) -> list[dict]:
         if isinstance(dst, HeaderValue) and isinstance(src, HeaderValue):
@@ -402,8 +432,8 @@ class StatementLowering:
         """An ``in`` argument as the callee sees it: aggregates by reference, scalars as an
         expression of the parameter's type (so a literal gets the parameter's width)."""
         v = self.ex.value_of(a) if isinstance(a, (ast.PathExpression, ast.MemberExpression)) else None
-        if isinstance(v, (HeaderValue, StructValue, StackValue, UnionValue)):
-            return v
+        if isinstance(v, (HeaderValue, StructValue, StackValue, UnionValue, PacketValue)):
+            return v  # (a packet_in/packet_out: the deparser's or parser's own)
         j, jt = self.ex.lower(a, t)
         return ExprValue(j, t if not isinstance(jt, Bool) else jt)
 
@@ -513,11 +543,22 @@ class StatementLowering:
                 raise fail(c, f"missing argument for parameter '{p.name}'")
             bindings[p.name] = self.ex.lvalue(a) if p.direction in ("out", "inout") \
                 else self._in_argument(a, self.ctx.scope.resolve(p.type))
-        sub = ControlLowering(self.ctx, inst.decl, inst.name, bindings)
+        # a control applied from a checksum control or the deparser plays that block's role
+        # (its update_checksum/emit calls are that block's), as p4c inlines it there
+        role = self.block_kind if self.block_kind in _INLINED_ROLES else "control"
+        sub = ControlLowering(self.ctx, inst.decl, inst.name, bindings, role)
         return SubBlock(sub.apply_items())
 
 
 # --------------------------------------------------------------------------- helpers
+_INLINED_ROLES = ("verify_checksum", "compute_checksum", "deparser")
+
+
+def _is_lookahead(e: ast.Expression) -> bool:
+    return isinstance(e, ast.MethodCallExpression) and isinstance(e.method, ast.MemberExpression) \
+        and e.method.member == "lookahead"
+
+
 def _table_apply_in(cond: ast.Expression) -> tuple[ast.MethodCallExpression, str, bool] | None:
     negate = False
     e = cond

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4target.compiler import ast
+from p4target.compiler import ast, externs
 from p4target.compiler.action_body import action_primitives, predicate
 from p4target.compiler.bmv2_json import data_hex
 from p4target.compiler.call_order import CallHoister
@@ -225,6 +225,10 @@ class TableBuilder:
                               "action_data": data, "action_entry_const": const_default},
         }
         self._implementation(d, table, info, ex, selector_inputs, pipeline, sym)
+        if table["type"] != "simple":
+            # BMv2 refuses a const default action on an action profile's table (it loads a
+            # changeable one, which p4c leaves out with a warning): the default is kept, not const
+            table["default_entry"].update(action_const=False, action_entry_const=False)
         self._direct_resources(d, table, info, sym)
         entries = d.property("entries")
         if isinstance(entries, ast.EntriesProperty):
@@ -319,10 +323,13 @@ class TableBuilder:
             prop = d.property(prop_name)
             if not isinstance(prop, ast.ExpressionProperty):
                 continue
-            if not isinstance(prop.value, ast.PathExpression):
+            if prop_name == "counters" and _constructs(prop.value, "direct_counter"):
+                inst = self._inline_direct_counter(prop)
+            elif not isinstance(prop.value, ast.PathExpression):
                 raise UnsupportedError.at(prop.loc, f"inline {prop_name} instance")
-            inst = self.ctx.externs.get(sym.control.qualify(prop.value.name)) or \
-                self.ctx.externs.get(prop.value.name)
+            else:
+                inst = self.ctx.externs.get(sym.control.qualify(prop.value.name)) or \
+                    self.ctx.externs.get(prop.value.name)
             if inst is None:
                 raise fail(prop, f"unknown {prop_name[:-1]} '{prop.value.name}'")
             if prop_name == "counters":
@@ -342,6 +349,20 @@ class TableBuilder:
                         m["size"] = table["max_size"]  # BMv2 asserts a direct meter's size is its table's
                 table["direct_meters"] = inst.name
                 info.direct_meter = inst.name
+
+    def _inline_direct_counter(self, prop: ast.ExpressionProperty) -> ExternInstance:
+        """``counters = direct_counter(type)``: an instance of the table's own, named as p4c
+        names it: the property's ``@name`` as written, else "counter"."""
+        value = prop.value
+        assert isinstance(value, ast.MethodCallExpression)
+        name = _annotated_name(prop.annotations) or "counter"
+        if name in self.ctx.externs:
+            raise fail(prop, f"a second instance named '{name}'")
+        decl = ast.InstantiationDecl(loc=prop.loc, name=name, annotations=prop.annotations,
+                                     type=ast.TypeName(loc=value.loc, name="direct_counter"),
+                                     args=value.args)
+        t = self.ctx.scope.resolve(decl.type)
+        return externs.instantiate(self.ctx, decl, name, t, lambda _name: None)
 
     def _entries(self, ex: ExpressionLowering, prop: ast.EntriesProperty, keys: list[dict],
                  key_types: list, by_p4_name: dict, sym: TableSymbol) -> list[dict]:
@@ -430,6 +451,12 @@ class TableBuilder:
             v = const(e)
             return {"match_type": "range", "start": data_hex(v, width), "end": data_hex(v, width)}
         raise fail(e, f"match kind '{mk}' in const entries")
+
+
+def _constructs(e: ast.Expression, extern: str) -> bool:
+    """Whether ``e`` is a constructor call ``extern(...)``."""
+    return isinstance(e, ast.MethodCallExpression) and isinstance(e.method, ast.PathExpression) \
+        and e.method.name == extern
 
 
 def _annotated_name(annotations: tuple) -> str | None:

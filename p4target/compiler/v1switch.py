@@ -108,7 +108,18 @@ def lower_program(program: ast.Program, program_name: str) -> Context:
     for m in ctx.out.meter_arrays:
         if m.get("is_direct"):
             m["result_target"] = ctx.direct_meter_targets.get(m["name"])
+    _drop_unbound_direct_resources(ctx)
     return ctx
+
+
+def _drop_unbound_direct_resources(ctx: Context) -> None:
+    """A direct counter or meter of a table that is never applied belongs to no table: p4c
+    leaves both out (BMv2 cannot load a direct resource without its table)."""
+    for arrays in (ctx.out.counter_arrays, ctx.out.meter_arrays):
+        kept = [a for a in arrays if not (a.get("is_direct") and a.get("binding") is None)]
+        for i, a in enumerate(kept):
+            a["id"] = i
+        arrays[:] = kept
 
 
 def _block(scope: ProgramScope, arg: ast.Expression) -> tuple[Any, str, tuple]:

@@ -1,8 +1,9 @@
 /* v1model.p4 of the gradlane embedded P4 target.
  * Declarations of the v1model architecture (the P4_16 model of BMv2 simple_switch), written
  * for this compiler from the architecture's public API: the same type, extern, enum and
- * package names, parameter directions and field widths, so v1model programs compile
- * unchanged. */
+ * package names, parameter directions, field widths, annotations and API revisions
+ * (V1MODEL_VERSION) as the v1model.p4 of p4c 1.2.5.16 (commit 34b86e9bac), so v1model
+ * programs compile unchanged. */
 #ifndef GRADLANE_P4TARGET_V1MODEL_P4
 #define GRADLANE_P4TARGET_V1MODEL_P4
 /* The guard name p4c's v1model.p4 defines; programs test it with #ifdef. */
@@ -10,10 +11,11 @@
 
 #include <core.p4>
 
-/* API revision; programs may pin an older one with #define V1MODEL_VERSION before the
- * #include. Revisions from 20200408 on index counters, meters and registers by a type I. */
+/* API revision; a program chooses one with #define V1MODEL_VERSION before the #include.
+ * Without it the first revision, 20180101, applies (as with p4c). From 20200408 on, counters,
+ * meters and registers are indexed by a type I and port numbers have the type PortId_t. */
 #ifndef V1MODEL_VERSION
-#define V1MODEL_VERSION 20200408
+#define V1MODEL_VERSION 20180101
 #endif
 
 match_kind {
@@ -25,13 +27,24 @@ match_kind {
 
 const bit<32> __v1model_version = V1MODEL_VERSION;
 
+#if V1MODEL_VERSION >= 20200408
+/* A port number of simple_switch (BMv2 ports are 9 bits wide). */
+typedef bit<9> PortId_t;
+#endif
+
 /* Per-packet intrinsic metadata of simple_switch. @alias maps a field onto BMv2's
  * internal metadata name. */
 @metadata @name("standard_metadata")
 struct standard_metadata_t {
+#if V1MODEL_VERSION >= 20200408
+    PortId_t ingress_port;
+    PortId_t egress_spec;
+    PortId_t egress_port;
+#else
     bit<9>  ingress_port;
     bit<9>  egress_spec;
     bit<9>  egress_port;
+#endif
     bit<32> instance_type;
     bit<32> packet_length;
     @alias("queueing_metadata.enq_timestamp")  bit<32> enq_timestamp;
@@ -201,7 +214,7 @@ extern void recirculate<T>(in T data);
 /* Recirculate the deparsed packet; metadata fields tagged @field_list(index) are kept. */
 extern void recirculate_preserving_field_list(bit<8> index);
 
-@deprecated("Please use 'clone' or 'clone_preserving_field_list' instead")
+@deprecated("Please use 'clone_preserving_field_list' instead")
 extern void clone3<T>(in CloneType type, in bit<32> session, in T data);
 
 /* clone() that also keeps the metadata fields tagged @field_list(index). */

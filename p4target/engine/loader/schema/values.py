@@ -75,9 +75,14 @@ class ValueChecks:
         return v
 
     def boolean(self, v: Any, path: str) -> bool:
-        if type(v) is not bool:
-            self.fail(path, f"must be a boolean, got {_kind(v)}")
-        return v
+        """A flag as BMv2 reads it (jsoncpp's asBool): true/false, a number (non-zero and not
+        NaN is true; p4c writes header field signedness as 0/1) or null (false); a string, an
+        array or an object aborts BMv2's loader and is refused here."""
+        if v is None or type(v) is bool:
+            return bool(v)
+        if type(v) in (int, float):
+            return v != 0 and v == v
+        self.fail(path, f"must be a boolean, got {_kind(v)}")
 
     def hexstr(self, v: Any, path: str) -> str:
         if type(v) is not str or not _HEX.match(v):

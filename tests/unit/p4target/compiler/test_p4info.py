@@ -597,3 +597,17 @@ def test_inline_implementation_takes_the_property_name_annotation():
         "          @name(\"ap\") implementation = action_profile(32w128); }")
     c = compile_text(src, "ap.p4")
     assert [p.preamble.name for p in c.p4info.action_profiles] == ["ap"]
+
+
+def test_a_multi_line_annotation_string_reaches_the_p4info_as_written():
+    """As p4c writes it: the string's newlines and comment-like text kept, in the table's
+    preamble annotations (SONiC PINS reads its @entry_restriction from there)."""
+    from pathlib import Path
+
+    from p4target.compiler import compile_file
+    corpus = Path(__file__).resolve().parents[3] / "conformance" / "language"
+    p4info = compile_file(str(corpus / "multiline_string.p4"), include_dirs=(str(corpus),)).p4info
+    table = next(t for t in p4info.tables if t.preamble.name == "Ing.t")
+    assert list(table.preamble.annotations) == [
+        '@entry_restriction("\n    // only small values of a\n    a < 16;\n'
+        '    /* not a comment either */\n  ")']

@@ -62,3 +62,20 @@ def test_lexical_errors(text, message, column):
         tokenize(preprocess_text(text, "bad.p4"))
     assert info.value.message == message
     assert (info.value.file, info.value.line, info.value.column) == ("bad.p4", 1, column)
+
+
+def test_a_string_literal_may_span_lines_and_keeps_comment_like_text():
+    """As p4c reads them (SONiC PINS writes its @entry_restriction constraints so): the
+    newlines, `//` and `/* */` inside are the string's; tokens after it keep their lines."""
+    toks = tokenize(preprocess_text('@a("\n  // one\n  /* two */ x;\n") y\nz', "f.p4"))
+    s = next(t for t in toks if t.kind == "str")
+    assert s.value == "\n  // one\n  /* two */ x;\n"
+    assert (s.loc.line, s.loc.column) == (1, 4)
+    assert [(t.text, t.loc.line, t.loc.column) for t in toks if t.kind == "id"] == [
+        ("a", 1, 2), ("y", 4, 4), ("z", 5, 1)]
+
+
+def test_a_string_never_closed_is_still_unterminated_at_its_line():
+    with pytest.raises(CompileError) as e:
+        tokenize(preprocess_text('x;\ny = "abc\nz;\n', "f.p4"))
+    assert "unterminated string literal" in str(e.value) and e.value.line == 2

@@ -165,11 +165,14 @@ def test_builtin_v1model_declarations_parse():
 
 
 def test_v1model_version_switch_changes_register_params():
-    old = decls("#define V1MODEL_VERSION 20180101\n#include <v1model.p4>\n")
-    new = decls("#include <v1model.p4>\n")
-    reg_old = next(d for d in old if d.name == "register")
+    """As p4c's v1model.p4: 20180101 unless the program chooses; 20200408 adds the index type
+    of registers and the PortId_t typedef."""
+    default = decls("#include <v1model.p4>\n")
+    new = decls("#define V1MODEL_VERSION 20200408\n#include <v1model.p4>\n")
+    reg_old = next(d for d in default if d.name == "register")
     reg_new = next(d for d in new if d.name == "register")
     assert reg_old.type_params == ("T",) and reg_new.type_params == ("T", "I")
+    assert "PortId_t" in [d.name for d in new] and "PortId_t" not in [d.name for d in default]
 
 
 def test_annotations_kept_with_raw_body():
