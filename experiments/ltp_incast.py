@@ -19,7 +19,7 @@ from experiments.config import ExperimentConfig
 from experiments.records import Results
 from experiments.stats import Stat, fmt_num, percentile
 from experiments.stats import summarize as stat_of
-from experiments.training import run_training, time_to_accuracy
+from experiments.training import ROUND_TIME_MEANING, run_training, time_to_accuracy
 
 ORDER = 1
 TITLE = "LTP incast: training throughput and round time vs TCP and MLT"
@@ -203,8 +203,8 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
             fmt_num(stat_of(results.metric(arm, "violations")).mean, 3),
         ])
     notes = [f"'best TCP' is chosen per figure among {', '.join(tcps) or 'no TCP arm'} (best mean).",
-             "Round time = the parameter server's gather + scatter time of one round; rounds/s = "
-             "rounds / time from the first round's start to the last round's end.",
+             ROUND_TIME_MEANING + " Rounds/s = rounds / time from the first round's start to the "
+             "last round's end.",
              f"Time to target = training time until the held-out accuracy (evaluated every epoch) "
              f"first reaches {target:g}."]
     skipped = config.params.get("skipped_arms") or []

@@ -2,7 +2,8 @@
 congestion (p99 round time, training time to a target accuracy, round-time CDF).
 
 Before a new run, `setup` profiles the model once (`experiments.plot_profile`, in process, with
-the config's model, rounds, workers, chunking and hole fill) or reads a cached profile made with
+the config's model, rounds, workers and chunking, lost elements filled with zero as in PLOT's
+profile; the jobs' own hole fill is stated beside the profile in the summary) or reads a cached profile made with
 the same inputs (`params.profile.cache_dir`), or takes `params.bounds` as configured. The
 per-layer arm uses the profiled bounds, the uniform arm their minimum on every layer, the TCP
 arm no bounds. Both bound arms give their bounds to both sides, so they agree: the hosts by
@@ -23,11 +24,11 @@ from typing import Any
 from experiments import plot_profile, plots
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
 from experiments.config import ExperimentConfig
-from experiments.lossy_training import TrainSettings
+from experiments.lossy_training import settings_from_config
 from experiments.records import Results
 from experiments.stats import fmt_num, percentile
 from experiments.stats import summarize as stat_of
-from experiments.training import run_training, time_to_accuracy
+from experiments.training import ROUND_TIME_MEANING, run_training, time_to_accuracy
 from hosts.transport.bounds import DEFAULT_PULL_FRACTION
 
 ORDER = 3
@@ -51,22 +52,6 @@ FIGURES: list[Figure] = [
 
 
 # -- bounds: profiled once, cached, or configured -----------------------------------------------
-def train_settings(config: ExperimentConfig) -> TrainSettings:
-    """The network jobs' training, as the in-process profiler reproduces it."""
-    arm = next((a for a in config.arms if a.transport == "ltp"), config.arms[0])
-    model = config.model
-    d = TrainSettings()
-    flags = [*config.agent_args, *arm.agent_args]
-    hole_fill = flags[flags.index("--hole-fill") + 1] if "--hole-fill" in flags[:-1] else d.hole_fill
-    return TrainSettings(hidden=tuple(int(h) for h in model.hidden.split(",") if h.strip()),
-                         workers=config.workers_of(arm), batch=model.batch,
-                         rounds=config.rounds_of(arm),
-                         lr=model.lr if model.lr is not None else d.lr,
-                         momentum=model.momentum if model.momentum is not None else d.momentum,
-                         chunk_elems=config.chunk_elems or 64, hole_fill=hole_fill,
-                         pull_fraction=DEFAULT_PULL_FRACTION)
-
-
 def cache_key(inputs: dict) -> str:
     """A digest of a profile's inputs (the cache file's name)."""
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
@@ -79,7 +64,7 @@ def profiled_bounds(config: ExperimentConfig, log: Any = print) -> tuple[list[fl
     if configured:
         return [float(b) for b in configured], {"source": "configured (params.bounds)"}
     opts = dict(config.params.get("profile") or {})
-    settings = train_settings(config)
+    settings = plot_profile.profile_settings(config)
     seeds = [int(s) for s in opts.get("seeds", plot_profile.DEFAULT_SEEDS)]
     rates = [float(r) for r in opts.get("rates", plot_profile.DEFAULT_RATES)]
     tolerance = float(opts.get("tolerance", plot_profile.DEFAULT_TOLERANCE))
@@ -107,7 +92,7 @@ def setup(config: ExperimentConfig) -> ExperimentConfig:
     """Profile (or read) the per-layer bounds; record them, the uniform bound and the profile."""
     bounds, record = profiled_bounds(config)
     params = {**config.params, "per_layer_bounds": bounds, "uniform_bound": min(bounds),
-              "profile_record": record}
+              "profile_record": record, "training_hole_fill": settings_from_config(config).hole_fill}
     print(f"[plot_bounds] per-layer bounds {bounds}, uniform bound {min(bounds):g} "
           f"({record['source']})", flush=True)
     return replace(config, params=params)
@@ -272,7 +257,7 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
              "Each bound arm gives its bounds to the hosts (--layer-bounds; pull = a quarter) and to "
              "the switches (a policy file per job, `gradctl policy apply`, pull_bound = a quarter); "
              "the sides table shows what each side reported.",
-             "Round time = the parameter server's gather + scatter time; training time = first round's "
+             ROUND_TIME_MEANING + " Training time = first round's "
              f"start to last round's end; time to target = until held-out accuracy first reaches {target:g} "
              "(evaluated every epoch).",
              "Gradient DATA of the bound arms rides the policy's priority queues (front layers first); "
@@ -335,9 +320,12 @@ def _profile_table(config: ExperimentConfig) -> Table | None:
     rows = [[f"layer {layer}", *(f"{row.get(str(r), math.nan) * 100:+.2f}" for r in rates),
              f"{record['bounds'][int(layer)]:g}"] for layer, row in drops.items()]
     base = record.get("base_accuracy") or []
+    filling = (record.get("settings") or {}).get("hole_fill", "?")
+    trained = config.params.get("training_hole_fill", "?")
     title = (f"Profile: mean accuracy drop (points) over seeds {record.get('seeds')} when one layer "
              f"loses chunks at each rate (loss-free accuracy {stat_of(base).fmt(4)}; tolerance "
-             f"{record.get('tolerance', 0) * 100:g} point)")
+             f"{record.get('tolerance', 0) * 100:g} point; holes filled with {filling} while profiling, "
+             f"with {trained} in the network jobs)")
     return Table(title, ["layer", *(f"{r:.0%}" for r in rates), "bound"], rows)
 
 

@@ -153,3 +153,32 @@ def lines(series: dict[str, tuple[Sequence[float], Sequence[float], Sequence[flo
     ax.grid(True, alpha=0.3)
     _legend(ax)
     return _finish(fig, path)
+
+
+def stacked_bars(stacks: dict[str, dict[str, float]], marks: dict[str, float | None], path: Path,
+                 ylabel: str, title: str, mark_label: str) -> Path:
+    """One bar per label stacked from its parts (the same part names in every bar), with an
+    optional horizontal mark per bar (e.g. a lower bound)."""
+    labels = list(stacks)
+    parts = list(dict.fromkeys(p for stack in stacks.values() for p in stack))
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * len(labels) + 3), 4.4))
+    xs = list(range(len(labels)))
+    bottom = [0.0] * len(labels)
+    for part in parts:
+        heights = [stacks[label].get(part, 0.0) for label in labels]
+        ax.bar(xs, heights, bottom=bottom, label=part, edgecolor="black", linewidth=0.4)
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    marked = False
+    for x, label in zip(xs, labels):
+        value = marks.get(label)
+        if value is not None:
+            ax.hlines(value, x - 0.45, x + 0.45, colors="black", linestyles="--", linewidth=1.4,
+                      label=None if marked else mark_label)
+            marked = True
+    ax.set_xticks(xs)
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, axis="y", alpha=0.3)
+    _legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _finish(fig, path)

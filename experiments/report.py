@@ -6,10 +6,12 @@ import shutil
 from pathlib import Path
 from types import ModuleType
 
-from experiments.api import Figure, Row, Summary
+from experiments import breakdown
+from experiments.api import Figure, Row, Summary, Table
 from experiments.config import ExperimentConfig
 from experiments.records import Results, ResultsDir
 from experiments.stats import Stat, fmt_num, summarize
+from experiments.training import ROUND_TIME_MEANING
 
 FLAG = "⚠ switch dropped"
 PUBLISH_ROOT = Path("docs/results")
@@ -104,11 +106,29 @@ def write_summary(module: ModuleType, config: ExperimentConfig, results: Results
     return path
 
 
+def breakdown_section(results: Results, config: ExperimentConfig, out_dir: Path) -> tuple[Table, Path | None]:
+    """Every arm's per-round breakdown (experiments.breakdown) as a table and a stacked bar plot."""
+    known = {a.name: a for a in config.arms}
+    rates = {arm: config.topology_of(known[arm]).bottleneck_pps if arm in known else None
+             for arm in results.arms()}
+    parts = breakdown.per_arm(results, rates)
+    title = ("Per-round breakdown (ms, mean per round; the workers' own split, means over workers; "
+             f"other = round time minus the parts; wire floor = one round's push packets / the "
+             f"bottleneck's packets/s). {ROUND_TIME_MEANING}")
+    plot = breakdown.plot(parts, out_dir / "round_breakdown.png") if parts else None
+    return Table(title, breakdown.TABLE_HEADERS, breakdown.table_rows(parts)), plot
+
+
 def finish(module: ModuleType, config: ExperimentConfig, rd: ResultsDir) -> tuple[Path, list[Path]]:
-    """Summarize and plot everything in `rd`: summary.md and the PNGs, in `rd`."""
+    """Summarize and plot everything in `rd`: summary.md and the PNGs, in `rd`; every summary
+    also gets the per-round breakdown of every arm."""
     results = rd.load()
     summary = module.summarize(results, config)
     plots = [Path(p) for p in module.plot(results, config, rd.path)]
+    table, plot = breakdown_section(results, config, rd.path)
+    summary.tables.append(table)
+    if plot is not None:
+        plots.append(plot)
     return write_summary(module, config, results, summary, plots, rd.summary_path), plots
 
 
