@@ -12,6 +12,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+import numpy as np  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
 from experiments.records import Results  # noqa: E402
 from experiments.stats import summarize  # noqa: E402
@@ -181,4 +183,35 @@ def stacked_bars(stacks: dict[str, dict[str, float]], marks: dict[str, float | N
     ax.set_title(title)
     ax.grid(True, axis="y", alpha=0.3)
     _legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _finish(fig, path)
+
+
+def heatmap(cells: dict[tuple[float, float], tuple[float | None, str]], rows: Sequence[float],
+            cols: Sequence[float], path: Path, title: str, row_label: str, col_label: str,
+            center: float | None = None, cmap: str = "RdYlGn") -> Path:
+    """A grid of cells (row value, column value) -> (number or None, text shown in the cell);
+    colours diverge around `center` when given. Empty cells stay white with their text."""
+    grid = np.full((len(rows), len(cols)), np.nan)
+    for (r, c), (value, _) in cells.items():
+        if r in rows and c in cols and value is not None and math.isfinite(value):
+            grid[list(rows).index(r), list(cols).index(c)] = value
+    fig, ax = plt.subplots(figsize=(1.6 * len(cols) + 2.4, 0.75 * len(rows) + 1.8))
+    finite = grid[np.isfinite(grid)]
+    norm = None
+    if center is not None and finite.size:
+        low, high = float(finite.min()), float(finite.max())
+        norm = TwoSlopeNorm(vcenter=center, vmin=min(low, center - 1e-9), vmax=max(high, center + 1e-9))
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norm, aspect="auto")
+    for (r, c), (_, text) in cells.items():
+        if r in rows and c in cols:
+            ax.text(list(cols).index(c), list(rows).index(r), text, ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(cols)))
+    ax.set_xticklabels([f"{c:g}" for c in cols])
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"{r:g}" for r in rows])
+    ax.set_xlabel(col_label)
+    ax.set_ylabel(row_label)
+    ax.set_title(title, fontsize=10)
+    if finite.size:
+        fig.colorbar(image, ax=ax, shrink=0.85)
     return _finish(fig, path)
