@@ -42,6 +42,10 @@ FIGURES: list[Figure] = [
     Figure(key="p99_vs_tcp_x", label="p99 round time, TCP / per-layer bounds",
            paper="lower tail latency than TCP (> 1x)", unit="x",
            note="same background TCP flows through the same bottleneck"),
+    Figure(key="p99_vs_tcp_same_queue_x", label="p99 round time, TCP / per-layer bounds, both in the default queue",
+           paper="n/a (the paper's arms share one switch treatment)", unit="x",
+           note="the per-layer arm without the priority queues (switch and DSCP), so loss tolerance is "
+                "compared without priority"),
     Figure(key="tta_vs_uniform", label="time to target accuracy, per-layer vs uniform",
            paper="shorter training time", unit="%", note="negative = per-layer faster"),
     Figure(key="tta_vs_tcp", label="time to target accuracy, per-layer vs TCP",
@@ -113,7 +117,8 @@ def arm_bounds(config: ExperimentConfig, arm_name: str) -> list[float] | None:
 def _install_policy(ctx: ArmContext, bounds: list[float]) -> tuple[Path, list[dict], str | None]:
     """Write and apply the switch policy of the next job; (file, installed classes, error)."""
     job = ctx.session.jobs + 1
-    doc = plot_profile.policy_document(bounds, [job], DEFAULT_PULL_FRACTION, name=ctx.arm.name)
+    doc = plot_profile.policy_document(bounds, [job], DEFAULT_PULL_FRACTION, name=ctx.arm.name,
+                                       prioritize=prioritized(ctx.config, ctx.arm.name))
     path = ctx.out_dir / "policies" / f"{ctx.arm.name}.rep{ctx.rep}.job{job}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     plot_profile.write_policy(path, doc, [f"arm {ctx.arm.name}, repetition {ctx.rep}, job {job}"])
@@ -180,8 +185,16 @@ def _agree(m: dict[str, Any]) -> bool:
 
 
 # -- summary -----------------------------------------------------------------------------------
-def _arm_of(config: ExperimentConfig, kind: str) -> str | None:
-    return next((a.name for a in config.arms if a.params.get("bounds") == kind), None)
+def prioritized(config: ExperimentConfig, arm_name: str) -> bool:
+    """Whether the switches put the arm's gradient packets in the policy's priority queues
+    (params.prioritize, default true); TCP arms never are."""
+    arm = config.arm(arm_name)
+    return arm.transport != "tcp" and bool(arm.params.get("prioritize", True))
+
+
+def _arm_of(config: ExperimentConfig, kind: str, priority: bool = True) -> str | None:
+    return next((a.name for a in config.arms if a.params.get("bounds") == kind
+                 and prioritized(config, a.name) == priority), None)
 
 
 def _tcp_arm(config: ExperimentConfig) -> str | None:
@@ -222,8 +235,10 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
     """Headline rows, a per-arm table, the bounds each side used, and the profile."""
     per_layer, uniform, tcp = _arm_of(config, PER_LAYER), _arm_of(config, UNIFORM), _tcp_arm(config)
     flag = results.switch_dropped()
+    same_queue = _arm_of(config, PER_LAYER, priority=False)
     rows = [_ratio_row(results, "p99_vs_uniform_x", uniform, per_layer, flag),
             _ratio_row(results, "p99_vs_tcp_x", tcp, per_layer, flag),
+            _ratio_row(results, "p99_vs_tcp_same_queue_x", tcp, same_queue, flag),
             _tta_row(results, "tta_vs_uniform", per_layer, uniform, flag),
             _tta_row(results, "tta_vs_tcp", per_layer, tcp, flag)]
     if per_layer and tcp:
@@ -262,7 +277,9 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
              "(evaluated every epoch).",
              "Gradient DATA of the bound arms rides the policy's priority queues (front layers first); "
              "TCP training traffic and the background flows share the default queue, as the suite's "
-             "switches treat traffic without the gradient header."]
+             "switches treat traffic without the gradient header. The arms marked no-priority run the "
+             "same bounds without the priority queues (policy prioritize: false, DATA sent with TOS 0), "
+             "so TCP and they meet the background in one queue: the p99_vs_tcp_same_queue_x row."]
     notes.extend(_bound_gap_notes(results, config, per_layer, uniform))
     return Summary(rows=rows, tables=[t for t in tables if t is not None], notes=notes)
 

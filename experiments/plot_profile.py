@@ -148,16 +148,19 @@ def layer_priority(layer: int) -> int:
 
 
 def policy_document(bounds: Sequence[float], jobs: Sequence[int], pull_fraction: float = 0.25,
-                    drop_threshold: int = DEFAULT_DROP_THRESHOLD, name: str = "plot") -> dict:
-    """A policy document: per job in `jobs`, one rule per layer with its bound (validated)."""
+                    drop_threshold: int = DEFAULT_DROP_THRESHOLD, name: str = "plot",
+                    prioritize: bool = True) -> dict:
+    """A policy document: per job in `jobs`, one rule per layer with its bound (validated);
+    `prioritize` False keeps the jobs' packets out of the priority queues (the job's ablation
+    switch), so they share the default queue with other traffic."""
     if not jobs:
         raise ProfileError("at least one job id is needed")
     rules = [{"range": [layer, layer], "loss_bound": round(float(b), 6),
               "pull_bound": round(float(b) * pull_fraction, 6), "priority": layer_priority(layer),
               "drop_eligible": bool(b > 0)} for layer, b in enumerate(bounds)]
     doc = {"version": 1, "defaults": {"drop_threshold": drop_threshold, "mag_classes": [0, 7]},
-           "jobs": [{"job": int(j), "name": f"{name}-{j}", "layers": [dict(r) for r in rules]}
-                    for j in jobs]}
+           "jobs": [{"job": int(j), "name": f"{name}-{j}", "layers": [dict(r) for r in rules],
+                     **({} if prioritize else {"prioritize": False})} for j in jobs]}
     try:
         parse_policy(doc)
     except PolicyError as exc:

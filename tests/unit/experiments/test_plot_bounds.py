@@ -102,3 +102,18 @@ def test_no_configured_bounds_means_profiling(tmp_path, bad):
     cfg = _tiny(tmp_path, bounds=bad)
     bounds, record = pb.profiled_bounds(cfg, log=lambda s: None)
     assert record["source"].startswith("profiled now") and all(0 <= b <= 0.2 for b in bounds)
+
+
+def test_no_priority_arms_get_a_policy_without_priority_queues(tmp_path):
+    from controller.policy import parse_policy
+
+    cfg = configs.load(configs.default_path("plot_bounds"))
+    assert pb.prioritized(cfg, "per_layer") and not pb.prioritized(cfg, "per_layer-no-priority")
+    assert not pb.prioritized(cfg, "tcp_cubic_ecn")
+    assert pb._arm_of(cfg, pb.PER_LAYER) == "per_layer"
+    assert pb._arm_of(cfg, pb.PER_LAYER, priority=False) == "per_layer-no-priority"
+    assert "--priority-hints" in cfg.arm("per_layer-no-priority").agent_args
+    doc = plot_profile.policy_document([0.1, 0.0], [4], prioritize=False)
+    [job] = parse_policy(doc).jobs
+    assert job.features.prioritize is False
+    assert parse_policy(plot_profile.policy_document([0.1, 0.0], [4])).jobs[0].features.prioritize
