@@ -119,14 +119,37 @@ def breakdown_section(results: Results, config: ExperimentConfig, out_dir: Path)
     return Table(title, breakdown.TABLE_HEADERS, breakdown.table_rows(parts)), plot
 
 
+def _bounds_text(values: object) -> str:
+    if not isinstance(values, list) or not values:
+        return "n/a"
+    if all(v == 0 for v in values):
+        return "reliable (0 on every layer)"
+    return ", ".join(f"{100 * v:.3g}%" for v in values)
+
+
+def semantics_table(results: Results) -> Table:
+    """Per arm: its transport and the push and pull bounds its PS agent set up (first run)."""
+    rows = []
+    for arm in results.arms():
+        runs = results.runs_of(arm) or [r for r in results.runs if r["arm"] == arm]
+        m = runs[0].get("metrics", {}) if runs else {}
+        transport = str(runs[0].get("transport", "?")) if runs else "?"
+        if transport == "tcp":      # the agents log bounds they do not use: TCP delivers everything
+            rows.append([arm, transport, "reliable (TCP)", "reliable (TCP)"])
+        else:
+            rows.append([arm, transport, _bounds_text(m.get("push_bounds")), _bounds_text(m.get("pull_bounds"))])
+    return Table("What each arm's stages may lose (bound per layer, from the parameter server's start "
+                 "record; tcp: reliable by construction)", ["arm", "transport", "push", "pull"], rows)
+
+
 def finish(module: ModuleType, config: ExperimentConfig, rd: ResultsDir) -> tuple[Path, list[Path]]:
     """Summarize and plot everything in `rd`: summary.md and the PNGs, in `rd`; every summary
-    also gets the per-round breakdown of every arm."""
+    also states what each arm's push and pull may lose and gets the per-round breakdown."""
     results = rd.load()
     summary = module.summarize(results, config)
     plots = [Path(p) for p in module.plot(results, config, rd.path)]
     table, plot = breakdown_section(results, config, rd.path)
-    summary.tables.append(table)
+    summary.tables += [semantics_table(results), table]
     if plot is not None:
         plots.append(plot)
     return write_summary(module, config, results, summary, plots, rd.summary_path), plots

@@ -248,6 +248,9 @@ def standard_metrics(result: TrainingResult, rounds: list[dict[str, Any]], plann
         "retransmissions": sum(r["retransmissions"] or 0 for r in rounds) if rounds else None,
         "job_elapsed_s": round(result.elapsed_s, 3),
         "ps_counters": done[-1].get("counters") if done else None,
+        # the loss each stage may take, as the PS's agent set it up (first round's policy)
+        "push_bounds": start[0].get("push_bounds") if start else None,
+        "pull_bounds": start[0].get("pull_bounds") if start else None,
         # what one round's push sends through the workers' shared bottleneck (the wire floor)
         "push_packets_per_round": (sum(chunks) * workers
                                    if isinstance(chunks, list) and isinstance(workers, int) else None),

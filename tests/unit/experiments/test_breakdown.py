@@ -64,3 +64,17 @@ def test_profile_and_bounds_modules_do_not_import_each_other_at_run_time():
             "assert 'experiments.plot_bounds' not in sys.modules; print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr
+
+
+def test_every_summary_states_what_each_arms_push_and_pull_may_lose():
+    from experiments import report
+
+    runs = [{"arm": "gradlane", "rep": 0, "ok": True, "transport": "ltp",
+             "metrics": {"push_bounds": [0.1, 0.1], "pull_bounds": [0.0, 0.0]}},
+            {"arm": "mlt", "rep": 0, "ok": True, "transport": "mlt",
+             "metrics": {"push_bounds": [0.1, 0.1], "pull_bounds": [0.1, 0.1]}},
+            {"arm": "tcp", "rep": 0, "ok": True, "transport": "tcp",
+             "metrics": {"push_bounds": [0.1, 0.1], "pull_bounds": [0.025, 0.025]}}]
+    rows = {r[0]: r for r in report.semantics_table(Results(runs=runs, rounds=[])).rows}
+    assert rows["gradlane"][2:] == ["10%, 10%", "reliable (0 on every layer)"]
+    assert rows["mlt"][3] == "10%, 10%" and rows["tcp"][2:] == ["reliable (TCP)", "reliable (TCP)"]
