@@ -2,8 +2,11 @@
 
 Each round: gather every worker's gradient push (loss-tolerant on ltp/mlt), average per element
 (holes filled per --hole-fill), take an SGD step, pull the parameters back to the workers.
-Logs JSON lines: `start` (the transport as configured), `round` (completion time, per-layer
-delivered fraction, bound violations, deadline, the switches' telemetry (and the deepest switch
+Logs JSON lines: `start` (the transport as configured), `bounds` (bounds too small to let one
+chunk go: that stage runs reliable), `round` (completion time and its parts push_s, pull_s,
+compute_s, control_s; per-layer delivered fraction and over the whole tensor, mean and worst
+worker; closed_by per worker, resends (push resends received + pull resends sent), bound
+violations, deadline, the switches' telemetry (and the deepest switch
 queue the push met), bytes, retransmissions), `violation` (a push closed by its deadline with more
 loss than the bound), `adaptation` (the Early Close deadline changed: round from which it applies,
 value, reason; docs/control-laws.md), `epoch` (loss, accuracy on the held-out digits), `eval`
@@ -11,7 +14,8 @@ value, reason; docs/control-laws.md), `epoch` (loss, accuracy on the held-out di
 (with --controller: the round from which a generation of the job's policy applies, its epoch and
 bounds) and `done` (violations per layer over the run).
 With --controller the PS follows the controller's policy for its job and reports each round
-(regime per DBLP, delivered fractions, violations) before the round's pull.
+(regime per DBLP, delivered fractions, violations) from a thread while the round's pull runs; it
+announces the next round's policy epoch to the workers (KIND_EPOCH) once the answer is back.
 Run: python -m hosts.ps --workers N [--port 19527] [--transport ltp|tcp|mlt] ...
 """
 from __future__ import annotations
@@ -19,6 +23,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable
 
 import numpy as np
 
@@ -34,7 +40,7 @@ from hosts.training.aggregate import PushAggregator
 from hosts.training.mlp import MLP, MomentumSGD
 from hosts.training.model_args import add_model_arguments, model_sizes
 from hosts.transport.chunking import ChunkPlan
-from hosts.transport.bounds import violated_layers
+from hosts.transport.bounds import sub_chunk_notes, violated_layers
 from hosts.transport.phase import PhaseSchedule
 
 
@@ -83,6 +89,7 @@ def serve(args: argparse.Namespace) -> None:
     flag_hole_fill = config.hole_fill
     client = PolicyClient(config.controller, config.job_id, model.num_layers) if config.controller else None
     view: PolicyView | None = client.fetch() if client else None
+    reporter = PolicyReporter(client, view) if client is not None and view is not None else None
     if view is not None:
         config = following(config, view.at(0), flag_hole_fill)
     push_bounds = config.bounds.push
@@ -95,6 +102,7 @@ def serve(args: argparse.Namespace) -> None:
               layer_sizes=plan.layer_sizes, chunks=plan.chunk_counts, rounds=total,
               rounds_per_epoch=per_epoch, push_bounds=list(push_bounds),
               pull_bounds=list(config.bounds.pull), config=config.summary())
+    log.write("bounds", scope=config.bounds.scope, notes=sub_chunk_notes(config.bounds, plan))
     violations = [0] * model.num_layers
     started = time.monotonic()
     round_time: float | None = None
@@ -102,12 +110,14 @@ def serve(args: argparse.Namespace) -> None:
         for rnd in range(total):
             before = exchange.counters.snapshot()
             bounds_now = push_bounds
-            epoch_now = view.at(rnd).epoch if view is not None else None
+            epoch_now = reporter.view.at(rnd).epoch if reporter is not None else None
             gathered = exchange.gather(rnd, tuple(1.0 - b for b in bounds_now))
+            t_compute = time.monotonic()
             round_violations = [0] * model.num_layers
             for rank in sorted(gathered.fractions):
                 fractions = gathered.fractions[rank]
-                for layer in violated_layers(fractions, bounds_now):
+                for layer in violated_layers(fractions, bounds_now, config.bounds.scope,
+                                             plan.layer_sizes):
                     round_violations[layer] += 1
                     log.write("violation", round=rnd, stage="push", rank=rank, layer=layer,
                               delivered=round(fractions[layer], 4), bound=bounds_now[layer],
@@ -122,8 +132,14 @@ def serve(args: argparse.Namespace) -> None:
             norm = float(np.sqrt(sum(n * n for n in layer_norms)))
             epoch_end = (rnd + 1) % per_epoch == 0
             checked = phase.observe(layer_norms) if phase is not None else False
-            if client is not None and view is not None:
-                view = _report(client, view, log,
+            last = rnd == total - 1
+            compute_s = time.monotonic() - t_compute
+            next_round = None
+            if reporter is not None:
+                # this round's pull keeps this round's generation; the next push gets its own,
+                # which the report's answer gives while the pull runs (off the critical path)
+                exchange.config = following(config, reporter.view.at(rnd), flag_hole_fill)
+                reporter.report(
                     rnd, regime=None if phase is None else
                     ("normal" if phase.phase == "high" else "critical"),
                     push_s=round(gathered.seconds, 6), round_time_s=round_time,
@@ -133,26 +149,36 @@ def serve(args: argparse.Namespace) -> None:
                     tele_max_qdepth=gathered.telemetry.get("max_qdepth"),
                     tele_qdelay_us=gathered.telemetry.get("max_qdelay_us"),
                     deadline_adaptation=gathered.adaptation, epoch=epoch_now)
-                # this round's pull keeps this round's generation; the next push gets its own
-                exchange.config = following(config, view.at(rnd), flag_hole_fill)
+                next_round = reporter.next_round(rnd)
+            elif checked and config.phase_aware:
+                push_bounds = phase.bounds(config.bounds.push)   # type: ignore[union-attr]
+            pull_s = exchange.scatter(rnd, params, last,
+                                      None if last else tuple(1.0 - b for b in push_bounds),
+                                      next_round=None if last else next_round)
+            control_s = 0.0
+            if reporter is not None:
+                control_s = reporter.settle(log)
+                view = reporter.view
                 upcoming = view.at(rnd + 1)
                 if upcoming.epoch != view.at(rnd).epoch:
                     log.write("policy", round=rnd + 1, effective_round=view.effective_round,
                               **upcoming.summary())
                 push_bounds = upcoming.bounds.push
                 aggregator.fill = following(config, upcoming, flag_hole_fill).hole_fill
-            elif checked and config.phase_aware:
-                push_bounds = phase.bounds(config.bounds.push)   # type: ignore[union-attr]
-            last = rnd == total - 1
-            pull_s = exchange.scatter(rnd, params, last,
-                                      None if last else tuple(1.0 - b for b in push_bounds))
             round_time = round(gathered.seconds + pull_s, 6)
             delta = exchange.counters.since(before)
+            total_elems = sum(plan.layer_sizes)
+            pooled = [sum(f * n for f, n in zip(fr, plan.layer_sizes)) / total_elems
+                      for fr in gathered.fractions.values()]
             log.write("round", round=rnd, epoch=rnd // per_epoch,
                       time_s=round(gathered.seconds + pull_s, 6),
                       push_s=round(gathered.seconds, 6), pull_s=round(pull_s, 6),
+                      compute_s=round(compute_s, 6), control_s=round(control_s, 6),
+                      resends=delta.get("retx_received", 0) + delta.get("retransmissions", 0),
                       delivered=[round(f, 4) for f in gathered.mean_fractions()],
                       delivered_min=[round(f, 4) for f in gathered.min_fractions()],
+                      delivered_tensor=round(sum(pooled) / len(pooled), 4),
+                      delivered_tensor_min=round(min(pooled), 4),
                       closed_by=sorted(set(str(c) for c in gathered.closed_by.values())),
                       violations=round_violations,
                       deadline_ms=_ms(gathered.deadline),
@@ -179,19 +205,67 @@ def serve(args: argparse.Namespace) -> None:
                   violations=violations, counters=exchange.counters.snapshot(),
                   **exchange.describe())
     finally:
+        if reporter is not None:
+            reporter.close()
         exchange.close()
         log.close()
 
 
-def _report(client: PolicyClient, view: PolicyView, log: JsonLog, round_: int,
-            **stats: object) -> PolicyView:
-    """Report ``round_``; the view the controller answers, or (controller gone mid-job: a
-    restart) the last one, logged as a `controller` event."""
-    try:
-        return client.report(round_, **stats)
-    except ControllerUnreachable as exc:
-        log.write("controller", round=round_, error=str(exc), kept_epoch=view.at(round_ + 1).epoch)
-        return PolicyView(view.at(round_ + 1), 0, None)
+class PolicyReporter:
+    """The PS's side of the job policy: each round's report goes to the controller from a
+    thread while the pull runs, and its answer is adopted as soon as it is back (docs/contracts.md,
+    Job policy). The PS waits for it only when the pull finished first (`control_s`)."""
+
+    def __init__(self, client: PolicyClient, view: PolicyView) -> None:
+        self.client = client
+        self.view = view
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="policy-report")
+        self._pending: Future | None = None
+        self._round = 0
+        self._waited = 0.0
+        self._error: str | None = None
+
+    def report(self, round_: int, **stats: object) -> None:
+        self._round = round_
+        self._pending = self._pool.submit(self.client.report, round_, **stats)
+
+    def next_round(self, round_: int) -> Callable[[bool], tuple[tuple[float, ...], int] | None]:
+        """For the scatter: once the answer is back (or, with `wait`, after waiting for it), the
+        push requirement and the policy epoch of round `round_` + 1."""
+        def upcoming(wait: bool) -> tuple[tuple[float, ...], int] | None:
+            if not wait and self._pending is not None and not self._pending.done():
+                return None
+            t0 = time.monotonic()
+            self._adopt()
+            self._waited += time.monotonic() - t0
+            generation = self.view.at(round_ + 1)
+            return tuple(1.0 - b for b in generation.bounds.push), generation.epoch
+        return upcoming
+
+    def _adopt(self) -> None:
+        if self._pending is None:
+            return
+        pending, self._pending = self._pending, None
+        try:
+            self.view = pending.result()
+        except ControllerUnreachable as exc:   # a restart mid-job: keep the last view
+            self._error = str(exc)
+            self.view = PolicyView(self.view.at(self._round + 1), 0, None)
+
+    def settle(self, log: JsonLog) -> float:
+        """Adopt the answer of the last report (waiting for it); seconds waited this round."""
+        t0 = time.monotonic()
+        self._adopt()
+        waited = self._waited + time.monotonic() - t0
+        self._waited = 0.0
+        if self._error is not None:
+            log.write("controller", round=self._round, error=self._error,
+                      kept_epoch=self.view.at(self._round + 1).epoch)
+            self._error = None
+        return waited
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
 
 
 def _ms(seconds: float) -> float | None:

@@ -22,6 +22,7 @@ from hosts.exchange import tcp_options
 from hosts.exchange.config import TransportConfig, add_transport_arguments, config_from_args
 from hosts.exchange.tcp import FrameStream, encode_layers, read_layers
 from hosts.jsonlog import JsonLog
+from hosts.transport.bounds import loss_budget_chunks, sub_chunk_notes
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.counters import Counters
 from hosts.transport.deadline import Deadline
@@ -51,7 +52,8 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
     def open_round(r: int) -> RecvSession:
         absent = config.join_timeout if r == 0 else config.peer_timeout
         s = RecvSession(ep, plan, r, pull=False, senders=list(range(senders)), required=required,
-                        options=ReceiveOptions(deadline=deadline.current(), absent_timeout=absent))
+                        options=ReceiveOptions(deadline=deadline.current(), absent_timeout=absent,
+                                               scope=config.bounds.scope))
         mux.add(s)
         return s
 
@@ -82,6 +84,7 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
                       payload_bytes=int(sum(sum(s.buffer.delivered_elems) * 4
                                             for s in session.senders.values())),
                       retx_received=delta.get("retx_received", 0),
+                      resends=delta.get("retx_received", 0),
                       drops={k: v for k, v in delta.items() if k.startswith("drop_")})
             mux.prune(r)
             session = nxt
@@ -151,14 +154,19 @@ def send_rounds(config: TransportConfig, plan: ChunkPlan, rank: int, rounds: int
         for r in range(rounds):
             before = ep.counters.snapshot()
             sender = SendSession(ep, to, wire.PS_RANK, plan, random_layers(plan, seed + r), r,
-                                 pull=False, options=config.send)
+                                 pull=False, options=config.send,
+                                 critical_layers=config.bounds.critical_layers(pull=False),
+                                 loss_budget=loss_budget_chunks(config.bounds.push, plan,
+                                                                config.bounds.scope))
             mux.add(sender)
             mux.run(lambda: sender.done)
             mux.prune(r)
             delta = ep.counters.since(before)
             log.write("round", round=r, seconds=round(sender.stats.seconds, 6),
                       bytes=delta.get("bytes_sent", 0), data_packets=sender.stats.data_packets,
-                      retransmissions=sender.stats.retransmissions, probes=sender.stats.probes)
+                      retransmissions=sender.stats.retransmissions,
+                      resends=sender.stats.retransmissions, probes=sender.stats.probes,
+                      closed_by=sender.stats.closed_by, **sender.window_summary())
     finally:
         ep.close()
 
@@ -242,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = ChunkPlan(sizes, args.chunk_elems)
         config = config_from_args(args, plan.num_layers, args.seed)
         log = JsonLog(args.log, role=f"tensor-{args.cmd}", transport=config.kind)
+        log.write("bounds", scope=config.bounds.scope, notes=sub_chunk_notes(config.bounds, plan))
         try:
             if args.cmd == "recv":
                 if args.senders < 1:

@@ -28,9 +28,11 @@ KIND_PCN_START = 6
 KIND_PCN_ACK = 7
 KIND_HELLO = 8        # worker -> PS at start: payload = configuration fingerprint
 KIND_HELLO_ACK = 9    # PS -> worker: payload = the PS's fingerprint
+KIND_EPOCH = 12       # PS -> worker: round R follows policy epoch chunk_seq (issue 22)
 KIND_NAMES = {KIND_DATA: "DATA", KIND_ACK: "ACK", KIND_PROBE: "PROBE", KIND_BITMAP: "BITMAP",
               KIND_STOP: "STOP", KIND_PULL_REQ: "PULL_REQ", KIND_PCN_START: "PCN_START",
-              KIND_PCN_ACK: "PCN_ACK", KIND_HELLO: "HELLO", KIND_HELLO_ACK: "HELLO_ACK"}
+              KIND_PCN_ACK: "PCN_ACK", KIND_HELLO: "HELLO", KIND_HELLO_ACK: "HELLO_ACK",
+              KIND_EPOCH: "EPOCH"}
 
 FLAG_PULL = 0x01
 FLAG_DROPPABLE = 0x02
@@ -46,7 +48,12 @@ FLAG_PLAIN = 0x20
 HEADER = struct.Struct("!BBHHHIBBHIIHHI")
 assert HEADER.size == HEADER_LEN
 
-ACK_ENTRY = struct.Struct("!HHI")  # layer_id, reserved, chunk_seq
+ACK_ENTRY = struct.Struct("!HHI")  # layer_id, marks, chunk_seq
+ACK_MARK_CE = 0x0001               # marks bit 0: the acknowledged DATA arrived CE-marked
+
+# STOP: chunk_seq names why the receiver closed the transfer (0 = not said)
+STOP_REASONS = {"bound": 1, "complete": 2, "deadline": 3}
+STOP_REASON_NAMES = {v: k for k, v in STOP_REASONS.items()}
 HELLO = struct.Struct("!I")        # configuration fingerprint
 FLOAT_DTYPE = ">f4"                # DATA payload: big-endian float32
 
@@ -140,9 +147,13 @@ CONTROL_TOS = (15 << 2) | ECN_ECT0
 
 # ---- control payloads --------------------------------------------------------------------------
 
-def pack_ack_entries(entries: list[tuple[int, int]]) -> bytes:
-    """ACK payload: (layer_id, chunk_seq) pairs, each 8 bytes (layer, reserved 0, seq)."""
-    return b"".join(ACK_ENTRY.pack(layer, 0, seq) for layer, seq in entries)
+def pack_ack_entries(entries: list[tuple[int, int]], ce: list[bool] | None = None) -> bytes:
+    """ACK payload: (layer_id, chunk_seq) pairs, each 8 bytes (layer, marks, seq); `ce[i]` sets
+    ACK_MARK_CE on entry i (its DATA arrived CE-marked)."""
+    if ce is None:
+        return b"".join(ACK_ENTRY.pack(layer, 0, seq) for layer, seq in entries)
+    return b"".join(ACK_ENTRY.pack(layer, ACK_MARK_CE if m else 0, seq)
+                    for (layer, seq), m in zip(entries, ce))
 
 
 def unpack_ack_entries(payload: bytes | memoryview) -> list[tuple[int, int]]:
@@ -150,6 +161,14 @@ def unpack_ack_entries(payload: bytes | memoryview) -> list[tuple[int, int]]:
     if len(payload) % ACK_ENTRY.size:
         raise PacketError("corrupt", f"ACK payload of {len(payload)} bytes is not a multiple of 8")
     return [(layer, seq) for layer, _, seq in ACK_ENTRY.iter_unpack(payload)]
+
+
+def unpack_ack_marks(payload: bytes | memoryview) -> list[tuple[int, int, bool]]:
+    """(layer_id, chunk_seq, CE echoed) of every ACK entry; PacketError if misaligned."""
+    if len(payload) % ACK_ENTRY.size:
+        raise PacketError("corrupt", f"ACK payload of {len(payload)} bytes is not a multiple of 8")
+    return [(layer, seq, bool(marks & ACK_MARK_CE))
+            for layer, marks, seq in ACK_ENTRY.iter_unpack(payload)]
 
 
 def pack_bitmap(bits: "np.ndarray | list[bool]") -> bytes:

@@ -1,11 +1,14 @@
 """Worker agent: computes gradients of the shared MLP on its shard of the digits and exchanges
 them with the parameter server every round (push gradients, pull parameters).
 
-Logs JSON lines `start` (the transport as configured), `round` (push/pull time, pull delivered
-fraction, pull bound violations, bytes, retransmissions), `violation` (a pull closed by its
-deadline with more loss than the pull bound), `policy` (with --controller: the round from which
-a generation of the job's policy applies) and `done` (violations per layer over the run).
-With --controller the worker fetches its job's policy view at the start of every round.
+Logs JSON lines `start` (the transport as configured), `bounds` (bounds too small to let one
+chunk go: that stage runs reliable), `round` (time_s = compute_s + push_s + wait_s + pull_s +
+control_s + the rest; pull delivered fraction, pull bound violations, closed_by of the push,
+resends, bytes), `violation` (a pull closed by its deadline with more loss than the pull
+bound), `policy` (with --controller: the round from which a generation of the job's policy
+applies) and `done` (violations per layer over the run).
+With --controller the worker fetches its job's policy view at start-up, and again only when the
+PS announces a new policy epoch for a coming round (no per-round call to the controller).
 Run: python -m hosts.worker --rank R --workers N --ps IP [--ps-port 19527] [--transport ...]
 """
 from __future__ import annotations
@@ -20,11 +23,11 @@ from hosts.errors import ConfigError, ControllerUnreachable
 from hosts.exchange.config import add_transport_arguments, config_from_args, following
 from hosts.exchange.factory import worker_exchange
 from hosts.jsonlog import JsonLog
-from hosts.policy_client import PolicyClient
+from hosts.policy_client import HostPolicy, PolicyClient
 from hosts.training import dataset
 from hosts.training.mlp import MLP
 from hosts.training.model_args import add_model_arguments, model_sizes
-from hosts.transport.bounds import violated_layers
+from hosts.transport.bounds import sub_chunk_notes, violated_layers
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.holes import keep_previous
 
@@ -64,12 +67,13 @@ def work(args: argparse.Namespace) -> None:
     local = (args.bind, check_port(args.port, "--port") if config.udp else 0)
     flag_hole_fill = config.hole_fill
     client = PolicyClient(config.controller, config.job_id, model.num_layers) if config.controller else None
-    last_generation = client.fetch().at(0) if client is not None else None
-    if last_generation is not None:
-        config = following(config, last_generation, flag_hole_fill)
+    generation = client.fetch().at(0) if client is not None else None
+    if generation is not None:
+        config = following(config, generation, flag_hole_fill)
     exchange = worker_exchange(config, plan, args.rank, ps, local)
     log.write("start", workers=args.workers, ps=f"{ps[0]}:{ps[1]}",
               pull_bounds=list(config.bounds.pull), config=config.summary())
+    log.write("bounds", scope=config.bounds.scope, notes=sub_chunk_notes(config.bounds, plan))
     violations = [0] * model.num_layers
     rnd = 0
     epoch: int | None = None
@@ -77,28 +81,29 @@ def work(args: argparse.Namespace) -> None:
         exchange.join()
         while args.rounds is None or rnd < args.rounds:
             t0 = time.monotonic()
-            if client is not None:
-                try:
-                    generation = client.fetch().at(rnd)
-                except ControllerUnreachable as exc:   # a restart mid-job: keep the last one
-                    log.write("controller", round=rnd, error=str(exc), kept_epoch=epoch)
-                    generation = last_generation   # type: ignore[assignment]
-                last_generation = generation
+            if client is not None and generation is not None:
+                generation = _follow(client, generation, exchange, rnd, log)
                 if generation.epoch != epoch:
                     log.write("policy", round=rnd, **generation.summary())
                     epoch = generation.epoch
                 exchange.config = following(config, generation, flag_hole_fill)
+            control_s = time.monotonic() - t0
             before = exchange.counters.snapshot()
+            t_compute = time.monotonic()
             idx = dataset.batch_indices(len(y), args.batch, rnd, per_epoch, args.seed, args.rank)
             loss, grads = model.loss_and_gradients(x[idx], y[idx])
+            compute_s = time.monotonic() - t_compute
             push = exchange.push(rnd, grads)
             pulled = exchange.pull(rnd)
+            t_compute = time.monotonic()
             # Pull-stage holes keep this worker's previous parameters (MLT); zero-filling
             # weights would wreck the model, so --hole-fill applies to the push stage only.
             model.set_flat([keep_previous(v, d, p) for v, d, p in
                             zip(pulled.values, pulled.delivered, model.get_flat())])
+            compute_s += time.monotonic() - t_compute
             round_violations = [0] * model.num_layers
-            for layer in violated_layers(pulled.fractions, exchange.config.bounds.pull):
+            for layer in violated_layers(pulled.fractions, exchange.config.bounds.pull,
+                                         exchange.config.bounds.scope, plan.layer_sizes):
                 round_violations[layer] += 1
                 log.write("violation", round=rnd, stage="pull", rank=args.rank, layer=layer,
                           delivered=round(pulled.fractions[layer], 4),
@@ -107,8 +112,12 @@ def work(args: argparse.Namespace) -> None:
             if pulled.adaptation is not None:
                 log.write("adaptation", law="early_close", stage="pull", **pulled.adaptation)
             delta = exchange.counters.since(before)
+            wait_s = None if pulled.wait is None else round(pulled.wait, 6)
             log.write("round", round=rnd, time_s=round(time.monotonic() - t0, 6),
-                      batch_loss=round(loss, 6), pull_s=round(pulled.seconds, 6),
+                      batch_loss=round(loss, 6), compute_s=round(compute_s, 6),
+                      control_s=round(control_s, 6), wait_s=wait_s,
+                      pull_s=round(pulled.seconds - (pulled.wait or 0.0), 6),
+                      resends=(push.get("retransmissions", 0) + delta.get("retx_received", 0)),
                       pull_delivered=[round(f, 4) for f in pulled.fractions],
                       pull_closed_by=pulled.closed_by, pull_violations=round_violations,
                       pull_bounds=[round(b, 6) for b in exchange.config.bounds.pull],
@@ -129,6 +138,37 @@ def work(args: argparse.Namespace) -> None:
     finally:
         exchange.close()
         log.close()
+
+
+# How long a worker waits, at the start of a round, for the PS's announcement of its policy
+# epoch (sent while the PS scatters the round before; normally here before the pull closes).
+_ANNOUNCE_WAIT = 0.5
+
+
+def _follow(client: PolicyClient, generation: HostPolicy, exchange, rnd: int,
+            log: JsonLog) -> HostPolicy:
+    """The generation to follow in `rnd`: the current one unless the PS announced another
+    epoch; then (only then) the controller is asked for the view that holds it."""
+    if rnd == 0:
+        return generation
+    announced = exchange.announced_epoch(rnd, _ANNOUNCE_WAIT)
+    if announced is None:
+        log.write("controller", round=rnd, error="no policy epoch announced by the PS",
+                  kept_epoch=generation.epoch)
+        return generation
+    if announced == generation.epoch:
+        return generation
+    try:
+        view = client.fetch()
+    except ControllerUnreachable as exc:   # a restart mid-job: keep the last one
+        log.write("controller", round=rnd, error=str(exc), kept_epoch=generation.epoch)
+        return generation
+    for candidate in (view.at(rnd), view.current, view.previous):
+        if candidate is not None and candidate.epoch == announced:
+            return candidate
+    log.write("controller", round=rnd, error=f"the PS announced epoch {announced}, the controller "
+              f"offers {view.current.epoch}", kept_epoch=view.at(rnd).epoch)
+    return view.at(rnd)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -77,6 +77,32 @@ def per_layer(result: TrainingResult) -> dict[int, dict[str, float]]:
             for layer, v in sorted(means.items())}
 
 
+def bound_scope(result: TrainingResult) -> str:
+    """'tensor' (one bound over the tensor: LTP, MLT, DBLP) or 'layer' (PLOT), as the PS ran."""
+    starts = _records(result, "ps", "start")
+    return (starts[0].get("config") or {}).get("bound_scope", "layer") if starts else "layer"
+
+
+def tensor_delivery(result: TrainingResult) -> dict[str, float] | None:
+    """{min, bound}: the worst worker's delivered fraction of the whole tensor over rounds
+    closed by the bound, and the pooled bound (the layers' bounds weighted by their sizes, the
+    loosest of the run); None when the PS reported no tensor figures."""
+    starts = _records(result, "ps", "start")
+    sizes = starts[0].get("layer_sizes") if starts else None
+    lows, bounds = [], []
+    for rec in _round_records(result):
+        if rec.get("delivered_tensor_min") is None or not sizes:
+            continue
+        layer_bounds = rec.get("bounds") or []
+        if len(layer_bounds) == len(sizes):
+            bounds.append(sum(b * n for b, n in zip(layer_bounds, sizes)) / sum(sizes))
+        if not _deadline_closed(rec):
+            lows.append(rec["delivered_tensor_min"])
+    if not lows:
+        return None
+    return {"min": min(lows), "bound": max(bounds) if bounds else float("nan")}
+
+
 def _records(result: TrainingResult, role: str, event: str) -> list[dict[str, Any]]:
     return [r for name, recs in result.records.items() if name.startswith(role)
             for r in recs if r.get("event") == event]
@@ -244,13 +270,19 @@ def render(result: TrainingResult, stats: Any | None, limit: int = 40,
         lines.append("per-layer delivered push fraction (min over bound-closed rounds / min over all "
                      "rounds / mean) vs loss bound"
                      + (f"; {late} round(s) closed by the deadline" if late else "") + ":")
+        per_layer_bounds = bound_scope(result) == "layer"
         for layer, row in layers.items():
             bound = "n/a" if row["bound"] != row["bound"] else f"{row['bound']:.3f}"
-            ok = "" if bound == "n/a" or row["min"] != row["min"] else \
+            ok = "" if bound == "n/a" or row["min"] != row["min"] or not per_layer_bounds else \
                 ("  ok" if row["min"] >= 1 - row["bound"] - 1e-9 else "  BELOW 1-bound")
             vio = "" if row["violations"] != row["violations"] else f", {row['violations']:g} violation(s)"
             lines.append(f"  layer {layer}: {_frac(row['min'])} / {_frac(row['min_all'])} / {row['mean']:.3f}"
                          f"   bound {bound}{ok}{vio}")
+        tensor = tensor_delivery(result)
+        if tensor is not None and not per_layer_bounds:
+            ok = "ok" if tensor["min"] >= 1 - tensor["bound"] - 1e-6 else "BELOW 1-bound"
+            lines.append(f"  whole tensor (one bound over all layers): min over bound-closed rounds "
+                         f"{tensor['min']:.3f} vs bound {tensor['bound']:.3f}: {ok}")
     else:
         lines.append("per-layer delivered fraction: n/a (agents reported none)")
     lines.append(violation_line(result))

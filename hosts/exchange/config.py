@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from hosts.errors import ConfigError
 from hosts.exchange import tcp_options
 from hosts.policy_client import HostPolicy
-from hosts.transport.bounds import LayerBounds, parse_bound_list
+from hosts.transport.bounds import SCOPES, LayerBounds, parse_bound_list
+from hosts.transport.chunking import ORDERS
+from hosts.transport.congestion import RULES as CC_RULES
 from hosts.transport.deadline import NO_DEADLINE, DeadlineSettings
 from hosts.transport.holes import DEFAULT_HOLE_FILL, HoleFill
 from hosts.transport.phase import DEFAULT_CHECK_ROUNDS, DEFAULT_HIGH_DELTA
@@ -22,12 +24,14 @@ TRANSPORTS = ("ltp", "tcp", "mlt")
 DEFAULT_BOUND = 0.1
 
 TRANSPORT_HELP = (
-    "ltp: our loss-tolerant UDP transport: per-layer bounds (PLOT), optional phases (DBLP), "
+    "ltp: our loss-tolerant UDP transport: one bound over the tensor (LTP, MLT, DBLP) or per-layer "
+    "bounds (PLOT; --bound-scope), optional phases (DBLP), "
     "priority and drop hints for the switches, adaptive early close (LTP). "
     "mlt: the software-MLT baseline of the DBLP paper: the same UDP transport with ONE fixed "
     "--bound for push and pull alike, no per-layer bounds, no phases, a fixed deadline, and no "
     "network assistance (every packet carries the PLAIN flag, so switches treat it as ordinary "
-    "traffic: no gradient classification, priority or loss budget). "
+    "traffic: no gradient classification, priority or loss budget); it takes ltp's "
+    "--bound-scope, --order and --cc, so arms can be matched. "
     "tcp: reliable baseline, one TCP connection per worker (--tcp-cc, --tcp-ecn)")
 
 
@@ -77,7 +81,8 @@ class TransportConfig:
                        pull_deadline=self.pull_deadline.describe(),
                        reliable_pull=self.reliable_pull, phase_aware=self.phase_aware,
                        probe_ms=round(self.send.probe_interval * 1000, 3),
-                       probe_on_silence=self.send.probe_on_silence, window=self.send.window)
+                       probe_on_silence=self.send.probe_on_silence, window=self.send.window,
+                       bound_scope=self.bounds.scope, order=self.send.order, cc=self.send.cc)
             if self.phase_aware:
                 out.update(phase_check_rounds=self.phase_check_rounds,
                            phase_per_layer=self.phase_per_layer)
@@ -96,10 +101,17 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                         "classes, hole filling, regime) over its unix socket; without it the "
                         "flags below decide")
     g.add_argument("--bound", type=float, default=None,
-                   help="loss bound: fraction of a layer that may be lost in the push (P_low "
-                        "with --phase-aware; push and pull alike for mlt; default 0.1)")
+                   help="loss bound: fraction of the tensor (--bound-scope tensor) or of each "
+                        "layer (layer) that may be lost in the push (P_low with --phase-aware; "
+                        "push and pull alike for mlt; default 0.1)")
     g.add_argument("--layer-bounds", help="ltp: comma-separated push bound per layer (PLOT), "
-                                          "layer 0 = nearest the input")
+                                          "layer 0 = nearest the input; implies --bound-scope "
+                                          "layer")
+    g.add_argument("--bound-scope", choices=SCOPES,
+                   help="tensor: one bound over the whole tensor, any chunk may be the missing "
+                        "one (LTP, MLT, DBLP; the default, also for a controller's per-layer "
+                        "bounds, whose budgets are then pooled); layer: every layer meets its "
+                        "own bound (PLOT; the default with --layer-bounds)")
     g.add_argument("--pull-bound", type=float,
                    help="ltp: bound of the pull stage (default: a quarter of each push bound)")
     g.add_argument("--reliable-pull", action="store_true",
@@ -150,10 +162,22 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                         "keeps ACKs coming; default: probe right after the first pass)")
     g.add_argument("--window", type=int, default=0, metavar="PACKETS",
                    help="initial congestion window of the UDP sender in DATA packets (0 = none, "
-                        "the default: all at once); grows per ACK, halves on a probe-detected "
-                        "loss (Reno's rule in packets); implies --probe-on-silence")
-    g.add_argument("--order", default="layer", choices=("layer", "shuffle"),
-                   help="send order of chunks")
+                        "the default: all at once); grows per ACK and shrinks by --cc; implies "
+                        "--probe-on-silence")
+    g.add_argument("--cc", default="ecn", choices=CC_RULES,
+                   help="how the --window reacts (ltp, mlt): ecn (default, DCTCP-like): to CE "
+                        "marks and to a telemetry queueing delay above --cc-delay-ms, to loss "
+                        "only beyond the bound; mlt's DATA is then ECN-capable. reno: halves on "
+                        "every loss, ignores marks (docs/mechanisms.md)")
+    g.add_argument("--cc-delay-ms", type=float, default=20.0,
+                   help="--cc ecn: an ACK echoing a longer path queueing delay counts as marked "
+                        "(default 20: half the switches' 40-packet marking threshold at the "
+                        "default 1000 packets/s bottleneck)")
+    g.add_argument("--order", default="interleave", choices=ORDERS,
+                   help="first-pass send order of chunks: interleave (default: every layer "
+                        "spread over the pass, so the tail holds chunks of all layers), shuffle "
+                        "(random, seeded by --seed, the job and the round), layer (layer 0 "
+                        "first)")
     g.add_argument("--peer-timeout", type=float, default=10.0,
                    help="seconds of silence after which a peer counts as dead")
     g.add_argument("--join-timeout", type=float, default=60.0,
@@ -188,6 +212,8 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
         raise ConfigError("--pace-pps must be >= 0")
     if args.window < 0:
         raise ConfigError("--window must be >= 0 packets")
+    if not (args.cc_delay_ms > 0 and math.isfinite(args.cc_delay_ms)):
+        raise ConfigError("--cc-delay-ms must be a positive number")
     kind = args.transport
     if args.controller:
         if kind != "ltp":
@@ -211,6 +237,9 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
         if extra:
             raise ConfigError(f"--transport mlt uses one fixed bound for push and pull and a fixed "
                               f"deadline; drop {', '.join(extra)}")
+    scope = args.bound_scope or ("layer" if layer_bounds is not None else "tensor")
+    if scope == "tensor" and layer_bounds is not None:
+        raise ConfigError("--layer-bounds gives one bound per layer; it needs --bound-scope layer")
     if kind == "tcp" and args.pcn:
         raise ConfigError("--pcn needs a UDP transport (--transport ltp or mlt)")
     if kind != "ltp" and args.priority_hints == "off":
@@ -229,16 +258,17 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int) -> Tr
         raise ConfigError(f"--pcn-threshold: {exc}") from None
     tcp_cc = tcp_options.check_congestion_control(args.tcp_cc) if args.tcp_cc else None
     if kind == "mlt":
-        bounds = LayerBounds.fixed(num_layers, bound)
+        bounds = LayerBounds.fixed(num_layers, bound, scope)
     else:
-        bounds = LayerBounds.build(num_layers, bound, layer_bounds, args.pull_bound)
+        bounds = LayerBounds.build(num_layers, bound, layer_bounds, args.pull_bound, scope)
         if args.reliable_pull:
             bounds = bounds.with_reliable_pull()
     send = SendOptions(pace_pps=args.pace_pps, probe_interval=args.probe_ms / 1000.0,
                        peer_timeout=args.peer_timeout,
                        priority_hints=kind == "ltp" and args.priority_hints == "on",
                        plain=kind == "mlt", order=args.order, seed=seed,
-                       probe_on_silence=args.probe_on_silence, window=args.window)
+                       probe_on_silence=args.probe_on_silence, window=args.window, cc=args.cc,
+                       delay_target_us=int(args.cc_delay_ms * 1000))
     mode = args.deadline or ("telemetry" if kind == "ltp" else "fixed")
     pull_ms = args.pull_deadline_ms if args.pull_deadline_ms is not None else args.deadline_ms
     if not (pull_ms > 0 and math.isfinite(pull_ms)):
@@ -263,7 +293,9 @@ def following(config: TransportConfig, policy: HostPolicy, flag_hole_fill: HoleF
     """``config`` as one generation of the controller's policy makes it: its bounds (the pull
     kept reliable with --reliable-pull), drop-eligible classes, policy epoch stamp, and its
     hole filling when it names one (else ``flag_hole_fill``), and its Early Close law."""
-    bounds = policy.bounds.with_reliable_pull() if config.reliable_pull else policy.bounds
+    bounds = policy.bounds.with_scope(config.bounds.scope)
+    if config.reliable_pull:
+        bounds = bounds.with_reliable_pull()
     send = dataclasses.replace(config.send, policy_epoch=policy.wire_epoch, droppable=policy.droppable)
     hole_fill = HoleFill.parse(policy.hole_fill) if policy.hole_fill else flag_hole_fill
     deadlines = {}
@@ -277,6 +309,7 @@ def following(config: TransportConfig, policy: HostPolicy, flag_hole_fill: HoleF
 
 def fingerprint(layer_sizes: list[int], chunk_elems: int, config: TransportConfig) -> int:
     """32-bit digest of what PS and workers must agree on: layer sizes, chunking, transport, job,
-    and the pull contract (reliable or bounded)."""
-    text = json.dumps([layer_sizes, chunk_elems, config.kind, config.job_id, config.reliable_pull])
+    the pull contract (reliable or bounded) and the bound scope (tensor or per layer)."""
+    text = json.dumps([layer_sizes, chunk_elems, config.kind, config.job_id, config.reliable_pull,
+                       config.bounds.scope])
     return zlib.crc32(text.encode())

@@ -39,6 +39,7 @@ class Pulled:
     closed_by: str | None
     last: bool
     seconds: float
+    wait: float | None = None   # of `seconds`, before the PS's first pull DATA arrived (UDP)
     deadline: float = float("inf")
     telemetry: dict = field(default_factory=dict)
     adaptation: dict | None = None

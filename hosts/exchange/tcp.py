@@ -195,7 +195,9 @@ class TcpServerExchange:
                         closed_by={r: "complete" for r in bufs}, seconds=time.monotonic() - t0)
 
     def scatter(self, round_: int, layers: list[np.ndarray], last: bool,
-                next_required: tuple[float, ...] | None) -> float:
+                next_required: tuple[float, ...] | None, next_round: object = None) -> float:
+        """Send `layers` to every worker; seconds taken (`next_round` is for UDP: a controller's
+        policy needs --transport ltp)."""
         t0 = time.monotonic()
         flags = wire.FLAG_PULL | (wire.FLAG_LAST if last else 0)
         data = encode_layers(self.plan, layers, self.config.job_id, wire.PS_RANK, round_, flags)
@@ -271,20 +273,23 @@ class TcpWorkerExchange:
         self.stream.write(encode_layers(self.plan, layers, self.config.job_id, self.rank,
                                         round_, 0))
         self.counters["retransmissions"] = self.stream.retransmissions()
-        return {"push_s": time.monotonic() - t0}
+        return {"push_s": time.monotonic() - t0, "closed_by": "complete"}
 
     def pull(self, round_: int) -> Pulled:
         t0 = time.monotonic()
         if self._round0:
             # the first pull waits for every worker to join: allow the join timeout
             self.stream.sock.settimeout(self.config.join_timeout + self.config.peer_timeout)
+        # waiting: until the PS's first pull bytes are readable (the kernel's timeout still rules)
+        select.select([self.stream.sock], [], [], self.stream.sock.gettimeout())
+        first = time.monotonic()
         buf, flags = read_layers(self.stream, self.plan, self.config.job_id, wire.PS_RANK, round_)
         if self._round0:
             self.stream.sock.settimeout(self.config.peer_timeout)
             self._round0 = False
         return Pulled(values=buf.values, delivered=buf.delivered, fractions=buf.fractions(),
                       closed_by="complete", last=bool(flags & wire.FLAG_LAST),
-                      seconds=time.monotonic() - t0)
+                      seconds=time.monotonic() - t0, wait=first - t0)
 
     def linger(self) -> None:
         pass

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -10,6 +11,7 @@ from hosts.errors import PacketError, PeerTimeout
 from hosts.exchange.config import TransportConfig, fingerprint
 from hosts.exchange.results import Gathered
 from hosts.pcn import answer_start
+from hosts.transport.bounds import loss_budget_chunks
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.deadline import Deadline
 from hosts.transport.endpoint import Endpoint, Received
@@ -18,6 +20,8 @@ from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.sender import SendGroup, SendSession
 
 _LAST_PULL_GRACE = 2.0
+_EPOCH_COPIES = 2     # a KIND_EPOCH goes out twice: a worker that misses both waits, then asks
+NextRound = Callable[[bool], "tuple[tuple[float, ...], int] | None"]
 
 
 class UdpServerExchange:
@@ -97,7 +101,8 @@ class UdpServerExchange:
             session = RecvSession(self.endpoint, self.plan, round_, pull=False,
                                   senders=list(range(self.workers)), required=required,
                                   options=ReceiveOptions(deadline=self.push_deadline.current(),
-                                                         absent_timeout=absent),
+                                                         absent_timeout=absent,
+                                                         scope=self.config.bounds.scope),
                                   sender_names=self.names)
             self.mux.add(session)
         return session
@@ -124,28 +129,54 @@ class UdpServerExchange:
             max_qdepth=session.max_qdepth)
 
     def scatter(self, round_: int, layers: list[np.ndarray], last: bool,
-                next_required: tuple[float, ...] | None) -> float:
+                next_required: tuple[float, ...] | None,
+                next_round: NextRound | None = None) -> float:
         """Pull stage: send `layers` to every worker until each says STOP; seconds taken.
-        The push session of the next round opens first, so early pushes are not lost."""
-        if not last and next_required is not None:
+        The push session of the next round opens first, so early pushes are not lost. With
+        `next_round` (a controller's policy) the next round's requirement and policy epoch come
+        from it while the pull runs (None until known; with True it waits): the push session
+        opens then and every worker is told the epoch (KIND_EPOCH)."""
+        if next_round is None and not last and next_required is not None:
             self._open_push(round_ + 1, next_required)
         flags = wire.FLAG_LAST if last else 0
+        budget = loss_budget_chunks(self.config.bounds.pull, self.plan, self.config.bounds.scope)
         group = SendGroup([
             SendSession(self.endpoint, self.addrs[rank], rank, self.plan, layers, round_,
                         pull=True, options=self.config.send, extra_flags=flags,
                         peer_name=self.names[rank],
-                        critical_layers=self.config.bounds.critical_layers(pull=True))
+                        critical_layers=self.config.bounds.critical_layers(pull=True),
+                        loss_budget=budget)
             for rank in range(self.workers)])
         self.mux.add(group)
         t0 = time.monotonic()
+        announced = next_round is None
+
+        def announce(wait: bool) -> None:
+            nonlocal announced
+            upcoming = None if announced else next_round(wait)   # type: ignore[misc]
+            if upcoming is not None:
+                required, epoch = upcoming
+                self._open_push(round_ + 1, required)
+                for rank in range(self.workers):
+                    for _ in range(_EPOCH_COPIES):
+                        self.endpoint.send_control(wire.KIND_EPOCH, self.addrs[rank], round_ + 1,
+                                                   chunk_seq=epoch)
+                announced = True
+
+        def pulled() -> bool:
+            announce(False)
+            return group.done
+
         try:
-            self.mux.run(lambda: group.done, timeout=_LAST_PULL_GRACE if last else None,
+            self.mux.run(pulled, timeout=_LAST_PULL_GRACE if last else None,
                          timeout_message="final pull not acknowledged by every worker")
         except PeerTimeout:
             if not last:
                 raise
             self.counters["final_pull_unacknowledged"] += 1
-        return time.monotonic() - t0
+        seconds = time.monotonic() - t0
+        announce(True)
+        return seconds
 
     def describe(self) -> dict:
         """Nothing beyond the configuration to report for UDP (TCP reports its sockets)."""

@@ -11,6 +11,7 @@ from hosts.errors import ConfigError, PacketError, PeerTimeout
 from hosts.exchange.config import TransportConfig, fingerprint
 from hosts.exchange.results import Pulled
 from hosts.pcn import PcnClient
+from hosts.transport.bounds import loss_budget_chunks
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.deadline import Deadline
 from hosts.transport.endpoint import Endpoint, Received
@@ -21,6 +22,7 @@ from hosts.transport.sender import SendSession
 _LINGER = 0.3
 _HELLO_EVERY = 0.1
 _PULL_REQ_EVERY_PROBES = 5
+_EPOCHS_KEPT = 8
 
 
 class UdpWorkerExchange:
@@ -42,6 +44,23 @@ class UdpWorkerExchange:
         self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
         self._ps_fingerprint: int | None = None
         self.mux.handlers[wire.KIND_HELLO_ACK] = self._on_hello_ack
+        self._announced: dict[int, int] = {}
+        self.mux.handlers[wire.KIND_EPOCH] = self._on_epoch
+
+    def _on_epoch(self, pkt: Received, now: float) -> bool:
+        """The PS names the policy epoch of an upcoming round (docs/contracts.md, Job policy)."""
+        self._announced[pkt.header.round] = pkt.header.chunk_seq
+        for old in [r for r in self._announced if r < pkt.header.round - _EPOCHS_KEPT]:
+            del self._announced[old]
+        return True
+
+    def announced_epoch(self, round_: int, wait: float) -> int | None:
+        """The policy epoch the PS announced for `round_`, waiting up to `wait` s for it (the
+        PS announces while it scatters the round before); None if it did not arrive."""
+        if round_ not in self._announced and wait > 0:
+            end = time.monotonic() + wait
+            self.mux.run(lambda: round_ in self._announced or time.monotonic() >= end)
+        return self._announced.get(round_)
 
     def _on_hello_ack(self, pkt: Received, now: float) -> bool:
         try:
@@ -74,7 +93,8 @@ class UdpWorkerExchange:
         self.mux.add(RecvSession(
             self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
             required=cfg.bounds.required_fraction(pull=True),
-            options=ReceiveOptions(deadline=self.pull_deadline.current(), absent_timeout=absent),
+            options=ReceiveOptions(deadline=self.pull_deadline.current(), absent_timeout=absent,
+                                   scope=cfg.bounds.scope),
             sender_names={wire.PS_RANK: self._ps_name}))
         stats: dict = {}
         if self.pcn is not None:
@@ -84,11 +104,14 @@ class UdpWorkerExchange:
             options = dataclasses.replace(options, peer_timeout=cfg.join_timeout)
         sender = SendSession(self.endpoint, self.ps, wire.PS_RANK, self.plan, layers, round_,
                              pull=False, options=options, peer_name=self._ps_name,
-                             critical_layers=cfg.bounds.critical_layers(pull=False))
+                             critical_layers=cfg.bounds.critical_layers(pull=False),
+                             loss_budget=loss_budget_chunks(cfg.bounds.push, self.plan,
+                                                            cfg.bounds.scope))
         self.mux.add(sender)
         self.mux.run(lambda: sender.done)
         stats.update(push_s=sender.stats.seconds, retransmissions=sender.stats.retransmissions,
-                     data_packets=sender.stats.data_packets)
+                     data_packets=sender.stats.data_packets, closed_by=sender.stats.closed_by,
+                     **sender.window_summary())
         return stats
 
     def pull(self, round_: int) -> Pulled:
@@ -109,9 +132,12 @@ class UdpWorkerExchange:
         if state.first_data is not None and state.closed_at is not None:
             adaptation = self.pull_deadline.observe(state.closed_at - state.first_data,
                                                     session.telemetry, round_)
+        end = time.monotonic()
+        first = state.first_data if state.first_data is not None else end
         return Pulled(values=buf.values, delivered=buf.delivered, fractions=buf.fractions(),
                       closed_by=state.closed_by, last=bool(state.flags_seen & wire.FLAG_LAST),
-                      seconds=time.monotonic() - t0, deadline=session.options.deadline,
+                      seconds=end - t0, wait=max(min(first, end) - t0, 0.0),
+                      deadline=session.options.deadline,
                       telemetry=session.telemetry.as_dict(),
                       adaptation=None if adaptation is None else adaptation.as_dict())
 

@@ -70,6 +70,33 @@ class ChunkPlan:
         return chunks
 
 
+ORDERS = ("interleave", "shuffle", "layer")
+
+
+def send_order(plan: ChunkPlan, order: str, seed: int | list[int] = 0) -> list[int]:
+    """Indices into `plan.split(...)` in the order a sender first sends them.
+
+    interleave: every layer spread evenly over the pass (chunk k of a layer of c chunks goes at
+    about (k + 1/2) / c of it), so the pass's tail holds chunks of every layer;
+    shuffle: a random permutation seeded by `seed`; layer: layer 0 first, in offset order.
+    """
+    total = plan.total_chunks
+    if order == "layer":
+        return list(range(total))
+    if order == "shuffle":
+        indices = list(range(total))
+        np.random.default_rng(seed).shuffle(indices)
+        return indices
+    if order != "interleave":
+        raise ConfigError(f"--order {order!r} is not one of {', '.join(ORDERS)}")
+    keys = []
+    base = 0
+    for layer, count in enumerate(plan.chunk_counts):
+        keys.extend(((seq + 0.5) / count, layer, base + seq) for seq in range(count))
+        base += count
+    return [idx for _, _, idx in sorted(keys)]
+
+
 def magnitude_class(values: np.ndarray, layer_mean_abs: float) -> int:
     """0..7 from the chunk's mean |value| relative to its layer's: class 4 = the layer mean,
     one class per factor of two (larger = more important)."""

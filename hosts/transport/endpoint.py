@@ -21,6 +21,7 @@ class Received:
     header: wire.Header
     payload: bytes
     addr: tuple[str, int]
+    tos: int = 0    # IPv4 TOS byte as it arrived (ECN bits 1..0: CE = 3)
 
 
 class Endpoint:
@@ -49,8 +50,10 @@ class Endpoint:
             self.sock.close()
             raise ConfigError(f"cannot bind UDP {bind[0]}:{bind[1]}: {exc.strerror}") from None
         self.sock.setblocking(False)
+        self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
         self._tos = -1
         self._buf = bytearray(MAX_DATAGRAM)
+        self._ancillary = socket.CMSG_SPACE(4)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -77,15 +80,18 @@ class Endpoint:
 
     def send_control(self, kind: int, addr: tuple[str, int], round_: int, flags: int = 0,
                      layer: int = wire.ALL_LAYERS, payload: bytes = b"", chunk_seq: int = 0,
-                     tos: int | None = None) -> None:
+                     tos: int | None = None, tele_qdepth: int = 0, tele_qdelay_us: int = 0) -> None:
         """One header-only (or small-payload) control packet; TOS defaults to CONTROL_TOS, or
-        0 on a plain endpoint (PCN passes its own TOS bits)."""
+        0 on a plain endpoint (PCN passes its own TOS bits). An ACK's telemetry fields echo
+        what the switches stamped into the DATA it acknowledges (switches stamp DATA only)."""
         if self.plain:
             flags |= wire.FLAG_PLAIN
         if tos is None:
             tos = 0 if self.plain else wire.CONTROL_TOS
         hdr = wire.pack_header(kind, flags, self.job_id, self.rank, layer, round_,
-                               payload_len=len(payload), chunk_seq=chunk_seq)
+                               payload_len=len(payload), chunk_seq=chunk_seq,
+                               tele_max_qdepth=min(tele_qdepth, 0xFFFF),
+                               tele_qdelay_us=min(tele_qdelay_us, 0xFFFFFFFF))
         self.send(hdr + payload, addr, tos)
 
     def receive(self, timeout: float) -> list[Received]:
@@ -96,18 +102,22 @@ class Endpoint:
         out = []
         for _ in range(_RECV_BATCH):
             try:
-                n, addr = self.sock.recvfrom_into(self._buf)
+                n, ancdata, _, addr = self.sock.recvmsg_into([self._buf], self._ancillary)
             except (BlockingIOError, InterruptedError):
                 break
             except OSError:
                 self.counters["recv_error"] += 1
                 break
-            pkt = self.parse(bytes(self._buf[:n]), addr)
+            tos = 0
+            for level, kind, data in ancdata:
+                if level == socket.IPPROTO_IP and kind == socket.IP_TOS and data:
+                    tos = data[0]
+            pkt = self.parse(bytes(self._buf[:n]), addr, tos)
             if pkt is not None:
                 out.append(pkt)
         return out
 
-    def parse(self, data: bytes, addr: tuple[str, int]) -> Received | None:
+    def parse(self, data: bytes, addr: tuple[str, int], tos: int = 0) -> Received | None:
         """Validate one datagram; None (and a counted drop) if it is not ours or malformed."""
         self.counters["bytes_received"] += len(data)
         self.counters["packets_received"] += 1
@@ -125,4 +135,4 @@ class Endpoint:
         if hdr.job_id != self.job_id:
             self.counters["drop_foreign_job"] += 1
             return None
-        return Received(hdr, data[wire.HEADER_LEN:], addr)
+        return Received(hdr, data[wire.HEADER_LEN:], addr, tos)

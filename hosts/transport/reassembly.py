@@ -45,10 +45,23 @@ class TensorBuffer:
     def fractions(self) -> list[float]:
         return [self.fraction(i) for i in range(self.plan.num_layers)]
 
-    def meets(self, required: tuple[float, ...]) -> bool:
-        """True when every layer's delivered fraction reached its required fraction."""
-        return all(self.delivered_elems[i] >= required[i] * n - 1e-9
-                   for i, n in enumerate(self.plan.layer_sizes))
+    def meets(self, required: tuple[float, ...], scope: str = "layer") -> bool:
+        """True when every layer's delivered fraction reached its required fraction (layer
+        scope), or (tensor scope) every layer required whole is complete and the others
+        together miss no more elements than their budgets added up."""
+        sizes = self.plan.layer_sizes
+        if scope == "layer":
+            return all(self.delivered_elems[i] >= required[i] * n - 1e-9
+                       for i, n in enumerate(sizes))
+        pooled_need = pooled_have = 0.0
+        for i, n in enumerate(sizes):
+            if required[i] >= 1.0:
+                if self.delivered_elems[i] < n:
+                    return False
+            else:
+                pooled_need += required[i] * n
+                pooled_have += self.delivered_elems[i]
+        return pooled_have >= pooled_need - 1e-9
 
     def complete(self) -> bool:
         return all(d == n for d, n in zip(self.delivered_elems, self.plan.layer_sizes))

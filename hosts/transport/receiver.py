@@ -24,6 +24,7 @@ class ReceiveOptions:
     absent_timeout: float = 10.0
     ack_every: int = 16
     ack_delay: float = 0.002
+    scope: str = "layer"   # bounds per layer, or pooled over the tensor (bounds.SCOPES)
 
 
 @dataclass
@@ -37,6 +38,9 @@ class SenderState:
     flags_seen: int = 0
     duplicates: int = 0
     pending_acks: list[tuple[int, int]] = field(default_factory=list)
+    pending_marks: list[bool] = field(default_factory=list)   # CE seen, per pending ACK entry
+    pending_qdelay_us: int = 0    # largest path queueing delay among the pending entries
+    pending_qdepth: int = 0
     last_ack: float = 0.0
     last_stop: float = -INFINITY
 
@@ -44,10 +48,14 @@ class SenderState:
 class RecvSession:
     """Collects one round (push or pull) from a set of expected senders.
 
-    Each chunk is placed at its offset and acknowledged out of order. A sender's transfer
-    closes (STOP) once every layer reached its required fraction or `deadline` s after its
-    first DATA; the session is done when every expected sender is closed. Later DATA or PROBE
-    from a closed sender is answered with STOP again, so a lost STOP costs one probe.
+    Each chunk is placed at its offset and acknowledged out of order; each ACK entry echoes
+    whether its DATA arrived CE-marked, and the ACK's telemetry fields the largest queueing
+    delay and depth the switches stamped into the DATA it acknowledges (the sender's congestion
+    signals). A sender's transfer closes (STOP) once its bound is met (per layer or over the
+    tensor, `options.scope`): "complete" if nothing is missing then, else "bound"; or
+    `deadline` s after its first DATA ("deadline"). The STOP names the reason (wire.STOP_*).
+    The session is done when every expected sender is closed. Later DATA or PROBE from a
+    closed sender is answered with STOP again, so a lost STOP costs one probe.
     """
 
     def __init__(self, endpoint: Endpoint, plan: ChunkPlan, round_: int, *, pull: bool,
@@ -142,29 +150,41 @@ class RecvSession:
             counters["drop_duplicate"] += 1
             state.duplicates += 1
         state.pending_acks.append((hdr.layer_id, hdr.chunk_seq))
-        if state.buffer.meets(self.required):
-            self._close(state, "bound", now)
+        state.pending_marks.append(pkt.tos & 3 == wire.ECN_CE)
+        state.pending_qdelay_us = max(state.pending_qdelay_us, hdr.tele_qdelay_us)
+        state.pending_qdepth = max(state.pending_qdepth, hdr.tele_max_qdepth)
+        if state.buffer.meets(self.required, self.options.scope):
+            self._close(state, "complete" if state.buffer.complete() else "bound", now)
         elif len(state.pending_acks) >= self.options.ack_every:
             self._flush_acks(state, now)
 
     def _flush_acks(self, state: SenderState, now: float) -> None:
         if state.pending_acks and state.addr is not None:
-            self.endpoint.send_control(wire.KIND_ACK, state.addr, self.round, self.flags,
-                                       payload=wire.pack_ack_entries(state.pending_acks))
-        state.pending_acks.clear()
+            self.endpoint.send_control(
+                wire.KIND_ACK, state.addr, self.round, self.flags,
+                payload=wire.pack_ack_entries(state.pending_acks, state.pending_marks),
+                tele_qdepth=state.pending_qdepth, tele_qdelay_us=state.pending_qdelay_us)
+        self._clear_acks(state)
         state.last_ack = now
+
+    @staticmethod
+    def _clear_acks(state: SenderState) -> None:
+        state.pending_acks.clear()
+        state.pending_marks.clear()
+        state.pending_qdelay_us = state.pending_qdepth = 0
 
     def _send_stop(self, state: SenderState, now: float, force: bool = False) -> None:
         # Late DATA in flight would each trigger a STOP; one per millisecond is plenty.
         if state.addr is None or (not force and now - state.last_stop < 0.001):
             return
-        self.endpoint.send_control(wire.KIND_STOP, state.addr, self.round, self.flags)
+        self.endpoint.send_control(wire.KIND_STOP, state.addr, self.round, self.flags,
+                                   chunk_seq=wire.STOP_REASONS.get(state.closed_by or "", 0))
         state.last_stop = now
 
     def _close(self, state: SenderState, why: str, now: float) -> None:
         state.closed_by = why
         state.closed_at = now
-        state.pending_acks.clear()
+        self._clear_acks(state)
         self._send_stop(state, now, force=True)
         if self.done:
             self.finished = now

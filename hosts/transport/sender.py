@@ -1,7 +1,6 @@
 """Sending side of one tensor transfer: paced out-of-order DATA, probe, resend only the missing."""
 from __future__ import annotations
 
-import random
 import time
 from dataclasses import dataclass
 
@@ -9,7 +8,8 @@ import numpy as np
 
 from hosts import wire
 from hosts.errors import PacketError, PeerTimeout
-from hosts.transport.chunking import Chunk, ChunkPlan
+from hosts.transport.chunking import Chunk, ChunkPlan, send_order
+from hosts.transport.congestion import Window
 from hosts.transport.endpoint import Endpoint, Received
 
 INFINITY = float("inf")
@@ -17,25 +17,28 @@ INFINITY = float("inf")
 
 @dataclass(frozen=True)
 class SendOptions:
-    """Pacing, probing and marking of a sender.
+    """Pacing, probing, marking and congestion control of a sender.
 
     pace_pps: DATA packets per second (0 = as fast as the socket takes them, `burst` at a time).
     priority_hints: set DROPPABLE, magnitude-class DSCP and ECN per chunk (off = no switch help).
-    plain: every packet carries FLAG_PLAIN and TOS 0: switches treat it as ordinary traffic
-        (the software-MLT baseline; implies no priority hints).
+    plain: every packet carries FLAG_PLAIN (the software-MLT baseline; implies no priority
+        hints); its DATA is ECT(0) under `cc` 'ecn' (switches may mark it CE), else TOS 0.
     droppable_below: chunks of a magnitude class below this are drop-eligible (push stage only;
         never chunks of a critical layer, whose bound is 0).
     droppable: per layer the drop-eligible magnitude classes (the controller's policy); when
         set it replaces `droppable_below`.
-    order: 'layer' (layer 0 first) or 'shuffle' (random order, seeded).
+    order: first-pass order of chunks (chunking.ORDERS): 'interleave' (every layer spread over
+        the pass, the default), 'shuffle' (seeded by `seed`, the job and the round) or 'layer'.
     policy_epoch: stamped on every DATA packet (the job policy generation followed; 0 = none).
     probe_on_silence: probe only after `probe_interval` without new ACKs (while the receiver's
         ACKs keep coming, a queue is still draining and nothing is known lost); off = the first
         probe right after the first pass, then one every `probe_interval`.
     window: initial congestion window in DATA packets (0 = no window: everything goes out at
-        once). With a window, at most that many packets are unacknowledged; each newly ACKed
-        packet adds one (slow start) or 1/window (above the threshold); a probe's BITMAP that
-        shows losses halves it (Reno's rule, in packets). Implies probe_on_silence.
+        once). With a window, at most that many packets are unacknowledged; it grows per ACK
+        and shrinks by `cc` (congestion.Window). Implies probe_on_silence.
+    cc: 'ecn' (DCTCP-like on CE marks and telemetry queueing delay; loss only beyond the bound)
+        or 'reno' (halve on every loss a BITMAP or the ACKs show).
+    delay_target_us: with 'ecn', an ACK echoing a longer path queueing delay counts as marked.
     """
 
     pace_pps: float = 0.0
@@ -47,11 +50,18 @@ class SendOptions:
     plain: bool = False
     droppable_below: int = 4
     droppable: tuple[frozenset[int], ...] | None = None
-    order: str = "layer"
+    order: str = "interleave"
     seed: int = 0
     policy_epoch: int = 0
     probe_on_silence: bool = False
     window: int = 0
+    cc: str = "ecn"
+    delay_target_us: int = 20_000
+
+
+# A chunk still unacknowledged when this many later transmissions were acknowledged counts as
+# lost (it stops holding the window; it is resent only if a BITMAP asks for it).
+REORDER_THRESHOLD = 3
 
 
 @dataclass
@@ -62,6 +72,7 @@ class SendStats:
     bytes_sent: int = 0
     started: float = 0.0
     finished: float = 0.0
+    closed_by: str | None = None   # the reason the receiver's STOP named, if any
 
     @property
     def seconds(self) -> float:
@@ -71,15 +82,18 @@ class SendStats:
 class SendSession:
     """Sends one round's tensor set to one peer until the peer says STOP.
 
-    DATA goes out in plan order (or shuffled), paced; ACK and BITMAP mark chunks as arrived;
-    once everything was sent once the sender PROBEs, and each BITMAP queues only the missing
-    chunks again (flag RETX). PeerTimeout if the peer says nothing for `peer_timeout` s.
+    DATA goes out in `options.order`, paced and (with a window) congestion-controlled; ACK and
+    BITMAP mark chunks as arrived; once everything was sent once the sender PROBEs, and each
+    BITMAP queues only the missing chunks again (flag RETX). A receiver whose bound is met has
+    closed already, so what a BITMAP asks for is loss beyond the bound. PeerTimeout if the peer
+    says nothing for `peer_timeout` s. `loss_budget`: chunks the receiver may leave missing
+    (bounds.loss_budget_chunks), below which loss does not shrink an 'ecn' window.
     """
 
     def __init__(self, endpoint: Endpoint, peer: tuple[str, int], peer_rank: int,
                  plan: ChunkPlan, layers: list[np.ndarray], round_: int, *, pull: bool,
                  options: SendOptions, extra_flags: int = 0, peer_name: str = "peer",
-                 critical_layers: frozenset[int] = frozenset()) -> None:
+                 critical_layers: frozenset[int] = frozenset(), loss_budget: int = 0) -> None:
         self.endpoint = endpoint
         self.peer = peer
         self.peer_rank = peer_rank
@@ -98,9 +112,8 @@ class SendSession:
         self._marks = [self._marking(c) for c in chunks]
         self.arrived = np.zeros(len(chunks), dtype=bool)
         self._queued = np.ones(len(chunks), dtype=bool)
-        self._queue = list(range(len(chunks)))
-        if options.order == "shuffle":
-            random.Random(options.seed * 1000003 + round_).shuffle(self._queue)
+        self._queue = send_order(plan, options.order,
+                                 [options.seed, endpoint.job_id, round_, int(pull)])
         self._pos = 0
         self._sent_once = np.zeros(len(chunks), dtype=bool)
         now = time.monotonic()
@@ -110,10 +123,11 @@ class SendSession:
         self.last_heard = now
         self.done = False
         self._silence = options.probe_on_silence or options.window > 0
-        self._cwnd = float(options.window)
-        self._ssthresh = INFINITY
+        self.window = (Window(options.window, options.cc, loss_budget, options.delay_target_us,
+                              options.probe_interval) if options.window > 0 else None)
         self._outstanding = np.zeros(len(chunks), dtype=bool)   # sent, neither ACKed nor known lost
-        self._loss_seen_at = -INFINITY
+        self._tx = np.zeros(len(chunks), dtype=np.int64)         # transmission number, last send
+        self._tx_count = 0
 
     @property
     def active(self) -> bool:
@@ -124,7 +138,8 @@ class SendSession:
         CRITICAL (LTP: must be delivered); with PLAIN the switches ignore it all the same."""
         critical = chunk.layer in self.critical_layers
         if self.options.plain or not self.options.priority_hints:
-            return self.stage_flags | (wire.FLAG_CRITICAL if critical else 0), 0
+            tos = wire.ECN_ECT0 if self.options.plain and self.options.cc == "ecn" else 0
+            return self.stage_flags | (wire.FLAG_CRITICAL if critical else 0), tos
         if critical:
             return self.stage_flags | wire.FLAG_CRITICAL, wire.data_tos(chunk.mag_class, False)
         eligible = self.options.droppable
@@ -148,6 +163,8 @@ class SendSession:
         self.endpoint.send(hdr + payload, self.peer, tos)
         self._sent_once[idx] = True
         self._outstanding[idx] = True
+        self._tx_count += 1
+        self._tx[idx] = self._tx_count
         self.stats.data_packets += 1
         self.endpoint.counters["data_packets_sent"] += 1
         self.stats.bytes_sent += len(hdr) + len(payload)
@@ -167,7 +184,7 @@ class SendSession:
                 return self._next_send
             if sent >= self.options.burst:
                 return now
-            if self._cwnd and int(self._outstanding.sum()) >= int(self._cwnd):
+            if self.window is not None and not self.window.allows(int(self._outstanding.sum())):
                 # Window full: wait for ACKs; a probe after silence finds what was lost.
                 if self._next_probe == INFINITY:
                     self._next_probe = now + self.options.probe_interval
@@ -198,6 +215,10 @@ class SendSession:
             return self.options.probe_interval
         return self.options.first_probe_delay if self.stats.probes == 0 else self.options.probe_interval
 
+    def _known_lost(self) -> int:
+        """Chunks sent at least once, not arrived, neither in flight nor queued again."""
+        return int((self._sent_once & ~self.arrived & ~self._outstanding & ~self._queued).sum())
+
     def _requeue_missing(self, now: float, layer: int | None = None) -> None:
         """Queue again every chunk (of `layer`, or of all layers) not known to have arrived."""
         lo, hi = 0, len(self.arrived)
@@ -206,16 +227,34 @@ class SendSession:
             hi = lo + self.plan.chunk_counts[layer]
         missing = lo + np.flatnonzero(~self.arrived[lo:hi] & ~self._queued[lo:hi])
         if len(missing):
-            if self._cwnd and self._outstanding[missing].any() and now - self._loss_seen_at > self.options.probe_interval:
-                # One loss event per probe: halve the window (not below 2 packets).
-                self._ssthresh = max(self._cwnd / 2, 2.0)
-                self._cwnd = self._ssthresh
-                self._loss_seen_at = now
+            if self.window is not None:
+                self._outstanding[missing] = False
+                self.window.on_loss(self._known_lost(), now)
             self._outstanding[missing] = False
             self._queued[missing] = True
             self._queue = self._queue[self._pos:] + missing.tolist()
             self._pos = 0
             self._next_probe = INFINITY
+
+    def _on_ack(self, payload: bytes, hdr: wire.Header, now: float) -> None:
+        newly = marked = 0
+        highest = 0
+        for layer, seq, ce in wire.unpack_ack_marks(payload):
+            idx = self._index(layer, seq)
+            if not self.arrived[idx]:
+                newly += 1
+                marked += ce
+            self.arrived[idx] = True
+            self._outstanding[idx] = False
+            highest = max(highest, int(self._tx[idx]))
+        if self.window is not None and newly:
+            self.window.on_ack(newly, marked, hdr.tele_qdelay_us)
+            overtaken = self._outstanding & (self._tx < highest - REORDER_THRESHOLD)
+            if overtaken.any():
+                self._outstanding[overtaken] = False
+                self.window.on_loss(self._known_lost(), now)
+        if self._silence and newly and self._next_probe != INFINITY:
+            self._next_probe = now + self.options.probe_interval
 
     def on_packet(self, pkt: Received, now: float) -> None:
         hdr = pkt.header
@@ -229,17 +268,7 @@ class SendSession:
         self.last_heard = now
         try:
             if hdr.kind == wire.KIND_ACK:
-                newly = 0
-                for layer, seq in wire.unpack_ack_entries(pkt.payload):
-                    idx = self._index(layer, seq)
-                    newly += not self.arrived[idx]
-                    self.arrived[idx] = True
-                    self._outstanding[idx] = False
-                if self._cwnd and newly:
-                    for _ in range(newly):
-                        self._cwnd += 1.0 if self._cwnd < self._ssthresh else 1.0 / self._cwnd
-                if self._silence and newly and self._next_probe != INFINITY:
-                    self._next_probe = now + self.options.probe_interval
+                self._on_ack(pkt.payload, hdr, now)
             elif hdr.kind == wire.KIND_BITMAP:
                 count = self.plan.chunk_counts[self._layer(hdr.layer_id)]
                 bits = wire.unpack_bitmap(pkt.payload, count)
@@ -250,12 +279,21 @@ class SendSession:
             elif hdr.kind == wire.KIND_STOP:
                 self.done = True
                 self.stats.finished = now
+                self.stats.closed_by = wire.STOP_REASON_NAMES.get(hdr.chunk_seq)
             elif hdr.kind == wire.KIND_PULL_REQ:
                 self._requeue_missing(now)
             else:
                 counters["drop_unexpected_kind"] += 1
         except PacketError as exc:
             counters[f"drop_{exc.reason}"] += 1
+
+    def window_summary(self) -> dict:
+        """The window at the end of the transfer and what cut it (empty without a window)."""
+        if self.window is None:
+            return {}
+        w = self.window
+        return {"cwnd": round(w.cwnd, 2), "cc_marked": w.stats.marked,
+                "cc_mark_cuts": w.stats.reductions, "cc_loss_cuts": w.stats.loss_halvings}
 
     def _layer(self, layer: int) -> int:
         if layer >= self.plan.num_layers:

@@ -4,7 +4,7 @@ are counted per job; the controller's PCN law adapts only the job whose policy t
 import json
 
 from support.topology_helpers import classes, gradctl_json, selective_drops
-from topo.summary import per_layer, rounds_completed, violations
+from topo.summary import per_layer, rounds_completed, tensor_delivery, violations
 
 ROUNDS = 6
 BOUNDS = {1: (0.10, 0.04), 2: (0.02, 0.01)}   # job -> (push, pull)
@@ -65,15 +65,20 @@ def test_two_jobs_two_policies_one_bottleneck(network, tmp_path):
         push, _ = BOUNDS[job]
         layers = per_layer(result)
         v = violations(result)
+        # One bound over the tensor (the agents' default scope): rounds closed by the bound
+        # delivered at least 1 - the job's own bound of the whole tensor, holes in any layer; a
+        # close by the deadline may deliver less (tail drops and link loss are not the
+        # switches' bounded drops): it is counted as a violation and must not be most rounds.
+        # (A CI run saw job 2's adaptive deadline close 3 of 6 rounds under the shared queue.)
+        tensor = tensor_delivery(result)
+        assert tensor is not None and not tensor["min"] < 1 - push - 1e-6, (job, tensor)
+        ps_rounds = [r for name, recs in result.records.items() if name.startswith("ps")
+                     for r in recs if r.get("event") == "round"]
+        for rec in ps_rounds:
+            if rec["delivered_tensor_min"] < 1 - push - 1e-6:
+                assert sum(rec["violations"]) >= 1, (job, rec)   # it was counted
         for layer, row in layers.items():
             assert row["bound"] == push, (job, layer, row)
-            # rounds closed by the bound delivered at least 1 - the job's own bound; a close by
-            # the deadline may deliver less (tail drops and link loss are not the switches'
-            # bounded drops): it is counted as a violation and must not be most rounds. (A CI
-            # run saw job 2's adaptive deadline close 3 of 6 rounds under the shared queue.)
-            assert not row["min"] < 1 - push - 1e-9, (job, layer, row)
-            if row["min_all"] < 1 - push - 1e-9:
-                assert v["push"].get(layer, 0) >= 1, (job, layer, row, v)   # it was counted
             assert v["push"].get(layer, 0) <= ROUNDS // 2, (job, v)
         print(f"job {job}: bound {push:.2%}; switch: {per_job[job]['dropped']}/"
               f"{per_job[job]['seen']} dropped; host violations {v}; per layer "

@@ -47,9 +47,11 @@ def _push_layer1_tail(data: bytes) -> bool:
 
 
 def test_mlt_deadline_close_below_the_bound_is_a_counted_logged_violation(agents, tmp_path):
-    # The path swallows layer 1's push from chunk 5 on: only the deadline ends each push.
+    # The path swallows layer 1's push from chunk 5 on: with a bound per layer, only the
+    # deadline ends each push (over the tensor the 6 lost chunks would fit a 10% bound).
     ps, workers = _job(agents, tmp_path, "mlt", 1, 3,
-                       ["--transport", "mlt", "--bound", "0.1", "--deadline-ms", "100"],
+                       ["--transport", "mlt", "--bound", "0.1", "--bound-scope", "layer",
+                        "--deadline-ms", "100"],
                        blackhole=_push_layer1_tail)
     start = next(e for e in ps if e["event"] == "start")
     assert start["push_bounds"] == start["pull_bounds"] == [0.1, 0.1]   # one fixed bound
@@ -75,7 +77,7 @@ def test_reliable_pull_delivers_every_parameter_despite_loss(agents, tmp_path):
         rounds = [e for e in log if e["event"] == "round"]
         assert len(rounds) == 8
         for r in rounds:
-            assert r["pull_delivered"] == [1.0, 1.0] and r["pull_closed_by"] == "bound"
+            assert r["pull_delivered"] == [1.0, 1.0] and r["pull_closed_by"] == "complete"
             assert r["pull_deadline_ms"] is None and r["pull_violations"] == [0, 0]
     push = [e for e in ps if e["event"] == "round"]
     assert any(min(r["delivered"]) < 1.0 for r in push)       # the push still tolerated loss

@@ -58,10 +58,13 @@ def test_training_with_injected_loss_matches_loss_free_accuracy(agents, tmp_path
     assert abs(acc_clean - acc_lossy) <= 0.01     # within 1 point
     assert dropped > 0
     rounds = [e for e in lossy if e["event"] == "round"]
-    # every round delivered at least (1 - bound) of each layer of each worker
+    sizes = next(e for e in lossy if e["event"] == "start")["layer_sizes"]
+    # one bound over the tensor (the default scope): every round delivered at least (1 - bound)
+    # of the whole tensor (the mean over workers; holes may sit in any layer)
     for r in rounds:
-        assert all(f >= 1 - b - 1e-9 for f, b in zip(r["delivered_min"], r["bounds"]))
-        assert set(r["closed_by"]) <= {"bound", "deadline"}
+        pooled = sum(f * n for f, n in zip(r["delivered"], sizes)) / sum(sizes)
+        assert pooled >= 1 - r["bounds"][0] - 1e-6
+        assert set(r["closed_by"]) <= {"bound", "complete", "deadline"}
         assert r["bytes"] > 0 and r["time_s"] > 0
     assert any(min(r["delivered"]) < 1.0 for r in rounds)    # loss was tolerated, not repaired
     assert sum(r["retransmissions"] for r in rounds) > 0       # pull-stage repairs happened

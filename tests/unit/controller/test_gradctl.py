@@ -134,10 +134,10 @@ def test_daemon_and_gradctl_end_to_end(network, capsys):
         code, out, _ = run(capsys, *s, "--json", "policy", "show")
         classes = json.loads(out)["classes"]
         assert [(c["layers"], c["loss_bound"]) for c in classes] == [
-            ([0, 3], 0.011), ([4, 65535], 0.004), ([4, 65535], 0.0)]
+            ([0, 3], 0.1), ([4, 65535], 0.05), ([4, 65535], 0.0)]
 
         code, out, _ = run(capsys, *s, "policy", "set", "--job", "1", "--layers", "0-3",
-                           "--loss-bound", "0.05", "--priority", "7")
+                           "--loss-bound", "0.2", "--priority", "7")
         assert code == 0 and out.splitlines()[0] == "s1: 0 inserted, 1 modified, 0 deleted"
         class_entries = network["servers"]["s2"].entities("table_entry")
         info = P4Info(network["p4info_msg"])
@@ -145,7 +145,7 @@ def test_daemon_and_gradctl_end_to_end(network, capsys):
         push_bound = info.param("GradIngress.set_class", "push_bound_bp").id
         bounds = sorted(int.from_bytes(p.value, "big") for e in class_entries if e.table_entry.table_id == class_table
                         for p in e.table_entry.action.action.params if p.param_id == push_bound)
-        assert bounds == [0, 40, 500]   # the new 500 bp, the others unchanged
+        assert bounds == [0, 500, 2000]   # the new 2000 bp, the others unchanged
 
         code, _, err = run(capsys, *s, "policy", "set", "--job", "1", "--layers", "2-5", "--loss-bound", "0.1")
         assert code == 1 and err.startswith("gradctl: error: jobs[0].layers[3]: overlaps jobs[0].layers[0]")
@@ -161,7 +161,7 @@ def test_daemon_and_gradctl_end_to_end(network, capsys):
         st = json.loads(out)["s1"]
         row = st["classes"][0]
         assert (row["seen"], row["dropped"], row["loss"], row["bound"], row["within_bound"]) == \
-            (1000, 30, 0.03, 0.05, True)
+            (1000, 30, 0.03, 0.2, True)
         assert {"port": 2, "prio": 7, "tx": 970, "dropped": 0, "marked": 0} in st["queues"]
         code, out, _ = run(capsys, *s, "stats", "--switch", "s1")
         assert "3.00%" in out and "5.00%" in out
@@ -243,10 +243,10 @@ def test_direct_mode_writes_nothing_unasked(network, capsys, monkeypatch):
     assert code == 0, err
     assert json.loads(out)["s2"]["reachable"] is True
     assert {n: len(s.entities("table_entry")) for n, s in network["servers"].items()} == before
-    code, _, err = run(capsys, *args, "policy", "set", "--job", "1", "--layers", "0-3", "--loss-bound", "0.1")
+    code, _, err = run(capsys, *args, "policy", "set", "--job", "1", "--layers", "0-3", "--loss-bound", "0.2")
     assert code == 1 and "no controller state at logs/diamond.controller.json" in err
     code, out, err = run(capsys, *args, "--state-file", str(network["dir"] / "state.json"),
-                         "policy", "set", "--job", "1", "--layers", "0-3", "--loss-bound", "0.1")
+                         "policy", "set", "--job", "1", "--layers", "0-3", "--loss-bound", "0.2")
     assert code == 0, err
     assert out.splitlines()[0] == "s1: 0 inserted, 1 modified, 0 deleted"
 
@@ -307,20 +307,20 @@ def test_stats_count_push_and_pull_against_their_own_bounds(network, capsys):
         s1 = network["servers"]["s1"]
         s1.set_counter_sizes_from_p4info()
         ids = {c.preamble.name: c.preamble.id for c in s1.p4info.counters}
-        # slot 0: layers 0-3, push bound 1.1 %, pull bound 0.5 %
+        # slot 0: layers 0-3, push bound 10 %, pull bound 2.5 %
         s1.counters[(ids[N.SLOT_SEEN_CTR], 0)] = (3000, 0)
         s1.counters[(ids[N.SLOT_DROPPED_CTR], 0)] = (20, 0)
         s1.counters[(ids[N.STAGE_SEEN_CTR], N.stage_index(0, False))] = (2000, 0)
         s1.counters[(ids[N.STAGE_DROPPED_CTR], N.stage_index(0, False))] = (10, 0)
         s1.counters[(ids[N.STAGE_SEEN_CTR], N.stage_index(0, True))] = (1000, 0)
-        s1.counters[(ids[N.STAGE_DROPPED_CTR], N.stage_index(0, True))] = (10, 0)
+        s1.counters[(ids[N.STAGE_DROPPED_CTR], N.stage_index(0, True))] = (30, 0)
         code, out, _ = run(capsys, "--socket", str(sock), "--json", "stats", "--switch", "s1")
         row = json.loads(out)["s1"]["classes"][0]
-        assert row["push"] == {"seen": 2000, "dropped": 10, "loss": 0.005, "bound": 0.011, "within_bound": True}
-        assert row["pull"] == {"seen": 1000, "dropped": 10, "loss": 0.01, "bound": 0.005, "within_bound": False}
-        assert row["within_bound"] is False   # 0.67 % in all is under 1.1 %, but the pull stage is over
+        assert row["push"] == {"seen": 2000, "dropped": 10, "loss": 0.005, "bound": 0.1, "within_bound": True}
+        assert row["pull"] == {"seen": 1000, "dropped": 30, "loss": 0.03, "bound": 0.025, "within_bound": False}
+        assert row["within_bound"] is False   # 1.3 % in all is under 10 %, but the pull stage is over
         code, out, _ = run(capsys, "--socket", str(sock), "stats", "--switch", "s1")
-        assert "10/2000 (1.10%)" in out and "10/1000 (0.50%)" in out and "OVER" in out
+        assert "10/2000 (10.00%)" in out and "30/1000 (2.50%)" in out and "OVER" in out
     finally:
         stop_daemon(proc)
 

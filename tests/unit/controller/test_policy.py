@@ -128,9 +128,9 @@ def test_phase_schedule_picks_high_unless_critical():
 
 def test_set_rule_changes_or_adds_and_revalidates():
     policy = load_policy("controller/policies/default.yaml")
-    changed = set_rule(policy, 1, (0, 3), loss_bound=0.02, priority=7)
+    changed = set_rule(policy, 1, (0, 3), loss_bound=0.2, priority=7)
     rule = changed.jobs[0].rules[0]
-    assert (rule.loss_bound, rule.priority, rule.pull_bound) == (0.02, 7, 0.005)
+    assert (rule.loss_bound, rule.priority, rule.pull_bound) == (0.2, 7, 0.025)
     lowered = set_rule(policy, 1, (0, 3), loss_bound=0.001)
     assert lowered.jobs[0].rules[0].pull_bound == 0.001   # pull stays the tighter bound
     added = set_rule(policy, 9, (0, 10), loss_bound=0.05)

@@ -67,9 +67,12 @@ def _recv_with_tos(sock):
     return wire.unpack_header(data), tos
 
 
-@pytest.mark.parametrize("transport", ["mlt", "ltp"])
-def test_mlt_packets_carry_plain_and_tos_0_on_the_wire(transport):
-    cfg = _config("--transport", transport, "--bound", "0.0" if transport == "mlt" else "0.1")
+@pytest.mark.parametrize("transport,cc", [("mlt", "ecn"), ("mlt", "reno"), ("ltp", "ecn")])
+def test_mlt_packets_carry_plain_and_dscp_0_on_the_wire(transport, cc):
+    """mlt's packets carry PLAIN and DSCP 0; its DATA is ECN-capable (ECT(0)) under --cc ecn,
+    so switches mark it CE as they would a DCTCP flow, and Not-ECT under --cc reno."""
+    cfg = _config("--transport", transport, "--bound", "0.0" if transport == "mlt" else "0.1",
+                  "--cc", cc)
     peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     peer.bind(("127.0.0.1", 0))
     peer.settimeout(2)
@@ -84,7 +87,9 @@ def test_mlt_packets_carry_plain_and_tos_0_on_the_wire(transport):
         ep.send_control(wire.KIND_PROBE, peer.getsockname(), 0)
         got = [_recv_with_tos(peer) for _ in range(5)]
         if transport == "mlt":
-            assert all(h.flags & wire.FLAG_PLAIN and tos == 0 for h, tos in got)
+            data_tos = wire.ECN_ECT0 if cc == "ecn" else 0
+            assert all(h.flags & wire.FLAG_PLAIN for h, _ in got)
+            assert all(tos == (data_tos if h.kind == wire.KIND_DATA else 0) for h, tos in got)
             # bound 0: every layer is critical; the flag rides along (switches ignore it with PLAIN)
             assert all(h.flags & wire.FLAG_CRITICAL for h, _ in got if h.kind == wire.KIND_DATA)
         else:

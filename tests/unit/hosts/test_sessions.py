@@ -336,12 +336,12 @@ def _ack(seqs, round_=3):
     return wire.pack_header(wire.KIND_ACK, 0, JOB, wire.PS_RANK, 0, round_, payload_len=len(entry)) + entry
 
 
-def test_window_limits_unacknowledged_packets_grows_per_ack_and_halves_on_loss(peer):
+def test_reno_window_limits_unacknowledged_packets_grows_per_ack_and_halves_on_loss(peer):
     ep = Endpoint(("127.0.0.1", 0), JOB, 2)
     try:
         plan = ChunkPlan([200], 10)            # 20 chunks
         sender = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, [np.arange(200, dtype=np.float32)], 3,
-                             pull=False, options=SendOptions(window=4, probe_interval=0.1))
+                             pull=False, options=SendOptions(window=4, probe_interval=0.1, cc="reno"))
         mux = Mux(ep)
         mux.add(sender)
         mux.run(lambda: sender.stats.data_packets == 4, timeout=2)
@@ -362,6 +362,34 @@ def test_window_limits_unacknowledged_packets_grows_per_ack_and_halves_on_loss(p
         stop = time.monotonic() + 0.03
         mux.run(lambda: time.monotonic() >= stop, timeout=2)
         # window 3, nothing outstanding: 3 packets (the unsent chunks first, the lost ones after)
-        assert sender.stats.data_packets == 11 and sender._cwnd == 3.0
+        assert sender.stats.data_packets == 11 and sender.window.cwnd == 3.0
     finally:
         ep.close()
+
+
+def test_receiver_acks_echo_ce_marks_and_queueing_delay_and_stop_names_the_reason(endpoint, peer):
+    """The sender's congestion signals: per ACK entry, whether its DATA arrived CE-marked (the
+    IPv4 ECN bits as received); in the ACK header, the largest queueing delay and depth the
+    switches stamped into the DATA it acknowledges. A STOP names why the transfer closed."""
+    plan = ChunkPlan([40], 10)
+    layers = [np.arange(40, dtype=np.float32)]
+    session = RecvSession(endpoint, plan, 0, pull=False, senders=[0], required=(0.7,),
+                          options=ReceiveOptions(deadline=30.0, ack_every=2, scope="tensor"))
+    mux = Mux(endpoint)
+    mux.add(session)
+    for seq, tos, qdelay in ((0, wire.ECN_ECT0, 300), (1, wire.ECN_CE, 2500), (2, wire.ECN_CE, 0)):
+        peer.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+        vals = layers[0][plan.offset(0, seq):plan.offset(0, seq) + plan.length(0, seq)]
+        payload = vals.astype(">f4").tobytes()
+        peer.sendto(wire.pack_header(wire.KIND_DATA, 0, JOB, 0, 0, 0, 0, len(payload), seq,
+                                     plan.offset(0, seq), tele_max_qdepth=seq + 4, tele_hops=1,
+                                     tele_qdelay_us=qdelay) + payload, endpoint.address)
+        time.sleep(0.01)    # one packet per receive batch: the ACK of 2 goes out before seq 2
+    _pump(mux, lambda: session.done)
+    assert session.senders[0].closed_by == "bound"           # 3 of 4 chunks >= 0.7
+    got = _recv_kinds(peer, wire.KIND_STOP)
+    acks = [(h, wire.unpack_ack_marks(p)) for h, p in got if h.kind == wire.KIND_ACK]
+    assert acks[0][1] == [(0, 0, False), (0, 1, True)]
+    assert (acks[0][0].tele_qdelay_us, acks[0][0].tele_max_qdepth) == (2500, 5)
+    stop = got[-1][0]
+    assert wire.STOP_REASON_NAMES[stop.chunk_seq] == "bound"

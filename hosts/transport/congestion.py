@@ -1,0 +1,91 @@
+"""The congestion window of a loss-tolerant sender: pure logic, no sockets (docs/mechanisms.md,
+"Congestion control of the UDP sender").
+
+Rule ``ecn`` (default, DCTCP-like): each newly acknowledged packet counts as marked when its
+DATA arrived CE-marked or the ACK echoes a path queueing delay above `delay_target` (the
+switches' telemetry; the signal of Not-ECT packets, which switches never mark). Once per
+window of acknowledged packets, alpha <- (1 - g) alpha + g F (F = marked / acknowledged,
+g = 1/16), and if anything was marked, cwnd <- cwnd (1 - alpha / 2). Loss is a congestion
+signal only beyond the bound: when more chunks are known lost than the receiver may leave
+missing (`loss_budget`), the window halves as Reno's does. An observation window is as many
+acknowledged packets as the window held when it began (about one round trip).
+Rule ``reno``: every loss event halves the window (at most once per `loss_gap` s); CE and delay
+are ignored.
+Both: +1 per acknowledged packet below the slow-start threshold, +1/cwnd above it; never below
+MIN_WINDOW packets.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hosts.errors import ConfigError
+
+RULES = ("ecn", "reno")
+DCTCP_GAIN = 1.0 / 16.0
+MIN_WINDOW = 2.0
+INFINITY = float("inf")
+
+
+@dataclass
+class WindowStats:
+    marked: int = 0          # acknowledged packets that carried CE or met a queueing delay
+    reductions: int = 0      # window cuts by marks (ecn)
+    loss_halvings: int = 0   # window cuts by loss (reno, or ecn beyond the bound)
+
+
+class Window:
+    """A congestion window in DATA packets."""
+
+    def __init__(self, initial: float, rule: str = "ecn", loss_budget: int = 0,
+                 delay_target_us: int = 20_000, loss_gap: float = 0.02) -> None:
+        if rule not in RULES:
+            raise ConfigError(f"--cc {rule!r} is not one of {', '.join(RULES)}")
+        self.cwnd = float(initial)
+        self.rule = rule
+        self.loss_budget = loss_budget
+        self.delay_target_us = delay_target_us
+        self.loss_gap = loss_gap
+        self.ssthresh = INFINITY
+        self.alpha = 0.0
+        self._acked = 0
+        self._marked = 0
+        self._observe = self.cwnd     # packets in this observation window (the window then)
+        self._last_loss_cut = -INFINITY
+        self.stats = WindowStats()
+
+    def allows(self, outstanding: int) -> bool:
+        """May one more packet go out with `outstanding` unacknowledged ones in flight?"""
+        return outstanding < int(self.cwnd)
+
+    def on_ack(self, newly: int, ce_marked: int, qdelay_us: int) -> None:
+        """One ACK: `newly` packets acknowledged for the first time, `ce_marked` of them CE."""
+        if newly <= 0:
+            return
+        for _ in range(newly):
+            self.cwnd += 1.0 if self.cwnd < self.ssthresh else 1.0 / self.cwnd
+        if self.rule != "ecn":
+            return
+        marked = newly if qdelay_us > self.delay_target_us else min(ce_marked, newly)
+        self.stats.marked += marked
+        self._acked += newly
+        self._marked += marked
+        if self._acked >= self._observe:
+            fraction = self._marked / self._acked
+            self.alpha += DCTCP_GAIN * (fraction - self.alpha)
+            if self._marked:
+                self.cwnd = max(self.cwnd * (1.0 - self.alpha / 2.0), MIN_WINDOW)
+                self.ssthresh = self.cwnd
+                self.stats.reductions += 1
+            self._acked = self._marked = 0
+            self._observe = self.cwnd
+
+    def on_loss(self, lost: int, now: float) -> None:
+        """`lost` chunks are known missing at the receiver now (a BITMAP, or later ACKs)."""
+        if lost <= 0 or (self.rule == "ecn" and lost <= self.loss_budget):
+            return
+        if now - self._last_loss_cut <= self.loss_gap:
+            return
+        self.ssthresh = max(self.cwnd / 2.0, MIN_WINDOW)
+        self.cwnd = self.ssthresh
+        self._last_loss_cut = now
+        self.stats.loss_halvings += 1
