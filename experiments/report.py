@@ -119,12 +119,14 @@ def breakdown_section(results: Results, config: ExperimentConfig, out_dir: Path)
     return Table(title, breakdown.TABLE_HEADERS, breakdown.table_rows(parts)), plot
 
 
-def _bounds_text(values: object) -> str:
+def _bounds_text(values: object, scope: object) -> str:
     if not isinstance(values, list) or not values:
         return "n/a"
     if all(v == 0 for v in values):
         return "reliable (0 on every layer)"
-    return ", ".join(f"{100 * v:.3g}%" for v in values)
+    if scope == "tensor" and len(set(values)) == 1:
+        return f"{100 * values[0]:.3g}% of the tensor"
+    return ", ".join(f"{100 * v:.3g}%" for v in values) + (" per layer" if scope == "layer" else "")
 
 
 def semantics_table(results: Results) -> Table:
@@ -137,7 +139,9 @@ def semantics_table(results: Results) -> Table:
         if transport == "tcp":      # the agents log bounds they do not use: TCP delivers everything
             rows.append([arm, transport, "reliable (TCP)", "reliable (TCP)"])
         else:
-            rows.append([arm, transport, _bounds_text(m.get("push_bounds")), _bounds_text(m.get("pull_bounds"))])
+            scope = m.get("bound_scope")
+            rows.append([arm, transport, _bounds_text(m.get("push_bounds"), scope),
+                         _bounds_text(m.get("pull_bounds"), scope)])
     return Table("What each arm's stages may lose (bound per layer, from the parameter server's start "
                  "record; tcp: reliable by construction)", ["arm", "transport", "push", "pull"], rows)
 

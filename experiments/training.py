@@ -182,6 +182,7 @@ def round_records(result: TrainingResult) -> list[dict[str, Any]]:
             "closed_by": rec.get("closed_by"),
             "deadline_ms": rec.get("deadline_ms"),
             "retransmissions": rec.get("retransmissions"),
+            "resends": rec.get("resends"),
             "bytes": rec.get("bytes"),
             "queue_depth": rec.get("queue_depth"),
             "accuracy": accuracy.get(rnd),
@@ -251,6 +252,7 @@ def standard_metrics(result: TrainingResult, rounds: list[dict[str, Any]], plann
         # the loss each stage may take, as the PS's agent set it up (first round's policy)
         "push_bounds": start[0].get("push_bounds") if start else None,
         "pull_bounds": start[0].get("pull_bounds") if start else None,
+        "bound_scope": (start[0].get("config") or {}).get("bound_scope") if start else None,
         # what one round's push sends through the workers' shared bottleneck (the wire floor)
         "push_packets_per_round": (sum(chunks) * workers
                                    if isinstance(chunks, list) and isinstance(workers, int) else None),

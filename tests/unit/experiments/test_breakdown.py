@@ -72,9 +72,12 @@ def test_every_summary_states_what_each_arms_push_and_pull_may_lose():
     runs = [{"arm": "gradlane", "rep": 0, "ok": True, "transport": "ltp",
              "metrics": {"push_bounds": [0.1, 0.1], "pull_bounds": [0.0, 0.0]}},
             {"arm": "mlt", "rep": 0, "ok": True, "transport": "mlt",
-             "metrics": {"push_bounds": [0.1, 0.1], "pull_bounds": [0.1, 0.1]}},
+             "metrics": {"push_bounds": [0.1, 0.1], "pull_bounds": [0.1, 0.1], "bound_scope": "tensor"}},
+            {"arm": "plot", "rep": 0, "ok": True, "transport": "ltp",
+             "metrics": {"push_bounds": [0.2, 0.05], "pull_bounds": [0.05, 0.0125], "bound_scope": "layer"}},
             {"arm": "tcp", "rep": 0, "ok": True, "transport": "tcp",
              "metrics": {"push_bounds": [0.1, 0.1], "pull_bounds": [0.025, 0.025]}}]
     rows = {r[0]: r for r in report.semantics_table(Results(runs=runs, rounds=[])).rows}
     assert rows["gradlane"][2:] == ["10%, 10%", "reliable (0 on every layer)"]
-    assert rows["mlt"][3] == "10%, 10%" and rows["tcp"][2:] == ["reliable (TCP)", "reliable (TCP)"]
+    assert rows["plot"][2] == "20%, 5% per layer"
+    assert rows["mlt"][3] == "10% of the tensor" and rows["tcp"][2:] == ["reliable (TCP)", "reliable (TCP)"]
