@@ -332,11 +332,22 @@ def _cells_table(results: Results, config: ExperimentConfig) -> Table:
                      stat_of(results.metric(arm, "rounds_per_s")).fmt(3),
                      stat_of(results.metric(arm, "round_time_p99_s")).fmt(3),
                      stat_of(results.metric(arm, "final_accuracy")).fmt(3),
-                     fmt_num(stat_of(results.metric(arm, "retransmissions")).mean, 3)])
+                     fmt_num(stat_of(results.metric(arm, "retransmissions")).mean, 3),
+                     _closed_by_bound(results, arm)])
     return Table("Per arm and cell (configured RTT = 2 x the bottleneck's delay; measured = minimum of 5 "
                  "pings before the job, switches' own latency included)",
                  ["arm", "loss %", "BDP pkts", "RTT ms (set)", "RTT ms (measured)", "rto_min ms", "runs ok",
-                  "rounds/s", "p99 round s", "final accuracy", "retransmissions/run"], rows)
+                  "rounds/s", "p99 round s", "final accuracy", "retransmissions/run",
+                  "pushes closed by the bound"], rows)
+
+
+def _closed_by_bound(results: Results, arm: str) -> str:
+    """The share of rounds in which some worker's push closed by its bound (with data still
+    missing), from the PS's round records; n/a for transports that do not report it."""
+    reasons = [r.get("closed_by") for r in results.rounds_of(arm) if isinstance(r.get("closed_by"), list)]
+    if not reasons:
+        return "n/a"
+    return f"{sum(1 for c in reasons if 'bound' in c)}/{len(reasons)}"
 
 
 def _notes(config: ExperimentConfig) -> list[str]:

@@ -83,7 +83,9 @@ def _results(tmp_path, cfg):
             acc = 0.90 if t != "tcp-cubic" else 0.91
             rd.append_run(_run(arm.name, rep, rps, 1.0 / rps, acc),
                           [{"arm": arm.name, "rep": rep, "round": i, "t_s": i / rps, "round_time_s": 1.0 / rps,
-                            "worker_breakdown": {"push_s": 0.2 / rps}} for i in range(4)])
+                            "worker_breakdown": {"push_s": 0.2 / rps},
+                            "closed_by": ["bound"] if t == "gradlane" and lossy and i % 2 else ["complete"]}
+                           for i in range(4)])
     return rd
 
 
@@ -111,6 +113,7 @@ def test_summary_rows_tables_and_heatmaps(tmp_path):
     assert "| 2 ± 0 x (n=3) |" in text              # gain where loss matters: the one cell l2.b100
     assert "Mathis' law" in text and "Where each paper's setting lies" in text
     assert "| gradlane.l2.b100 | 9 | 250.0 | n/a | 50.0 |" in text      # breakdown: rounds 1-3 x 3 reps
+    assert "| 6/12 |" in text and "| 0/12 |" in text                  # pushes closed by the bound
     names = {p.name for p in pngs}
     assert {"map_throughput.png", "map_p99.png", "map_accuracy.png", "map_mathis.png",
             "round_breakdown.png"} <= names
