@@ -132,14 +132,18 @@ def cell_of(config: ExperimentConfig, arm: str) -> Cell | None:
 _RTT = re.compile(r"= ([\d.]+)/([\d.]+)/([\d.]+)/")
 
 
+def ping_min_ms(summary: str) -> float | None:
+    """The minimum RTT (ms) of ping's summary line ('rtt min/avg/max/mdev = a/b/c/d ms')."""
+    match = _RTT.search(summary)
+    return float(match.group(1)) if match else None
+
+
 def base_rtt_ms(session: Any, count: int = 5) -> float | None:
-    """The path's round-trip time before the job, by ping from the first worker to the PS
-    (median-free: the minimum of `count` pings, the least queued)."""
+    """The path's round-trip time before the job, by ping from the first worker to the PS: the
+    minimum of `count` pings, the least queued (None when every ping was lost)."""
     worker = session.net.get("w1")
     ps_ip = session.topo.hosts["ps"].ip
-    out = worker.cmd(f"ping -n -q -c {count} -i 0.2 -W 1 {ps_ip}")
-    match = _RTT.search(out)
-    return float(match.group(1)) if match else None
+    return ping_min_ms(worker.cmd(f"ping -n -q -c {count} -i 0.2 -W 1 {ps_ip}"))
 
 
 def run_arm(ctx: ArmContext) -> ArmResult:

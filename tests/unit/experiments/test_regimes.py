@@ -129,3 +129,10 @@ def test_route_commands_name_each_route_and_refusals_are_one_line():
                                           "scope", "link", "src", "10.0.1.1"]
     with pytest.raises(ExperimentError):
         route_rto.route_spec({"gateway": "x"})
+
+
+def test_the_measured_rtt_is_pings_minimum():
+    out = ("5 packets transmitted, 5 received, 0% packet loss, time 801ms\n"
+           "rtt min/avg/max/mdev = 2.712/3.050/3.901/0.431 ms\n")
+    assert regimes.ping_min_ms(out) == pytest.approx(2.712)
+    assert regimes.ping_min_ms("5 packets transmitted, 0 received, 100% packet loss") is None
