@@ -114,7 +114,8 @@ def breakdown_section(results: Results, config: ExperimentConfig, out_dir: Path)
     parts = breakdown.per_arm(results, rates)
     title = ("Per-round breakdown (ms, mean per round; the workers' own split, means over workers; "
              f"other = round time minus the parts; wire floor = one round's push packets / the "
-             f"bottleneck's packets/s). {ROUND_TIME_MEANING}")
+             f"bottleneck's packets/s; a TCP worker's push is the time to hand its bytes to the kernel, "
+             f"so TCP's transfer shows as pull and waiting). {ROUND_TIME_MEANING}")
     plot = breakdown.plot(parts, out_dir / "round_breakdown.png") if parts else None
     return Table(title, breakdown.TABLE_HEADERS, breakdown.table_rows(parts)), plot
 
