@@ -289,11 +289,7 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
                         [[f"{loss:g}", *(_mathis_text(mathis[Cell(loss, b)], results, config, Cell(loss, b))
                                          for b in bdps)] for loss in losses]))
     tables.append(_cells_table(results, config))
-    notes = _notes(config)
-    skipped = config.params.get("skipped_arms") or []
-    if skipped:
-        notes.append("Arms skipped on this machine: " + "; ".join(skipped) + ".")
-    return Summary(rows=rows, tables=tables, notes=notes)
+    return Summary(rows=rows, tables=tables, notes=_notes(config))
 
 
 def _region_note(values: dict[Cell, tuple[list[float], str]]) -> str:
@@ -313,12 +309,12 @@ def _cell_text(entry: tuple[list[float], str] | None) -> str:
 def _mathis_text(share: float, results: Results, config: ExperimentConfig, cell: Cell) -> str:
     arms = arms_by_cell(results, config).get(cell, {})
     best = best_tcp(results, config, arms, "rounds_per_s", lower=False)
-    measured = f"; {best_template(config, best)} {fmt_num(stat_of(results.metric(best, 'rounds_per_s')).mean, 3)} rounds/s" \
+    measured = f"; {_template_name(config, best)} {fmt_num(stat_of(results.metric(best, 'rounds_per_s')).mean, 3)} rounds/s" \
         if best else ""
     return f"{share:.2f}{measured}"
 
 
-def best_template(config: ExperimentConfig, arm: str) -> str:
+def _template_name(config: ExperimentConfig, arm: str) -> str:
     return str(config.arm(arm).params.get("template", arm))
 
 
