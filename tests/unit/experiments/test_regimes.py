@@ -136,3 +136,11 @@ def test_the_measured_rtt_is_pings_minimum():
            "rtt min/avg/max/mdev = 2.712/3.050/3.901/0.431 ms\n")
     assert regimes.ping_min_ms(out) == pytest.approx(2.712)
     assert regimes.ping_min_ms("5 packets transmitted, 0 received, 100% packet loss") is None
+
+
+def test_a_tuned_rto_needs_a_tcp_arm():
+    raw = {"name": "regimes", "topology": {"name": "incast", "workers": 8, "bottleneck_pps": 3000},
+           "params": {"grid": {"loss_pct": [0], "bdp_packets": [5]}},
+           "arms": [{"name": "udp", "transport": "mlt", "params": {"rto_min_rtts": 3}}]}
+    with pytest.raises(ConfigError, match="rto_min_rtts needs transport tcp"):
+        regimes.setup(configs.from_dict(raw, "t.yaml"))
