@@ -153,7 +153,6 @@ def _host_bounds(outcome: Any) -> dict[str, Any]:
 def run_arm(ctx: ArmContext) -> ArmResult:
     """One training job of the arm, its bounds given to the hosts and to the switches."""
     bounds = arm_bounds(ctx.config, ctx.arm.name)
-    extra: tuple[str, ...] = ()
     sides: dict[str, Any] = {"bounds": bounds}
     if bounds is not None:
         path, classes, error = _install_policy(ctx, bounds)
@@ -163,7 +162,12 @@ def run_arm(ctx: ArmContext) -> ArmResult:
                      switch_push_bounds=[c.get("loss_bound") for c in classes],
                      switch_pull_bounds=[c.get("pull_bound") for c in classes])
         extra = ("--layer-bounds", ",".join(f"{b:g}" for b in bounds))
-    outcome = run_training(ctx, extra_ps=extra, extra_worker=extra)
+        # as the arm's own agent flags (for this run only: the runner sets them per run), so the
+        # session sees the hosts get their bounds by flag and does not also hand them the
+        # controller's policy (the agents refuse both at once)
+        session = ctx.session
+        session.config = replace(session.config, agent_args=(*session.config.agent_args, *extra))
+    outcome = run_training(ctx)
     metrics = dict(outcome.metrics)
     target = float(ctx.param("target_accuracy", 0.9))
     metrics["target_accuracy"] = target
