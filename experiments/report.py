@@ -143,8 +143,9 @@ def semantics_table(results: Results) -> Table:
             scope = m.get("bound_scope")
             rows.append([arm, transport, _bounds_text(m.get("push_bounds"), scope),
                          _bounds_text(m.get("pull_bounds"), scope)])
-    return Table("What each arm's stages may lose (bound per layer, from the parameter server's start "
-                 "record; tcp: reliable by construction)", ["arm", "transport", "push", "pull"], rows)
+    return Table("What each arm's stages may lose (the bounds of the parameter server's start record, "
+                 "over the tensor or per layer; tcp: reliable by construction)",
+                 ["arm", "transport", "push", "pull"], rows)
 
 
 def finish(module: ModuleType, config: ExperimentConfig, rd: ResultsDir) -> tuple[Path, list[Path]]:
