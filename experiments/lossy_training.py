@@ -16,6 +16,7 @@ previous parameters, as the worker agent does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from hosts.training.mlp import MLP, MomentumSGD
 from hosts.transport.bounds import DEFAULT_PULL_FRACTION
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.holes import HoleFill, keep_previous
+
+if TYPE_CHECKING:
+    from experiments.config import ExperimentConfig
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,23 @@ class TrainSettings:
                 "rounds": self.rounds, "lr": self.lr, "momentum": self.momentum,
                 "chunk_elems": self.chunk_elems, "hole_fill": self.hole_fill,
                 "pull_fraction": self.pull_fraction}
+
+
+def settings_from_config(config: "ExperimentConfig") -> TrainSettings:
+    """The training of an experiment's network jobs (its first ltp arm's, else its first arm's):
+    model, workers, batch, rounds, optimiser, chunking and the push hole fill its agents use."""
+    arm = next((a for a in config.arms if a.transport == "ltp"), config.arms[0])
+    model = config.model
+    d = TrainSettings()
+    flags = [*config.agent_args, *arm.agent_args]
+    hole_fill = flags[flags.index("--hole-fill") + 1] if "--hole-fill" in flags[:-1] else d.hole_fill
+    return TrainSettings(hidden=tuple(int(h) for h in model.hidden.split(",") if h.strip()),
+                         workers=config.workers_of(arm), batch=model.batch,
+                         rounds=config.rounds_of(arm),
+                         lr=model.lr if model.lr is not None else d.lr,
+                         momentum=model.momentum if model.momentum is not None else d.momentum,
+                         chunk_elems=config.chunk_elems or 64, hole_fill=hole_fill,
+                         pull_fraction=DEFAULT_PULL_FRACTION)
 
 
 @dataclass

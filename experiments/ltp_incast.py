@@ -19,7 +19,7 @@ from experiments.config import ExperimentConfig
 from experiments.records import Results
 from experiments.stats import Stat, fmt_num, percentile
 from experiments.stats import summarize as stat_of
-from experiments.training import run_training, time_to_accuracy
+from experiments.training import ROUND_TIME_MEANING, run_training, time_to_accuracy
 
 ORDER = 1
 TITLE = "LTP incast: training throughput and round time vs TCP and MLT"
@@ -184,8 +184,11 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
     for n in sorted(trend):
         gain = trend[n].get("gain")
         parts.append(f"{n}w: {fmt_num(gain, 3)}x" if gain is not None else f"{n}w: n/a")
+    compared = next(iter(trend.values()), {}).get("tcp_families") or []
     rows.append(Row("worker_trend", " / ".join(parts) or "n/a",
-                    "gradlane rounds/s over the best TCP arm run at that worker count", flag))
+                    "gradlane rounds/s over the best of the same TCP variants at every worker count ("
+                    + (", ".join(f"{cc}{' ECN' if ecn == 'on' else ''}" for cc, ecn in compared) or "none")
+                    + ")", flag))
 
     table_rows = []
     for arm in results.arms():
@@ -203,8 +206,8 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
             fmt_num(stat_of(results.metric(arm, "violations")).mean, 3),
         ])
     notes = [f"'best TCP' is chosen per figure among {', '.join(tcps) or 'no TCP arm'} (best mean).",
-             "Round time = the parameter server's gather + scatter time of one round; rounds/s = "
-             "rounds / time from the first round's start to the last round's end.",
+             ROUND_TIME_MEANING + " Rounds/s = rounds / time from the first round's start to the "
+             "last round's end.",
              f"Time to target = training time until the held-out accuracy (evaluated every epoch) "
              f"first reaches {target:g}."]
     skipped = config.params.get("skipped_arms") or []
@@ -227,24 +230,37 @@ def _tail_drops(run: dict[str, Any]) -> float | None:
     return float(sum(known)) if known else None
 
 
+def _tcp_family(config: ExperimentConfig, arm: str) -> tuple[str | None, str | None]:
+    spec = config.arm(arm)
+    return spec.tcp_cc, spec.tcp_ecn
+
+
 def _trend(results: Results, config: ExperimentConfig) -> dict[int, dict[str, Any]]:
-    """worker count -> {transport: mean rounds/s of its best arm, 'gain': ltp / best tcp}."""
-    out: dict[int, dict[str, Any]] = {}
+    """worker count -> {transport: (mean rounds/s, arm) of its best arm, 'gain': ltp / best tcp,
+    'tcp_families': the TCP variants compared}. TCP's best is taken among the same variants
+    (congestion control and ECN) at every worker count: those that ran at all of them."""
+    values: dict[int, list[tuple[str, str, float]]] = {}
     for arm in results.arms():
         try:
             spec = config.arm(arm)
         except Exception:
             continue
-        n = config.workers_of(spec)
         value = stat_of(results.metric(arm, "rounds_per_s")).mean
-        if not math.isfinite(value):
-            continue
-        slot = out.setdefault(n, {})
-        if value > slot.get(spec.transport, (-1.0, ""))[0]:
-            slot[spec.transport] = (value, arm)
-    for slot in out.values():
+        if math.isfinite(value):
+            values.setdefault(config.workers_of(spec), []).append((spec.transport, arm, value))
+    families = [{_tcp_family(config, a) for t, a, _ in entries if t == "tcp"} for entries in values.values()]
+    common = set.intersection(*families) if families else set()
+    out: dict[int, dict[str, Any]] = {}
+    for n, entries in values.items():
+        slot: dict[str, Any] = {"tcp_families": sorted(common, key=str)}
+        for transport, arm, value in entries:
+            if transport == "tcp" and _tcp_family(config, arm) not in common:
+                continue
+            if value > slot.get(transport, (-1.0, ""))[0]:
+                slot[transport] = (value, arm)
         ltp, tcp = slot.get("ltp"), slot.get("tcp")
         slot["gain"] = ltp[0] / tcp[0] if ltp and tcp and tcp[0] > 0 else None
+        out[n] = slot
     return out
 
 

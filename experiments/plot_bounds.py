@@ -2,7 +2,8 @@
 congestion (p99 round time, training time to a target accuracy, round-time CDF).
 
 Before a new run, `setup` profiles the model once (`experiments.plot_profile`, in process, with
-the config's model, rounds, workers, chunking and hole fill) or reads a cached profile made with
+the config's model, rounds, workers and chunking, lost elements filled with zero as in PLOT's
+profile; the jobs' own hole fill is stated beside the profile in the summary) or reads a cached profile made with
 the same inputs (`params.profile.cache_dir`), or takes `params.bounds` as configured. The
 per-layer arm uses the profiled bounds, the uniform arm their minimum on every layer, the TCP
 arm no bounds. Both bound arms give their bounds to both sides, so they agree: the hosts by
@@ -23,11 +24,11 @@ from typing import Any
 from experiments import plot_profile, plots
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
 from experiments.config import ExperimentConfig
-from experiments.lossy_training import TrainSettings
+from experiments.lossy_training import settings_from_config
 from experiments.records import Results
 from experiments.stats import fmt_num, percentile
 from experiments.stats import summarize as stat_of
-from experiments.training import run_training, time_to_accuracy
+from experiments.training import ROUND_TIME_MEANING, run_training, time_to_accuracy
 from hosts.transport.bounds import DEFAULT_PULL_FRACTION
 
 ORDER = 3
@@ -41,6 +42,10 @@ FIGURES: list[Figure] = [
     Figure(key="p99_vs_tcp_x", label="p99 round time, TCP / per-layer bounds",
            paper="lower tail latency than TCP (> 1x)", unit="x",
            note="same background TCP flows through the same bottleneck"),
+    Figure(key="p99_vs_tcp_same_queue_x", label="p99 round time, TCP / per-layer bounds, both in the default queue",
+           paper="n/a (the paper's arms share one switch treatment)", unit="x",
+           note="the per-layer arm without the priority queues (switch and DSCP), so loss tolerance is "
+                "compared without priority"),
     Figure(key="tta_vs_uniform", label="time to target accuracy, per-layer vs uniform",
            paper="shorter training time", unit="%", note="negative = per-layer faster"),
     Figure(key="tta_vs_tcp", label="time to target accuracy, per-layer vs TCP",
@@ -51,22 +56,6 @@ FIGURES: list[Figure] = [
 
 
 # -- bounds: profiled once, cached, or configured -----------------------------------------------
-def train_settings(config: ExperimentConfig) -> TrainSettings:
-    """The network jobs' training, as the in-process profiler reproduces it."""
-    arm = next((a for a in config.arms if a.transport == "ltp"), config.arms[0])
-    model = config.model
-    d = TrainSettings()
-    flags = [*config.agent_args, *arm.agent_args]
-    hole_fill = flags[flags.index("--hole-fill") + 1] if "--hole-fill" in flags[:-1] else d.hole_fill
-    return TrainSettings(hidden=tuple(int(h) for h in model.hidden.split(",") if h.strip()),
-                         workers=config.workers_of(arm), batch=model.batch,
-                         rounds=config.rounds_of(arm),
-                         lr=model.lr if model.lr is not None else d.lr,
-                         momentum=model.momentum if model.momentum is not None else d.momentum,
-                         chunk_elems=config.chunk_elems or 64, hole_fill=hole_fill,
-                         pull_fraction=DEFAULT_PULL_FRACTION)
-
-
 def cache_key(inputs: dict) -> str:
     """A digest of a profile's inputs (the cache file's name)."""
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:16]
@@ -79,7 +68,7 @@ def profiled_bounds(config: ExperimentConfig, log: Any = print) -> tuple[list[fl
     if configured:
         return [float(b) for b in configured], {"source": "configured (params.bounds)"}
     opts = dict(config.params.get("profile") or {})
-    settings = train_settings(config)
+    settings = plot_profile.profile_settings(config)
     seeds = [int(s) for s in opts.get("seeds", plot_profile.DEFAULT_SEEDS)]
     rates = [float(r) for r in opts.get("rates", plot_profile.DEFAULT_RATES)]
     tolerance = float(opts.get("tolerance", plot_profile.DEFAULT_TOLERANCE))
@@ -107,7 +96,7 @@ def setup(config: ExperimentConfig) -> ExperimentConfig:
     """Profile (or read) the per-layer bounds; record them, the uniform bound and the profile."""
     bounds, record = profiled_bounds(config)
     params = {**config.params, "per_layer_bounds": bounds, "uniform_bound": min(bounds),
-              "profile_record": record}
+              "profile_record": record, "training_hole_fill": settings_from_config(config).hole_fill}
     print(f"[plot_bounds] per-layer bounds {bounds}, uniform bound {min(bounds):g} "
           f"({record['source']})", flush=True)
     return replace(config, params=params)
@@ -128,7 +117,8 @@ def arm_bounds(config: ExperimentConfig, arm_name: str) -> list[float] | None:
 def _install_policy(ctx: ArmContext, bounds: list[float]) -> tuple[Path, list[dict], str | None]:
     """Write and apply the switch policy of the next job; (file, installed classes, error)."""
     job = ctx.session.jobs + 1
-    doc = plot_profile.policy_document(bounds, [job], DEFAULT_PULL_FRACTION, name=ctx.arm.name)
+    doc = plot_profile.policy_document(bounds, [job], DEFAULT_PULL_FRACTION, name=ctx.arm.name,
+                                       prioritize=prioritized(ctx.config, ctx.arm.name))
     path = ctx.out_dir / "policies" / f"{ctx.arm.name}.rep{ctx.rep}.job{job}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     plot_profile.write_policy(path, doc, [f"arm {ctx.arm.name}, repetition {ctx.rep}, job {job}"])
@@ -163,7 +153,6 @@ def _host_bounds(outcome: Any) -> dict[str, Any]:
 def run_arm(ctx: ArmContext) -> ArmResult:
     """One training job of the arm, its bounds given to the hosts and to the switches."""
     bounds = arm_bounds(ctx.config, ctx.arm.name)
-    extra: tuple[str, ...] = ()
     sides: dict[str, Any] = {"bounds": bounds}
     if bounds is not None:
         path, classes, error = _install_policy(ctx, bounds)
@@ -173,7 +162,12 @@ def run_arm(ctx: ArmContext) -> ArmResult:
                      switch_push_bounds=[c.get("loss_bound") for c in classes],
                      switch_pull_bounds=[c.get("pull_bound") for c in classes])
         extra = ("--layer-bounds", ",".join(f"{b:g}" for b in bounds))
-    outcome = run_training(ctx, extra_ps=extra, extra_worker=extra)
+        # as the arm's own agent flags (for this run only: the runner sets them per run), so the
+        # session sees the hosts get their bounds by flag and does not also hand them the
+        # controller's policy (the agents refuse both at once)
+        session = ctx.session
+        session.config = replace(session.config, agent_args=(*session.config.agent_args, *extra))
+    outcome = run_training(ctx)
     metrics = dict(outcome.metrics)
     target = float(ctx.param("target_accuracy", 0.9))
     metrics["target_accuracy"] = target
@@ -195,8 +189,16 @@ def _agree(m: dict[str, Any]) -> bool:
 
 
 # -- summary -----------------------------------------------------------------------------------
-def _arm_of(config: ExperimentConfig, kind: str) -> str | None:
-    return next((a.name for a in config.arms if a.params.get("bounds") == kind), None)
+def prioritized(config: ExperimentConfig, arm_name: str) -> bool:
+    """Whether the switches put the arm's gradient packets in the policy's priority queues
+    (params.prioritize, default true); TCP arms never are."""
+    arm = config.arm(arm_name)
+    return arm.transport != "tcp" and bool(arm.params.get("prioritize", True))
+
+
+def _arm_of(config: ExperimentConfig, kind: str, priority: bool = True) -> str | None:
+    return next((a.name for a in config.arms if a.params.get("bounds") == kind
+                 and prioritized(config, a.name) == priority), None)
 
 
 def _tcp_arm(config: ExperimentConfig) -> str | None:
@@ -237,8 +239,10 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
     """Headline rows, a per-arm table, the bounds each side used, and the profile."""
     per_layer, uniform, tcp = _arm_of(config, PER_LAYER), _arm_of(config, UNIFORM), _tcp_arm(config)
     flag = results.switch_dropped()
+    same_queue = _arm_of(config, PER_LAYER, priority=False)
     rows = [_ratio_row(results, "p99_vs_uniform_x", uniform, per_layer, flag),
             _ratio_row(results, "p99_vs_tcp_x", tcp, per_layer, flag),
+            _ratio_row(results, "p99_vs_tcp_same_queue_x", tcp, same_queue, flag),
             _tta_row(results, "tta_vs_uniform", per_layer, uniform, flag),
             _tta_row(results, "tta_vs_tcp", per_layer, tcp, flag)]
     if per_layer and tcp:
@@ -272,12 +276,14 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
              "Each bound arm gives its bounds to the hosts (--layer-bounds; pull = a quarter) and to "
              "the switches (a policy file per job, `gradctl policy apply`, pull_bound = a quarter); "
              "the sides table shows what each side reported.",
-             "Round time = the parameter server's gather + scatter time; training time = first round's "
+             ROUND_TIME_MEANING + " Training time = first round's "
              f"start to last round's end; time to target = until held-out accuracy first reaches {target:g} "
              "(evaluated every epoch).",
              "Gradient DATA of the bound arms rides the policy's priority queues (front layers first); "
              "TCP training traffic and the background flows share the default queue, as the suite's "
-             "switches treat traffic without the gradient header."]
+             "switches treat traffic without the gradient header. The arms marked no-priority run the "
+             "same bounds without the priority queues (policy prioritize: false, DATA sent with TOS 0), "
+             "so TCP and they meet the background in one queue: the p99_vs_tcp_same_queue_x row."]
     notes.extend(_bound_gap_notes(results, config, per_layer, uniform))
     return Summary(rows=rows, tables=[t for t in tables if t is not None], notes=notes)
 
@@ -335,9 +341,12 @@ def _profile_table(config: ExperimentConfig) -> Table | None:
     rows = [[f"layer {layer}", *(f"{row.get(str(r), math.nan) * 100:+.2f}" for r in rates),
              f"{record['bounds'][int(layer)]:g}"] for layer, row in drops.items()]
     base = record.get("base_accuracy") or []
+    filling = (record.get("settings") or {}).get("hole_fill", "?")
+    trained = config.params.get("training_hole_fill", "?")
     title = (f"Profile: mean accuracy drop (points) over seeds {record.get('seeds')} when one layer "
              f"loses chunks at each rate (loss-free accuracy {stat_of(base).fmt(4)}; tolerance "
-             f"{record.get('tolerance', 0) * 100:g} point)")
+             f"{record.get('tolerance', 0) * 100:g} point; holes filled with {filling} while profiling, "
+             f"with {trained} in the network jobs)")
     return Table(title, ["layer", *(f"{r:.0%}" for r in rates), "bound"], rows)
 
 

@@ -2,11 +2,12 @@
 
 For each layer alone, inject chunk loss at each rate (1, 2, 5, 10, 20 % by default) while
 training the network experiment's model in process (`experiments.lossy_training`: same model,
-data, minibatches, chunking, hole fill and bound repair as the agents), over several seeds, and
-compare the final test accuracy with the loss-free run of the same seed (paired). A layer's
-bound is the largest rate r such that at r and at every smaller rate the mean accuracy drop
-over the seeds stays within the tolerance (0.5 point); 0 (must deliver) when even the smallest
-rate does not. Requiring every smaller rate to pass too keeps one lucky high rate from winning
+data, minibatches, chunking and bound repair as the agents; lost elements filled with zero, as
+PLOT's profile does, whatever the training's own filling), over several seeds, and compare
+the final test accuracy with the loss-free run of the same seed (paired). A layer's bound is
+the largest rate r such that at r and at every smaller rate the mean accuracy drop over the
+seeds stays within the tolerance (0.5 point); 0 (must deliver) when even the smallest rate
+does not. Requiring every smaller rate to pass too keeps one lucky high rate from winning
 over a failing lower one, and makes the bound monotone in the measured drops.
 
 The policy gives each layer one rule over all magnitude classes: `loss_bound` = its bound,
@@ -32,7 +33,8 @@ import yaml
 
 from controller.errors import PolicyError
 from controller.policy import DEFAULT_DROP_THRESHOLD, parse_policy
-from experiments.lossy_training import TrainSettings, layer_count, train
+from experiments.config import ExperimentConfig
+from experiments.lossy_training import TrainSettings, layer_count, settings_from_config, train
 from p4target.atomic_files import write_text
 
 DEFAULT_RATES = (0.01, 0.02, 0.05, 0.10, 0.20)
@@ -40,6 +42,9 @@ DEFAULT_TOLERANCE = 0.005          # 0.5 accuracy point
 DEFAULT_SEEDS = (1, 2, 3, 4, 5)
 FRONT_PRIORITY = 6                 # queue 7 carries the gradient control kinds
 LOWEST_PRIORITY = 1                # queue 0 is ordinary (background) traffic
+# PLOT measures a layer's tolerance with its lost elements set to zero: the strictest filling,
+# which the training's own filling (e.g. mean-delivered) can only soften.
+PROFILE_HOLE_FILL = "zero"
 
 
 class ProfileError(ValueError):
@@ -73,6 +78,14 @@ class Profile:
         """What determines the result (the cache key of a profile)."""
         return {"settings": self.settings, "seeds": self.seeds, "rates": self.rates,
                 "tolerance": self.tolerance}
+
+
+def profile_settings(config: ExperimentConfig) -> TrainSettings:
+    """The settings a profile of this experiment trains with: the network jobs' training
+    (`lossy_training.settings_from_config`) with holes filled by `params.profile.hole_fill`
+    (default zero, as PLOT's profile), whatever filling the jobs themselves use."""
+    options = config.params.get("profile") or {}
+    return replace(settings_from_config(config), hole_fill=str(options.get("hole_fill", PROFILE_HOLE_FILL)))
 
 
 def profile_inputs(settings: TrainSettings, seeds: Sequence[int], rates: Sequence[float],
@@ -136,16 +149,19 @@ def layer_priority(layer: int) -> int:
 
 
 def policy_document(bounds: Sequence[float], jobs: Sequence[int], pull_fraction: float = 0.25,
-                    drop_threshold: int = DEFAULT_DROP_THRESHOLD, name: str = "plot") -> dict:
-    """A policy document: per job in `jobs`, one rule per layer with its bound (validated)."""
+                    drop_threshold: int = DEFAULT_DROP_THRESHOLD, name: str = "plot",
+                    prioritize: bool = True) -> dict:
+    """A policy document: per job in `jobs`, one rule per layer with its bound (validated);
+    `prioritize` False keeps the jobs' packets out of the priority queues (the job's ablation
+    switch), so they share the default queue with other traffic."""
     if not jobs:
         raise ProfileError("at least one job id is needed")
     rules = [{"range": [layer, layer], "loss_bound": round(float(b), 6),
               "pull_bound": round(float(b) * pull_fraction, 6), "priority": layer_priority(layer),
               "drop_eligible": bool(b > 0)} for layer, b in enumerate(bounds)]
     doc = {"version": 1, "defaults": {"drop_threshold": drop_threshold, "mag_classes": [0, 7]},
-           "jobs": [{"job": int(j), "name": f"{name}-{j}", "layers": [dict(r) for r in rules]}
-                    for j in jobs]}
+           "jobs": [{"job": int(j), "name": f"{name}-{j}", "layers": [dict(r) for r in rules],
+                     **({} if prioritize else {"prioritize": False})} for j in jobs]}
     try:
         parse_policy(doc)
     except PolicyError as exc:
@@ -233,7 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--lr", type=float, default=d.lr)
     g.add_argument("--momentum", type=float, default=d.momentum)
     g.add_argument("--chunk-elems", type=int, default=d.chunk_elems)
-    g.add_argument("--hole-fill", default=d.hole_fill, choices=("zero", "previous", "mean-delivered"))
+    g.add_argument("--hole-fill", default=PROFILE_HOLE_FILL, choices=("zero", "previous", "mean-delivered"),
+                   help=f"push hole filling while profiling (default {PROFILE_HOLE_FILL}, as PLOT)")
     return ap
 
 
@@ -255,13 +272,12 @@ def _from_experiment(path: str, argv: Sequence[str], args: argparse.Namespace) -
         TrainSettings, dict]:
     """Settings and profile options of an experiment config; explicit training flags win."""
     from experiments import config as configs
-    from experiments import plot_bounds
     from experiments.errors import ConfigError
     try:
         cfg = configs.load(path)
     except ConfigError as exc:
         raise ProfileError(str(exc)) from None
-    settings = plot_bounds.train_settings(cfg)
+    settings = profile_settings(cfg)
     given = {a.split("=")[0] for a in argv if a.startswith("--")}
     changes = {name: getattr(settings_from_args(args), name) for name in TrainSettings.__dataclass_fields__
                if f"--{name.replace('_', '-')}" in given}

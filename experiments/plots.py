@@ -12,6 +12,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+import numpy as np  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
 from experiments.records import Results  # noqa: E402
 from experiments.stats import summarize  # noqa: E402
@@ -152,4 +154,64 @@ def lines(series: dict[str, tuple[Sequence[float], Sequence[float], Sequence[flo
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     _legend(ax)
+    return _finish(fig, path)
+
+
+def stacked_bars(stacks: dict[str, dict[str, float]], marks: dict[str, float | None], path: Path,
+                 ylabel: str, title: str, mark_label: str) -> Path:
+    """One bar per label stacked from its parts (the same part names in every bar), with an
+    optional horizontal mark per bar (e.g. a lower bound)."""
+    labels = list(stacks)
+    parts = list(dict.fromkeys(p for stack in stacks.values() for p in stack))
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * len(labels) + 3), 4.4))
+    xs = list(range(len(labels)))
+    bottom = [0.0] * len(labels)
+    for part in parts:
+        heights = [stacks[label].get(part, 0.0) for label in labels]
+        ax.bar(xs, heights, bottom=bottom, label=part, edgecolor="black", linewidth=0.4)
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    marked = False
+    for x, label in zip(xs, labels):
+        value = marks.get(label)
+        if value is not None:
+            ax.hlines(value, x - 0.45, x + 0.45, colors="black", linestyles="--", linewidth=1.4,
+                      label=None if marked else mark_label)
+            marked = True
+    ax.set_xticks(xs)
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, axis="y", alpha=0.3)
+    _legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _finish(fig, path)
+
+
+def heatmap(cells: dict[tuple[float, float], tuple[float | None, str]], rows: Sequence[float],
+            cols: Sequence[float], path: Path, title: str, row_label: str, col_label: str,
+            center: float | None = None, cmap: str = "RdYlGn") -> Path:
+    """A grid of cells (row value, column value) -> (number or None, text shown in the cell);
+    colours diverge around `center` when given. Empty cells stay white with their text."""
+    grid = np.full((len(rows), len(cols)), np.nan)
+    for (r, c), (value, _) in cells.items():
+        if r in rows and c in cols and value is not None and math.isfinite(value):
+            grid[list(rows).index(r), list(cols).index(c)] = value
+    fig, ax = plt.subplots(figsize=(1.6 * len(cols) + 2.4, 0.75 * len(rows) + 1.8))
+    finite = grid[np.isfinite(grid)]
+    norm = None
+    if center is not None and finite.size:
+        low, high = float(finite.min()), float(finite.max())
+        norm = TwoSlopeNorm(vcenter=center, vmin=min(low, center - 1e-9), vmax=max(high, center + 1e-9))
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norm, aspect="auto")
+    for (r, c), (_, text) in cells.items():
+        if r in rows and c in cols:
+            ax.text(list(cols).index(c), list(rows).index(r), text, ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(cols)))
+    ax.set_xticklabels([f"{c:g}" for c in cols])
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"{r:g}" for r in rows])
+    ax.set_xlabel(col_label)
+    ax.set_ylabel(row_label)
+    ax.set_title(title, fontsize=10)
+    if finite.size:
+        fig.colorbar(image, ax=ax, shrink=0.85)
     return _finish(fig, path)

@@ -6,11 +6,12 @@ import shutil
 from pathlib import Path
 from types import ModuleType
 
-from experiments import switch_capacity
-from experiments.api import Figure, Row, Summary
+from experiments import breakdown, switch_capacity
+from experiments.api import Figure, Row, Summary, Table
 from experiments.config import ExperimentConfig
 from experiments.records import Results, ResultsDir
 from experiments.stats import Stat, fmt_num, summarize
+from experiments.training import ROUND_TIME_MEANING
 
 FLAG = "⚠ switch dropped"
 PUBLISH_ROOT = Path("docs/results")
@@ -106,11 +107,58 @@ def write_summary(module: ModuleType, config: ExperimentConfig, results: Results
     return path
 
 
+def breakdown_section(results: Results, config: ExperimentConfig, out_dir: Path) -> tuple[Table, Path | None]:
+    """Every arm's per-round breakdown (experiments.breakdown) as a table and a stacked bar plot."""
+    known = {a.name: a for a in config.arms}
+    rates = {arm: config.topology_of(known[arm]).bottleneck_pps if arm in known else None
+             for arm in results.arms()}
+    parts = breakdown.per_arm(results, rates)
+    title = ("Per-round breakdown (ms, mean per round; the workers' own split, means over workers; "
+             f"other = round time minus the parts; wire floor = one round's push packets / the "
+             f"bottleneck's packets/s; a TCP worker's push is the time to hand its bytes to the kernel, "
+             f"so TCP's transfer shows as pull and waiting). {ROUND_TIME_MEANING}")
+    plot = breakdown.plot(parts, out_dir / "round_breakdown.png") if parts else None
+    return Table(title, breakdown.TABLE_HEADERS, breakdown.table_rows(parts)), plot
+
+
+def _bounds_text(values: object, scope: object) -> str:
+    if not isinstance(values, list) or not values:
+        return "n/a"
+    if all(v == 0 for v in values):
+        return "reliable (0 on every layer)"
+    if scope == "tensor" and len(set(values)) == 1:
+        return f"{100 * values[0]:.3g}% of the tensor"
+    return ", ".join(f"{100 * v:.3g}%" for v in values) + (" per layer" if scope == "layer" else "")
+
+
+def semantics_table(results: Results) -> Table:
+    """Per arm: its transport and the push and pull bounds its PS agent set up (first run)."""
+    rows = []
+    for arm in results.arms():
+        runs = results.runs_of(arm) or [r for r in results.runs if r["arm"] == arm]
+        m = runs[0].get("metrics", {}) if runs else {}
+        transport = str(runs[0].get("transport", "?")) if runs else "?"
+        if transport == "tcp":      # the agents log bounds they do not use: TCP delivers everything
+            rows.append([arm, transport, "reliable (TCP)", "reliable (TCP)"])
+        else:
+            scope = m.get("bound_scope")
+            rows.append([arm, transport, _bounds_text(m.get("push_bounds"), scope),
+                         _bounds_text(m.get("pull_bounds"), scope)])
+    return Table("What each arm's stages may lose (the bounds of the parameter server's start record, "
+                 "over the tensor or per layer; tcp: reliable by construction)",
+                 ["arm", "transport", "push", "pull"], rows)
+
+
 def finish(module: ModuleType, config: ExperimentConfig, rd: ResultsDir) -> tuple[Path, list[Path]]:
-    """Summarize and plot everything in `rd`: summary.md and the PNGs, in `rd`."""
+    """Summarize and plot everything in `rd`: summary.md and the PNGs, in `rd`; every summary
+    also states what each arm's push and pull may lose and gets the per-round breakdown."""
     results = rd.load()
     summary = module.summarize(results, config)
     plots = [Path(p) for p in module.plot(results, config, rd.path)]
+    table, plot = breakdown_section(results, config, rd.path)
+    summary.tables += [semantics_table(results), table]
+    if plot is not None:
+        plots.append(plot)
     return write_summary(module, config, results, summary, plots, rd.summary_path), plots
 
 

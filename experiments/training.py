@@ -14,11 +14,16 @@ from typing import Any
 import yaml
 
 from experiments.api import ArmContext, finite
+from experiments.breakdown import PARTS
 from experiments.errors import ExperimentError
 from experiments.stats import percentile
 from topo.training import TrainingJob, TrainingResult
 
 PROGRESS_EVERY_S = 5.0
+ROUND_TIME_MEANING = (
+    "Round time = the wall time between two consecutive round ends at the parameter server (workers' "
+    "compute, push, pull, control and waiting alike for every transport), not the PS's own gather + "
+    "scatter time (that is `ps_time_s` in rounds.jsonl); the first round's is the PS's gather + scatter.")
 
 
 @dataclass
@@ -153,6 +158,7 @@ def round_records(result: TrainingResult) -> list[dict[str, Any]]:
     accuracy = {r.get("round"): r.get("accuracy") for r in _ps_records(result, "epoch")}
     origin = float(rounds[0]["t"]) - float(rounds[0].get("time_s") or 0.0)
     pull_violations = _worker_pull_violations(result)
+    worker_parts = worker_breakdown(result)
     out = []
     previous = None
     for rec in rounds:
@@ -176,12 +182,33 @@ def round_records(result: TrainingResult) -> list[dict[str, Any]]:
             "closed_by": rec.get("closed_by"),
             "deadline_ms": rec.get("deadline_ms"),
             "retransmissions": rec.get("retransmissions"),
+            "resends": rec.get("resends"),
             "bytes": rec.get("bytes"),
             "queue_depth": rec.get("queue_depth"),
             "accuracy": accuracy.get(rnd),
             "epoch": rec.get("epoch"),
+            "worker_breakdown": worker_parts.get(rnd),
         })
     return out
+
+
+def worker_breakdown(result: TrainingResult) -> dict[int, dict[str, float | None]]:
+    """round -> the workers' own split of their round (breakdown.PARTS: compute, push, pull,
+    control, waiting), each the mean over the workers that reported it; None for a part no
+    worker reports (older agents log only push_s and pull_s)."""
+    sums: dict[int, dict[str, list[float]]] = {}
+    for name, recs in result.records.items():
+        if not name.startswith("worker"):
+            continue
+        for rec in recs:
+            if rec.get("event") != "round" or not isinstance(rec.get("round"), int):
+                continue
+            slot = sums.setdefault(rec["round"], {part: [] for part in PARTS})
+            for part in PARTS:
+                if finite(rec.get(part)):
+                    slot[part].append(float(rec[part]))
+    return {rnd: {part: (round(sum(v) / len(v), 6) if v else None) for part, v in parts.items()}
+            for rnd, parts in sums.items()}
 
 
 def _worker_pull_violations(result: TrainingResult) -> dict[int, int]:
@@ -203,6 +230,9 @@ def standard_metrics(result: TrainingResult, rounds: list[dict[str, Any]], plann
     curve = [[r["t_s"], r["round"], r["accuracy"]] for r in rounds if finite(r.get("accuracy"))]
     violations = [r["violations"] for r in rounds if finite(r.get("violations"))]
     done = _ps_records(result, "done")
+    start = _ps_records(result, "start")
+    chunks = start[0].get("chunks") if start else None
+    workers = start[0].get("workers") if start else None
     return {
         "rounds": len(rounds),
         "rounds_planned": planned,
@@ -219,6 +249,13 @@ def standard_metrics(result: TrainingResult, rounds: list[dict[str, Any]], plann
         "retransmissions": sum(r["retransmissions"] or 0 for r in rounds) if rounds else None,
         "job_elapsed_s": round(result.elapsed_s, 3),
         "ps_counters": done[-1].get("counters") if done else None,
+        # the loss each stage may take, as the PS's agent set it up (first round's policy)
+        "push_bounds": start[0].get("push_bounds") if start else None,
+        "pull_bounds": start[0].get("pull_bounds") if start else None,
+        "bound_scope": (start[0].get("config") or {}).get("bound_scope") if start else None,
+        # what one round's push sends through the workers' shared bottleneck (the wire floor)
+        "push_packets_per_round": (sum(chunks) * workers
+                                   if isinstance(chunks, list) and isinstance(workers, int) else None),
     }
 
 

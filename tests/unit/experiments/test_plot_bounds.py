@@ -8,6 +8,8 @@ import pytest
 
 from experiments import config as configs
 from experiments import plot_bounds as pb
+from experiments import plot_profile
+from experiments.lossy_training import settings_from_config
 from experiments import report
 from experiments.records import ResultsDir
 
@@ -25,10 +27,12 @@ def _tiny(tmp_path, **params):
 
 def test_shipped_config_trains_what_the_profiler_reproduces():
     cfg = configs.load(configs.default_path("plot_bounds"))
-    s = pb.train_settings(cfg)
+    s = plot_profile.profile_settings(cfg)
     assert (s.hidden, s.workers, s.batch, s.rounds, s.lr, s.momentum, s.chunk_elems) == \
         ((128, 64, 32), 3, 64, 60, 0.05, 0.9, 360)
-    assert s.hole_fill == "mean-delivered" and s.pull_fraction == 0.25
+    # PLOT profiles with zero filling; the jobs keep their own filling (stated beside it)
+    assert s.hole_fill == "zero" and s.pull_fraction == 0.25
+    assert settings_from_config(cfg).hole_fill == "mean-delivered"
     assert cfg.topology.background_flows > 0 and cfg.repetitions >= 3
 
 
@@ -89,7 +93,8 @@ def test_summary_has_every_figure_the_sides_and_the_profile(tmp_path):
     assert "| 3 ± 0 x (n=3)" in text                       # TCP / per-layer p99
     assert "-16.7 ± 0 % (n=3)" in text                     # (10 - 12) / 12
     assert "Bounds each side used" in text and "Profile: mean accuracy drop" in text
-    assert len(plots) == 4 and all(p.read_bytes()[:4] == b"\x89PNG" for p in plots)
+    assert len(plots) == 5 and all(p.read_bytes()[:4] == b"\x89PNG" for p in plots)
+    assert plots[-1].name == "round_breakdown.png" and "Per-round breakdown" in text
 
 
 @pytest.mark.parametrize("bad", [[], None])
@@ -97,3 +102,18 @@ def test_no_configured_bounds_means_profiling(tmp_path, bad):
     cfg = _tiny(tmp_path, bounds=bad)
     bounds, record = pb.profiled_bounds(cfg, log=lambda s: None)
     assert record["source"].startswith("profiled now") and all(0 <= b <= 0.2 for b in bounds)
+
+
+def test_no_priority_arms_get_a_policy_without_priority_queues(tmp_path):
+    from controller.policy import parse_policy
+
+    cfg = configs.load(configs.default_path("plot_bounds"))
+    assert pb.prioritized(cfg, "per_layer") and not pb.prioritized(cfg, "per_layer-no-priority")
+    assert not pb.prioritized(cfg, "tcp_cubic_ecn")
+    assert pb._arm_of(cfg, pb.PER_LAYER) == "per_layer"
+    assert pb._arm_of(cfg, pb.PER_LAYER, priority=False) == "per_layer-no-priority"
+    assert "--priority-hints" in cfg.arm("per_layer-no-priority").agent_args
+    doc = plot_profile.policy_document([0.1, 0.0], [4], prioritize=False)
+    [job] = parse_policy(doc).jobs
+    assert job.features.prioritize is False
+    assert parse_policy(plot_profile.policy_document([0.1, 0.0], [4])).jobs[0].features.prioritize

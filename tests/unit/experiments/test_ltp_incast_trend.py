@@ -1,0 +1,44 @@
+"""The worker trend of ltp_incast compares gradlane with the best of the same TCP variants at
+every worker count, not with whatever TCP arm happened to run there."""
+from __future__ import annotations
+
+import pytest
+
+from experiments import config as configs
+from experiments import ltp_incast
+from experiments.records import Results
+
+
+def _cfg():
+    arms = [{"name": "gradlane", "transport": "ltp"},
+            {"name": "tcp-cubic", "transport": "tcp", "tcp_cc": "cubic", "tcp_ecn": "off"},
+            {"name": "tcp-bbr", "transport": "tcp", "tcp_cc": "bbr", "tcp_ecn": "off"},
+            {"name": "gradlane-w2", "transport": "ltp", "workers": 2, "params": {"sweep": True}},
+            {"name": "tcp-cubic-w2", "transport": "tcp", "tcp_cc": "cubic", "tcp_ecn": "off", "workers": 2}]
+    return configs.from_dict({"name": "ltp_incast", "topology": {"name": "incast", "workers": 8},
+                              "arms": arms}, "t.yaml")
+
+
+def _run(arm, rps):
+    return {"arm": arm, "rep": 0, "ok": True, "metrics": {"rounds_per_s": rps}}
+
+
+def test_trend_takes_tcp_variants_that_ran_at_every_worker_count():
+    results = Results(runs=[_run("gradlane", 6.0), _run("tcp-cubic", 2.0), _run("tcp-bbr", 3.0),
+                            _run("gradlane-w2", 8.0), _run("tcp-cubic-w2", 4.0)], rounds=[])
+    trend = ltp_incast._trend(results, _cfg())
+    # bbr ran at 8 workers only: at 8 the comparison is with cubic too, as at 2
+    assert trend[8]["tcp"] == (2.0, "tcp-cubic") and trend[8]["gain"] == pytest.approx(3.0)
+    assert trend[2]["tcp"] == (4.0, "tcp-cubic-w2") and trend[2]["gain"] == pytest.approx(2.0)
+    assert trend[2]["tcp_families"] == [("cubic", "off")]
+
+
+def test_the_shipped_config_runs_every_tcp_variant_at_every_worker_count():
+    cfg = configs.load(configs.default_path("ltp_incast"))
+    by_workers: dict[int, set] = {}
+    for arm in cfg.arms:
+        if arm.transport == "tcp":
+            by_workers.setdefault(cfg.workers_of(arm), set()).add((arm.tcp_cc, arm.tcp_ecn))
+    assert set(by_workers) == {2, 4, 8} and by_workers[2] == by_workers[4] == by_workers[8]
+    # matched arms: gradlane and MLT push under one bound
+    assert "0.1" in cfg.arm("gradlane").agent_args and "0.1" in cfg.arm("mlt").agent_args
