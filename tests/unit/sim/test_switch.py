@@ -62,16 +62,23 @@ def test_strict_priority_serves_the_higher_queue_first(incast):
         high.Add(0.005 + 1e-6 * i, gradient(0, 5, 100 + i), wire.data_tos(5, True))
     net.run(1.0)
     order = chunk_seqs(rx)
-    assert sorted(order) == [*range(40), *range(100, 110)]
+    counters = net.switches["s1"].counters()
+    # both classes are drop-eligible within their bounds (5 % and 10 % in the default policy):
+    # whatever the bounds let go, the rest arrives, and nothing else is lost
+    assert counters["tail_drops"] == 0
+    assert len(order) == 50 - counters["selective_drops"]
+    assert set(order) <= {*range(40), *range(100, 110)}
     firsts = [i for i, seq in enumerate(order) if seq >= 100]
-    assert firsts == list(range(firsts[0], firsts[0] + 10))      # served back to back
-    assert firsts[0] < 15                                         # ahead of ~25 queued low packets
+    assert len(firsts) >= 9
+    assert firsts == list(range(firsts[0], firsts[0] + len(firsts)))   # served back to back
+    assert firsts[0] < 15                                              # ahead of ~25 queued low packets
     telemetry = [wire.HEADER.unpack_from(bytes(h))[11:14] for h in rx.heads]   # max depth, hops, delay
     assert all(hops == 2 for _, hops, _ in telemetry)                        # s1 and s2 stamped
     assert max(depth for depth, _, _ in telemetry) >= 25 and max(d for _, _, d in telemetry) > 20_000
-    queues = net.switches["s1"].counters()["queues"]
+    queues = counters["queues"]
     uplink = net.topo.links[-1].a_port
-    assert queues[f"{uplink}/6"]["tx"] == 10 and queues[f"{uplink}/4"]["tx"] == 40
+    assert queues[f"{uplink}/6"]["tx"] == len(firsts)
+    assert queues[f"{uplink}/4"]["tx"] == len(order) - len(firsts)
 
 
 @pytest.mark.parametrize("critical", [False, True])
@@ -79,7 +86,8 @@ def test_selective_drop_stays_within_the_bound_and_spares_critical(incast, criti
     net = incast()
     tx, rx = sender(net, "w1", GRADIENT_PORT), sink(net, GRADIENT_PORT)
     flags = 0x10 if critical else 0
-    for i in range(600):    # layer 0: bound 1.1 %, drop threshold 16 packets
+    bound = POLICY.jobs[0].rules[0].loss_bound   # layer 0's push bound in the default policy
+    for i in range(600):    # drop threshold 16 packets
         tx.Add(1e-6 * i, gradient(0, 5, i, flags), wire.data_tos(5, not critical))
     net.run(2.0)
     s1 = net.switches["s1"]
@@ -89,7 +97,7 @@ def test_selective_drop_stays_within_the_bound_and_spares_critical(incast, criti
     if critical:
         assert dropped == 0 and counters["selective_drops"] == 0
     else:
-        assert 0 < dropped and dropped * 10000 <= seen * 110
+        assert 0 < dropped <= seen * bound
         assert counters["selective_drops"] == dropped
     assert len(rx.times) == 600 - dropped - counters["tail_drops"]
 
