@@ -122,10 +122,12 @@ def test_policy_file_in_exact_entries_out(controller):
                                                  N.CLASS_TABLE], [N.ECMP_PROFILE])
         assert not diff(controller.desired(name), everything)
     first = controller.installed("s1", [N.CLASS_TABLE])[0]
+    rule = policy.jobs[0].rules[0]   # layers 0..3, every magnitude: bounds in basis points
+    assert (rule.loss_bound, rule.pull_bound) == (0.1, 0.025)
     assert first == TableEntry(
         N.CLASS_TABLE, ((N.CLASS_KEY_JOB, Ternary(1, 0xFFFF)), (N.CLASS_KEY_LAYER, Range(0, 3)),
                         (N.CLASS_KEY_MAG, Range(0, 7))),
-        Action.of(N.SET_CLASS, prio=6, drop_eligible=1, slot=0, push_bound_bp=110, pull_bound_bp=50,
+        Action.of(N.SET_CLASS, prio=6, drop_eligible=1, slot=0, push_bound_bp=1000, pull_bound_bp=250,
                   drop_threshold=16), priority=1)
 
 
