@@ -33,7 +33,7 @@ def test_demo_exits_zero_with_summary(build_dir, switch_works, tmp_path):
     assert counts and all(c in ("0", "n/a") for c in counts), drops.group(0)
     # per-packet tracing is off by default: each switch's log holds start-up lines, not packets
     assert "switch log: level warn, per-packet tracing off" in done.stdout
-    logs = sorted((tmp_path / "logs").glob("s*.log"))
+    logs = sorted((tmp_path / "logs").glob("s[0-9]*.log"))
     assert logs and all("-L warn" in log.read_text().splitlines()[0] for log in logs)
     sizes = {log.name: log.stat().st_size for log in logs}
     assert all(size < 64 * 1024 for size in sizes.values()), sizes
