@@ -20,9 +20,11 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
             const_default_action=info.const_default_action, is_const_table=info.is_const_table,
             key_names=list(info.key_names), key_bitwidths=list(info.key_bitwidths),
             key_type_names=list(info.key_type_names), key_match_kinds=list(info.key_match_kinds),
+            key_annotations=[list(a) for a in info.key_annotations],
             implementation=info.implementation, direct_counter=info.direct_counter,
             direct_meter=info.direct_meter, size=info.size)
     hints.action_annotations = {k: v for k, v in ctx.action_annotations.items() if v}
+    hints.action_param_annotations = dict(ctx.action_param_annotations)
     hints.direct_actions = dict(ctx.direct_actions)
     hints.action_param_types = dict(ctx.action_param_types)
     hints.new_types = {name: _new_type_hint(ctx, nt) for name, nt in ctx.scope.new_types.items()

@@ -19,6 +19,7 @@ class TableHints:
     key_bitwidths: list[int] | None = None                   # override widths (expressions, slices)
     key_type_names: list[str | None] | None = None        # P4 ``type`` of each key (P4Info type_name)
     key_match_kinds: list[str] | None = None                 # source match kinds (JSON has "ternary" for "optional")
+    key_annotations: list[list[str]] = field(default_factory=list)  # each key's annotations (not @name)
     implementation: str | None = None                        # action profile/selector name
     direct_counter: str | None = None
     direct_meter: str | None = None
@@ -71,6 +72,7 @@ class P4InfoHints:
     arch: str = "v1model"
     tables: dict[str, TableHints] = field(default_factory=dict)
     action_annotations: dict[str, list[str]] = field(default_factory=dict)
+    action_param_annotations: dict[str, list[list[str]]] = field(default_factory=dict)  # per action-data param
     extern_annotations: dict[str, list[str]] = field(default_factory=dict)   # counters, meters, registers, profiles
     controller_headers: list[ControllerHeaderHint] = field(default_factory=list)
     digests: list[DigestHint] = field(default_factory=list)
