@@ -99,7 +99,7 @@ class Context:
             if a.name in ("name", "id", "defaultonly", "tableonly", "hidden", "priority"):
                 continue
             if a.structured:
-                out.append(structured_annotation_text(a))
+                out.append(structured_annotation_text(a, self.scope.consts))
                 continue
             out.append(f"@{a.name}" + (f"({a.raw})" if a.raw else ""))
         return out

@@ -13,6 +13,9 @@ from support.p4info_index import P4InfoIndex
 _PROGRAM = """
 #include <core.p4>
 #include <v1model.p4>
+const int DEPTH = 3;
+const bool STRICT = false;
+const bit<8> SIZED = 1;
 header h_t { bit<8> a; bit<8> b; }
 struct headers_t { h_t h; }
 struct meta_t { bit<8> m; }
@@ -22,8 +25,8 @@ parser P(packet_in pk, out headers_t hdr, inout meta_t m, inout standard_metadat
 control VC(inout headers_t hdr, inout meta_t m) { apply { } }
 control I(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
     @Tally[1, "two", true, 3 + 4, -5] counter(8, CounterType.packets) c1;
-    @Rate[unit="bytes", burst=2, strict=false] meter(8, MeterType.bytes) m1;
-    @Store[depth = 1,] register<bit<8>>(4) r1;
+    @Rate[unit="bytes", burst=2, strict=STRICT] meter(8, MeterType.bytes) m1;
+    @Store[depth = DEPTH * 2,] register<bit<8>>(4) r1;
     @SaiAction[api="x"] action set_a(@SaiVal[type="sai_uint8_t"] bit<8> p) { hdr.h.a = p; }
     action unused_plain(bit<8> p) { hdr.h.b = p; }
     @SaiAction[api="y"] action unused_structured() { hdr.h.b = 1; }
@@ -91,7 +94,7 @@ def test_expression_lists_are_evaluated_and_typed(p4info) -> None:
         'name: "Rate" kv_pair_list { kv_pairs { key: "unit" value { string_value: "bytes" } } '
         'kv_pairs { key: "burst" value { int64_value: 2 } } kv_pairs { key: "strict" value { bool_value: false } } }']
     assert _structured(idx.get("registers", "I.r1").preamble.structured_annotations) == [
-        'name: "Store" kv_pair_list { kv_pairs { key: "depth" value { int64_value: 1 } } }']
+        'name: "Store" kv_pair_list { kv_pairs { key: "depth" value { int64_value: 6 } } }']
     # an empty list gives the name alone
     assert _structured(idx.action("I.called_directly").preamble.structured_annotations) == ['name: "Marker"']
     # none of them leaks into the string annotations
@@ -109,6 +112,7 @@ def test_p4info_lists_only_the_actions_a_table_or_an_apply_block_uses(p4info) ->
 @pytest.mark.parametrize("annotation,message", [
     ("@Bad[8w9]", "must be a compile-time known int, string or bool"),
     ("@Bad[x = hdr.h.a]", "must be a compile-time known int, string or bool"),
+    ("@Bad[SIZED]", "must be a compile-time known int, string or bool"),  # bit<8>, not int
     ("@Bad[k = 1, 2]", "mixes key = value pairs and plain expressions"),
     ("@Bad[k = 1, k = 2]", "duplicate key 'k'"),
 ])
