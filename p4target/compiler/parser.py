@@ -107,10 +107,7 @@ class Parser(ExpressionParsing):
     def _parse_annotation_args(self, body: List[Token]) -> Tuple[ast.Expression, ...]:
         if not body:
             return ()
-        eof = Token("eof", "", None, body[-1].loc, body[-1].end, body[-1].end)
-        sub = Parser(list(body) + [eof], self.text)
-        sub.type_names = self.type_names
-        sub.type_scopes = self.type_scopes
+        sub = self._sub_parser(body)
         try:
             args = [sub._parse_annotation_arg()]
             while sub.accept(","):
@@ -121,15 +118,20 @@ class Parser(ExpressionParsing):
             return ()
         return tuple(args)
 
+    def _sub_parser(self, body: List[Token]) -> "Parser":
+        """A parser of an annotation's body tokens, knowing this one's type names."""
+        eof = Token("eof", "", None, body[-1].loc, body[-1].end, body[-1].end)
+        sub = Parser(list(body) + [eof], self.text)
+        sub.type_names = self.type_names
+        sub.type_scopes = self.type_scopes
+        return sub
+
     def _structured_annotation(self, at: Token, name: str, body: List[Token], raw: str) -> ast.Annotation:
         """``@name[ expressionList ]`` or ``@name[ kvList ]`` (P4_16 structured annotations):
         one kind of list only, each key once."""
         args: List[ast.Expression] = []
         if body:
-            eof = Token("eof", "", None, body[-1].loc, body[-1].end, body[-1].end)
-            sub = Parser(list(body) + [eof], self.text)
-            sub.type_names = self.type_names
-            sub.type_scopes = self.type_scopes
+            sub = self._sub_parser(body)
             args.append(sub._parse_annotation_arg())
             while sub.accept(","):
                 if sub.at("eof"):  # a trailing comma is allowed
