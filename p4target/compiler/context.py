@@ -17,6 +17,7 @@ class TableInfo:
     """What P4Info needs about one table beyond its BMv2 JSON."""
     annotations: list[str] = field(default_factory=list)
     action_scopes: dict[str, str] = field(default_factory=dict)
+    action_ref_annotations: dict[str, list[str]] = field(default_factory=dict)
     const_default_action: bool = False
     is_const_table: bool = False
     key_names: list[str] = field(default_factory=list)

@@ -17,6 +17,7 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
     for name, info in ctx.tables.items():
         hints.tables[name] = TableHints(
             annotations=list(info.annotations), action_scopes=dict(info.action_scopes),
+            action_ref_annotations={k: list(v) for k, v in info.action_ref_annotations.items()},
             const_default_action=info.const_default_action, is_const_table=info.is_const_table,
             key_names=list(info.key_names), key_bitwidths=list(info.key_bitwidths),
             key_type_names=list(info.key_type_names), key_match_kinds=list(info.key_match_kinds),
@@ -53,7 +54,8 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
                 hints.controller_headers.append(ControllerHeaderHint(
                     name=t.name, controller_header=ann.args[0].value,
                     fields=[(f, bit_width(ft)) for f, ft in t.fields],
-                    type_names=[new_type_name(ft) for _, ft in t.fields]))
+                    type_names=[new_type_name(ft) for _, ft in t.fields],
+                    field_annotations=[ctx.annotations_text(t.field_annotations.get(f, ())) for f, _ in t.fields]))
     main = ctx.scope.instances.get("main")
     if main is not None:
         hints.pkg_info = package_info(main.annotations)

@@ -193,6 +193,7 @@ class TableBuilder:
             elif ast.find_annotation(ref.annotations, "tableonly"):
                 scope = "TABLE_ONLY"
             info.action_scopes[aname] = scope
+            info.action_ref_annotations[aname] = _action_ref_annotations(ctx, ref.annotations)
         # default action
         dprop = d.property("default_action")
         if isinstance(dprop, ast.DefaultActionProperty):
@@ -489,3 +490,12 @@ def _names_itself(e: ast.Expression) -> bool:
         return (isinstance(m, ast.MemberExpression) and m.member == "isValid" and not e.args
                 and _names_itself(m.expr))
     return False
+
+
+def _action_ref_annotations(ctx: Context, annotations: ast.Annotations) -> list[str]:
+    """A table's action reference's annotations for P4Info, in source order, ``@defaultonly``
+    and ``@tableonly`` among them (as p4c writes them)."""
+    out: list[str] = []
+    for a in annotations:
+        out += [f"@{a.name}"] if a.name in ("defaultonly", "tableonly") else ctx.annotations_text((a,))
+    return out

@@ -253,6 +253,8 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
             md.id = i
             md.name = fname
             new_types.describe(md, ch.type_names[i - 1] if i <= len(ch.type_names) else None, width)
+            if i <= len(ch.field_annotations):
+                apply_annotations(md, ch.field_annotations[i - 1])
 
     for vs in value_sets:
         pvs = info.value_sets.add()
@@ -362,7 +364,10 @@ def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHi
         if scope_name not in _SCOPES:
             raise P4TargetError(f"table '{name}': unknown action scope '{scope_name}' for '{aname}'")
         scope, annotation = _SCOPES[scope_name]
-        if annotation:
+        ref_annotations = th.action_ref_annotations.get(aname, [])
+        # the reference's own annotations in source order, @defaultonly/@tableonly among them
+        apply_annotations(ref, ref_annotations)
+        if annotation and annotation not in ref_annotations:
             ref.annotations.append(annotation)
         ref.scope = scope
 

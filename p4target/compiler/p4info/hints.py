@@ -13,6 +13,7 @@ class TableHints:
     """P4Info facts of one table that BMv2 JSON does not carry."""
     annotations: list[str] = field(default_factory=list)        # e.g. ['@brief("...")'] (not @name)
     action_scopes: dict[str, str] = field(default_factory=dict)  # action -> TABLE_AND_DEFAULT|TABLE_ONLY|DEFAULT_ONLY
+    action_ref_annotations: dict[str, list[str]] = field(default_factory=dict)  # action -> its reference's annotations
     const_default_action: bool = False
     is_const_table: bool = False                                # had `const entries`
     key_names: list[str] | None = None                       # override match field names
@@ -34,6 +35,7 @@ class ControllerHeaderHint:
     fields: list[tuple[str, int]]   # (field name, bitwidth) in order
     annotations: list[str] = field(default_factory=list)
     type_names: list[str | None] = field(default_factory=list)  # P4 ``type`` of each field
+    field_annotations: list[list[str]] = field(default_factory=list)  # each field's annotations
 
 
 @dataclass

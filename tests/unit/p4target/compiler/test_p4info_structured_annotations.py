@@ -17,7 +17,8 @@ const int DEPTH = 3;
 const bool STRICT = false;
 const bit<8> SIZED = 1;
 header h_t { bit<8> a; bit<8> b; }
-struct headers_t { h_t h; }
+@controller_header("packet_in") header packet_in_t { @padding bit<7> pad; @Port[sdn="port"] bit<9> port; }
+struct headers_t { h_t h; packet_in_t pin; }
 struct meta_t { bit<8> m; }
 parser P(packet_in pk, out headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
     state start { pk.extract(hdr.h); transition accept; }
@@ -38,7 +39,7 @@ control I(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
     action in_dead_branch() { hdr.h.b = 6; }
     @SaiTable[name="t", api="acl"] table t {
         key = { hdr.h.a : exact @SaiVal[type="sai_uint8_t"] @format(HEX_STR) @name("a"); }
-        actions = { set_a; @defaultonly NoAction; }
+        actions = { @proto_id(1) @Ref[rank=1] set_a; @proto_id(3) @defaultonly NoAction; }
         default_action = NoAction();
     }
     apply {
@@ -83,6 +84,21 @@ def test_kv_lists_on_tables_match_fields_actions_and_params(p4info) -> None:
     param, = action.params
     assert _structured(param.structured_annotations) == [
         'name: "SaiVal" kv_pair_list { kv_pairs { key: "type" value { string_value: "sai_uint8_t" } } }']
+
+
+def test_action_references_and_packet_io_fields_keep_their_annotations(p4info) -> None:
+    idx = P4InfoIndex(p4info)
+    set_a, no_action = idx.table("I.t").action_refs
+    assert list(set_a.annotations) == ["@proto_id(1)"]
+    assert _structured(set_a.structured_annotations) == [
+        'name: "Ref" kv_pair_list { kv_pairs { key: "rank" value { int64_value: 1 } } }']
+    # in source order, @defaultonly where it was written
+    assert list(no_action.annotations) == ["@proto_id(3)", "@defaultonly"]
+    assert no_action.scope == p4info_pb2.ActionRef.DEFAULT_ONLY
+    pad, port = p4info.controller_packet_metadata[0].metadata
+    assert list(pad.annotations) == ["@padding"]
+    assert _structured(port.structured_annotations) == [
+        'name: "Port" kv_pair_list { kv_pairs { key: "sdn" value { string_value: "port" } } }']
 
 
 def test_expression_lists_are_evaluated_and_typed(p4info) -> None:
