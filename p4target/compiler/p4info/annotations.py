@@ -5,6 +5,8 @@ import json
 import re
 from typing import Any, Iterable
 
+from p4target.errors import P4TargetError
+
 # Annotations p4c consumes itself and never copies into P4Info.
 _CONSUMED_ANNOTATIONS = {"name", "id", "hidden", "brief", "description", "max_group_size"}
 
@@ -52,7 +54,7 @@ def _add_structured(out: Any, name: str, body: str) -> None:
     while pos < len(body):
         m = _ITEM_RE.match(body, pos)
         if m is None:
-            raise ValueError(f"@{name}: malformed structured annotation body {body!r}")
+            raise P4TargetError(f"@{name}: malformed structured annotation body {body!r}")
         pos = m.end()
         key, literal = m.group(1), m.group(2)
         if key is None:
