@@ -60,7 +60,8 @@ Expressions (``Expression``)
 Annotations
     ``Annotation(name, args, raw)``: ``args`` holds the parsed expression list when the body is
     one (``@name("x")`` -> ``(StringLiteral("x"),)``), else ``()``; ``raw`` is the body's source
-    text (``""`` for ``@defaultonly``).
+    text (``""`` for ``@defaultonly``). A structured annotation (``@name[...]``) has
+    ``structured`` set and ``args`` holding its expressions or its ``NamedArgument`` pairs.
 """
 from __future__ import annotations
 
@@ -82,11 +83,13 @@ class Node:
 # --------------------------------------------------------------------------- annotations
 @_node
 class Annotation(Node):
-    """``@name`` or ``@name(body)``; ``args`` parsed when the body is an expression list."""
+    """``@name``, ``@name(body)`` or ``@name[list]``; ``args`` parsed when the body is an
+    expression list (always for ``[list]``)."""
 
     name: str
     args: Tuple["Expression", ...] = ()
     raw: str = ""
+    structured: bool = False
 
 
 Annotations = Tuple[Annotation, ...]

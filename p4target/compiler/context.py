@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from p4target.compiler.annotation_values import structured_annotation_text
 from p4target.compiler.bmv2_json import Bmv2Program, fresh_name
 from p4target.compiler.expressions import Env
 from p4target.compiler.semantics import ProgramScope
@@ -16,10 +17,12 @@ class TableInfo:
     """What P4Info needs about one table beyond its BMv2 JSON."""
     annotations: list[str] = field(default_factory=list)
     action_scopes: dict[str, str] = field(default_factory=dict)
+    action_ref_annotations: dict[str, list[str]] = field(default_factory=dict)
     const_default_action: bool = False
     is_const_table: bool = False
     key_names: list[str] = field(default_factory=list)
     key_bitwidths: list[int] = field(default_factory=list)
+    key_annotations: list[list[str]] = field(default_factory=list)
     key_type_names: list[str | None] = field(default_factory=list)  # P4 ``type`` of each key
     key_match_kinds: list[str] = field(default_factory=list)  # source match kinds (JSON says "ternary" for "optional")
     implementation: str | None = None
@@ -44,6 +47,7 @@ class Context:
         self.applied_tables: set[str] = set()
         self.table_envs: dict[str, Env] = {}
         self.action_annotations: dict[str, list[str]] = {}
+        self.action_param_annotations: dict[str, list[list[str]]] = {}
         # actions called directly from a control's apply block (inlined, yet p4c lists them in
         # P4Info): name -> directionless (name, bitwidth) parameters
         self.direct_actions: dict[str, list[tuple[str, int]]] = {}
@@ -94,6 +98,9 @@ class Context:
         out = []
         for a in annotations or ():
             if a.name in ("name", "id", "defaultonly", "tableonly", "hidden", "priority"):
+                continue
+            if a.structured:
+                out.append(structured_annotation_text(a, self.scope.consts))
                 continue
             out.append(f"@{a.name}" + (f"({a.raw})" if a.raw else ""))
         return out

@@ -17,12 +17,15 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
     for name, info in ctx.tables.items():
         hints.tables[name] = TableHints(
             annotations=list(info.annotations), action_scopes=dict(info.action_scopes),
+            action_ref_annotations={k: list(v) for k, v in info.action_ref_annotations.items()},
             const_default_action=info.const_default_action, is_const_table=info.is_const_table,
             key_names=list(info.key_names), key_bitwidths=list(info.key_bitwidths),
             key_type_names=list(info.key_type_names), key_match_kinds=list(info.key_match_kinds),
+            key_annotations=[list(a) for a in info.key_annotations],
             implementation=info.implementation, direct_counter=info.direct_counter,
             direct_meter=info.direct_meter, size=info.size)
     hints.action_annotations = {k: v for k, v in ctx.action_annotations.items() if v}
+    hints.action_param_annotations = dict(ctx.action_param_annotations)
     hints.direct_actions = dict(ctx.direct_actions)
     hints.action_param_types = dict(ctx.action_param_types)
     hints.new_types = {name: _new_type_hint(ctx, nt) for name, nt in ctx.scope.new_types.items()
@@ -51,7 +54,8 @@ def program_hints(ctx: Context, bmv2_json: dict) -> P4InfoHints:
                 hints.controller_headers.append(ControllerHeaderHint(
                     name=t.name, controller_header=ann.args[0].value,
                     fields=[(f, bit_width(ft)) for f, ft in t.fields],
-                    type_names=[new_type_name(ft) for _, ft in t.fields]))
+                    type_names=[new_type_name(ft) for _, ft in t.fields],
+                    field_annotations=[ctx.annotations_text(t.field_annotations.get(f, ())) for f, _ in t.fields]))
     main = ctx.scope.instances.get("main")
     if main is not None:
         hints.pkg_info = package_info(main.annotations)

@@ -98,16 +98,16 @@ class Parser(ExpressionParsing):
                         " ".join(t.text for t in body)
                 if open_kind == "(":
                     args = self._parse_annotation_args(body)
+                else:
+                    anns.append(self._structured_annotation(at, name_tok.text, body, raw))
+                    continue
             anns.append(ast.Annotation(loc=at.loc, name=name_tok.text, args=args, raw=raw))
         return tuple(anns)
 
     def _parse_annotation_args(self, body: List[Token]) -> Tuple[ast.Expression, ...]:
         if not body:
             return ()
-        eof = Token("eof", "", None, body[-1].loc, body[-1].end, body[-1].end)
-        sub = Parser(list(body) + [eof], self.text)
-        sub.type_names = self.type_names
-        sub.type_scopes = self.type_scopes
+        sub = self._sub_parser(body)
         try:
             args = [sub._parse_annotation_arg()]
             while sub.accept(","):
@@ -118,9 +118,40 @@ class Parser(ExpressionParsing):
             return ()
         return tuple(args)
 
+    def _sub_parser(self, body: List[Token]) -> "Parser":
+        """A parser of an annotation's body tokens, knowing this one's type names."""
+        eof = Token("eof", "", None, body[-1].loc, body[-1].end, body[-1].end)
+        sub = Parser(list(body) + [eof], self.text)
+        sub.type_names = self.type_names
+        sub.type_scopes = self.type_scopes
+        return sub
+
+    def _structured_annotation(self, at: Token, name: str, body: List[Token], raw: str) -> ast.Annotation:
+        """``@name[ expressionList ]`` or ``@name[ kvList ]`` (P4_16 structured annotations):
+        one kind of list only, each key once."""
+        args: List[ast.Expression] = []
+        if body:
+            sub = self._sub_parser(body)
+            args.append(sub._parse_annotation_arg())
+            while sub.accept(","):
+                if sub.at("eof"):  # a trailing comma is allowed
+                    break
+                args.append(sub._parse_annotation_arg())
+            if not sub.at("eof"):
+                sub.error_at(sub.peek(), f"unexpected '{sub.peek().text}' in structured annotation @{name}")
+        named = [a for a in args if isinstance(a, ast.NamedArgument)]
+        if named and len(named) != len(args):
+            raise CompileError.at(at.loc, f"@{name}: a structured annotation mixes key = value pairs "
+                                          "and plain expressions")
+        keys = [a.name for a in named]
+        for i, key in enumerate(keys):
+            if key in keys[:i]:
+                raise CompileError.at(named[i].loc, f"@{name}: duplicate key '{key}'")
+        return ast.Annotation(loc=at.loc, name=name, args=tuple(args), raw=raw, structured=True)
+
     def _parse_annotation_arg(self) -> ast.Expression:
         tok = self.peek()
-        if tok.kind == "id" and self.peek(1).kind == "=":
+        if tok.text.isidentifier() and self.peek(1).kind == "=":  # keys may be keywords (type=...)
             self.advance()
             self.advance()
             return ast.NamedArgument(loc=tok.loc, name=tok.text, value=self.parse_expression())

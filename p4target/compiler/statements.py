@@ -7,6 +7,7 @@ for a sub-control applied inline (a control and the statements in it lower each 
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any
 
 from p4target.compiler import ast, externs
@@ -137,6 +138,13 @@ class StatementLowering:
                 cond = hoister.value(s.condition)
                 rest = ast.IfStatement(loc=s.loc, condition=cond, then=s.then, otherwise=s.otherwise)
                 return SubBlock(hoister.items + [self.if_statement(rest)])
+        cond = self.ex.lower_bool(s.condition) if apply_call is None else None
+        truth = constant_truth(cond) if cond is not None else None
+        if truth is not None:
+            # a constant condition: only the live branch is compiled (its direct action calls
+            # alone reach P4Info, as in p4c, which folds the dead branch away)
+            live = s.then if truth else s.otherwise
+            return SubBlock(self.with_env(self.env.child()).statement(live) if live else [])
         then = self.with_env(self.env.child()).statement(s.then)
         otherwise = self.with_env(self.env.child()).statement(s.otherwise) if s.otherwise else []
         if apply_call is not None:
@@ -146,7 +154,7 @@ class StatementLowering:
             if negate:
                 hit = not hit
             return HitItem(table, call, then, otherwise) if hit else HitItem(table, call, otherwise, then)
-        return IfItem(self.ex.lower_bool(s.condition), then, otherwise)
+        return IfItem(cond, then, otherwise)
 
     def _hoist_calls(self, s: ast.Statement) -> list[Item] | None:
         """``s`` preceded by the calls inside its expressions (see `call_order`), or None when
@@ -441,8 +449,12 @@ class StatementLowering:
         if self.block_kind == "control" and not self.in_parser:
             data = [(p.name, self.ctx.scope.resolve(p.type)) for p in sym.decl.params if p.direction is None]
             self.ctx.direct_actions.setdefault(sym.name, [(name, bit_width(t)) for name, t in data])
+            if ast.find_annotation(sym.decl.annotations, "hidden") is not None:
+                self.ctx.hidden.add(sym.name)
             self.ctx.action_param_types.setdefault(sym.name, [new_type_name(t) for _, t in data])
             self.ctx.action_annotations.setdefault(sym.name, self.ctx.annotations_text(sym.decl.annotations))
+            self.ctx.action_param_annotations.setdefault(
+                sym.name, [self.ctx.annotations_text(p.annotations) for p in sym.decl.params if p.direction is None])
         env = self.env.child()
         pairs = self.bind_args(sym.decl.params, c.args, c)
         for p, a in pairs:
@@ -704,3 +716,29 @@ def _locate(items: list, loc: object) -> None:
                     for v in value:  # a switch's cases: (labels, items)
                         if isinstance(v, tuple) and v and isinstance(v[-1], list):
                             _locate(v[-1], loc)
+
+
+_COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt,
+                "<=": operator.le, ">=": operator.ge}
+
+
+def constant_truth(e: dict) -> bool | None:
+    """The value of a BMv2 JSON boolean expression made of constants only (``0x1 == 0x2``,
+    ``true``, ``not``/``and``/``or`` of those), or None when it reads anything at run time."""
+    if e.get("type") == "bool":
+        return bool(e["value"])
+    if e.get("type") != "expression":
+        return None
+    v = e["value"]
+    op = v.get("op")
+    if op in _COMPARISONS and all(side and side.get("type") == "hexstr" for side in (v["left"], v["right"])):
+        return _COMPARISONS[op](int(v["left"]["value"], 16), int(v["right"]["value"], 16))
+    if op == "not" and v.get("right"):
+        inner = constant_truth(v["right"])
+        return None if inner is None else not inner
+    if op in ("and", "or"):
+        left, right = constant_truth(v["left"]), constant_truth(v["right"])
+        if left is None or right is None:
+            return None
+        return (left and right) if op == "and" else (left or right)
+    return None

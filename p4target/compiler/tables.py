@@ -87,7 +87,11 @@ class ActionLowering:
         name = self.ctx.reserve_action_name(sym.name)
         aid = self.ctx.out.add_action(name, [(n, bit_width(t)) for n, t in data_params], primitives)
         self.ctx.action_annotations[name] = self.ctx.annotations_text(sym.decl.annotations)
+        if ast.find_annotation(sym.decl.annotations, "hidden") is not None:
+            self.ctx.hidden.add(name)
         self.ctx.action_param_types[name] = [new_type_name(t) for _, t in data_params]
+        self.ctx.action_param_annotations[name] = [self.ctx.annotations_text(p.annotations)
+                                                   for p in params[len(bound_args):]]
         _note_explicit_id(self.ctx, name, sym.decl.annotations)
         self.cache[key] = (aid, name, data_params)
         return self.cache[key]
@@ -163,6 +167,7 @@ class TableBuilder:
             key_types.append(t)
             _note_serializable_enum(self.ctx, t)
             info.key_names.append(name)
+            info.key_annotations.append(ctx.annotations_text(el.annotations))
             info.key_bitwidths.append(width)
             info.key_type_names.append(new_type_name(t))
         # actions
@@ -188,6 +193,7 @@ class TableBuilder:
             elif ast.find_annotation(ref.annotations, "tableonly"):
                 scope = "TABLE_ONLY"
             info.action_scopes[aname] = scope
+            info.action_ref_annotations[aname] = _action_ref_annotations(ctx, ref.annotations)
         # default action
         dprop = d.property("default_action")
         if isinstance(dprop, ast.DefaultActionProperty):
@@ -484,3 +490,12 @@ def _names_itself(e: ast.Expression) -> bool:
         return (isinstance(m, ast.MemberExpression) and m.member == "isValid" and not e.args
                 and _names_itself(m.expr))
     return False
+
+
+def _action_ref_annotations(ctx: Context, annotations: ast.Annotations) -> list[str]:
+    """A table's action reference's annotations for P4Info, in source order, ``@defaultonly``
+    and ``@tableonly`` among them (as p4c writes them)."""
+    out: list[str] = []
+    for a in annotations:
+        out += [f"@{a.name}"] if a.name in ("defaultonly", "tableonly") else ctx.annotations_text((a,))
+    return out

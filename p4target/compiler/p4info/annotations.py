@@ -1,8 +1,11 @@
 """Annotations in P4Info as p4c writes them: which ones are copied, which become ``doc``."""
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Iterable
+
+from p4target.errors import P4TargetError
 
 # Annotations p4c consumes itself and never copies into P4Info.
 _CONSUMED_ANNOTATIONS = {"name", "id", "hidden", "brief", "description", "max_group_size"}
@@ -19,7 +22,8 @@ def annotation_name(text: str) -> str:
 
 def apply_annotations(target: Any, annotations: Iterable[str], doc_holder: Any = None) -> None:
     """Copy annotations the way p4c does: @brief/@description become ``doc``, the ones p4c
-    consumes itself (@name, @id, @hidden, ...) are dropped, the rest are kept verbatim."""
+    consumes itself (@name, @id, @hidden, ...) are dropped, structured ones (``@n[...]``) go to
+    ``structured_annotations``, the rest are kept verbatim."""
     for text in annotations:
         text = text.strip()
         name = annotation_name(text)
@@ -32,7 +36,39 @@ def apply_annotations(target: Any, annotations: Iterable[str], doc_holder: Any =
             continue
         if name in _CONSUMED_ANNOTATIONS:
             continue
+        if text[len(name) + 1:].startswith("["):
+            _add_structured(target.structured_annotations.add(), name, text[len(name) + 2:-1])
+            continue
         target.annotations.append(text)
+
+
+# one item of a structured annotation's canonical text: [key=]("string" | int | true | false)
+_ITEM_RE = re.compile(r'\s*(?:([A-Za-z_][A-Za-z0-9_]*)=)?("(?:[^"\\]|\\.)*"|-?\d+|true|false)\s*(?:,|$)')
+
+
+def _add_structured(out: Any, name: str, body: str) -> None:
+    """Fill a p4.config.v1 StructuredAnnotation from the canonical text the compiler writes
+    (``k="v", n=2`` becomes a kv_pair_list, ``1, "x"`` an expression_list, ``""`` neither)."""
+    out.name = name
+    pos = 0
+    while pos < len(body):
+        m = _ITEM_RE.match(body, pos)
+        if m is None:
+            raise P4TargetError(f"@{name}: malformed structured annotation body {body!r}")
+        pos = m.end()
+        key, literal = m.group(1), m.group(2)
+        if key is None:
+            value = out.expression_list.expressions.add()
+        else:
+            pair = out.kv_pair_list.kv_pairs.add()
+            pair.key = key
+            value = pair.value
+        if literal.startswith('"'):
+            value.string_value = json.loads(literal)
+        elif literal in ("true", "false"):
+            value.bool_value = literal == "true"
+        else:
+            value.int64_value = int(literal)
 
 
 def annotation_int(annotations: Iterable[str], wanted: str) -> int | None:

@@ -112,10 +112,12 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
     digests = _digest_specs(bmv2_json, hints, widths)
 
     visible_tables = [t for t in tables if _table_is_visible(t["name"], hints)]
-    referenced = {a for t in visible_tables for a in t.get("actions", [])}
+    # As in p4c: the actions a table lists or an apply block calls (in p4c's JSON, through a
+    # synthesized table; its dot-less synthesized actions stay out); never an unused one.
+    referenced = {a for t in tables for a in t.get("actions", [])
+                  if "." in a or _table_is_visible(t["name"], hints)}
     visible_actions = [a for a in actions if a["name"] not in hints.hidden
-                       and ("." in a["name"] or a["name"] in referenced
-                            or a["name"] in hints.action_annotations or a["name"] in hints.direct_actions)]
+                       and (a["name"] in referenced or a["name"] in hints.direct_actions)]
 
     # Every symbol of the program takes part in id probing and alias uniqueness, hidden
     # ones included, as in p4c.
@@ -184,11 +186,14 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
         _preamble(pa.preamble, symbols, PREFIX_ACTION, a["name"],
                   hints.action_annotations.get(a["name"], []))
         param_types = hints.action_param_types.get(a["name"], [])
+        param_annotations = hints.action_param_annotations.get(a["name"], [])
         for i, rd in enumerate(a.get("runtime_data", []), start=1):
             param = pa.params.add()
             param.id = i
             param.name = rd["name"]
             new_types.describe(param, param_types[i - 1] if i <= len(param_types) else None, rd["bitwidth"])
+            if i <= len(param_annotations):
+                apply_annotations(param, param_annotations[i - 1])
 
     for p in profiles:
         ap = info.action_profiles.add()
@@ -248,6 +253,8 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
             md.id = i
             md.name = fname
             new_types.describe(md, ch.type_names[i - 1] if i <= len(ch.type_names) else None, width)
+            if i <= len(ch.field_annotations):
+                apply_annotations(md, ch.field_annotations[i - 1])
 
     for vs in value_sets:
         pvs = info.value_sets.add()
@@ -347,6 +354,8 @@ def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHi
             mf.match_type = _MATCH_TYPES[match_type]
         else:
             mf.other_match_type = match_type
+        if i < len(th.key_annotations):
+            apply_annotations(mf, th.key_annotations[i])
 
     for aname in t.get("actions", []):
         ref = pt.action_refs.add()
@@ -355,7 +364,10 @@ def _add_table(info: p4info_pb2.P4Info, symbols: SymbolIds, t: dict, th: TableHi
         if scope_name not in _SCOPES:
             raise P4TargetError(f"table '{name}': unknown action scope '{scope_name}' for '{aname}'")
         scope, annotation = _SCOPES[scope_name]
-        if annotation:
+        ref_annotations = th.action_ref_annotations.get(aname, [])
+        # the reference's own annotations in source order, @defaultonly/@tableonly among them
+        apply_annotations(ref, ref_annotations)
+        if annotation and annotation not in ref_annotations:
             ref.annotations.append(annotation)
         ref.scope = scope
 

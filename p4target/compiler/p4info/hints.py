@@ -13,12 +13,14 @@ class TableHints:
     """P4Info facts of one table that BMv2 JSON does not carry."""
     annotations: list[str] = field(default_factory=list)        # e.g. ['@brief("...")'] (not @name)
     action_scopes: dict[str, str] = field(default_factory=dict)  # action -> TABLE_AND_DEFAULT|TABLE_ONLY|DEFAULT_ONLY
+    action_ref_annotations: dict[str, list[str]] = field(default_factory=dict)  # action -> its reference's annotations
     const_default_action: bool = False
     is_const_table: bool = False                                # had `const entries`
     key_names: list[str] | None = None                       # override match field names
     key_bitwidths: list[int] | None = None                   # override widths (expressions, slices)
     key_type_names: list[str | None] | None = None        # P4 ``type`` of each key (P4Info type_name)
     key_match_kinds: list[str] | None = None                 # source match kinds (JSON has "ternary" for "optional")
+    key_annotations: list[list[str]] = field(default_factory=list)  # each key's annotations (not @name)
     implementation: str | None = None                        # action profile/selector name
     direct_counter: str | None = None
     direct_meter: str | None = None
@@ -33,6 +35,7 @@ class ControllerHeaderHint:
     fields: list[tuple[str, int]]   # (field name, bitwidth) in order
     annotations: list[str] = field(default_factory=list)
     type_names: list[str | None] = field(default_factory=list)  # P4 ``type`` of each field
+    field_annotations: list[list[str]] = field(default_factory=list)  # each field's annotations
 
 
 @dataclass
@@ -71,6 +74,7 @@ class P4InfoHints:
     arch: str = "v1model"
     tables: dict[str, TableHints] = field(default_factory=dict)
     action_annotations: dict[str, list[str]] = field(default_factory=dict)
+    action_param_annotations: dict[str, list[list[str]]] = field(default_factory=dict)  # per action-data param
     extern_annotations: dict[str, list[str]] = field(default_factory=dict)   # counters, meters, registers, profiles
     controller_headers: list[ControllerHeaderHint] = field(default_factory=list)
     digests: list[DigestHint] = field(default_factory=list)

@@ -74,17 +74,22 @@ def test_l3_router_p4info_matches_p4c_basic_exercise():
     assert rx.preamble.id == hashed_id(PREFIX_COUNTER, "MyIngress.rx")
 
 
-def test_hidden_hint_and_unreferenced_top_level_actions():
+def test_hidden_hint_and_unreferenced_actions():
     prog = l3_router()
+    prog["pipelines"][0]["tables"].append({**prog["pipelines"][0]["tables"][0], "name": "tbl_synth",
+                                           "actions": ["MyIngress.synth"], "action_ids": [9]})
     prog["actions"].append({"name": "MyIngress.synth", "id": 9, "runtime_data": [], "primitives": []})
     assert P4InfoIndex(build_p4info(prog)).has("actions", "MyIngress.synth")
-    idx = P4InfoIndex(build_p4info(prog, P4InfoHints(hidden={"MyIngress.synth"})))
+    idx = P4InfoIndex(build_p4info(prog, P4InfoHints(hidden={"MyIngress.synth", "tbl_synth"})))
     assert not idx.has("actions", "MyIngress.synth")
-    # A top-level (dot-less) action that no visible table uses is compiler-made: left out,
-    # unless the hints describe it.
+    # An action that no table uses is left out, whatever its name or annotations (as in p4c),
+    # unless an apply block calls it (a direct action).
+    prog["actions"].append({"name": "MyIngress.unused", "id": 10, "runtime_data": [], "primitives": []})
+    idx = P4InfoIndex(build_p4info(prog, P4InfoHints(action_annotations={"MyIngress.unused": ["@x"]})))
+    assert not idx.has("actions", "MyIngress.unused")
     assert not idx.has("actions", "act_count")
-    idx2 = P4InfoIndex(build_p4info(prog, P4InfoHints(action_annotations={"act_count": []})))
-    assert idx2.has("actions", "act_count")
+    idx2 = P4InfoIndex(build_p4info(prog, P4InfoHints(direct_actions={"MyIngress.unused": []})))
+    assert idx2.has("actions", "MyIngress.unused")
 
 
 def _full_program() -> dict:

@@ -180,5 +180,7 @@ def test_annotations_kept_with_raw_body():
     anns = {a.name: a for a in h.annotations}
     assert anns["controller_header"].args[0].value == "packet_in"
     assert anns["controller_header"].raw == '"packet_in"'
-    assert anns["weird"].raw == "k=v" and anns["weird"].args == ()
+    # a structured annotation: its key = value list parsed
+    assert anns["weird"].raw == "k=v" and anns["weird"].structured
+    assert [(a.name, a.value.name) for a in anns["weird"].args] == [("k", "v")]
     assert anns["flag"].raw == "" and anns["flag"].args == ()
