@@ -12,8 +12,8 @@ loss than the bound), `adaptation` (the Early Close deadline changed: round from
 value, reason; docs/control-laws.md), `epoch` (loss, accuracy on the held-out digits), `eval`
 (test accuracy every --eval-every rounds), `policy`
 (with --controller: the round from which a generation of the job's policy applies, its epoch and
-bounds), `member` (a worker left behind after its absence timeout, or re-admitted; the round
-records list the ranks each round went without, docs/faults.md) and `done` (violations per layer
+bounds), `member` (a worker left behind after its absence timeout, re-admitted, or rebound
+to the new address it joined from; the round records list the ranks each round went without, docs/faults.md) and `done` (violations per layer
 over the run, lost contributions and re-admissions per rank).
 With --controller the PS follows the controller's policy for its job and reports each round
 (regime per DBLP, delivered fractions, violations) from a thread while the round's pull runs; it
@@ -286,7 +286,7 @@ class PolicyReporter:
 
 
 def _log_members(exchange: object, log: JsonLog) -> None:
-    """A `member` record per worker gone absent or re-admitted since the last call."""
+    """A `member` record per worker gone absent, rebound or re-admitted since the last call."""
     events = getattr(exchange, "member_events", None)
     while events:
         log.write("member", **events.pop(0))

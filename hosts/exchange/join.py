@@ -13,7 +13,9 @@ proof recorded earlier fails against a fresh Np. Np is a cookie, not state: a MA
 secret of this PS process over the sender's address, rank, Nw and a time bucket. So the PS
 keeps nothing per unauthenticated sender, and a proof sent from another address than the one
 that got the challenge fails. Only step 3 with a valid MAC binds a rank, and nothing about
-the job (fingerprint, configuration) goes to a sender before it.
+the job (fingerprint, configuration) goes to a sender before it. The PS remembers the proofs
+it accepted while their cookie is valid: one sent again is answered (a lost welcome) but marked
+not fresh, so a replay from the address that got the challenge changes nothing either.
 """
 from __future__ import annotations
 
@@ -55,10 +57,12 @@ def _step(payload: bytes, length: int, step: int) -> bool:
 @dataclass(frozen=True)
 class Answer:
     """What the PS does with one HELLO: `reply` (a HELLO_ACK payload, or None: stay silent);
-    `proven`: the sender proved the key for the rank; `fingerprint`: the one it presented."""
+    `proven`: the sender proved the key for the rank; `fresh`: with a proof not accepted
+    before; `fingerprint`: the one it presented."""
 
     reply: bytes | None
     proven: bool = False
+    fresh: bool = False
     fingerprint: int | None = None
 
 
@@ -73,6 +77,7 @@ class JoinServer:
         self.workers = workers
         self.fingerprint = fingerprint
         self.counters = counters
+        self._accepted: dict[tuple[int, bytes, bytes], int] = {}   # proof -> bucket accepted
 
     def _cookie(self, addr: tuple[str, int], rank: int, nw: bytes, bucket: int) -> bytes:
         msg = f"{addr[0]}|{addr[1]}|{rank}|{bucket}|".encode() + nw
@@ -104,7 +109,16 @@ class JoinServer:
             return self._drop("bad_mac")
         tag = mac(self._key, b"welcome", self.job, rank, nw, np_, self.fingerprint)
         return Answer(bytes([STEP_WELCOME]) + _FP.pack(self.fingerprint) + tag, proven=True,
-                      fingerprint=theirs)
+                      fresh=self._first_use((rank, nw, np_), bucket), fingerprint=theirs)
+
+    def _first_use(self, proof: tuple[int, bytes, bytes], bucket: int) -> bool:
+        """Remember a valid proof until its cookie expires; False if it was seen already."""
+        for old in [p for p, b in self._accepted.items() if b < bucket - 1]:
+            del self._accepted[old]
+        if proof in self._accepted:
+            return False
+        self._accepted[proof] = bucket
+        return True
 
 
 class JoinClient:

@@ -91,14 +91,14 @@ class Membership:
         """``rank`` pushed or pulled since it joined (a HELLO after this is a re-join)."""
         self.heard.add(rank)
 
-    def hello(self, rank: int) -> tuple[int, bool]:
+    def hello(self, rank: int, restarted: bool = False) -> tuple[int, bool]:
         """A HELLO of ``rank``: (the first round it pushes, whether this re-admits it).
 
         The first join, and its repeated HELLOs before any data, keep round 0. A worker that
         was absent, or that exchanged data and says HELLO again (it restarted, or gave up on
-        the PS during an outage), lost its place: it pulls the next pull not yet formed whole,
-        and pushes from the round after."""
-        if rank not in self.absent and rank not in self.heard:
+        the PS during an outage), or ``restarted`` (it joined from a new address), lost its
+        place: it pulls the next pull not yet formed whole, and pushes from the round after."""
+        if not restarted and rank not in self.absent and rank not in self.heard:
             return self.first_push[rank], False
         self.absent.pop(rank, None)
         self.heard.discard(rank)

@@ -64,26 +64,33 @@ class UdpServerExchange:
     def _on_hello(self, pkt: Received, now: float) -> bool:
         """Run the join handshake (hosts/exchange/join.py); bind a rank to its address.
 
-        Only a sender that proved the job's key with our configuration binds its rank, the
-        first one only; from then on only that address speaks for the rank (a proof from
-        elsewhere is ignored). A proven worker whose configuration differs is told our
-        fingerprint and exits by itself.
+        Only a fresh proof of the job's key with our configuration binds a rank. A proof for a
+        bound rank from a new address is a restarted worker (the proof is bound to the address
+        that got the challenge): the rank moves there, the old address is heard no more and
+        what it left open is closed. A proof sent again changes nothing (it gets the welcome
+        again). A proven worker whose configuration differs is told our fingerprint and exits
+        by itself.
         """
         rank = pkt.header.worker_rank
         answer = self.join.on_hello(rank, pkt.addr, pkt.payload)
         first_push = pkt.header.round
         if answer.proven:
             bound = self.addrs.get(rank)
-            if bound is not None and bound != pkt.addr:
-                self.counters["drop_hello_rebind"] += 1
-                return True
-            if answer.fingerprint != self.fingerprint:
+            moved = bound is not None and bound != pkt.addr
+            if not answer.fresh:
+                if moved:     # replayed from an address the rank moved away from
+                    self.counters["drop_hello_replay"] += 1
+                    return True
+                first_push = self.membership.first_push[rank]
+            elif answer.fingerprint != self.fingerprint:
                 self.counters["hello_config_mismatch"] += 1
                 self.names[rank] = (f"worker rank {rank} (its HELLO showed a different model, "
                                     f"--chunk-elems, --transport or --job)")
             else:
                 self.addrs[rank] = pkt.addr
-                first_push, again = self.membership.hello(rank)
+                if moved:
+                    self._rebind(rank, bound, pkt.addr)
+                first_push, again = self.membership.hello(rank, restarted=moved)
                 if again:
                     self._readmit(rank, first_push)
         if answer.reply is not None:
@@ -92,6 +99,12 @@ class UdpServerExchange:
             self.endpoint.send_control(wire.KIND_HELLO_ACK, pkt.addr, first_push,
                                        payload=answer.reply)
         return True
+
+    def _rebind(self, rank: int, old: tuple[str, int], new: tuple[str, int]) -> None:
+        """``rank`` proved the key from a new address: it speaks from there from now on."""
+        self.counters["hello_rebind"] += 1
+        self.member_events.append({"rank": rank, "change": "rebound",
+                                   "from": f"{old[0]}:{old[1]}", "to": f"{new[0]}:{new[1]}"})
 
     def _readmit(self, rank: int, first_push: int) -> None:
         """A worker joined again: what it still owed in earlier rounds is lost."""

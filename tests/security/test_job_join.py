@@ -24,7 +24,7 @@ from hosts.exchange.tcp import TcpServerExchange, TcpWorkerExchange
 from hosts.exchange.udp_server import UdpServerExchange
 from hosts.exchange.udp_worker import UdpWorkerExchange
 from hosts.transport.chunking import ChunkPlan
-from support.joining import answer, hello
+from support.joining import answer, hello, join_from
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = 5
@@ -172,6 +172,41 @@ def test_a_recorded_proof_fails_from_another_address_and_against_another_ps(atta
             other.close()
     finally:
         real.close()
+        ps.close()
+
+
+def test_a_replayed_proof_does_not_move_a_bound_rank(attacker):
+    """A restarted worker moves its rank with a fresh proof from its new address; a recorded
+    proof replayed from another address, or from the rank's old address after the move,
+    changes nothing and gets no answer."""
+    config = _config()
+    plan = ChunkPlan(LAYERS, CHUNK)
+    ps = UdpServerExchange(config, plan, 1, ("127.0.0.1", 0))
+    first, restarted = (socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2))
+    try:
+        for sock in (first, restarted):
+            sock.bind(("127.0.0.1", 0))
+        client = JoinClient(config.job_key, JOB, 0, ps.fingerprint)
+        first.sendto(hello(JOB, 0, client.next_hello()), ps.endpoint.address)
+        proof = client.on_ack(answer(first, ps))
+        first.sendto(hello(JOB, 0, proof), ps.endpoint.address)
+        client.on_ack(answer(first, ps))
+        assert client.joined and ps.addrs == {0: first.getsockname()}
+        attacker.sendto(hello(JOB, 0, proof), ps.endpoint.address)      # from a new address
+        ps.mux.drain()
+        assert ps.addrs == {0: first.getsockname()} and ps.counters["drop_hello_stale"] == 1
+        assert _received(attacker) == [] and ps.member_events == []
+        assert join_from(restarted, ps, config.job_key, JOB, 0, ps.fingerprint).joined
+        assert ps.addrs == {0: restarted.getsockname()} and ps.counters["hello_rebind"] == 1
+        moved = ps.member_events[0]
+        assert moved["change"] == "rebound" and moved["from"] == "%s:%d" % first.getsockname()
+        first.sendto(hello(JOB, 0, proof), ps.endpoint.address)     # the old address's proof
+        assert answer(first, ps, timeout=0.3) is None
+        assert ps.addrs == {0: restarted.getsockname()} and ps.counters["drop_hello_replay"] == 1
+        assert ps.counters["hello_rebind"] == 1 and len(ps.member_events) == 2
+    finally:
+        first.close()
+        restarted.close()
         ps.close()
 
 

@@ -182,22 +182,29 @@ def test_spoofed_pull_packets_sent_to_a_worker_change_nothing(job):
     assert job.answers_to_spoofer() == 0
 
 
-def test_hello_from_another_address_does_not_rebind_a_worker(job):
-    """Even a second sender holding the key cannot move a bound rank (no answer goes there)."""
+def test_only_a_fresh_proof_moves_a_bound_rank_and_the_old_address_is_refused_then(job):
+    """A HELLO from another address moves a bound rank only with a fresh proof of the key (a
+    restarted worker); unproven it gets a challenge and nothing else, and once moved the
+    rank's old address is not heard any more."""
     real = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     real.bind(("127.0.0.1", 0))
     try:
         assert join_from(real, job.ps, job.config.job_key, JOB, 0, job.ps.fingerprint).joined
-        second = JoinClient(job.config.job_key, JOB, 0, job.ps.fingerprint)
-        job.spoof.sendto(hello(JOB, 0, second.next_hello()), job.ps.endpoint.address)
-        proof = second.on_ack(answer(job.spoof, job.ps))
-        job.spoof.sendto(hello(JOB, 0, proof), job.ps.endpoint.address)
-        deadline = time.monotonic() + 5
-        while job.ps.counters["drop_hello_rebind"] < 1 and time.monotonic() < deadline:
-            job.ps.mux.drain()
-            time.sleep(0.01)
-        assert job.ps.addrs == {0: real.getsockname()}
-        assert job.answers_to_spoofer() == 0
+        forged = JoinClient(b"not the job's key".ljust(32, b"!"), JOB, 0, job.ps.fingerprint)
+        job.spoof.sendto(hello(JOB, 0, forged.next_hello()), job.ps.endpoint.address)
+        forged._np = answer(job.spoof, job.ps)[1:17]     # the attacker skips checking the MAC
+        job.spoof.sendto(hello(JOB, 0, forged.next_hello()), job.ps.endpoint.address)
+        job.ps.mux.drain()
+        assert job.ps.addrs == {0: real.getsockname()} and job.answers_to_spoofer() == 0
+        assert job.ps.counters["drop_hello_bad_mac"] == 1
+        assert join_from(job.spoof, job.ps, job.config.job_key, JOB, 0, job.ps.fingerprint).joined
+        assert job.ps.addrs == {0: job.spoof.getsockname()}
+        assert job.ps.counters["hello_rebind"] == 1
+        assert [e["change"] for e in job.ps.member_events] == ["rebound", "rejoined"]
+        for packet in _spoofed(job.plan, 1)[:3]:
+            real.sendto(packet, job.ps.endpoint.address)
+        job.ps.mux.drain()
+        assert job.ps.counters["drop_wrong_source"] == 3
     finally:
         real.close()
 

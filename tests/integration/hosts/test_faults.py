@@ -1,5 +1,5 @@
 """Agents ride out faults (real processes on 127.0.0.1): a network outage, a worker that dies
-and comes back, a job that shrinks below --min-workers."""
+and comes back (from its old or a new port), a job that shrinks below --min-workers."""
 import os
 import signal
 import threading
@@ -76,21 +76,33 @@ def test_agents_ride_out_an_outage_longer_than_their_peer_timeout(agents, tmp_pa
         assert wevents[-1]["event"] == "done"
 
 
-def test_a_dead_worker_is_left_behind_and_readmitted_with_the_current_model(agents, tmp_path):
+def _kill_and_restart_rank_2(agents, tmp_path, new_port: bool):
+    """Three workers; rank 2 killed in round 30 and started again once the PS left it behind
+    (same port) or at once (`new_port`). (the PS's records, the new worker's log, its old and
+    new port) once the job finished."""
     port = agents.free_port()
     ps, ps_log = _ps(agents, tmp_path, port)
     ports = [agents.free_port() for _ in range(3)]
     workers = [_worker(agents, tmp_path, r, port, ports[r]) for r in range(3)]
     _wait_for(agents, ps_log, lambda e: e["event"] == "round" and e["round"] >= 30)
     os.kill(workers[2][0].pid, signal.SIGKILL)
-    _wait_for(agents, ps_log, lambda e: e["event"] == "member" and e["change"] == "absent")
-    again, again_log = _worker(agents, tmp_path, 2, port, ports[2], tag="-again")
+    if new_port:
+        restart_port = agents.free_port()
+        assert restart_port != ports[2]
+    else:
+        restart_port = ports[2]
+        _wait_for(agents, ps_log, lambda e: e["event"] == "member" and e["change"] == "absent")
+    again, again_log = _worker(agents, tmp_path, 2, port, restart_port, tag="-again")
     rc, _, err = agents.wait(ps, 120)
     assert rc == 0, err
     for proc in (workers[0][0], workers[1][0], again):
         wrc, _, werr = agents.wait(proc, 30)
         assert wrc == 0, werr
-    events = agents.read_jsonl(ps_log)
+    return agents.read_jsonl(ps_log), again_log, ports[2], restart_port
+
+
+def test_a_dead_worker_is_left_behind_and_readmitted_with_the_current_model(agents, tmp_path):
+    events, again_log, _, _ = _kill_and_restart_rank_2(agents, tmp_path, new_port=False)
     members = [e for e in events if e["event"] == "member"]
     assert [(m["rank"], m["change"]) for m in members] == [(2, "absent"), (2, "rejoined")]
     back = members[1]["first_push"]
@@ -113,6 +125,24 @@ def test_a_dead_worker_is_left_behind_and_readmitted_with_the_current_model(agen
     assert wrounds == list(range(back, ROUNDS))
     accuracy = [e for e in events if e["event"] == "epoch"][-1]["accuracy"]
     assert accuracy > 0.85
+
+
+def test_a_worker_restarted_on_another_port_is_rebound_and_readmitted(agents, tmp_path):
+    events, again_log, old, new = _kill_and_restart_rank_2(agents, tmp_path, new_port=True)
+    members = [e for e in events if e["event"] == "member"]
+    # it may have gone absent before it was back (its start takes longer than --peer-timeout)
+    changes = [(m["rank"], m["change"]) for m in members if m["change"] != "absent"]
+    assert changes == [(2, "rebound"), (2, "rejoined")]
+    moved = next(m for m in members if m["change"] == "rebound")
+    assert (moved["from"], moved["to"]) == (f"127.0.0.1:{old}", f"127.0.0.1:{new}")
+    done = events[-1]
+    assert done["event"] == "done" and done["rejoins"] == {"2": 1}
+    assert done["absent_at_end"] == [] and done["counters"]["hello_rebind"] == 1
+    assert len({e["round"] for e in events if e["event"] == "round"}) == ROUNDS
+    back = members[-1]["first_push"]
+    wrounds = [e["round"] for e in agents.read_jsonl(again_log) if e["event"] == "round"]
+    assert wrounds == list(range(back, ROUNDS))
+    assert [e for e in events if e["event"] == "epoch"][-1]["accuracy"] > 0.85
 
 
 def test_a_job_below_min_workers_stops_with_one_line_error(agents, tmp_path):

@@ -32,6 +32,14 @@ def test_a_worker_that_exchanged_data_and_says_hello_again_rejoins():
     assert m.hello(0) == (4, True) and m.missing(3) == [0]
 
 
+def test_a_worker_restarted_from_a_new_address_rejoins_even_before_any_data():
+    m = Membership(2)
+    m.next_pull = 0
+    assert m.hello(1, restarted=True) == (1, True)     # it pulls round 0 whole, pushes from 1
+    assert m.missing(0) == [1] and m.pullers(0) == [0, 1]
+    assert m.summary()["rejoins"] == {"1": 1}
+
+
 def test_below_min_workers_the_ps_waits_the_horizon_then_names_the_absent():
     m = Membership(3, min_workers=2, horizon=5.0)
     m.mark_absent(1, 4)
