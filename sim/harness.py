@@ -36,7 +36,7 @@ def repetition_seed(cfg: ExperimentConfig, rep: int) -> int:
     return cfg.seed + rep
 
 
-def seed_ns3(seed: int) -> dict[str, int]:
+def seed_ns3(seed: int) -> dict[str, Any]:
     """Set ns-3's random streams for a repetition with `seed` (before anything random is
     created); returns what a run record keeps to reproduce it."""
     if seed < 0:
