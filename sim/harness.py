@@ -27,6 +27,35 @@ from topo.topologies import TopoParams, build_topology
 
 SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn"}
 BACKEND = "ns3"
+NS3_SEED = 1                 # ns-3's seed stays fixed; the repetition's seed is the run number
+START_JITTER_MS = 1.0        # default spread of the workers' push starts per round (params.sim_start_jitter_ms)
+
+
+def repetition_seed(cfg: ExperimentConfig, rep: int) -> int:
+    """The seed of repetition `rep`, as the emulation's runner derives it (config seed + rep)."""
+    return cfg.seed + rep
+
+
+def seed_ns3(seed: int) -> dict[str, Any]:
+    """Set ns-3's random streams for a repetition with `seed` (before anything random is
+    created); returns what a run record keeps to reproduce it."""
+    if seed < 0:
+        raise SimError(f"seed {seed} is negative")
+    ns = engine.ns3()
+    ns.RngSeedManager.SetSeed(NS3_SEED)
+    ns.RngSeedManager.SetRun(seed)
+    # streams are numbered in creation order, across simulations of one process: start again
+    # so that a repetition draws the same numbers whether it runs first or tenth
+    ns.RngSeedManager.ResetNextStreamIndex()
+    return {"ns3_seed": NS3_SEED, "ns3_run": seed}
+
+
+def start_jitter_s(cfg: ExperimentConfig) -> float:
+    """The spread of the workers' push starts in seconds (params.sim_start_jitter_ms, else 1 ms)."""
+    value = cfg.params.get("sim_start_jitter_ms", START_JITTER_MS)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+        raise SimError(f"params.sim_start_jitter_ms must be a non-negative number of ms, not {value!r}")
+    return float(value) / 1000.0
 
 
 def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
@@ -53,6 +82,7 @@ def setup(cfg: ExperimentConfig) -> ExperimentConfig:
             keep.append(arm)
     if not keep:
         raise SimError(f"{cfg.name}: no arm can be simulated yet: " + "; ".join(skipped))
+    start_jitter_s(cfg)      # a bad value fails here, before any run
     params = {**cfg.params, "backend": BACKEND, "skipped_arms": skipped}
     return replace(cfg, arms=tuple(keep), params=params)
 
@@ -67,15 +97,17 @@ def topology(settings: TopologySettings, workers: int) -> Any:
 
 def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,
             options: SimOptions = SimOptions()) -> ArmResult:
-    """One repetition of one arm, simulated (ns-3's random streams: seed = the config's, run =
-    the repetition, set before anything random is created)."""
+    """One repetition of one arm, simulated with ns-3's random streams at run number
+    `repetition_seed(cfg, rep)`: the same seed reproduces the repetition exactly."""
     topo = topology(cfg.topology_of(arm), cfg.workers_of(arm))
-    ns = engine.ns3()
-    ns.RngSeedManager.SetSeed(cfg.seed)
-    ns.RngSeedManager.SetRun(rep + 1)
+    rng = seed_ns3(repetition_seed(cfg, rep))
     if cfg.name == "pcn":
-        return pcn.run_arm(cfg, arm, rep, topo, out_dir, options)
-    return run_tcp_arm(cfg, arm, rep, topo, options)
+        result = pcn.run_arm(cfg, arm, rep, topo, out_dir, options)
+    else:
+        result = run_tcp_arm(cfg, arm, rep, topo, options)
+        rng["start_jitter_s"] = start_jitter_s(cfg)
+    result.extra["sim_rng"] = rng
+    return result
 
 
 def run_tcp_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
@@ -89,7 +121,8 @@ def run_tcp_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
     net = SimNetwork(topo, policy, options)
     try:
         out = run_tcp_rounds(net, "ps", [f"w{i}" for i in range(1, workers + 1)], gradient_bytes,
-                             gradient_bytes, cfg.rounds_of(arm), limit_s=cfg.timeout_s)
+                             gradient_bytes, cfg.rounds_of(arm), limit_s=cfg.timeout_s,
+                             jitter_s=start_jitter_s(cfg))
     finally:
         net.close()
     times = [e - s for s, e in zip(out.starts, out.ends)]
@@ -122,7 +155,7 @@ def run(cfg: ExperimentConfig, rd: ResultsDir, out: Callable[[str], None] = lamb
         elapsed = time.monotonic() - t0
         tail = result.extra["tail_drops"]
         run_record: dict[str, Any] = {
-            "arm": arm.name, "rep": rep, "seed": cfg.seed + rep, "ok": result.ok, "error": result.error,
+            "arm": arm.name, "rep": rep, "seed": repetition_seed(cfg, rep), "ok": result.ok, "error": result.error,
             "elapsed_s": round(elapsed, 3), "transport": arm.transport, "tcp_cc": arm.tcp_cc,
             "tcp_ecn": arm.tcp_ecn, "pace": arm.pace, "workers": cfg.workers_of(arm),
             "rounds_planned": cfg.rounds_of(arm), "metrics": result.metrics,

@@ -11,6 +11,7 @@
 #include "ns3/inet-socket-address.h"
 #include "ns3/node.h"
 #include "ns3/packet.h"
+#include "ns3/random-variable-stream.h"
 #include "ns3/simulator.h"
 #include "ns3/socket.h"
 #include "ns3/tcp-socket-factory.h"
@@ -19,14 +20,17 @@
 namespace gradlane_sim {
 
 // A push/pull training job over TCP: one connection per worker to the PS, kept for all rounds.
-// Round r starts when every worker has its round r-1 pull (plus `compute` time) and ends when
+// Round r is ready when every worker has its round r-1 pull (plus `compute` time); each worker
+// then starts its push after its own delay, drawn uniformly from [0, jitter) from ns-3's random
+// streams (so the seed and run number fix it). Round r starts with the first push and ends when
 // the last worker has its round r pull; round_start/round_end hold the times in seconds.
 class TcpRounds {
  public:
   TcpRounds(ns3::Ptr<ns3::Node> ps, ns3::Ipv4Address ps_addr, uint16_t port, uint64_t push_bytes,
-            uint64_t pull_bytes, uint32_t rounds, double compute_s)
+            uint64_t pull_bytes, uint32_t rounds, double compute_s, double jitter_s)
       : ps_(ps), ps_addr_(ps_addr), port_(port), push_(push_bytes), pull_(pull_bytes),
-        rounds_(rounds), compute_(ns3::Seconds(compute_s)) {}
+        rounds_(rounds), compute_(ns3::Seconds(compute_s)), jitter_s_(jitter_s),
+        jitter_(ns3::CreateObject<ns3::UniformRandomVariable>()) {}
 
   void AddWorker(ns3::Ptr<ns3::Node> node) { worker_nodes_.push_back(node); }
 
@@ -77,10 +81,22 @@ class TcpRounds {
   }
 
   void StartRound() {
-    round_start.push_back(ns3::Simulator::Now().GetSeconds());
     pushed_ = 0;
     pulled_ = 0;
-    for (auto& f : workers_) { f.to_send += push_; Pump(f); }
+    started_ = false;
+    for (size_t i = 0; i < workers_.size(); i++) {
+      double delay = jitter_s_ > 0 ? jitter_->GetValue(0.0, jitter_s_) : 0.0;
+      ns3::Simulator::Schedule(ns3::Seconds(delay), &TcpRounds::Push, this, i);
+    }
+  }
+
+  void Push(size_t worker) {
+    if (!started_) {
+      round_start.push_back(ns3::Simulator::Now().GetSeconds());
+      started_ = true;
+    }
+    workers_[worker].to_send += push_;
+    Pump(workers_[worker]);
   }
 
   static Flow* Find(std::vector<Flow>& flows, ns3::Ptr<ns3::Socket> s) {
@@ -144,6 +160,9 @@ class TcpRounds {
   uint64_t push_, pull_;
   uint32_t rounds_;
   ns3::Time compute_;
+  double jitter_s_;
+  ns3::Ptr<ns3::UniformRandomVariable> jitter_;
+  bool started_ = false;
   std::vector<ns3::Ptr<ns3::Node>> worker_nodes_;
   ns3::Ptr<ns3::Socket> listener_;
   std::vector<Flow> workers_, accepted_;

@@ -23,7 +23,10 @@ class SwitchRouting : public ns3::Ipv4RoutingProtocol {
                                  .AddConstructor<SwitchRouting>();
     return tid;
   }
-  SwitchRouting() : rand_(ns3::CreateObject<ns3::UniformRandomVariable>()) {}
+  // The hash salt stands in for what varies per run on real hosts (random ephemeral ports,
+  // which ns-3 allocates in order): other seeds put the same flows on other paths.
+  SwitchRouting()
+      : rand_(ns3::CreateObject<ns3::UniformRandomVariable>()), salt_(rand_->GetInteger(0, 0xFFFFFFFFu)) {}
 
   void Configure(SwitchState* state) { state_ = state; }
   // P4 port -> the ns-3 interface it is and the neighbour's address on that link.
@@ -87,7 +90,7 @@ class SwitchRouting : public ns3::Ipv4RoutingProtocol {
     return route;
   }
 
-  static uint32_t FlowHash(const ns3::Ipv4Header& h, ns3::Ptr<const ns3::Packet> p) {
+  uint32_t FlowHash(const ns3::Ipv4Header& h, ns3::Ptr<const ns3::Packet> p) const {
     uint32_t l4 = 0;
     if (p && (h.GetProtocol() == 6 || h.GetProtocol() == 17) && p->GetSize() >= 4) {
       uint8_t b[4];
@@ -95,7 +98,8 @@ class SwitchRouting : public ns3::Ipv4RoutingProtocol {
       l4 = (uint32_t(b[0]) << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
     }
     uint64_t x = (uint64_t(h.GetSource().Get()) << 32) ^ h.GetDestination().Get() ^
-                 (uint64_t(h.GetProtocol()) << 56) ^ (uint64_t(l4) * 0x9E3779B97F4A7C15ull);
+                 (uint64_t(h.GetProtocol()) << 56) ^ (uint64_t(l4) * 0x9E3779B97F4A7C15ull) ^
+                 (uint64_t(salt_) << 20);
     x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33;
     return uint32_t(x);
   }
@@ -103,6 +107,7 @@ class SwitchRouting : public ns3::Ipv4RoutingProtocol {
   SwitchState* state_ = nullptr;
   ns3::Ptr<ns3::Ipv4> ipv4_;
   ns3::Ptr<ns3::UniformRandomVariable> rand_;
+  uint32_t salt_;
   std::unordered_map<uint32_t, Port> ports_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> routes_;
 };
