@@ -14,8 +14,9 @@ from hosts.errors import ConfigError, HostsError
 _PR_SET_PDEATHSIG = 1
 
 
-class Terminated(Exception):
-    """Raised in the main thread when SIGTERM/SIGINT arrives."""
+class Terminated(BaseException):
+    """Raised in the main thread when SIGTERM/SIGINT arrives (a BaseException, as
+    KeyboardInterrupt is, so that no `except Exception` on the way can swallow it)."""
 
 
 def _on_signal(signum: int, frame: object) -> None:
@@ -31,17 +32,25 @@ def die_with_parent() -> None:
 
 
 def run_agent(body: Callable[[], None], pid_file: str | None = None,
-              prog: str | None = None) -> int:
+              prog: str | None = None, preload: Callable[[], None] | None = None) -> int:
     """Run an agent's main body: writes/removes the PID file, turns SIGTERM into a clean exit
-    (status 0), and a HostsError into `prog: error: message` with status 2."""
+    (status 0), and a HostsError into `prog: error: message` with status 2.
+
+    `preload` runs first, before the signal handlers exist: heavy imports belong there, since
+    an exception raised by a signal handler inside an extension module's import can be lost
+    (a SIGTERM during scikit-learn's import was, and the agent ran on)."""
     prog = prog or os.path.basename(sys.argv[0])
+    if preload is not None:
+        preload()
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     try:
         if pid_file:
-            try:
-                with open(pid_file, "w") as f:
+            try:   # written whole, then renamed: a reader never sees it empty
+                tmp = f"{pid_file}.{os.getpid()}.tmp"
+                with open(tmp, "w") as f:
                     f.write(f"{os.getpid()}\n")
+                os.replace(tmp, pid_file)
             except OSError as exc:
                 raise ConfigError(f"cannot write --pid-file {pid_file}: {exc.strerror}") from None
         body()
@@ -62,12 +71,13 @@ def run_agent(body: Callable[[], None], pid_file: str | None = None,
 
 
 def agent_main(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace], None],
-               prog: str, argv: list[str] | None = None) -> int:
+               prog: str, argv: list[str] | None = None,
+               preload: Callable[[], None] | None = None) -> int:
     """The `main()` of an agent: parse `argv`, honour `--die-with-parent`, then `run_agent`."""
     args = parser.parse_args(argv)
     if getattr(args, "die_with_parent", False):
         die_with_parent()
-    return run_agent(lambda: run(args), getattr(args, "pid_file", None), prog)
+    return run_agent(lambda: run(args), getattr(args, "pid_file", None), prog, preload)
 
 
 def parse_hostport(text: str, what: str, default_port: int | None = None) -> tuple[str, int]:

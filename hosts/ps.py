@@ -298,7 +298,7 @@ def _ms(seconds: float) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return agent_main(build_parser(), serve, "hosts.ps", argv)
+    return agent_main(build_parser(), serve, "hosts.ps", argv, preload=dataset.preload)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,11 @@ class Dataset:
         return int(max(self.y_train.max(), self.y_test.max())) + 1
 
 
+def preload() -> None:
+    """Import what `load` needs (scikit-learn, about a second) ahead of time."""
+    import sklearn.datasets  # noqa: F401
+
+
 def load(seed: int) -> Dataset:
     """Digits scaled to [0, 1], shuffled with `seed`, 80% train / 20% test."""
     from sklearn.datasets import load_digits  # heavy import, only where needed
