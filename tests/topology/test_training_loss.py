@@ -1,11 +1,16 @@
 """Training over a Mininet path with injected loss (user-space, in the embedded switch, since
-this kernel has no netem) reaches an accuracy within 1 point of the same job on a loss-free path,
+this kernel has no netem) reaches an accuracy within 2 points of the same job on a loss-free path,
 and every round closed by its bound got at least (1 - bound) of the whole gradient."""
 from topo.summary import final_accuracy, rounds_completed, tensor_delivery
 
 # Six epochs: at two (40 rounds) the model was still climbing and two loss-free runs differed
-# by up to 0.8 points from timing alone; at six the final accuracies of both arms agree within 0.3.
+# by up to 0.8 points from timing alone. Since issue 22 both arms lose data for real (the
+# default policy lets switches drop up to 10 % of the tensor, and rounds close by that bound
+# without resends): the loss-free arm alone then ended at 0.947 and 0.964 in two runs of this
+# machine, and one lossy run ended 1.1 points below its loss-free one. The bar is 2 points: a
+# broken hole filling or bound costs far more.
 ROUNDS = 120
+MAX_ACCURACY_GAP = 0.02
 
 
 def _train(network, loss_pct: float):
@@ -25,6 +30,6 @@ def test_lossy_path_trains_within_one_point_of_loss_free(network):
     assert rounds_completed(clean) >= ROUNDS and rounds_completed(lossy) >= ROUNDS
     acc_clean, acc_lossy = final_accuracy(clean), final_accuracy(lossy)
     print(f"accuracy loss-free {acc_clean:.4f}, with 3 % loss {acc_lossy:.4f}")
-    assert acc_lossy >= acc_clean - 0.01, (acc_clean, acc_lossy)
+    assert acc_lossy >= acc_clean - MAX_ACCURACY_GAP, (acc_clean, acc_lossy)
     tensor = tensor_delivery(lossy)     # one bound over the tensor, the agents' default scope
     assert tensor is not None and tensor["min"] >= 1 - tensor["bound"] - 1e-6, tensor
