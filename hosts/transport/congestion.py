@@ -9,10 +9,10 @@ the switch compares with its threshold), i.e. when the switch would have marked 
 ECN-capable. Every packet of an ACK echoing a path queueing delay above `delay_target` counts
 as marked. Once per window of acknowledged packets, alpha <- (1 - g) alpha + g F
 (F = marked / acknowledged, g = 1/16; alpha starts at 1, as Linux DCTCP's does, so the first
-marked window halves), and if anything was marked, cwnd <- cwnd (1 - alpha / 2). Loss is a congestion
-signal only beyond the bound: when more chunks are known lost than the receiver may leave
-missing (`loss_budget`), the window halves as Reno's does. An observation window is as many
-acknowledged packets as the window held when it began (about one round trip).
+marked window halves), and if anything was marked, cwnd <- cwnd (1 - alpha / 2). Loss is a
+congestion signal only beyond the bound: when more chunks are known lost than the receiver
+may leave missing (`loss_budget`), the window halves as Reno's does. An observation window is
+as many acknowledged packets as the window held when it began (about one round trip).
 Rule ``reno``: every loss event halves the window (at most once per `loss_gap` s); CE and delay
 are ignored. Loss is what the receiver's BITMAPs show (a chunk overtaken in the ACKs only stops
 holding the window: its ACK may have been the one lost).
