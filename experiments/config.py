@@ -144,9 +144,9 @@ class ExperimentConfig:
         return arm.workers or self.topology_of(arm).workers
 
 
-def default_path(name: str) -> Path:
-    """experiments/configs/NAME.yaml."""
-    return CONFIG_DIR / f"{name}.yaml"
+def default_path(name: str, variant: str = "") -> Path:
+    """experiments/configs/NAME.yaml, or NAME_VARIANT.yaml for a variant."""
+    return CONFIG_DIR / (f"{name}_{variant}.yaml" if variant else f"{name}.yaml")
 
 
 def load(path: str | Path, quick: bool = False, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
