@@ -17,6 +17,7 @@ priority front layers first (DLCP), drop eligible unless the bound is 0. It load
 
 Run: python -m experiments.plot_profile --out policy.yaml [--seeds 1,2,3,4,5] [--jobs 1-9] ...
      python -m experiments.plot_profile --out policy.yaml --config experiments/configs/plot_bounds.yaml
+     python -m experiments.plot_profile --out cnn.yaml --model cnn --filters 16 --hidden 32 ...
 """
 from __future__ import annotations
 
@@ -282,8 +283,8 @@ def settings_from_args(args: argparse.Namespace) -> TrainSettings:
     if not args.lr > 0 or not 0 <= args.momentum < 1:
         raise ProfileError("--lr must be positive and --momentum in [0, 1)")
     return TrainSettings(hidden=hidden, model=args.model, filters=args.filters, workers=args.workers,
-                         batch=args.batch, rounds=args.rounds, lr=args.lr, momentum=args.momentum, chunk_elems=args.chunk_elems,
-                         hole_fill=args.hole_fill)
+                         batch=args.batch, rounds=args.rounds, lr=args.lr, momentum=args.momentum,
+                         chunk_elems=args.chunk_elems, hole_fill=args.hole_fill)
 
 
 def _from_experiment(path: str, argv: Sequence[str], args: argparse.Namespace) -> tuple[
