@@ -371,6 +371,12 @@ def _bound_gap_notes(results: Results, config: ExperimentConfig, per_layer: str 
             worst = [100.0 * (1.0 - min(d[i] for d in delivered)) for i in range(layers)]
             if arm != tensor:
                 highest = max(highest, *worst)
+            else:
+                over = [i for i, m in enumerate(mean_loss) if i < len(bounds) and m > 100.0 * bounds[i]]
+                if over:
+                    out.append(f"{arm}: the pooled budget let holes gather in " + ", ".join(
+                        f"layer {i} ({mean_loss[i]:.1f} % on average, its per-layer bound {bounds[i]:g})"
+                        for i in over) + ", which the per-layer bounds forbid.")
             out.append(f"{arm}: push loss per layer, mean over rounds (worst round) in %: "
                        + ", ".join(f"{m:.2f} ({w:.1f})" for m, w in zip(mean_loss, worst)) + ".")
     if looser and highest < 100.0 * low:
@@ -458,6 +464,6 @@ def profile_plot(config: ExperimentConfig, path: Path) -> Path | None:
     trained = config.params.get("training_hole_fill", "?")
     return plots.lines(series, path, "chunk loss injected into this layer alone (%)",
                        "accuracy drop vs loss-free (points)",
-                       f"PLOT profile: holes filled with {filling} (training: {trained}); "
-                       f"seeds {record.get('seeds')}",
+                       f"PLOT profile, holes filled with {filling} (the jobs: {trained})\n"
+                       f"mean ± sd over seeds {record.get('seeds')}, paired with the loss-free run",
                        level=(100.0 * float(record.get("tolerance", 0.0)), "tolerance"))

@@ -145,11 +145,14 @@ def test_summary_compares_per_layer_with_the_whole_tensor_bound(tmp_path):
                               ("tcp", 0.9, 0.93)):
             rd.append_run(_run(arm, rep, p99, 10.0, acc, pb.arm_bounds(cfg, arm)),
                           [{"arm": arm, "rep": rep, "round": i, "t_s": i * p99, "round_time_s": p99,
-                            "delivered": [0.9, 0.95], "violations": 0, "accuracy": None} for i in range(5)])
+                            "delivered": [0.99, 0.8] if arm == "tensor" else [0.9, 0.95],
+                            "violations": 0, "accuracy": None} for i in range(5)])
     text, _ = report.finish(pb, cfg, rd)
     text = text.read_text()
     assert "| p99 round time, whole-tensor bound / per-layer bounds |" in text
     assert "| 0.5 ± 0 x (n=3)" in text                      # tensor / per-layer p99
     assert "| 2 ± 0 points (n=3) | same rounds, same seeds; per_layer minus tensor |" in text
     assert "tensor: push loss per layer" in text
+    assert "tensor: the pooled budget let holes gather in layer 1 (20.0 % on average, its per-layer bound 0.1)" in text
+    assert "per_layer: the pooled budget" not in text
     assert "so the per-layer arm may leave at most" in text
