@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hosts.training.flat import FlatLayers
+
 IMAGE_SIDE = 8          # sklearn's digits are 8x8
 KERNEL = 3
 POOL = 2
@@ -25,7 +27,7 @@ def _patches(images: np.ndarray) -> np.ndarray:
     return np.stack(taps, axis=-1).reshape(n, IMAGE_SIDE * IMAGE_SIDE, KERNEL * KERNEL)
 
 
-class SmallCNN:
+class SmallCNN(FlatLayers):
     """Parameters and gradients of the conv-pool-dense-dense network; same interface as MLP."""
 
     INPUTS = IMAGE_SIDE * IMAGE_SIDE
@@ -40,22 +42,6 @@ class SmallCNN:
                         (rng.standard_normal((hidden, classes)) * np.sqrt(2.0 / hidden)).astype(np.float32)]
         self.biases = [np.zeros(filters, dtype=np.float32), np.zeros(hidden, dtype=np.float32),
                        np.zeros(classes, dtype=np.float32)]
-
-    @property
-    def num_layers(self) -> int:
-        return len(self.weights)
-
-    def layer_sizes(self) -> list[int]:
-        return [w.size + b.size for w, b in zip(self.weights, self.biases)]
-
-    def get_flat(self) -> list[np.ndarray]:
-        return [np.concatenate([w.ravel(), b]) for w, b in zip(self.weights, self.biases)]
-
-    def set_flat(self, layers: list[np.ndarray]) -> None:
-        for i, flat in enumerate(layers):
-            w = self.weights[i]
-            self.weights[i] = np.asarray(flat[:w.size], dtype=np.float32).reshape(w.shape).copy()
-            self.biases[i] = np.asarray(flat[w.size:], dtype=np.float32).copy()
 
     def _forward(self, x: np.ndarray) -> dict[str, np.ndarray]:
         n = x.shape[0]
