@@ -83,7 +83,7 @@ def run_one(name: str, args: argparse.Namespace) -> int:
         print(f"[{name}] resuming {rd.path} ({len(rd.completed())} run(s) already recorded)", flush=True)
     else:
         cfg = _load_config(name, args)
-        rd = ResultsDir.create(args.out, name)
+        rd = ResultsDir.create(args.out, cfg.label)
         configs.save(cfg, rd.config_path)
     simulated = cfg.params.get("backend") == "ns3"
     if simulated:
@@ -101,7 +101,7 @@ def run_one(name: str, args: argparse.Namespace) -> int:
     print(f"[{name}] summary: {summary_path}; plots: {', '.join(p.name for p in plots) or 'none'}", flush=True)
     print(summary_path.read_text(), flush=True)
     if args.publish:
-        dest = report.publish(f"{name}-ns3" if simulated else name, rd, plots)
+        dest = report.publish(f"{cfg.label}-ns3" if simulated else cfg.label, rd, plots)
         print(f"[{name}] published to {dest}/", flush=True)
     results = rd.load()
     if not any(r.get("ok") for r in results.runs):

@@ -17,6 +17,8 @@ from typing import Any
 import yaml
 
 from experiments.errors import ConfigError
+from hosts.errors import ConfigError as HostsConfigError
+from hosts.training.models import ModelSpec, parse_hidden
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 TRANSPORTS = ("ltp", "mlt", "tcp")
@@ -44,15 +46,22 @@ class TopologySettings:
 
 @dataclass(frozen=True)
 class ModelSettings:
-    """The MLP trained on sklearn's digits (hosts/training) and its optimiser."""
+    """The model trained on sklearn's digits (hosts/training/models.py) and its optimiser."""
 
-    hidden: str = "64"              # comma-separated hidden widths
+    hidden: str = "64"              # comma-separated hidden widths (cnn: its dense layer's)
     batch: int = 32
     lr: float | None = None         # parameter server only; None = the agent's default
     momentum: float | None = None
+    kind: str = "mlp"               # the agents' --model: mlp or cnn
+    filters: int = 16               # cnn only: convolution kernels
+
+    def _model_args(self) -> list[str]:
+        if self.kind == "mlp":
+            return []
+        return ["--model", self.kind, "--filters", str(self.filters)]
 
     def ps_args(self) -> tuple[str, ...]:
-        out = ["--hidden", self.hidden, "--batch", str(self.batch)]
+        out = [*self._model_args(), "--hidden", self.hidden, "--batch", str(self.batch)]
         if self.lr is not None:
             out += ["--lr", f"{self.lr:g}"]
         if self.momentum is not None:
@@ -60,7 +69,7 @@ class ModelSettings:
         return tuple(out)
 
     def worker_args(self) -> tuple[str, ...]:
-        return ("--hidden", self.hidden, "--batch", str(self.batch))
+        return (*self._model_args(), "--hidden", self.hidden, "--batch", str(self.batch))
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,7 @@ class ExperimentConfig:
 
     name: str
     description: str = ""
+    variant: str = ""               # a second config of the experiment: results go to NAME-VARIANT
     seed: int = 1
     repetitions: int = 3
     rounds: int = 50
@@ -103,6 +113,11 @@ class ExperimentConfig:
     quick: dict[str, Any] = field(default_factory=dict)
     source: str = ""                # the file it came from
     is_quick: bool = False
+
+    @property
+    def label(self) -> str:
+        """NAME, or NAME-VARIANT: where its results and published figures go."""
+        return f"{self.name}-{self.variant}" if self.variant else self.name
 
     def arm(self, name: str) -> Arm:
         """The arm called `name`; ConfigError if there is none."""
@@ -129,9 +144,9 @@ class ExperimentConfig:
         return arm.workers or self.topology_of(arm).workers
 
 
-def default_path(name: str) -> Path:
-    """experiments/configs/NAME.yaml."""
-    return CONFIG_DIR / f"{name}.yaml"
+def default_path(name: str, variant: str = "") -> Path:
+    """experiments/configs/NAME.yaml, or NAME_VARIANT.yaml for a variant."""
+    return CONFIG_DIR / (f"{name}_{variant}.yaml" if variant else f"{name}.yaml")
 
 
 def load(path: str | Path, quick: bool = False, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
@@ -289,11 +304,12 @@ _FIELD_KINDS: dict[type, dict[str, str]] = {
     TopologySettings: dict(name="str", workers="int", background="int", bottleneck_pps="float?",
                            queue_depth="int", delay_ms="float", loss_pct="float", bw_mbps="float?",
                            policy="str?", bursts="strs", background_flows="int", background_cc="str"),
-    ModelSettings: dict(hidden="str", batch="int", lr="float?", momentum="float?"),
+    ModelSettings: dict(hidden="str", batch="int", lr="float?", momentum="float?", kind="str",
+                        filters="int"),
     Arm: dict(name="str", transport="str", tcp_cc="str?", tcp_ecn="str?", pace="bool", workers="int?",
               rounds="int?", repetitions="int?", agent_args="strs", ps_args="strs", worker_args="strs", topology="map",
               params="map"),
-    ExperimentConfig: dict(name="str", description="str", seed="int", repetitions="int", rounds="int",
+    ExperimentConfig: dict(name="str", description="str", variant="str", seed="int", repetitions="int", rounds="int",
                            timeout_s="float", chunk_elems="int?", topology="topology", model="model",
                            agent_args="strs", arms="arms", params="map", quick="map", source="str",
                            is_quick="bool"),
@@ -308,10 +324,16 @@ def _check(cfg: ExperimentConfig) -> None:
         raise ConfigError(f"{src}: repetitions and rounds must be at least 1")
     if cfg.timeout_s <= 0:
         raise ConfigError(f"{src}: timeout_s must be positive")
+    if cfg.variant and not _ARM_NAME.match(cfg.variant):
+        raise ConfigError(f"{src}: variant may hold letters, digits and _ . + - only")
     if cfg.chunk_elems is not None and cfg.chunk_elems < 1:
         raise ConfigError(f"{src}: chunk_elems must be at least 1")
     if cfg.model.batch < 1:
         raise ConfigError(f"{src}: model.batch must be at least 1")
+    try:
+        ModelSpec(cfg.model.kind, parse_hidden(cfg.model.hidden), cfg.model.filters)
+    except HostsConfigError as exc:
+        raise ConfigError(f"{src}: model: {exc}") from None
     seen: set[str] = set()
     for arm in cfg.arms:
         where = f"{src}: arms[{arm.name}]"

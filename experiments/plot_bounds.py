@@ -1,13 +1,17 @@
-"""Experiment 3, PLOT: per-layer loss bounds vs one uniform bound vs TCP under background
-congestion (p99 round time, training time to a target accuracy, round-time CDF).
+"""Experiment 3, PLOT: per-layer loss bounds vs one uniform bound vs one whole-tensor bound vs
+TCP under background congestion (p99 round time, training time to a target accuracy,
+round-time CDF, final accuracy).
 
 Before a new run, `setup` profiles the model once (`experiments.plot_profile`, in process, with
 the config's model, rounds, workers and chunking, lost elements filled with zero as in PLOT's
 profile; the jobs' own hole fill is stated beside the profile in the summary) or reads a cached profile made with
 the same inputs (`params.profile.cache_dir`), or takes `params.bounds` as configured. The
-per-layer arm uses the profiled bounds, the uniform arm their minimum on every layer, the TCP
-arm no bounds. Both bound arms give their bounds to both sides, so they agree: the hosts by
-`--layer-bounds` (pull: the hosts' default quarter of each), the switches by a policy file
+per-layer arm uses the profiled bounds, the uniform arm their minimum on every layer, the
+tensor arm one bound over the whole tensor with the per-layer arm's total loss budget
+(sum of bound x layer size, divided by the tensor's size; LTP's and MLT's semantics: any chunk
+may be the missing one), the TCP arm no bounds. The bound arms give their bounds to both
+sides, so they agree: the hosts by `--layer-bounds` (tensor arm: `--bound B --bound-scope
+tensor`; pull: the hosts' default quarter of each), the switches by a policy file
 written for the job and installed with `gradctl policy apply` (pull_bound a quarter too) before
 the job starts. Each run records the bounds the hosts logged (the PS's and workers' `start`
 records) and the bounds the controller reports installed (`gradctl --json policy show`).
@@ -21,10 +25,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from experiments import plot_profile, plots
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
 from experiments.config import ExperimentConfig
-from experiments.lossy_training import settings_from_config
+from experiments.errors import ConfigError
+from experiments.lossy_training import layer_count, layer_sizes, settings_from_config
 from experiments.records import Results
 from experiments.stats import fmt_num, percentile
 from experiments.stats import summarize as stat_of
@@ -32,9 +39,10 @@ from experiments.training import ROUND_TIME_MEANING, run_training, time_to_accur
 from hosts.transport.bounds import DEFAULT_PULL_FRACTION
 
 ORDER = 3
-TITLE = "PLOT: per-layer loss bounds vs one uniform bound vs TCP under background congestion"
+TITLE = ("PLOT: per-layer loss bounds vs one uniform bound vs one whole-tensor bound vs TCP under "
+         "background congestion")
 PAPER = "PLOT, IEEE TNSM 2024"
-PER_LAYER, UNIFORM = "per_layer", "uniform"
+PER_LAYER, UNIFORM, TENSOR = "per_layer", "uniform", "tensor"
 FIGURES: list[Figure] = [
     Figure(key="p99_vs_uniform_x", label="p99 round time, uniform bound / per-layer bounds",
            paper="lower tail latency with per-layer bounds (> 1x)", unit="x",
@@ -46,6 +54,12 @@ FIGURES: list[Figure] = [
            paper="n/a (the paper's arms share one switch treatment)", unit="x",
            note="the per-layer arm without the priority queues (switch and DSCP), so loss tolerance is "
                 "compared without priority"),
+    Figure(key="p99_vs_tensor_x", label="p99 round time, whole-tensor bound / per-layer bounds",
+           paper="n/a (PLOT compares with a uniform per-layer bound)", unit="x",
+           note="whole-tensor = one bound over the tensor with the per-layer bounds' total loss budget"),
+    Figure(key="accuracy_vs_tensor", label="final accuracy, per-layer minus whole-tensor bound",
+           paper="n/a (the gain per-layer bounds exist for: loss kept off intolerant layers)",
+           unit="points", note="same rounds, same seeds"),
     Figure(key="tta_vs_uniform", label="time to target accuracy, per-layer vs uniform",
            paper="shorter training time", unit="%", note="negative = per-layer faster"),
     Figure(key="tta_vs_tcp", label="time to target accuracy, per-layer vs TCP",
@@ -83,7 +97,7 @@ def profiled_bounds(config: ExperimentConfig, log: Any = print) -> tuple[list[fl
         if profile is not None and profile.inputs() == inputs:
             log(f"[plot_bounds] profile from cache {cached} (made in {profile.elapsed_s:.0f} s)")
             return list(profile.bounds), {"source": f"cache {cached}", **profile.to_json()}
-    log(f"[plot_bounds] profiling {len(settings.hidden) + 1} layers x {len(rates)} rates x "
+    log(f"[plot_bounds] profiling {layer_count(settings)} layers x {len(rates)} rates x "
         f"{len(seeds)} seeds in process (cached afterwards in {cache_dir})")
     profile = plot_profile.run_profile(settings, seeds, rates, tolerance, progress=True)
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -95,10 +109,17 @@ def profiled_bounds(config: ExperimentConfig, log: Any = print) -> tuple[list[fl
 def setup(config: ExperimentConfig) -> ExperimentConfig:
     """Profile (or read) the per-layer bounds; record them, the uniform bound and the profile."""
     bounds, record = profiled_bounds(config)
+    settings = settings_from_config(config)
+    sizes = layer_sizes(settings)
+    if len(sizes) != len(bounds):
+        raise ConfigError(f"{config.source}: params.bounds has {len(bounds)} values, the model has "
+                          f"{len(sizes)} layers")
+    tensor = plot_profile.tensor_bound(bounds, sizes)
     params = {**config.params, "per_layer_bounds": bounds, "uniform_bound": min(bounds),
-              "profile_record": record, "training_hole_fill": settings_from_config(config).hole_fill}
-    print(f"[plot_bounds] per-layer bounds {bounds}, uniform bound {min(bounds):g} "
-          f"({record['source']})", flush=True)
+              "tensor_bound": tensor, "layer_sizes": sizes, "profile_record": record,
+              "training_hole_fill": settings.hole_fill}
+    print(f"[plot_bounds] per-layer bounds {bounds}, uniform bound {min(bounds):g}, whole-tensor "
+          f"bound {tensor:g} ({record['source']})", flush=True)
     return replace(config, params=params)
 
 
@@ -110,6 +131,8 @@ def arm_bounds(config: ExperimentConfig, arm_name: str) -> list[float] | None:
         return per_layer
     if kind == UNIFORM:
         return [float(config.params["uniform_bound"])] * len(per_layer)
+    if kind == TENSOR:
+        return [float(config.params["tensor_bound"])] * len(per_layer)
     return None
 
 
@@ -161,7 +184,10 @@ def run_arm(ctx: ArmContext) -> ArmResult:
         sides.update(policy_file=str(path),
                      switch_push_bounds=[c.get("loss_bound") for c in classes],
                      switch_pull_bounds=[c.get("pull_bound") for c in classes])
-        extra = ("--layer-bounds", ",".join(f"{b:g}" for b in bounds))
+        if ctx.arm.params.get("bounds") == TENSOR:
+            extra: tuple[str, ...] = ("--bound", f"{bounds[0]:g}", "--bound-scope", "tensor")
+        else:
+            extra = ("--layer-bounds", ",".join(f"{b:g}" for b in bounds))
         # as the arm's own agent flags (for this run only: the runner sets them per run), so the
         # session sees the hosts get their bounds by flag and does not also hand them the
         # controller's policy (the agents refuse both at once)
@@ -235,22 +261,27 @@ def _tta_row(results: Results, key: str, ours: str | None, base: str | None, fla
     return Row(key, stat_of(100.0 * (a - b) / b for a, b in pairs if b > 0), note, flag)
 
 
+def _accuracy_row(results: Results, key: str, ours: str | None, base: str | None, flag: bool) -> Row:
+    if not (ours and base):
+        return Row(key, "n/a", "an arm is missing", flag)
+    pairs = _paired(results, ours, base, "final_accuracy")
+    return Row(key, stat_of(100.0 * (a - b) for a, b in pairs), f"{ours} minus {base}", flag)
+
+
 def summarize(results: Results, config: ExperimentConfig) -> Summary:
     """Headline rows, a per-arm table, the bounds each side used, and the profile."""
     per_layer, uniform, tcp = _arm_of(config, PER_LAYER), _arm_of(config, UNIFORM), _tcp_arm(config)
+    tensor = _arm_of(config, TENSOR)
     flag = results.switch_dropped()
     same_queue = _arm_of(config, PER_LAYER, priority=False)
     rows = [_ratio_row(results, "p99_vs_uniform_x", uniform, per_layer, flag),
             _ratio_row(results, "p99_vs_tcp_x", tcp, per_layer, flag),
             _ratio_row(results, "p99_vs_tcp_same_queue_x", tcp, same_queue, flag),
+            _ratio_row(results, "p99_vs_tensor_x", tensor, per_layer, flag),
+            _accuracy_row(results, "accuracy_vs_tensor", per_layer, tensor, flag),
             _tta_row(results, "tta_vs_uniform", per_layer, uniform, flag),
-            _tta_row(results, "tta_vs_tcp", per_layer, tcp, flag)]
-    if per_layer and tcp:
-        pairs = _paired(results, per_layer, tcp, "final_accuracy")
-        rows.append(Row("accuracy_delta", stat_of(100.0 * (a - b) for a, b in pairs),
-                        f"{per_layer} minus {tcp}", flag))
-    else:
-        rows.append(Row("accuracy_delta", "n/a", "an arm is missing", flag))
+            _tta_row(results, "tta_vs_tcp", per_layer, tcp, flag),
+            _accuracy_row(results, "accuracy_delta", per_layer, tcp, flag)]
     target = config.params.get("target_accuracy", 0.9)
     arm_rows = []
     for arm in results.arms():
@@ -272,7 +303,9 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
               _sides_table(results), _profile_table(config)]
     record = config.params.get("profile_record") or {}
     notes = [f"Bounds: per-layer {config.params.get('per_layer_bounds')}, uniform "
-             f"{config.params.get('uniform_bound')} (the minimum), from {record.get('source', '?')}.",
+             f"{config.params.get('uniform_bound')} (the minimum), whole-tensor "
+             f"{config.params.get('tensor_bound')} (the per-layer bounds' total budget over layers of "
+             f"{config.params.get('layer_sizes')} elements), from {record.get('source', '?')}.",
              "Each bound arm gives its bounds to the hosts (--layer-bounds; pull = a quarter) and to "
              "the switches (a policy file per job, `gradctl policy apply`, pull_bound = a quarter); "
              "the sides table shows what each side reported.",
@@ -284,14 +317,34 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
              "switches treat traffic without the gradient header. The arms marked no-priority run the "
              "same bounds without the priority queues (policy prioritize: false, DATA sent with TOS 0), "
              "so TCP and they meet the background in one queue: the p99_vs_tcp_same_queue_x row."]
+    notes.extend(_packet_note(config))
     notes.extend(_bound_gap_notes(results, config, per_layer, uniform))
     return Summary(rows=rows, tables=[t for t in tables if t is not None], notes=notes)
 
 
+TCP_SEGMENT_BYTES = 1448       # payload of one MTU-sized TCP segment
+
+
+def _packet_note(config: ExperimentConfig) -> list[str]:
+    """Packets one worker's push takes in the bound arms (one chunk each) and in TCP: at a
+    bottleneck that counts packets, not bytes, small chunks cost the bound arms that ratio."""
+    sizes = config.params.get("layer_sizes") or []
+    chunk = config.chunk_elems
+    if not sizes or not chunk:
+        return []
+    chunks = sum(math.ceil(n / chunk) for n in sizes)
+    segments = math.ceil(4 * sum(sizes) / TCP_SEGMENT_BYTES)
+    return [f"One worker's push is {chunks} gradient packets of at most {chunk} values in the bound arms "
+            f"and about {segments} MTU-sized segments over TCP ({4 * sum(sizes)} bytes): the "
+            f"bottleneck counts packets, so at the same rate TCP's push needs {segments / chunks:.2f}x "
+            "the bound arms' wire time. The bound arms share one chunking, so they compare evenly."]
+
+
 def _bound_gap_notes(results: Results, config: ExperimentConfig, per_layer: str | None,
                      uniform: str | None) -> list[str]:
-    """How far apart the two bound arms' bounds are, and how much loss the push really took:
-    when every layer's delivered loss stays below both bounds, the arms cannot differ."""
+    """How far apart the per-layer and uniform arms' bounds are, and how much loss the push of
+    every bound arm really took: when every layer's delivered loss stays below both bounds, the
+    arms cannot differ."""
     bounds = config.params.get("per_layer_bounds") or []
     if not bounds or not (per_layer and uniform):
         return []
@@ -300,15 +353,30 @@ def _bound_gap_notes(results: Results, config: ExperimentConfig, per_layer: str 
     out = [f"Per-layer bounds are looser than the uniform {low:g} on {len(looser)} of {len(bounds)} "
            f"layers" + (f" ({', '.join(f'layer {i}: {bounds[i]:g}' for i in looser)})." if looser else
                         ": the two bound arms are the same system here.")]
+    sizes = config.params.get("layer_sizes") or []
+    if looser and len(sizes) == len(bounds):
+        share = sum(sizes[i] for i in looser) / sum(sizes)
+        extra = sum((bounds[i] - low) * sizes[i] for i in looser) / sum(sizes)
+        out.append(f"Those layers hold {share:.1%} of the tensor's elements, so the per-layer arm may leave "
+                   f"at most {extra:.1%} of the tensor more missing than the uniform arm (uniform budget "
+                   f"{low:.1%}, per-layer {low + extra:.1%} = the whole-tensor bound).")
     highest = 0.0
-    for arm in (per_layer, uniform):
+    tensor = _arm_of(config, TENSOR)
+    for arm in (per_layer, uniform, *([tensor] if tensor else [])):
         delivered = [r["delivered"] for r in results.rounds_of(arm)
                      if isinstance(r.get("delivered"), list) and r["delivered"]]
         if delivered:
             layers = len(delivered[0])
             mean_loss = [100.0 * (1.0 - sum(d[i] for d in delivered) / len(delivered)) for i in range(layers)]
             worst = [100.0 * (1.0 - min(d[i] for d in delivered)) for i in range(layers)]
-            highest = max(highest, *worst)
+            if arm != tensor:
+                highest = max(highest, *worst)
+            else:
+                over = [i for i, m in enumerate(mean_loss) if i < len(bounds) and m > 100.0 * bounds[i]]
+                if over:
+                    out.append(f"{arm}: the pooled budget let holes gather in " + ", ".join(
+                        f"layer {i} ({mean_loss[i]:.1f} % on average, its per-layer bound {bounds[i]:g})"
+                        for i in over) + ", which the per-layer bounds forbid.")
             out.append(f"{arm}: push loss per layer, mean over rounds (worst round) in %: "
                        + ", ".join(f"{m:.2f} ({w:.1f})" for m, w in zip(mean_loss, worst)) + ".")
     if looser and highest < 100.0 * low:
@@ -358,11 +426,14 @@ def _fmt_list(values: Any) -> str:
 
 # -- plots -------------------------------------------------------------------------------------
 def plot(results: Results, config: ExperimentConfig, out_dir: Path) -> list[Path]:
-    """p99 round time and training time bars, round-time CDF, accuracy over time."""
+    """p99 round time and training time bars, round-time CDF, accuracy over time, and the
+    profile the per-layer bounds came from (when it was measured)."""
     arms = results.arms()
     flagged = [a for a in arms if results.switch_dropped(a)]
     target = config.params.get("target_accuracy", 0.9)
+    profile = profile_plot(config, out_dir / "profile.png")
     return [
+        *([profile] if profile else []),
         plots.bars({a: results.metric(a, "round_time_p99_s") for a in arms}, out_dir / "p99_round_time.png",
                    "p99 round time (s)", "p99 round time per run", flagged=flagged),
         plots.bars({a: results.metric(a, "time_to_target_s") for a in arms}, out_dir / "time_to_target.png",
@@ -371,3 +442,28 @@ def plot(results: Results, config: ExperimentConfig, out_dir: Path) -> list[Path
         plots.time_to_accuracy(results, out_dir / "accuracy_over_time.png", arms, target=target),
     ]
 
+
+
+def profile_plot(config: ExperimentConfig, path: Path) -> Path | None:
+    """Accuracy drop (points, mean ± sd over seeds, paired) against the loss injected into one
+    layer at a time, one line per layer, the tolerance dashed; None without a measured profile."""
+    record = config.params.get("profile_record") or {}
+    accuracy, base = record.get("accuracy"), record.get("base_accuracy")
+    if not accuracy or not base:
+        return None
+    sizes = config.params.get("layer_sizes") or []
+    series = {}
+    for layer, by_rate in accuracy.items():
+        rates = sorted(by_rate, key=float)
+        drops = [[100.0 * (b - a) for b, a in zip(base, by_rate[r])] for r in rates]
+        size = f", {sizes[int(layer)]} elements" if int(layer) < len(sizes) else ""
+        label = f"layer {layer}{size}: bound {record['bounds'][int(layer)]:g}"
+        series[label] = ([100.0 * float(r) for r in rates], [float(np.mean(d)) for d in drops],
+                         [float(np.std(d, ddof=1)) if len(d) > 1 else 0.0 for d in drops])
+    filling = (record.get("settings") or {}).get("hole_fill", "?")
+    trained = config.params.get("training_hole_fill", "?")
+    return plots.lines(series, path, "chunk loss injected into this layer alone (%)",
+                       "accuracy drop vs loss-free (points)",
+                       f"PLOT profile, holes filled with {filling} (the jobs: {trained})\n"
+                       f"mean ± sd over seeds {record.get('seeds')}, paired with the loss-free run",
+                       level=(100.0 * float(record.get("tolerance", 0.0)), "tolerance"))

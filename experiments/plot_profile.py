@@ -17,11 +17,13 @@ priority front layers first (DLCP), drop eligible unless the bound is 0. It load
 
 Run: python -m experiments.plot_profile --out policy.yaml [--seeds 1,2,3,4,5] [--jobs 1-9] ...
      python -m experiments.plot_profile --out policy.yaml --config experiments/configs/plot_bounds.yaml
+     python -m experiments.plot_profile --out cnn.yaml --model cnn --filters 16 --hidden 32 ...
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -35,6 +37,8 @@ from controller.errors import PolicyError
 from controller.policy import DEFAULT_DROP_THRESHOLD, parse_policy
 from experiments.config import ExperimentConfig
 from experiments.lossy_training import TrainSettings, layer_count, settings_from_config, train
+from hosts.errors import ConfigError as HostsConfigError
+from hosts.training.models import MODEL_KINDS, ModelSpec
 from p4target.atomic_files import write_text
 
 DEFAULT_RATES = (0.01, 0.02, 0.05, 0.10, 0.20)
@@ -110,7 +114,7 @@ def run_profile(settings: TrainSettings, seeds: Sequence[int] = DEFAULT_SEEDS,
                 rates: Sequence[float] = DEFAULT_RATES, tolerance: float = DEFAULT_TOLERANCE,
                 progress: bool = False) -> Profile:
     """Train loss-free and with each (layer, rate) for every seed; choose every layer's bound."""
-    _check_inputs(seeds, rates, tolerance)
+    check_inputs(seeds, rates, tolerance)
     started = time.monotonic()
     base = [train(settings, seed).accuracy for seed in seeds]
     accuracy: dict[str, dict[str, list[float]]] = {}
@@ -134,13 +138,22 @@ def run_profile(settings: TrainSettings, seeds: Sequence[int] = DEFAULT_SEEDS,
                    drops, bounds, round(time.monotonic() - started, 3))
 
 
-def _check_inputs(seeds: Sequence[int], rates: Sequence[float], tolerance: float) -> None:
+def check_inputs(seeds: Sequence[int], rates: Sequence[float], tolerance: float) -> None:
+    """ProfileError naming the first bad input."""
     if not seeds:
         raise ProfileError("--seeds: at least one seed is needed")
     if not rates or any(not 0.0 < r < 1.0 for r in rates):
         raise ProfileError(f"--rates must be loss rates in (0, 1), got {list(rates)}")
     if not 0.0 <= tolerance < 1.0:
         raise ProfileError(f"--tolerance {tolerance} must be an accuracy fraction in [0, 1)")
+
+
+def tensor_bound(bounds: Sequence[float], sizes: Sequence[int]) -> float:
+    """One bound over the whole tensor with the per-layer bounds' total loss budget: the sum
+    of bound x layer size over the tensor's size (rounded down to 1e-6, so never looser)."""
+    if len(bounds) != len(sizes) or not sizes:
+        raise ProfileError(f"{len(bounds)} bounds for {len(sizes)} layers")
+    return math.floor(1e6 * sum(b * n for b, n in zip(bounds, sizes)) / sum(sizes)) / 1e6
 
 
 def layer_priority(layer: int) -> int:
@@ -242,7 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--tolerance", type=float,
                     help="allowed mean accuracy drop (fraction; default 0.005 = 0.5 point)")
     g = ap.add_argument_group("training (as the network experiment's agents)")
+    g.add_argument("--model", default=d.model, choices=MODEL_KINDS)
     g.add_argument("--hidden", default=",".join(map(str, d.hidden)))
+    g.add_argument("--filters", type=int, default=d.filters, help="cnn: convolution kernels")
     g.add_argument("--workers", type=int, default=d.workers)
     g.add_argument("--batch", type=int, default=d.batch)
     g.add_argument("--rounds", type=int, default=d.rounds)
@@ -256,16 +271,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def settings_from_args(args: argparse.Namespace) -> TrainSettings:
     hidden = tuple(_ints(args.hidden, "--hidden"))
-    if not hidden or any(h <= 0 for h in hidden):
-        raise ProfileError(f"--hidden {args.hidden!r}: widths must be positive")
+    if not hidden:
+        raise ProfileError(f"--hidden {args.hidden!r}: at least one width is needed")
+    try:
+        ModelSpec(args.model, hidden, args.filters)
+    except HostsConfigError as exc:
+        raise ProfileError(str(exc)) from None
     for name in ("workers", "batch", "rounds", "chunk_elems"):
         if getattr(args, name) < 1:
             raise ProfileError(f"--{name.replace('_', '-')} must be at least 1")
     if not args.lr > 0 or not 0 <= args.momentum < 1:
         raise ProfileError("--lr must be positive and --momentum in [0, 1)")
-    return TrainSettings(hidden=hidden, workers=args.workers, batch=args.batch, rounds=args.rounds,
-                         lr=args.lr, momentum=args.momentum, chunk_elems=args.chunk_elems,
-                         hole_fill=args.hole_fill)
+    return TrainSettings(hidden=hidden, model=args.model, filters=args.filters, workers=args.workers,
+                         batch=args.batch, rounds=args.rounds, lr=args.lr, momentum=args.momentum,
+                         chunk_elems=args.chunk_elems, hole_fill=args.hole_fill)
 
 
 def _from_experiment(path: str, argv: Sequence[str], args: argparse.Namespace) -> tuple[
@@ -300,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  else [float(x) for x in options.get("rates", DEFAULT_RATES)])
         tolerance = (args.tolerance if args.tolerance is not None
                      else float(options.get("tolerance", DEFAULT_TOLERANCE)))
-        _check_inputs(seeds, rates, tolerance)
+        check_inputs(seeds, rates, tolerance)
         out = Path(args.out)
         if not out.parent.is_dir():
             raise ProfileError(f"--out {out}: directory {out.parent} does not exist")

@@ -141,12 +141,16 @@ def bars(values: dict[str, Sequence[float]], path: Path, ylabel: str, title: str
 
 
 def lines(series: dict[str, tuple[Sequence[float], Sequence[float], Sequence[float]]], path: Path,
-          xlabel: str, ylabel: str, title: str, log_y: bool = False) -> Path:
-    """One line per label through (x, mean) with ± sd error bars: e.g. a trend over worker counts."""
+          xlabel: str, ylabel: str, title: str, log_y: bool = False,
+          level: tuple[float, str] | None = None) -> Path:
+    """One line per label through (x, mean) with ± sd error bars: e.g. a trend over worker counts;
+    `level` (y, label) draws a dashed horizontal line, e.g. a tolerance."""
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for label, (xs, ys, sds) in series.items():
         if len(xs):
             ax.errorbar(xs, ys, yerr=sds, marker="o", capsize=3, label=label)
+    if level is not None:
+        ax.axhline(level[0], color="grey", linestyle="--", linewidth=1, label=level[1])
     if log_y:
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)

@@ -7,6 +7,7 @@ from pathlib import Path
 from types import ModuleType
 
 from experiments import breakdown, switch_capacity
+from experiments import config as configs
 from experiments.api import Figure, Row, Summary, Table
 from experiments.config import ExperimentConfig
 from experiments.records import Results, ResultsDir
@@ -64,7 +65,16 @@ def conditions_rows(results: Results) -> list[list[str]]:
 
 def command_line(config: ExperimentConfig) -> str:
     """How to reproduce this run."""
-    return f"make experiment NAME={config.name}" + (" ARGS=--quick" if config.is_quick else "")
+    args = [*([f"--config {_config_file(config)}"] if config.variant else []),
+            *(["--quick"] if config.is_quick else [])]
+    if not args:
+        return f"make experiment NAME={config.name}"
+    joined = " ".join(args)
+    return f"make experiment NAME={config.name} ARGS=" + (f'"{joined}"' if " " in joined else joined)
+
+
+def _config_file(config: ExperimentConfig) -> str:
+    return f"experiments/configs/{configs.default_path(config.name, config.variant).name}"
 
 
 def write_summary(module: ModuleType, config: ExperimentConfig, results: Results,
@@ -75,7 +85,7 @@ def write_summary(module: ModuleType, config: ExperimentConfig, results: Results
     if config.description:
         lines += [config.description.strip(), ""]
     topo = config.topology
-    lines += [f"Reproduce: `{command_line(config)}` (config `experiments/configs/{config.name}.yaml`"
+    lines += [f"Reproduce: `{command_line(config)}` (config `{_config_file(config)}`"
               + (", quick mode: a smoke run, not a measurement" if config.is_quick else "") + ").",
               f"Scale: topology {topo.name}, {topo.workers} workers, bottleneck "
               f"{fmt_num(topo.bottleneck_pps) if topo.bottleneck_pps else 'unlimited'} pps, queue "

@@ -22,8 +22,7 @@ from hosts import wire
 from hosts.exchange import join
 from hosts.exchange.config import add_transport_arguments, config_from_args, fingerprint
 from hosts.training import dataset
-from hosts.training.mlp import MLP
-from hosts.training.model_args import add_model_arguments, model_sizes
+from hosts.training.model_args import add_model_arguments, model_spec
 from hosts.transport.chunking import ChunkPlan
 
 
@@ -34,7 +33,7 @@ def _guessed_fingerprint() -> int:
     add_transport_arguments(ap)
     args = ap.parse_args(["--seed", "1", "--hidden", "16", "--job", str(JOB)])
     data = dataset.load(args.seed)
-    model = MLP(model_sizes(args, data.num_features, data.num_classes), args.seed)
+    model = model_spec(args).build(data.num_features, data.num_classes, args.seed)
     plan = ChunkPlan(model.layer_sizes(), args.chunk_elems)
     return fingerprint(plan.layer_sizes, plan.chunk_elems, config_from_args(args, model.num_layers, 1))
 

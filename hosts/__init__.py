@@ -9,7 +9,8 @@ Agents
         [--lr 0.1] [--momentum 0.9]
   python -m hosts.worker --rank R --workers N --ps IP [--ps-port 19527] [--bind ADDR]
         [--port 19527 | 0] [--rounds R]
-    shared model flags:     --hidden 64 (64-64-10 MLP on sklearn digits) --batch 32 --seed 1
+    shared model flags:     --model mlp|cnn --hidden 64 (64-64-10 MLP on sklearn digits; cnn: its
+        dense width) --filters 16 (cnn) --batch 32 --seed 1
     shared transport flags: --transport ltp|tcp|mlt --job 1 --job-key FILE (required: the job's
         secret, 0600; the PS creates it when missing) [--packet-mac]
         --bound 0.1 --layer-bounds B0,B1,..
@@ -43,7 +44,7 @@ Modules
   wire (struct fast path, GRADLANE_UDP_PORT, KIND_*, FLAG_*, TOS helpers), headers (Scapy
   GradientHeader + control payload layers), transport/ (chunking, bounds, phase, holes,
   deadline, reassembly, endpoint, mux, sender, receiver, counters), exchange/ (config, ltp/mlt
-  over UDP, tcp baseline, tcp_options), training/ (dataset, mlp, aggregate), loss_model,
+  over UDP, tcp baseline, tcp_options), training/ (dataset, models: mlp and cnn, aggregate), loss_model,
   lossy_relay, pcn, background, cli, jsonlog, errors (HostsError, ConfigError, PacketError,
   PeerTimeout). docs/mechanisms.md maps each paper's mechanism to its module.
 """

@@ -41,8 +41,8 @@ from hosts.jsonlog import JsonLog
 from hosts.policy_client import PolicyClient, PolicyView
 from hosts.training import dataset
 from hosts.training.aggregate import PushAggregator
-from hosts.training.mlp import MLP, MomentumSGD
-from hosts.training.model_args import add_model_arguments, model_sizes
+from hosts.training.mlp import MomentumSGD
+from hosts.training.model_args import add_model_arguments, model_spec
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.bounds import sub_chunk_notes, violated_layers
 from hosts.transport.phase import PhaseSchedule
@@ -80,8 +80,8 @@ def serve(args: argparse.Namespace) -> None:
     check_port(args.port, "--port")
     check_fault_arguments(args, args.workers)
     data = dataset.load(args.seed)
-    sizes = model_sizes(args, data.num_features, data.num_classes)
-    model = MLP(sizes, args.seed)
+    spec = model_spec(args)
+    model = spec.build(data.num_features, data.num_classes, args.seed)
     plan = ChunkPlan(model.layer_sizes(), args.chunk_elems)
     job_key.require_flag(args.job_key)
     config = config_from_args(args, model.num_layers, args.seed, create_key=True)
@@ -108,7 +108,7 @@ def serve(args: argparse.Namespace) -> None:
     membership: Membership | None = getattr(exchange, "membership", None)   # UDP only
     if membership is not None:
         membership.min_workers, membership.horizon = args.min_workers, args.outage_horizon
-    log.write("start", workers=args.workers, port=args.port, model=sizes,
+    log.write("start", workers=args.workers, port=args.port, model=spec.describe(),
               layer_sizes=plan.layer_sizes, chunks=plan.chunk_counts, rounds=total,
               rounds_per_epoch=per_epoch, push_bounds=list(push_bounds),
               pull_bounds=list(config.bounds.pull), config=config.summary())

@@ -1,4 +1,4 @@
-"""Worker agent: computes gradients of the shared MLP on its shard of the digits and exchanges
+"""Worker agent: computes gradients of the shared model on its shard of the digits and exchanges
 them with the parameter server every round (push gradients, pull parameters).
 
 Logs JSON lines `start` (the transport as configured), `bounds` (bounds too small to let one
@@ -28,8 +28,7 @@ from hosts.exchange.membership import add_fault_arguments, check_fault_arguments
 from hosts.jsonlog import JsonLog
 from hosts.policy_client import HostPolicy, PolicyClient
 from hosts.training import dataset
-from hosts.training.mlp import MLP
-from hosts.training.model_args import add_model_arguments, model_sizes
+from hosts.training.model_args import add_model_arguments, model_spec
 from hosts.transport.bounds import sub_chunk_notes, violated_layers
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.holes import keep_previous
@@ -62,8 +61,8 @@ def work(args: argparse.Namespace) -> None:
     check_fault_arguments(args)
     data = dataset.load(args.seed)
     x, y = dataset.shard(data, args.rank, args.workers)
-    sizes = model_sizes(args, data.num_features, data.num_classes)
-    model = MLP(sizes, args.seed)
+    spec = model_spec(args)
+    model = spec.build(data.num_features, data.num_classes, args.seed)
     plan = ChunkPlan(model.layer_sizes(), args.chunk_elems)
     job_key.require_flag(args.job_key)
     config = config_from_args(args, model.num_layers, args.seed + args.rank)

@@ -116,7 +116,7 @@ def run_tcp_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
     settings = cfg.topology_of(arm)
     workers = cfg.workers_of(arm)
     policy = load_policy(settings.policy or "controller/policies/default.yaml")
-    gradient_bytes = 4 * model_parameters(cfg.model.hidden)
+    gradient_bytes = 4 * model_parameters(cfg.model.hidden, kind=cfg.model.kind, filters=cfg.model.filters)
     tcp.configure(tcp.TcpSettings(cc=arm.tcp_cc or "cubic", ecn=arm.tcp_ecn == "on"))
     net = SimNetwork(topo, policy, options)
     try:

@@ -6,22 +6,26 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from hosts.errors import ConfigError
+from hosts.training import dataset
+from hosts.training.models import ModelSpec, parse_hidden
 from sim.errors import SimError
 from sim.network import SimNetwork
 
-DIGITS_FEATURES = 64   # hosts/training: sklearn's digits, 8x8 pixels
-DIGITS_CLASSES = 10
+DIGITS_FEATURES = dataset.FEATURES
+DIGITS_CLASSES = dataset.CLASSES
 TCP_PORT = 5000
 
 
-def model_parameters(hidden: str, inputs: int = DIGITS_FEATURES, outputs: int = DIGITS_CLASSES) -> int:
-    """Parameters of the MLP `inputs`-`hidden`-`outputs` (weights and biases), as hosts/training builds it."""
+def model_parameters(hidden: str, inputs: int = DIGITS_FEATURES, outputs: int = DIGITS_CLASSES,
+                     kind: str = "mlp", filters: int = 16) -> int:
+    """Parameters (weights and biases) of the bundled model `kind` with `hidden` widths for
+    `inputs` features and `outputs` classes, as hosts/training builds it."""
     try:
-        widths = [int(w) for w in hidden.split(",") if w.strip()]
-    except ValueError:
-        raise SimError(f"model hidden '{hidden}' is not comma-separated layer widths") from None
-    sizes = [inputs, *widths, outputs]
-    return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+        spec = ModelSpec(kind, parse_hidden(hidden), filters)
+        return sum(spec.build(inputs, outputs, seed=0).layer_sizes())
+    except ConfigError as exc:
+        raise SimError(f"model: {exc}") from None
 
 
 @dataclass

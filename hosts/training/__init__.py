@@ -1,1 +1,2 @@
-"""The real model the agents train: scikit-learn's bundled digits, a NumPy MLP, PS aggregation."""
+"""The real models the agents train: scikit-learn's bundled digits, a NumPy MLP or small CNN
+(`models`), PS aggregation."""

@@ -8,6 +8,8 @@ import numpy as np
 from hosts.errors import ConfigError
 
 TEST_FRACTION = 0.2
+FEATURES = 64       # 8x8 pixels: the shape `load` gives, known without loading
+CLASSES = 10
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from hosts.training.flat import FlatLayers
 
-class MLP:
+
+class MLP(FlatLayers):
     """Parameters of an MLP with layer sizes `sizes` (input, hidden..., output)."""
 
     def __init__(self, sizes: list[int], seed: int) -> None:
@@ -17,22 +19,6 @@ class MLP:
         self.weights = [(rng.standard_normal((a, b)) * np.sqrt(2.0 / a)).astype(np.float32)
                         for a, b in zip(sizes[:-1], sizes[1:])]
         self.biases = [np.zeros(b, dtype=np.float32) for b in sizes[1:]]
-
-    @property
-    def num_layers(self) -> int:
-        return len(self.weights)
-
-    def layer_sizes(self) -> list[int]:
-        return [w.size + b.size for w, b in zip(self.weights, self.biases)]
-
-    def get_flat(self) -> list[np.ndarray]:
-        return [np.concatenate([w.ravel(), b]) for w, b in zip(self.weights, self.biases)]
-
-    def set_flat(self, layers: list[np.ndarray]) -> None:
-        for i, flat in enumerate(layers):
-            w = self.weights[i]
-            self.weights[i] = np.asarray(flat[:w.size], dtype=np.float32).reshape(w.shape).copy()
-            self.biases[i] = np.asarray(flat[w.size:], dtype=np.float32).copy()
 
     def forward(self, x: np.ndarray) -> list[np.ndarray]:
         """Activations of every layer; the last one is the softmax output."""

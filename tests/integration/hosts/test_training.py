@@ -117,3 +117,24 @@ def test_worker_with_a_different_model_is_refused(agents, tmp_path, transport):
     rc, _, err = agents.wait(w, 60)
     assert rc == 2 and err.count("\n") == 1 and "different configuration" in err
     assert ps.poll() is None        # the PS keeps waiting for a correctly configured worker
+
+
+def test_cnn_trains_over_the_transport_and_an_mlp_worker_is_refused(agents, tmp_path):
+    cnn = ("--model", "cnn", "--filters", "8", "--hidden", "16", "--rounds", "30")
+    events, _ = _train(agents, tmp_path, "cnn", 0.0, cnn, ps_extra=("--eval-every", "10"))
+    start = next(e for e in events if e["event"] == "start")
+    assert start["model"] == {"kind": "cnn", "hidden": [16], "filters": 8}
+    assert start["layer_sizes"] == [80, 128 * 16 + 16, 170]
+    rounds = [e for e in events if e["event"] == "round"]
+    assert len(rounds) == 30 and all(len(r["delivered"]) == 3 for r in rounds)
+    accuracy = [e["accuracy"] for e in events if e["event"] in ("eval", "epoch")]
+    assert accuracy[-1] > 0.7 and accuracy[-1] > accuracy[0]
+    # a worker that builds the MLP from the same widths holds other layers: refused
+    port = agents.free_port()
+    ps = agents.start("hosts.ps", "--workers", "1", "--bind", "127.0.0.1", "--port", str(port),
+                      "--join-timeout", "20", *cnn)
+    w = agents.start("hosts.worker", "--rank", "0", "--workers", "1", "--ps", "127.0.0.1",
+                     "--ps-port", str(port), "--bind", "127.0.0.1", "--port", "0", "--hidden", "16")
+    rc, _, err = agents.wait(w, 60)
+    assert rc == 2 and "different configuration" in err
+    assert ps.poll() is None

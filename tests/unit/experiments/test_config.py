@@ -86,3 +86,31 @@ def test_cli_lists_the_experiments():
     assert done.returncode == 0
     for name in experiments.names():
         assert name in done.stdout
+
+
+def test_a_variant_config_names_its_results_and_its_command(tmp_path):
+    from experiments import report
+
+    cfg = configs.load(configs.default_path("plot_bounds", "cnn"))
+    assert cfg.name == "plot_bounds" and cfg.variant == "cnn" and cfg.label == "plot_bounds-cnn"
+    assert cfg.model.kind == "cnn" and cfg.model.worker_args()[:4] == ("--model", "cnn", "--filters", "16")
+    assert report.command_line(cfg) == \
+        'make experiment NAME=plot_bounds ARGS="--config experiments/configs/plot_bounds_cnn.yaml"'
+    quick = configs.load(configs.default_path("plot_bounds", "cnn"), quick=True)
+    assert quick.repetitions == 1 and "--quick" in report.command_line(quick)
+    assert configs.load(configs.default_path("plot_bounds")).label == "plot_bounds"
+    configs.save(cfg, tmp_path / "config.yaml")
+    assert configs.load_saved(tmp_path / "config.yaml").label == "plot_bounds-cnn"
+    # the MLP configs' agents get no model flags beyond the widths they always had
+    assert configs.from_dict(BASE, "t.yaml").model.worker_args() == ("--hidden", "64", "--batch", "32")
+
+
+@pytest.mark.parametrize("extra, words", [
+    ({"model": {"kind": "rnn"}}, "model: --model 'rnn'"),
+    ({"model": {"kind": "cnn", "hidden": "32,16"}}, "one --hidden"),
+    ({"variant": "a b"}, "variant"),
+])
+def test_bad_model_or_variant_is_a_one_line_config_error(extra, words):
+    with pytest.raises(ConfigError, match=words) as err:
+        configs.from_dict({**BASE, **extra}, "t.yaml")
+    assert "\n" not in str(err.value)

@@ -93,8 +93,11 @@ def test_summary_has_every_figure_the_sides_and_the_profile(tmp_path):
     assert "| 3 ± 0 x (n=3)" in text                       # TCP / per-layer p99
     assert "-16.7 ± 0 % (n=3)" in text                     # (10 - 12) / 12
     assert "Bounds each side used" in text and "Profile: mean accuracy drop" in text
-    assert len(plots) == 5 and all(p.read_bytes()[:4] == b"\x89PNG" for p in plots)
+    assert len(plots) == 6 and all(p.read_bytes()[:4] == b"\x89PNG" for p in plots)
+    assert plots[0].name == "profile.png"                   # the measured profile, drawn
     assert plots[-1].name == "round_breakdown.png" and "Per-round breakdown" in text
+    # no tensor arm in this config: its rows say so rather than inventing a figure
+    assert "| p99 round time, whole-tensor bound / per-layer bounds | n/a (PLOT" in text
 
 
 @pytest.mark.parametrize("bad", [[], None])
@@ -117,3 +120,39 @@ def test_no_priority_arms_get_a_policy_without_priority_queues(tmp_path):
     [job] = parse_policy(doc).jobs
     assert job.features.prioritize is False
     assert parse_policy(plot_profile.policy_document([0.1, 0.0], [4])).jobs[0].features.prioritize
+
+
+def test_tensor_arm_gets_one_bound_with_the_per_layer_budget_on_both_sides(tmp_path):
+    raw = configs.to_dict(configs.load("experiments/configs/plot_bounds_cnn.yaml"))
+    raw["params"]["bounds"] = [0.5, 0.1, 0.5]
+    cfg = pb.setup(configs.from_dict({k: v for k, v in raw.items() if k != "applied_quick"}, "cnn.yaml"))
+    assert cfg.params["layer_sizes"] == [160, 8224, 330]
+    budget = 0.5 * 160 + 0.1 * 8224 + 0.5 * 330
+    assert cfg.params["tensor_bound"] == pytest.approx(budget / 8714, abs=1e-6)
+    assert cfg.params["tensor_bound"] * 8714 <= budget                 # never looser
+    assert pb.arm_bounds(cfg, "tensor") == [cfg.params["tensor_bound"]] * 3
+    assert pb.arm_bounds(cfg, "uniform") == [0.1] * 3
+    assert pb.arm_bounds(cfg, "per_layer") == [0.5, 0.1, 0.5]
+    assert cfg.label == "plot_bounds-cnn"
+
+
+def test_summary_compares_per_layer_with_the_whole_tensor_bound(tmp_path):
+    cfg = pb.setup(_tiny(tmp_path, bounds=[0.3, 0.1]))
+    cfg = replace(cfg, arms=(*cfg.arms, configs.Arm(name="tensor", params={"bounds": "tensor"})))
+    rd = ResultsDir.create(tmp_path / "res", "plot_bounds")
+    for rep in range(3):
+        for arm, p99, acc in (("per_layer", 0.3, 0.92), ("uniform", 0.3, 0.92), ("tensor", 0.15, 0.9),
+                              ("tcp", 0.9, 0.93)):
+            rd.append_run(_run(arm, rep, p99, 10.0, acc, pb.arm_bounds(cfg, arm)),
+                          [{"arm": arm, "rep": rep, "round": i, "t_s": i * p99, "round_time_s": p99,
+                            "delivered": [0.99, 0.8] if arm == "tensor" else [0.9, 0.95],
+                            "violations": 0, "accuracy": None} for i in range(5)])
+    text, _ = report.finish(pb, cfg, rd)
+    text = text.read_text()
+    assert "| p99 round time, whole-tensor bound / per-layer bounds |" in text
+    assert "| 0.5 ± 0 x (n=3)" in text                      # tensor / per-layer p99
+    assert "| 2 ± 0 points (n=3) | same rounds, same seeds; per_layer minus tensor |" in text
+    assert "tensor: push loss per layer" in text
+    assert "tensor: the pooled budget let holes gather in layer 1 (20.0 % on average, its per-layer bound 0.1)" in text
+    assert "per_layer: the pooled budget" not in text
+    assert "so the per-layer arm may leave at most" in text

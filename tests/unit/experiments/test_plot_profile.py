@@ -117,3 +117,45 @@ def test_profiler_takes_the_experiment_config_and_explicit_flags_win(tmp_path):
     assert (s["hidden"], s["rounds"]) == ([16], 3)                                           # flags
     assert measured["rates"] == [0.2] and measured["tolerance"] == 0.005
     assert pp.main(["--out", str(out), "--config", str(tmp_path / "none.yaml")]) == 2
+
+
+def test_tensor_scope_pools_the_budget_so_any_layer_may_hold_the_holes():
+    settings = TrainSettings(hidden=(64, 32), rounds=8, chunk_elems=64)
+    sizes = [64 * 64 + 64, 64 * 32 + 32, 32 * 10 + 10]
+    everywhere = {layer: 0.3 for layer in range(3)}
+    # per layer: the tight layer 1 stays within its bound whatever the others may lose
+    per_layer = train(settings, 1, everywhere, {0: 0.3, 1: 0.02, 2: 0.3})
+    assert per_layer.push_lost_fraction[1] <= 0.02 + 1e-9
+    # tensor: the same budget pooled; the pooled loss stays within it, spread over the layers,
+    # so the layer a per-layer bound protected now loses about the pooled fraction
+    budget = 0.3 * sizes[0] + 0.02 * sizes[1] + 0.3 * sizes[2]
+    b = pp.tensor_bound([0.3, 0.02, 0.3], sizes)
+    pooled = train(settings, 1, everywhere, {layer: b for layer in range(3)}, scope="tensor")
+    lost = np.dot(pooled.push_lost_fraction, sizes)
+    assert lost <= budget + 1e-6 and lost > 0.5 * b * sum(sizes)
+    assert pooled.push_lost_fraction[1] > 0.02 + 1e-9
+    # without injected loss both scopes train the same
+    assert train(settings, 2, scope="tensor").accuracy == train(settings, 2).accuracy
+
+
+def test_tensor_bound_is_the_per_layer_budget_over_the_tensor_never_looser():
+    assert pp.tensor_bound([0.5, 0.1, 0.5], [160, 8224, 330]) == pytest.approx(1067.4 / 8714, abs=1e-6)
+    assert pp.tensor_bound([0.5, 0.1, 0.5], [160, 8224, 330]) * 8714 <= 1067.4
+    assert pp.tensor_bound([0.2, 0.2], [10, 7]) == 0.2
+    assert pp.tensor_bound([0.0, 0.0], [5, 5]) == 0.0
+    with pytest.raises(pp.ProfileError, match="2 bounds for 3 layers"):
+        pp.tensor_bound([0.1, 0.2], [1, 2, 3])
+
+
+def test_profiler_measures_every_layer_of_the_cnn(tmp_path):
+    out = tmp_path / "cnn.yaml"
+    rc = pp.main(["--out", str(out), "--model", "cnn", "--filters", "4", "--hidden", "8",
+                  "--rounds", "4", "--seeds", "1", "--rates", "0.5", "--chunk-elems", "16"])
+    assert rc == 0
+    measured = json.loads((tmp_path / "cnn.yaml.profile.json").read_text())
+    assert measured["settings"]["model"] == "cnn" and measured["settings"]["filters"] == 4
+    assert measured["settings"]["hole_fill"] == "zero"           # PLOT's filling by default
+    assert len(measured["bounds"]) == 3 == len(load_policy(out).jobs[0].rules)
+    # every layer spans several 16-value chunks (40, 1032, 90 values), so loss reaches each
+    assert all(0.0 < measured["lost_fraction"][str(layer)]["0.5"] <= 0.5 for layer in range(3))
+    assert pp.main(["--out", str(out), "--model", "cnn", "--hidden", "8,8"]) == 2
