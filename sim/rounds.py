@@ -33,6 +33,7 @@ class RoundsOutcome:
     planned: int
     wall_s: float
     switches: dict[str, Any] = field(default_factory=dict)
+    link_drops: dict[str, int] = field(default_factory=dict)   # random loss per lossy link
 
     @property
     def complete(self) -> bool:
@@ -61,4 +62,5 @@ def run_tcp_rounds(net: SimNetwork, ps: str, workers: list[str], push_bytes: int
     wall = time.monotonic() - t0
     return RoundsOutcome(starts=[float(x) for x in app.round_start], ends=[float(x) for x in app.round_end],
                          planned=rounds, wall_s=wall,
-                         switches={name: sw.counters() for name, sw in net.switches.items()})
+                         switches={name: sw.counters() for name, sw in net.switches.items()},
+                         link_drops=net.link_drops())
