@@ -73,6 +73,16 @@ def gradient_bytes(cfg: ExperimentConfig) -> int:
     return 4 * count
 
 
+def sim_options(cfg: ExperimentConfig) -> SimOptions:
+    """What the config says about the simulated network beyond its topology:
+    `params.sim_switch_pps`, a software switch's forwarding rate (`SimOptions.switch_pps`, for
+    comparing with the emulation; unset: switches forward at line rate)."""
+    pps = cfg.params.get("sim_switch_pps")
+    if pps is not None and (not isinstance(pps, (int, float)) or isinstance(pps, bool) or not pps > 0):
+        raise SimError(f"params.sim_switch_pps must be a rate > 0 in packets/s, not {pps!r}")
+    return SimOptions(switch_pps=None if pps is None else float(pps))
+
+
 def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
     """Why `arm` cannot be simulated yet, or None when it can."""
     if cfg.name not in SIMULATED_EXPERIMENTS:
@@ -101,6 +111,7 @@ def setup(cfg: ExperimentConfig) -> ExperimentConfig:
         raise SimError(f"{cfg.name}: no arm can be simulated yet: " + "; ".join(skipped))
     start_jitter_s(cfg)      # bad values fail here, before any run
     gradient_bytes(cfg)
+    sim_options(cfg)
     for arm in keep:
         if arm.transport == "tcp":
             tcp_settings(arm)
@@ -166,12 +177,17 @@ def run_tcp_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
     finally:
         net.close()
     times = [e - s for s, e in zip(out.starts, out.ends)]
-    rounds = [{"round": i, "t_s": end, "round_time_s": t, "delivered": 1.0, "violations": 0,
-               "queue_depth": None, "accuracy": None} for i, (t, end) in enumerate(zip(times, out.ends))]
+    # the push stage (first push start to the PS having every push) and the pull stage after it
+    push = [p - s for s, p in zip(out.starts, out.push_ends)]
+    pull = [e - p for p, e in zip(out.push_ends, out.ends)]
+    rounds = [{"round": i, "t_s": end, "round_time_s": t, "push_stage_s": ps, "pull_stage_s": pl, "delivered": 1.0,
+               "violations": 0, "queue_depth": None, "accuracy": None}
+              for i, (t, end, ps, pl) in enumerate(zip(times, out.ends, push, pull))]
     span = out.ends[-1] - out.starts[0] if out.ends else 0.0
     metrics: dict[str, Any] = {
         "rounds": len(times), "rounds_per_s": len(times) / span if span > 0 else None,
         "round_time_p50_s": percentile(times, 50), "round_time_p99_s": percentile(times, 99),
+        "push_stage_p50_s": percentile(push, 50), "pull_stage_p50_s": percentile(pull, 50),
         "gradient_bytes": size, "rto_min_ms": settings.min_rto_ms, "simulated_s": span,
         "base_rtt_ms": base_rtt * 1000.0,
         "link_drops": sum(out.link_drops.values()), "sim_wall_s": round(out.wall_s, 3),
@@ -218,7 +234,7 @@ def run(cfg: ExperimentConfig, rd: ResultsDir, out: Callable[[str], None] = lamb
     rd.set_state("running", todo=len(todo), total=len(todo))
     for index, (rep, arm) in enumerate(todo):
         t0 = time.monotonic()
-        result = run_arm(cfg, arm, rep, rd.path)
+        result = run_arm(cfg, arm, rep, rd.path, sim_options(cfg))
         elapsed = time.monotonic() - t0
         tail = result.extra["tail_drops"]
         run_record: dict[str, Any] = {
