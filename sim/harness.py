@@ -21,7 +21,7 @@ from experiments.api import ArmResult, Summary
 from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.records import Results, ResultsDir
 from experiments.stats import percentile
-from sim import engine, pcn, tcp
+from sim import engine, isolate, pcn, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_parameters, run_tcp_rounds
@@ -234,7 +234,7 @@ def run(cfg: ExperimentConfig, rd: ResultsDir, out: Callable[[str], None] = lamb
     rd.set_state("running", todo=len(todo), total=len(todo))
     for index, (rep, arm) in enumerate(todo):
         t0 = time.monotonic()
-        result = run_arm(cfg, arm, rep, rd.path, sim_options(cfg))
+        result = run_isolated(cfg, arm, rep, rd.path)
         elapsed = time.monotonic() - t0
         tail = result.extra["tail_drops"]
         run_record: dict[str, Any] = {
@@ -254,6 +254,17 @@ def run(cfg: ExperimentConfig, rd: ResultsDir, out: Callable[[str], None] = lamb
             + ("done" if result.ok else f"FAILED: {result.error}")
             + f" ({brief}; simulated) in {elapsed:.1f} s wall")
     rd.set_state("done", remaining=0)
+
+
+def run_isolated(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path) -> ArmResult:
+    """`run_arm` in a forked child (`sim.isolate`): when ns-3 aborts the simulation (an
+    NS_ASSERT in its TCP, say), the run fails with ns-3's reason and the experiment goes on."""
+    outcome = isolate.call(run_arm, cfg, arm, rep, out_dir, sim_options(cfg))
+    if isinstance(outcome, ArmResult):
+        return outcome
+    return ArmResult(rounds=[], metrics={"rounds": 0}, ok=False, error=outcome.message(),
+                     extra={"backend": BACKEND, "sim_switches": {}, "tail_drops": {},
+                            "sim_rng": {"ns3_seed": NS3_SEED, "ns3_run": repetition_seed(cfg, rep)}})
 
 
 class SimulatedModule:
