@@ -62,8 +62,16 @@ def conditions_rows(results: Results) -> list[list[str]]:
     return out
 
 
+def config_file(config: ExperimentConfig) -> str:
+    """The config file the run was made from (a simulated run records it; else the default)."""
+    return str(config.params.get("config_file") or f"experiments/configs/{config.name}.yaml")
+
+
 def command_line(config: ExperimentConfig) -> str:
     """How to reproduce this run."""
+    quick = " --quick" if config.is_quick else ""
+    if config.params.get("backend") == "ns3":
+        return f"python -m experiments {config.name}{quick} --backend ns3 --config {config_file(config)}"
     return f"make experiment NAME={config.name}" + (" ARGS=--quick" if config.is_quick else "")
 
 
@@ -75,7 +83,7 @@ def write_summary(module: ModuleType, config: ExperimentConfig, results: Results
     if config.description:
         lines += [config.description.strip(), ""]
     topo = config.topology
-    lines += [f"Reproduce: `{command_line(config)}` (config `experiments/configs/{config.name}.yaml`"
+    lines += [f"Reproduce: `{command_line(config)}` (config `{config_file(config)}`"
               + (", quick mode: a smoke run, not a measurement" if config.is_quick else "") + ").",
               f"Scale: topology {topo.name}, {topo.workers} workers, bottleneck "
               f"{fmt_num(topo.bottleneck_pps) if topo.bottleneck_pps else 'unlimited'} pps, queue "

@@ -30,6 +30,7 @@ from topo.topologies import TopoParams, build_topology
 SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn", "regimes"}
 ROUND_EXPERIMENTS = {"ltp_incast", "regimes"}     # a push/pull job's rounds (run_tcp_arm)
 BACKEND = "ns3"
+REPO = Path(__file__).resolve().parents[1]
 NS3_SEED = 1                 # ns-3's seed stays fixed; the repetition's seed is the run number
 START_JITTER_MS = 1.0        # default spread of the workers' push starts per round (params.sim_start_jitter_ms)
 
@@ -115,8 +116,17 @@ def setup(cfg: ExperimentConfig) -> ExperimentConfig:
     for arm in keep:
         if arm.transport == "tcp":
             tcp_settings(arm)
-    params = {**cfg.params, "backend": BACKEND, "skipped_arms": skipped}
+    params = {**cfg.params, "backend": BACKEND, "skipped_arms": skipped, "config_file": _repo_path(cfg.source)}
     return replace(cfg, arms=tuple(keep), params=params)
+
+
+def _repo_path(source: str) -> str:
+    """`source` relative to the repository when it lies inside it (for the summary's command)."""
+    path = Path(source).resolve()
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:
+        return source
 
 
 def topology(settings: TopologySettings, workers: int) -> Any:

@@ -22,7 +22,10 @@ def _quick(name: str, tmp_path) -> list[dict]:
                      "--out", str(tmp_path)])
     assert code == 0
     (run_dir,) = (tmp_path / name).iterdir()
-    assert "SIMULATED with ns-3" in (run_dir / "summary.md").read_text()
+    summary = (run_dir / "summary.md").read_text()
+    assert "SIMULATED with ns-3" in summary
+    assert (f"`python -m experiments {name} --quick --backend ns3 --config experiments/configs/ns3/{name}.yaml`"
+            in summary)
     saved = configs.load_saved(run_dir / "config.yaml")
     assert any(s.startswith("gradlane") for s in saved.params["skipped_arms"])
     return [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
