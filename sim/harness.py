@@ -28,7 +28,6 @@ from sim.rounds import model_parameters, run_tcp_rounds
 from topo.topologies import TopoParams, build_topology
 
 SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn", "regimes"}
-ROUND_EXPERIMENTS = {"ltp_incast", "regimes"}     # a push/pull job's rounds (run_tcp_arm)
 BACKEND = "ns3"
 REPO = Path(__file__).resolve().parents[1]
 NS3_SEED = 1                 # ns-3's seed stays fixed; the repetition's seed is the run number
