@@ -13,7 +13,7 @@ rate in packets/s sends at that rate in `SimOptions.packet_bytes`-byte packets.
 Delay: a link's `delay_ms` when set, else `SimOptions.link_delay_us`.
 Loss: a link's `loss_pct` drops packets at random in both directions (`gradlane_sim::LinkLoss`,
 ns-3's per-packet RateErrorModel on each receiving end, each on its own numbered ns-3 stream: the
-repetition's run number fixes which packets are lost); `SimNetwork.link_drops()` counts them.
+repetition's run number fixes the draws); `SimNetwork.link_drops()` counts the drops.
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 // Random loss on a link, as the topology's `loss_pct` asks: ns-3's RateErrorModel (per packet)
 // on the receiving device of each impaired direction, and a count of what it dropped. Each
-// model draws from its own numbered ns-3 stream (ns-3's automatic numbering did not repeat
-// across simulations of one process for these models), so the stream and the repetition's run
-// number fix which packets are lost.
+// model draws from its own numbered ns-3 stream (with automatic numbers the draws changed
+// between simulations of one process), so the stream and the repetition's run number fix the
+// draws; which packets meet them depends on the traffic (docs/ns3.md: lossy runs do not repeat
+// exactly).
 #pragma once
 #include <cstdint>
 

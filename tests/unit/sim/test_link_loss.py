@@ -1,5 +1,5 @@
 """Random link loss in the simulator (a topology's `loss_pct`): packets are dropped on the lossy
-link at its rate, in both directions, drawn from the repetition's seed."""
+link at its rate, in both directions, drawn from ns-3's streams under the repetition's seed."""
 from __future__ import annotations
 
 import math
@@ -38,11 +38,11 @@ def test_the_bottleneck_loses_packets_at_its_rate_and_tcp_recovers():
     assert abs(dropped - expected) < 4 * sd, (dropped, expected, sd)
 
 
-def test_the_seed_decides_which_packets_are_lost():
+def test_another_seed_loses_other_packets():
+    # Not asserted: that the same seed repeats a lossy run exactly. The loss draws repeat, but
+    # ns-3's TCP loss recovery did not always (docs/ns3.md, "Seeds and what is random").
     first, _ = _lossy_rounds(seed=5)
-    again, _ = _lossy_rounds(seed=5)
     other, _ = _lossy_rounds(seed=6)
-    assert again.link_drops == first.link_drops and again.ends == first.ends
     assert (other.link_drops, other.ends) != (first.link_drops, first.ends)
 
 
