@@ -15,7 +15,7 @@ SWITCH ?= $(shell command -v simple_switch_grpc 2>/dev/null || echo "$(PY) -m p4
 SWITCH_LOG ?=
 export P4C SWITCH SWITCH_LOG
 
-.PHONY: experiment experiments all setup build run demo test test-unit test-conformance test-integration test-topology lint bench fuzz stop \
+.PHONY: experiment experiments all setup build run demo test test-unit test-conformance test-integration test-topology lint bench bench-ns3 fuzz stop \
         clean check-env check-reference chaos soak
 
 all: build
@@ -61,6 +61,11 @@ lint: setup
 
 bench: setup
 	$(PY) -m benchmarks
+
+# ns-3 backend speed (not in CI; no root): simulated packets per wall-second and the wall time
+# of one LTP round at 10 Gb/s, 8 workers x 25 M parameters (about 1-2 minutes)
+bench-ns3: setup
+	$(PY) -m benchmarks ns3_sim
 
 # bounded fuzzers (not in CI): frames and P4Runtime requests against a local embedded switch,
 # policy files against the loader and gradctl, gradient packets against a local PS (loopback)

@@ -63,18 +63,26 @@ def conditions_rows(results: Results) -> list[list[str]]:
     return out
 
 
+def config_file(config: ExperimentConfig) -> str:
+    """The config file the run was made from (a simulated run records it; else its variant's or
+    the experiment's default)."""
+    recorded = config.params.get("config_file")
+    if recorded:
+        return str(recorded)
+    return f"experiments/configs/{configs.default_path(config.name, config.variant).name}"
+
+
 def command_line(config: ExperimentConfig) -> str:
     """How to reproduce this run."""
-    args = [*([f"--config {_config_file(config)}"] if config.variant else []),
+    quick = " --quick" if config.is_quick else ""
+    if config.params.get("backend") == "ns3":
+        return f"python -m experiments {config.name}{quick} --backend ns3 --config {config_file(config)}"
+    args = [*([f"--config {config_file(config)}"] if config.variant else []),
             *(["--quick"] if config.is_quick else [])]
     if not args:
         return f"make experiment NAME={config.name}"
     joined = " ".join(args)
     return f"make experiment NAME={config.name} ARGS=" + (f'"{joined}"' if " " in joined else joined)
-
-
-def _config_file(config: ExperimentConfig) -> str:
-    return f"experiments/configs/{configs.default_path(config.name, config.variant).name}"
 
 
 def write_summary(module: ModuleType, config: ExperimentConfig, results: Results,
@@ -85,7 +93,7 @@ def write_summary(module: ModuleType, config: ExperimentConfig, results: Results
     if config.description:
         lines += [config.description.strip(), ""]
     topo = config.topology
-    lines += [f"Reproduce: `{command_line(config)}` (config `{_config_file(config)}`"
+    lines += [f"Reproduce: `{command_line(config)}` (config `{config_file(config)}`"
               + (", quick mode: a smoke run, not a measurement" if config.is_quick else "") + ").",
               f"Scale: topology {topo.name}, {topo.workers} workers, bottleneck "
               f"{fmt_num(topo.bottleneck_pps) if topo.bottleneck_pps else 'unlimited'} pps, queue "

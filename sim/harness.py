@@ -2,8 +2,9 @@
 
 The same config, records (rounds.jsonl, runs.jsonl) and summary as the emulation, every run
 marked `"backend": "ns3"`, and the summary says it was simulated. Simulated so far: the TCP arms
-of `ltp_incast` (one parameter server and its workers, push/pull rounds) and every arm of `pcn`
-(`sim.pcn`); arms the simulator cannot run yet are listed in the config's
+of `ltp_incast` (one parameter server and its workers, push/pull rounds), every arm of `pcn`
+(`sim.pcn`) and the TCP arms of `regimes` (the same rounds in each cell of the loss x BDP grid,
+random loss on the bottleneck); arms the simulator cannot run yet are listed in the config's
 `params.skipped_arms`, with the reason.
 """
 from __future__ import annotations
@@ -15,18 +16,20 @@ from types import ModuleType
 from typing import Any, Callable
 
 from controller.policy import load_policy
+from experiments import regimes
 from experiments.api import ArmResult, Summary
 from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.records import Results, ResultsDir
 from experiments.stats import percentile
-from sim import engine, pcn, tcp
+from sim import engine, isolate, pcn, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_parameters, run_tcp_rounds
 from topo.topologies import TopoParams, build_topology
 
-SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn"}
+SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn", "regimes"}
 BACKEND = "ns3"
+REPO = Path(__file__).resolve().parents[1]
 NS3_SEED = 1                 # ns-3's seed stays fixed; the repetition's seed is the run number
 START_JITTER_MS = 1.0        # default spread of the workers' push starts per round (params.sim_start_jitter_ms)
 
@@ -58,6 +61,28 @@ def start_jitter_s(cfg: ExperimentConfig) -> float:
     return float(value) / 1000.0
 
 
+def gradient_bytes(cfg: ExperimentConfig) -> int:
+    """Bytes of one worker's push (and pull): float32 parameters of `params.sim_gradient_params`
+    when set (a model sized by its parameter count, e.g. ResNet-50's 25.6 M), else of the bundled
+    model of `model` (kind, hidden, filters)."""
+    count = cfg.params.get("sim_gradient_params")
+    if count is None:
+        return 4 * model_parameters(cfg.model.hidden, kind=cfg.model.kind, filters=cfg.model.filters)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise SimError(f"params.sim_gradient_params must be a positive number of parameters, not {count!r}")
+    return 4 * count
+
+
+def sim_options(cfg: ExperimentConfig) -> SimOptions:
+    """What the config says about the simulated network beyond its topology:
+    `params.sim_switch_pps`, a software switch's forwarding rate (`SimOptions.switch_pps`, for
+    comparing with the emulation; unset: switches forward at line rate)."""
+    pps = cfg.params.get("sim_switch_pps")
+    if pps is not None and (not isinstance(pps, (int, float)) or isinstance(pps, bool) or not pps > 0):
+        raise SimError(f"params.sim_switch_pps must be a rate > 0 in packets/s, not {pps!r}")
+    return SimOptions(switch_pps=None if pps is None else float(pps))
+
+
 def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
     """Why `arm` cannot be simulated yet, or None when it can."""
     if cfg.name not in SIMULATED_EXPERIMENTS:
@@ -72,7 +97,9 @@ def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
 
 
 def setup(cfg: ExperimentConfig) -> ExperimentConfig:
-    """Keep the arms the simulator runs; SimError if none is left."""
+    """Keep the arms the simulator runs (regimes: after expanding its grid); SimError if none is left."""
+    if cfg.name == "regimes":
+        cfg = setup_regimes(cfg)
     keep, skipped = [], []
     for arm in cfg.arms:
         why = supported(cfg, arm)
@@ -82,9 +109,23 @@ def setup(cfg: ExperimentConfig) -> ExperimentConfig:
             keep.append(arm)
     if not keep:
         raise SimError(f"{cfg.name}: no arm can be simulated yet: " + "; ".join(skipped))
-    start_jitter_s(cfg)      # a bad value fails here, before any run
-    params = {**cfg.params, "backend": BACKEND, "skipped_arms": skipped}
+    start_jitter_s(cfg)      # bad values fail here, before any run
+    gradient_bytes(cfg)
+    sim_options(cfg)
+    for arm in keep:
+        if arm.transport == "tcp":
+            tcp_settings(arm)
+    params = {**cfg.params, "backend": BACKEND, "skipped_arms": skipped, "config_file": _repo_path(cfg.source)}
     return replace(cfg, arms=tuple(keep), params=params)
+
+
+def _repo_path(source: str) -> str:
+    """`source` relative to the repository when it lies inside it (for the summary's command)."""
+    path = Path(source).resolve()
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:
+        return source
 
 
 def topology(settings: TopologySettings, workers: int) -> Any:
@@ -103,6 +144,9 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,
     rng = seed_ns3(repetition_seed(cfg, rep))
     if cfg.name == "pcn":
         result = pcn.run_arm(cfg, arm, rep, topo, out_dir, options)
+    elif cfg.name == "regimes":
+        result = run_regime_arm(cfg, arm, rep, topo, options)
+        rng["start_jitter_s"] = start_jitter_s(cfg)
     else:
         result = run_tcp_arm(cfg, arm, rep, topo, options)
         rng["start_jitter_s"] = start_jitter_s(cfg)
@@ -110,36 +154,84 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,
     return result
 
 
+def tcp_settings(arm: Arm) -> tcp.TcpSettings:
+    """ns-3's TCP for `arm`: its congestion control and ECN, Linux's defaults otherwise. An arm
+    with `params.rto_min_ms` gets the incast fix of Vasudevan et al. (SIGCOMM '09): that minimum
+    RTO, microsecond timers (ns-3's 1 ms clock granularity would floor the RTO) and no delayed
+    ACKs. ns-3's receiver has no quick-ACK mode: with delayed ACKs, a sender whose RTO is below
+    the 40 ms ACK delay times out spuriously, backs off and sends one segment per delayed ACK
+    (measured: 1 MB incast rounds of 1.3-1.8 s at RTO_min 0.09-1 ms vs 19 ms without; docs/ns3.md)."""
+    settings = tcp.TcpSettings(cc=arm.tcp_cc or "cubic", ecn=arm.tcp_ecn == "on")
+    rto_min = arm.params.get("rto_min_ms")
+    if rto_min is None:
+        return settings
+    if not isinstance(rto_min, (int, float)) or isinstance(rto_min, bool) or not rto_min > 0:
+        raise SimError(f"arms[{arm.name}]: params.rto_min_ms must be a time > 0 in ms, not {rto_min!r}")
+    return replace(settings, min_rto_ms=float(rto_min), clock_granularity_us=1.0, delayed_ack_count=1)
+
+
 def run_tcp_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
                 options: SimOptions = SimOptions()) -> ArmResult:
     """One repetition of a TCP arm: rounds of push (each worker's gradient to the PS) and pull."""
-    settings = cfg.topology_of(arm)
     workers = cfg.workers_of(arm)
-    policy = load_policy(settings.policy or "controller/policies/default.yaml")
-    gradient_bytes = 4 * model_parameters(cfg.model.hidden, kind=cfg.model.kind, filters=cfg.model.filters)
-    tcp.configure(tcp.TcpSettings(cc=arm.tcp_cc or "cubic", ecn=arm.tcp_ecn == "on"))
+    policy = load_policy(cfg.topology_of(arm).policy or "controller/policies/default.yaml")
+    size = gradient_bytes(cfg)
+    settings = tcp_settings(arm)
+    tcp.configure(settings)
     net = SimNetwork(topo, policy, options)
     try:
-        out = run_tcp_rounds(net, "ps", [f"w{i}" for i in range(1, workers + 1)], gradient_bytes,
-                             gradient_bytes, cfg.rounds_of(arm), limit_s=cfg.timeout_s,
-                             jitter_s=start_jitter_s(cfg))
+        out = run_tcp_rounds(net, "ps", [f"w{i}" for i in range(1, workers + 1)], size, size,
+                             cfg.rounds_of(arm), limit_s=cfg.timeout_s, jitter_s=start_jitter_s(cfg))
+        base_rtt = net.base_rtt_s("w1", "ps")
     finally:
         net.close()
     times = [e - s for s, e in zip(out.starts, out.ends)]
-    rounds = [{"round": i, "t_s": end, "round_time_s": t, "delivered": 1.0, "violations": 0,
-               "queue_depth": None, "accuracy": None} for i, (t, end) in enumerate(zip(times, out.ends))]
+    # the push stage (first push start to the PS having every push) and the pull stage after it
+    push = [p - s for s, p in zip(out.starts, out.push_ends)]
+    pull = [e - p for p, e in zip(out.push_ends, out.ends)]
+    rounds = [{"round": i, "t_s": end, "round_time_s": t, "push_stage_s": ps, "pull_stage_s": pl, "delivered": 1.0,
+               "violations": 0, "queue_depth": None, "accuracy": None}
+              for i, (t, end, ps, pl) in enumerate(zip(times, out.ends, push, pull))]
     span = out.ends[-1] - out.starts[0] if out.ends else 0.0
     metrics: dict[str, Any] = {
         "rounds": len(times), "rounds_per_s": len(times) / span if span > 0 else None,
         "round_time_p50_s": percentile(times, 50), "round_time_p99_s": percentile(times, 99),
-        "gradient_bytes": gradient_bytes, "simulated_s": span, "sim_wall_s": round(out.wall_s, 3),
+        "push_stage_p50_s": percentile(push, 50), "pull_stage_p50_s": percentile(pull, 50),
+        "gradient_bytes": size, "rto_min_ms": settings.min_rto_ms, "simulated_s": span,
+        "base_rtt_ms": base_rtt * 1000.0,
+        "link_drops": sum(out.link_drops.values()), "sim_wall_s": round(out.wall_s, 3),
         "violations": 0, "final_accuracy": None, "time_to_target_s": None, "accuracy_curve": [],
     }
     error = None if out.complete else (f"{len(times)} of {out.planned} rounds within "
                                        f"{cfg.timeout_s:g} s of simulated time")
     tail = {name: c["tail_drops"] for name, c in out.switches.items()}
     return ArmResult(rounds=rounds, metrics=metrics, ok=out.complete, error=error,
-                     extra={"backend": BACKEND, "sim_switches": out.switches, "tail_drops": tail})
+                     extra={"backend": BACKEND, "sim_switches": out.switches, "tail_drops": tail,
+                            "sim_link_drops": out.link_drops})
+
+
+def setup_regimes(cfg: ExperimentConfig) -> ExperimentConfig:
+    """The regime map's grid expanded (`experiments.regimes.setup`); the tuned-RTO arms' minimum
+    RTO is `rto_min_rtts` x the cell's RTT, without the emulation's 1 ms floor (a limit of
+    Linux's per-route metric that ns-3 does not have: at microsecond RTTs it would be tens of RTTs)."""
+    cfg = regimes.setup(cfg)
+    arms = []
+    for arm in cfg.arms:
+        rtts = arm.params.get("rto_min_rtts")
+        if rtts is not None:
+            arm = replace(arm, params={**arm.params, "rto_min_ms": round(float(rtts) * float(arm.params["rtt_ms"]), 6)})
+        arms.append(arm)
+    return replace(cfg, arms=tuple(arms))
+
+
+def run_regime_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
+                   options: SimOptions = SimOptions()) -> ArmResult:
+    """One repetition of a regime-map TCP arm in its cell (the bottleneck's loss and delay come
+    with the arm's topology; the tuned-RTO arm's minimum RTO with its params, see `setup_regimes`)."""
+    result = run_tcp_arm(cfg, arm, rep, topo, options)
+    p = arm.params
+    result.metrics.update(loss_pct=p["loss_pct"], bdp_packets=p["bdp_packets"], rtt_ms=p["rtt_ms"])
+    return result
 
 
 def run(cfg: ExperimentConfig, rd: ResultsDir, out: Callable[[str], None] = lambda s: print(s, flush=True)) -> None:
@@ -151,7 +243,7 @@ def run(cfg: ExperimentConfig, rd: ResultsDir, out: Callable[[str], None] = lamb
     rd.set_state("running", todo=len(todo), total=len(todo))
     for index, (rep, arm) in enumerate(todo):
         t0 = time.monotonic()
-        result = run_arm(cfg, arm, rep, rd.path)
+        result = run_isolated(cfg, arm, rep, rd.path)
         elapsed = time.monotonic() - t0
         tail = result.extra["tail_drops"]
         run_record: dict[str, Any] = {
@@ -171,6 +263,17 @@ def run(cfg: ExperimentConfig, rd: ResultsDir, out: Callable[[str], None] = lamb
             + ("done" if result.ok else f"FAILED: {result.error}")
             + f" ({brief}; simulated) in {elapsed:.1f} s wall")
     rd.set_state("done", remaining=0)
+
+
+def run_isolated(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path) -> ArmResult:
+    """`run_arm` in a forked child (`sim.isolate`): when ns-3 aborts the simulation (an
+    NS_ASSERT in its TCP, say), the run fails with ns-3's reason and the experiment goes on."""
+    outcome = isolate.call(run_arm, cfg, arm, rep, out_dir, sim_options(cfg))
+    if isinstance(outcome, ArmResult):
+        return outcome
+    return ArmResult(rounds=[], metrics={"rounds": 0}, ok=False, error=outcome.message(),
+                     extra={"backend": BACKEND, "sim_switches": {}, "tail_drops": {},
+                            "sim_rng": {"ns3_seed": NS3_SEED, "ns3_run": repetition_seed(cfg, rep)}})
 
 
 class SimulatedModule:

@@ -11,6 +11,9 @@ by ns-3's global routing (their one link).
 Rates: a link's `bw_mbps` when set, else `SimOptions.rate_gbps`; a switch end with a queue
 rate in packets/s sends at that rate in `SimOptions.packet_bytes`-byte packets.
 Delay: a link's `delay_ms` when set, else `SimOptions.link_delay_us`.
+Loss: a link's `loss_pct` drops packets at random in both directions (`gradlane_sim::LinkLoss`,
+ns-3's per-packet RateErrorModel on each receiving end, each on its own numbered ns-3 stream: the
+repetition's run number fixes the draws); `SimNetwork.link_drops()` counts the drops.
 """
 from __future__ import annotations
 
@@ -37,12 +40,20 @@ class SimOptions:
     link_delay_us: float = 1.0       # links without delay_ms
     packet_bytes: int = 1500         # converts queue rates in packets/s to bits/s
     network: NetworkOptions = NetworkOptions()
+    # A software switch's forwarding rate (packets/s), for comparing with the emulation: a
+    # host's packets enter its switch at most this fast, and wait in the host's own (deep)
+    # queues meanwhile, as they wait in an emulated switch process's socket buffer. The
+    # embedded switch forwards about 23,600 packets/s of gradlane's program without loss
+    # (benchmarks/baseline.json); its one process serves all ports, modelled here per host link.
+    switch_pps: float | None = None
 
     def __post_init__(self) -> None:
         if not self.rate_gbps > 0:
             raise SimError(f"rate_gbps {self.rate_gbps} is not a rate > 0")
         if self.link_delay_us < 0:
             raise SimError(f"link_delay_us {self.link_delay_us} is below 0")
+        if self.switch_pps is not None and not self.switch_pps > 0:
+            raise SimError(f"switch_pps {self.switch_pps} is not a rate > 0")
         if not 64 <= self.packet_bytes <= 9000:
             raise SimError(f"packet_bytes {self.packet_bytes} is not in 64..9000")
 
@@ -104,6 +115,7 @@ class SimNetwork:
         addr = ns.Ipv4AddressHelper()
         addr.SetBase(ns.Ipv4Address("10.0.0.0"), ns.Ipv4Mask("255.255.255.252"))
         self._keep: list[Any] = []
+        self.losses: dict[str, Any] = {}     # 'a-b' -> gradlane_sim::LinkLoss of a lossy link
         for link in topo.links:
             self._link(link, addr)
             addr.NewNetwork()
@@ -117,6 +129,8 @@ class SimNetwork:
         _, pps = link.end(node)
         if node in self.topo.switches and pps is None:
             pps = self.topo.switches[node].queue_rate_pps
+        if node in self.topo.hosts and self.options.switch_pps:
+            pps = self.options.switch_pps
         if pps is not None:
             rate = min(rate, pps * self.options.packet_bytes * 8)
         return rate
@@ -132,6 +146,11 @@ class SimNetwork:
             dev.SetAttribute("DataRate", ns.DataRateValue(ns.DataRate(int(self._rate_bps(link, node)))))
             if node in self.topo.switches:
                 self._switch_port(node, link.port_of(node), dev)
+        if link.loss_pct:
+            loss = self.cpp.LinkLoss()
+            for i in range(2):
+                loss.Attach(devices.Get(i), link.loss_pct / 100.0, 2 * len(self.losses) + i)
+            self.losses[f"{link.a}-{link.b}"] = loss
         interfaces = addr.Assign(devices)
         for i, node in enumerate((link.a, link.b)):
             if node in self.topo.hosts:
@@ -181,6 +200,43 @@ class SimNetwork:
             return self.addresses[host]
         except KeyError:
             raise SimError(f"no host '{host}' in topology '{self.topo.name}'") from None
+
+    def base_rtt_s(self, src: str, dst: str, ack_bytes: int = 64) -> float:
+        """The round-trip time from host `src` to host `dst` without queueing, computed from the
+        links on the fewest-hop path: propagation both ways, one full-size packet
+        (`SimOptions.packet_bytes`) serialized per hop out and one `ack_bytes` ACK per hop back."""
+        path = self._path(src, dst)
+        total = 0.0
+        for u, v in zip(path[:-1], path[1:]):
+            link = next(lk for lk in self.topo.links if {lk.a, lk.b} == {u, v})
+            delay = link.delay_ms / 1000 if link.delay_ms else self.options.link_delay_us / 1e6
+            total += 2 * delay + self.options.packet_bytes * 8 / self._rate_bps(link, u) \
+                + ack_bytes * 8 / self._rate_bps(link, v)
+        return total
+
+    def _path(self, src: str, dst: str) -> list[str]:
+        previous: dict[str, str | None] = {src: None}
+        frontier = [src]
+        while frontier and dst not in previous:
+            nxt = []
+            for u in frontier:
+                for link in self.topo.links:
+                    if u in (link.a, link.b):
+                        v = link.b if u == link.a else link.a
+                        if v not in previous and (v == dst or v in self.topo.switches):
+                            previous[v] = u
+                            nxt.append(v)
+            frontier = nxt
+        if dst not in previous:
+            raise SimError(f"no path from '{src}' to '{dst}' in topology '{self.topo.name}'")
+        path = [dst]
+        while previous[path[-1]] is not None:
+            path.append(previous[path[-1]])
+        return path[::-1]
+
+    def link_drops(self) -> dict[str, int]:
+        """Packets each lossy link ('a-b') has dropped at random so far, both directions."""
+        return {name: int(loss.dropped) for name, loss in self.losses.items()}
 
     def run(self, stop_s: float) -> None:
         """Run the simulation until simulated time `stop_s` (or until no event is left)."""

@@ -30,13 +30,16 @@ def model_parameters(hidden: str, inputs: int = DIGITS_FEATURES, outputs: int = 
 
 @dataclass
 class RoundsOutcome:
-    """Round start/end times (simulated seconds) and what the run cost."""
+    """Round start/end times and the end of each round's push stage (simulated seconds), and
+    what the run cost."""
 
     starts: list[float]
     ends: list[float]
     planned: int
     wall_s: float
     switches: dict[str, Any] = field(default_factory=dict)
+    link_drops: dict[str, int] = field(default_factory=dict)   # random loss per lossy link
+    push_ends: list[float] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -65,4 +68,5 @@ def run_tcp_rounds(net: SimNetwork, ps: str, workers: list[str], push_bytes: int
     wall = time.monotonic() - t0
     return RoundsOutcome(starts=[float(x) for x in app.round_start], ends=[float(x) for x in app.round_end],
                          planned=rounds, wall_s=wall,
-                         switches={name: sw.counters() for name, sw in net.switches.items()})
+                         switches={name: sw.counters() for name, sw in net.switches.items()},
+                         link_drops=net.link_drops(), push_ends=[float(x) for x in app.push_end])

@@ -23,7 +23,8 @@ namespace gradlane_sim {
 // Round r is ready when every worker has its round r-1 pull (plus `compute` time); each worker
 // then starts its push after its own delay, drawn uniformly from [0, jitter) from ns-3's random
 // streams (so the seed and run number fix it). Round r starts with the first push and ends when
-// the last worker has its round r pull; round_start/round_end hold the times in seconds.
+// the last worker has its round r pull; round_start/round_end hold the times in seconds, and
+// push_end the time the PS had every push of the round (the push stage ends, the pull begins).
 class TcpRounds {
  public:
   TcpRounds(ns3::Ptr<ns3::Node> ps, ns3::Ipv4Address ps_addr, uint16_t port, uint64_t push_bytes,
@@ -43,7 +44,7 @@ class TcpRounds {
     ns3::Simulator::Schedule(ns3::Seconds(at_s), &TcpRounds::Connect, this);
   }
 
-  std::vector<double> round_start, round_end;
+  std::vector<double> round_start, round_end, push_end;
   uint32_t RoundsDone() const { return round_end.size(); }
   bool Finished() const { return round_end.size() == rounds_; }
 
@@ -138,6 +139,7 @@ class TcpRounds {
     f->received += Drain(s);
     if (!before && f->received >= push_ * round && ++pushed_ == accepted_.size() &&
         accepted_.size() == workers_.size()) {
+      push_end.push_back(ns3::Simulator::Now().GetSeconds());
       for (auto& a : accepted_) { a.to_send += pull_; Pump(a); }
     }
   }

@@ -1,0 +1,83 @@
+"""The configs written for the simulator (experiments/configs/ns3/: the regime map at datacenter
+ratios, LTP's incast at 10 Gb/s with ResNet-50-size gradients): their --quick runs on ns-3, in
+this process (ns-3 is imported once), and what the harness makes of their settings."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from experiments import cli
+from experiments import config as configs
+from experiments.config import CONFIG_DIR
+from sim import harness
+from sim.errors import SimError
+
+NS3_CONFIGS = sorted(p.stem for p in (CONFIG_DIR / "ns3").glob("*.yaml"))
+
+
+def _quick(name: str, tmp_path) -> list[dict]:
+    code = cli.main([name, "--quick", "--backend", "ns3", "--config", str(CONFIG_DIR / "ns3" / f"{name}.yaml"),
+                     "--out", str(tmp_path)])
+    assert code == 0
+    (run_dir,) = (tmp_path / name).iterdir()
+    summary = (run_dir / "summary.md").read_text()
+    assert "SIMULATED with ns-3" in summary
+    assert (f"`python -m experiments {name} --quick --backend ns3 --config experiments/configs/ns3/{name}.yaml`"
+            in summary)
+    saved = configs.load_saved(run_dir / "config.yaml")
+    assert any(s.startswith("gradlane") for s in saved.params["skipped_arms"])
+    return [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
+
+
+def test_every_ns3_config_is_known():
+    assert NS3_CONFIGS == ["ltp_incast", "regimes"]
+
+
+@pytest.mark.timeout(240)
+def test_regime_map_quick_on_ns3(tmp_path, capsys):
+    runs = {r["arm"]: r for r in _quick("regimes", tmp_path)}
+    capsys.readouterr()
+    assert set(runs) == {"tcp-cubic.l0.b25", "tcp-cubic-rto.l0.b25", "tcp-cubic.l2.b25", "tcp-cubic-rto.l2.b25"}
+    assert all(r["ok"] and r["backend"] == "ns3" for r in runs.values())
+    # the lossy cell's bottleneck dropped packets at random; the loss-free one none
+    assert runs["tcp-cubic.l2.b25"]["sim_link_drops"]["s1-s2"] > 0
+    assert runs["tcp-cubic.l0.b25"]["sim_link_drops"] == {}
+    tuned = runs["tcp-cubic-rto.l2.b25"]["metrics"]
+    assert tuned["rto_min_ms"] == pytest.approx(3 * tuned["rtt_ms"]) and tuned["rtt_ms"] == pytest.approx(0.03)
+    assert runs["tcp-cubic.l2.b25"]["metrics"]["rto_min_ms"] == 200.0
+    # at 2 % loss and a 30 us RTT the default RTO_min (6,700 RTTs) is what a round waits for
+    assert tuned["round_time_p99_s"] < runs["tcp-cubic.l2.b25"]["metrics"]["round_time_p99_s"]
+
+
+@pytest.mark.timeout(240)
+def test_paper_scale_incast_quick_on_ns3(tmp_path, capsys):
+    runs = _quick("ltp_incast", tmp_path)
+    capsys.readouterr()
+    assert {r["arm"] for r in runs} == {"tcp-cubic", "tcp-cubic-rto"}
+    assert all(r["ok"] and r["metrics"]["gradient_bytes"] == 1_000_000 for r in runs)
+
+
+def test_tuned_rto_is_not_floored_at_a_millisecond():
+    cfg = harness.setup(configs.load(CONFIG_DIR / "ns3" / "regimes.yaml"))
+    tuned = {a.params["bdp_packets"]: a.params["rto_min_ms"] for a in cfg.arms
+             if a.params["template"] == "tcp-cubic-rto" and a.params["loss_pct"] == 0}
+    assert tuned == {5: pytest.approx(0.018), 25: pytest.approx(0.09), 100: pytest.approx(0.36)}
+    settings = harness.tcp_settings(next(a for a in cfg.arms if a.params["template"] == "tcp-cubic-rto"))
+    assert settings.clock_granularity_us == 1.0 and settings.delayed_ack_count == 1
+
+
+def test_gradients_sized_by_parameter_count():
+    cfg = configs.load(CONFIG_DIR / "ns3" / "ltp_incast.yaml")
+    assert harness.gradient_bytes(cfg) == 4 * 25_557_032
+    for bad in (0, 2.5, "many"):
+        with pytest.raises(SimError, match="sim_gradient_params"):
+            harness.setup(replace(cfg, params={**cfg.params, "sim_gradient_params": bad}))
+
+
+def test_a_bad_tuned_rto_is_refused_before_any_run():
+    cfg = configs.load(CONFIG_DIR / "ns3" / "ltp_incast.yaml")
+    arms = tuple(replace(a, params={"rto_min_ms": -1}) if a.name == "tcp-cubic-rto" else a for a in cfg.arms)
+    with pytest.raises(SimError, match="rto_min_ms"):
+        harness.setup(replace(cfg, arms=arms))
