@@ -1,7 +1,6 @@
 """Sending side of one tensor transfer: paced out-of-order DATA, probe, resend only the missing."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,7 +10,7 @@ from hosts.errors import PacketError, PeerTimeout
 from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import Chunk, ChunkPlan, send_order
 from hosts.transport.congestion import Window
-from hosts.transport.endpoint import Endpoint, Received
+from hosts.transport.port import Port, Received
 from hosts.transport.probe_answer import probe_padding
 
 INFINITY = float("inf")
@@ -94,7 +93,7 @@ class SendSession:
     Below the budget, loss does not shrink an 'ecn' window.
     """
 
-    def __init__(self, endpoint: Endpoint, peer: tuple[str, int], peer_rank: int,
+    def __init__(self, endpoint: Port, peer: tuple[str, int], peer_rank: int,
                  plan: ChunkPlan, layers: list[np.ndarray], round_: int, *, pull: bool,
                  options: SendOptions, extra_flags: int = 0, peer_name: str = "peer",
                  critical_layers: frozenset[int] = frozenset(),
@@ -121,7 +120,7 @@ class SendSession:
                                  [options.seed, endpoint.job_id, round_, int(pull)])
         self._pos = 0
         self._sent_once = np.zeros(len(chunks), dtype=bool)
-        now = time.monotonic()
+        now = endpoint.clock()
         self.stats = SendStats(started=now)
         self._next_send = now
         self._next_probe = INFINITY
