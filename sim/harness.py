@@ -1,9 +1,9 @@
 """`python -m experiments NAME --backend ns3`: an experiment's arms simulated in ns-3.
 
 The same config, records (rounds.jsonl, runs.jsonl) and summary as the emulation, every run
-marked `"backend": "ns3"`, and the summary says it was simulated. Simulated so far: the TCP arms
-of `ltp_incast` (one parameter server and its workers, push/pull rounds) and every arm of `pcn`
-(`sim.pcn`); arms the simulator cannot run yet are listed in the config's
+marked `"backend": "ns3"`, and the summary says it was simulated. Simulated so far: the arms
+of `ltp_incast` (one parameter server and its workers, push/pull rounds: TCP in C++, gradlane and
+MLT by the agents' own transport code, `sim.lossy`) and every arm of `pcn` (`sim.pcn`); arms the simulator cannot run yet are listed in the config's
 `params.skipped_arms`, with the reason.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from experiments.api import ArmResult, Summary
 from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.records import Results, ResultsDir
 from experiments.stats import percentile
-from sim import engine, pcn, tcp
+from sim import engine, lossy_arm, pcn, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_parameters, run_tcp_rounds
@@ -64,8 +64,10 @@ def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
         return f"experiment {cfg.name} is not simulated yet"
     if cfg.name == "pcn":
         return None
+    if arm.transport in lossy_arm.TRANSPORTS:
+        return None
     if arm.transport != "tcp":
-        return f"transport {arm.transport} is not simulated yet (only ns-3's TCP)"
+        return f"transport {arm.transport} is not simulated yet"
     if (arm.tcp_cc or "cubic") not in tcp.CONGESTION_CONTROLS:
         return f"tcp_{arm.tcp_cc} is not one of ns-3's congestion controls"
     return None
@@ -103,6 +105,9 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,
     rng = seed_ns3(repetition_seed(cfg, rep))
     if cfg.name == "pcn":
         result = pcn.run_arm(cfg, arm, rep, topo, out_dir, options)
+    elif arm.transport in lossy_arm.TRANSPORTS:
+        result = lossy_arm.run(cfg, arm, repetition_seed(cfg, rep), topo, start_jitter_s(cfg), options)
+        rng["start_jitter_s"] = start_jitter_s(cfg)
     else:
         result = run_tcp_arm(cfg, arm, rep, topo, options)
         rng["start_jitter_s"] = start_jitter_s(cfg)
