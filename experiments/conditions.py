@@ -1,8 +1,10 @@
 """Run conditions: machine load, the switch processes' own receive drops and CPU use, and the
 switches' P4 counters, sampled before and after each run so a run records its own share.
 
-Switch receive drops come from `<switch log>.stats.json` (the embedded switch rewrites it every
-second; simple_switch writes none, then they are unknown). A run in which a switch process
+Switch receive drops and queue tail drops come from `<switch log>.stats.json` (the embedded
+switch writes it at start and rewrites it every second; simple_switch writes none, then they are
+unknown); a snapshot waits for a copy written after it began, so a run counts its own last second
+and not the one before it. A run in which a switch process
 itself dropped packets is flagged: its figures measure the switch's CPU, not the queue under study.
 """
 from __future__ import annotations
@@ -36,6 +38,29 @@ def switch_file_counter(log: str, key: str = "rx_drops_total") -> int | None:
             return int(json.load(f)[key])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+# The embedded switch rewrites its stats file every second (p4target/switch/stats_file.py).
+_STATS_FRESH_WAIT_S = 1.5
+
+
+def wait_fresh_stats(logs: list[str], since: float, timeout: float = _STATS_FRESH_WAIT_S) -> None:
+    """Wait until every `<log>.stats.json` that exists was written at or after `since` (epoch s),
+    at most `timeout` s: an older copy misses the last second's drops, or, just after a switch
+    started, holds the previous run's figures."""
+    deadline = time.monotonic() + timeout
+    pending = list(logs)
+    while pending and time.monotonic() < deadline:
+        stale = []
+        for log in pending:
+            try:
+                if os.stat(f"{log}.stats.json").st_mtime < since:
+                    stale.append(log)
+            except OSError:
+                pass
+        pending = stale
+        if pending:
+            time.sleep(0.05)
 
 
 def process_cpu_ticks(pid: int | None) -> int | None:
@@ -81,6 +106,7 @@ def snapshot(session: Any, with_counters: bool = True) -> Snapshot:
     """Sample the machine and the session's switches now."""
     snap = Snapshot(t=time.monotonic(), load1=os.getloadavg()[0])
     topo = session.topo
+    wait_fresh_stats([sw.log for sw in topo.switches.values()], time.time())
     for name, sw in topo.switches.items():
         snap.rx_drops[name] = switch_file_counter(sw.log, "rx_drops_total")
         snap.tail_drops[name] = switch_file_counter(sw.log, "queue_tail_drops")

@@ -34,7 +34,7 @@ from hosts.transport.deadline import Deadline
 from hosts.transport.port import Port, Received
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.router import Router
-from hosts.transport.sender import SendGroup, SendSession
+from hosts.transport.sender import SendGroup, SendSession, new_window
 from sim import engine
 from sim.errors import SimError
 from sim.network import SimNetwork
@@ -128,6 +128,7 @@ class _Worker:
         self.sender: SendSession | None = None
         self.pull: RecvSession | None = None
         self.pull_req_at = INFINITY
+        self.push_window = new_window(job.config.send)   # kept over rounds, as the agent does
 
     def start(self, round_: int, at: float) -> None:
         self.round, self.start_at = round_, at
@@ -148,7 +149,8 @@ class _Worker:
                 self.round, pull=False,
                 options=dataclasses.replace(cfg.send, peer_timeout=2.0 * cfg.peer_timeout),
                 critical_layers=cfg.bounds.critical_layers(pull=False),
-                budget=LossBudget.of(cfg.bounds.push, job.plan, cfg.bounds.scope))
+                budget=LossBudget.of(cfg.bounds.push, job.plan, cfg.bounds.scope),
+                window=self.push_window)
             self.agent.router.add(self.sender)
         if self.sender is not None and self.sender.done and self.pull_req_at == INFINITY:
             job.pushed(self.sender)
@@ -179,6 +181,7 @@ class _Server:
         self.round = 0
         self.push: RecvSession | None = None
         self.group: SendGroup | None = None
+        self.pull_windows: dict[int, Any] = {}       # per rank, kept over rounds (the agent's)
         agent.router.handlers[wire.KIND_PULL_REQ] = self._on_pull_req
 
     def _on_pull_req(self, pkt: Received, now: float) -> bool:
@@ -213,7 +216,8 @@ class _Server:
             self.group = SendGroup([
                 SendSession(self.agent.port, w.agent.addr, w.rank, job.plan, job.parameters, self.round,
                             pull=True, options=cfg.send, extra_flags=wire.FLAG_LAST if last else 0,
-                            critical_layers=cfg.bounds.critical_layers(pull=True), budget=budget)
+                            critical_layers=cfg.bounds.critical_layers(pull=True), budget=budget,
+                            window=self.pull_windows.setdefault(w.rank, new_window(cfg.send)))
                 for w in job.workers])
             router.add(self.group)
             self.push = None

@@ -15,6 +15,7 @@ from hosts.policy_client import HostPolicy
 from hosts.transport.bounds import SCOPES, LayerBounds, parse_bound_list
 from hosts.transport.chunking import ORDERS
 from hosts.transport.congestion import RULES as CC_RULES
+from hosts.transport.congestion import SWITCH_ECN_THRESHOLD
 from hosts.transport.deadline import NO_DEADLINE, DeadlineSettings
 from hosts.transport.holes import DEFAULT_HOLE_FILL, HoleFill
 from hosts.transport.packet_mac import TAG_BYTES, packet_key
@@ -192,9 +193,12 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                         "only beyond the bound; mlt's DATA is then ECN-capable. reno: halves on "
                         "every loss, ignores marks (docs/mechanisms.md)")
     g.add_argument("--cc-delay-ms", type=float, default=20.0,
-                   help="--cc ecn: an ACK echoing a longer path queueing delay counts as marked "
-                        "(default 20: half the switches' 40-packet marking threshold at the "
-                        "default 1000 packets/s bottleneck)")
+                   help="--cc ecn: every packet of an ACK echoing a longer path queueing delay "
+                        "counts as marked (default 20)")
+    g.add_argument("--cc-mark-depth", type=int, default=SWITCH_ECN_THRESHOLD, metavar="PACKETS",
+                   help="--cc ecn: the Not-ECT (drop-eligible) packets of an ACK echoing a "
+                        "switch queue deeper than this count as marked (default "
+                        f"{SWITCH_ECN_THRESHOLD}: the switches' default ECN threshold)")
     g.add_argument("--order", default="interleave", choices=ORDERS,
                    help="first-pass send order of chunks: interleave (default: every layer "
                         "spread over the pass, so the tail holds chunks of all layers), shuffle "
@@ -238,6 +242,8 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
         raise ConfigError("--window must be >= 0 packets")
     if not (args.cc_delay_ms > 0 and math.isfinite(args.cc_delay_ms)):
         raise ConfigError("--cc-delay-ms must be a positive number")
+    if args.cc_mark_depth < 0:
+        raise ConfigError("--cc-mark-depth must be >= 0 packets")
     kind = args.transport
     if args.controller:
         if kind != "ltp":
@@ -298,7 +304,8 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
                        priority_hints=kind == "ltp" and args.priority_hints == "on",
                        plain=kind == "mlt", order=args.order, seed=seed,
                        probe_on_silence=args.probe_on_silence, window=args.window, cc=args.cc,
-                       delay_target_us=int(args.cc_delay_ms * 1000))
+                       delay_target_us=int(args.cc_delay_ms * 1000),
+                       mark_depth=args.cc_mark_depth)
     mode = args.deadline or ("telemetry" if kind == "ltp" else "fixed")
     pull_ms = args.pull_deadline_ms if args.pull_deadline_ms is not None else args.deadline_ms
     if not (pull_ms > 0 and math.isfinite(pull_ms)):

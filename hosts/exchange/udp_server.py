@@ -15,12 +15,13 @@ from hosts.exchange.results import Gathered
 from hosts.pcn import answer_start
 from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import ChunkPlan
+from hosts.transport.congestion import Window
 from hosts.transport.deadline import Deadline
 from hosts.transport.endpoint import Endpoint
 from hosts.transport.port import Received
 from hosts.transport.mux import Mux
 from hosts.transport.receiver import ReceiveOptions, RecvSession
-from hosts.transport.sender import SendGroup, SendSession
+from hosts.transport.sender import SendGroup, SendSession, new_window
 
 _LAST_PULL_GRACE = 2.0
 _EPOCH_COPIES = 2     # a KIND_EPOCH goes out twice: a worker that misses both waits, then asks
@@ -53,6 +54,7 @@ class UdpServerExchange:
                                self.counters)
         self.membership = Membership(workers)   # the PS sets its flags' limits
         self.member_events: list[dict] = []     # absences and re-admissions, for the PS's log
+        self.pull_windows: dict[int, Window | None] = {}   # per rank, kept over rounds
 
     def _admit(self, pkt: Received) -> bool:
         """Only a worker's bound address speaks for its rank (HELLO is how it gets bound)."""
@@ -89,6 +91,7 @@ class UdpServerExchange:
                                     f"--chunk-elems, --transport or --job)")
             else:
                 self.addrs[rank] = pkt.addr
+                self.pull_windows[rank] = new_window(self.config.send)   # a (re)joined worker
                 if moved:
                     self._rebind(rank, bound, pkt.addr)
                 first_push, again = self.membership.hello(rank, restarted=moved)
@@ -236,7 +239,7 @@ class UdpServerExchange:
                         pull=True, options=self.config.send, extra_flags=flags,
                         peer_name=self.names[rank],
                         critical_layers=self.config.bounds.critical_layers(pull=True),
-                        budget=budget)
+                        budget=budget, window=self.pull_windows.get(rank))
             for rank in pullers])
         self.mux.add(group)
         announced = next_round is None

@@ -19,7 +19,7 @@ from hosts.transport.endpoint import Endpoint
 from hosts.transport.port import Received
 from hosts.transport.mux import Mux
 from hosts.transport.receiver import ReceiveOptions, RecvSession
-from hosts.transport.sender import SendSession
+from hosts.transport.sender import SendSession, new_window
 
 _LINGER = 0.3
 _HELLO_EVERY = 0.1
@@ -51,6 +51,7 @@ class UdpWorkerExchange:
         self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
         self._join = JoinClient(config.job_key, config.job_id, rank, self.fingerprint)
         self.first_push = 0   # the PS's welcome: the first round we push
+        self.push_window = new_window(config.send)   # kept over rounds, as TCP's connection is
         self.mux.handlers[wire.KIND_HELLO_ACK] = self._on_hello_ack
         self._announced: dict[int, int] = {}
         self.mux.handlers[wire.KIND_EPOCH] = self._on_epoch
@@ -139,7 +140,8 @@ class UdpWorkerExchange:
         sender = SendSession(self.endpoint, self.ps, wire.PS_RANK, self.plan, layers, round_,
                              pull=False, options=options, peer_name=self._ps_name,
                              critical_layers=cfg.bounds.critical_layers(pull=False),
-                             budget=LossBudget.of(cfg.bounds.push, self.plan, cfg.bounds.scope))
+                             budget=LossBudget.of(cfg.bounds.push, self.plan, cfg.bounds.scope),
+                             window=self.push_window)
         self.mux.add(sender)
         self.mux.run(lambda: sender.done)
         stats.update(push_s=sender.stats.seconds, retransmissions=sender.stats.retransmissions,

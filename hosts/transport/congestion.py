@@ -1,11 +1,15 @@
 """The congestion window of a loss-tolerant sender: pure logic, no sockets (docs/mechanisms.md,
 "Congestion control of the UDP sender").
 
-Rule ``ecn`` (default, DCTCP-like): each newly acknowledged packet counts as marked when its
-DATA arrived CE-marked or the ACK echoes a path queueing delay above `delay_target` (the
-switches' telemetry; the signal of Not-ECT packets, which switches never mark). Once per
-window of acknowledged packets, alpha <- (1 - g) alpha + g F (F = marked / acknowledged,
-g = 1/16), and if anything was marked, cwnd <- cwnd (1 - alpha / 2). Loss is a congestion
+Rule ``ecn`` (default, DCTCP-like): a newly acknowledged ECN-capable packet counts as marked
+when its DATA arrived CE-marked (the switch's own mark: egress queue deeper than its ECN
+threshold); a Not-ECT one (drop-eligible DATA, which switches drop rather than mark) when the
+ACK echoes a switch queue deeper than `mark_depth` (in-band telemetry, the same enqueue depth
+the switch compares with its threshold), i.e. when the switch would have marked it had it been
+ECN-capable. Every packet of an ACK echoing a path queueing delay above `delay_target` counts
+as marked. Once per window of acknowledged packets, alpha <- (1 - g) alpha + g F
+(F = marked / acknowledged, g = 1/16; alpha starts at 1, as Linux DCTCP's does, so the first
+marked window halves), and if anything was marked, cwnd <- cwnd (1 - alpha / 2). Loss is a congestion
 signal only beyond the bound: when more chunks are known lost than the receiver may leave
 missing (`loss_budget`), the window halves as Reno's does. An observation window is as many
 acknowledged packets as the window held when it began (about one round trip).
@@ -23,6 +27,8 @@ from hosts.errors import ConfigError
 
 RULES = ("ecn", "reno")
 DCTCP_GAIN = 1.0 / 16.0
+# The switches' ECN marking threshold by default (controller NetworkOptions.ecn_normal, packets).
+SWITCH_ECN_THRESHOLD = 40
 MIN_WINDOW = 2.0
 INFINITY = float("inf")
 
@@ -38,7 +44,8 @@ class Window:
     """A congestion window in DATA packets."""
 
     def __init__(self, initial: float, rule: str = "ecn", loss_budget: int = 0,
-                 delay_target_us: int = 20_000, loss_gap: float = 0.02) -> None:
+                 delay_target_us: int = 20_000, loss_gap: float = 0.02,
+                 mark_depth: int = SWITCH_ECN_THRESHOLD) -> None:
         if rule not in RULES:
             raise ConfigError(f"--cc {rule!r} is not one of {', '.join(RULES)}")
         self.cwnd = float(initial)
@@ -46,8 +53,9 @@ class Window:
         self.loss_budget = loss_budget
         self.delay_target_us = delay_target_us
         self.loss_gap = loss_gap
+        self.mark_depth = mark_depth
         self.ssthresh = INFINITY
-        self.alpha = 0.0
+        self.alpha = 1.0
         self._acked = 0
         self._marked = 0
         self._observe = self.cwnd     # packets in this observation window (the window then)
@@ -58,15 +66,21 @@ class Window:
         """May one more packet go out with `outstanding` unacknowledged ones in flight?"""
         return outstanding < int(self.cwnd)
 
-    def on_ack(self, newly: int, ce_marked: int, qdelay_us: int) -> None:
-        """One ACK: `newly` packets acknowledged for the first time, `ce_marked` of them CE."""
+    def on_ack(self, newly: int, ce_marked: int, qdelay_us: int, qdepth: int = 0,
+               not_ect: int = 0) -> None:
+        """One ACK: `newly` packets acknowledged for the first time, `ce_marked` of them CE,
+        `not_ect` of them sent Not-ECT; `qdelay_us` and `qdepth` the path queueing delay and
+        deepest queue the ACK echoes."""
         if newly <= 0:
             return
         for _ in range(newly):
             self.cwnd += 1.0 if self.cwnd < self.ssthresh else 1.0 / self.cwnd
         if self.rule != "ecn":
             return
-        marked = newly if qdelay_us > self.delay_target_us else min(ce_marked, newly)
+        if qdelay_us > self.delay_target_us:
+            marked = newly
+        else:
+            marked = min(ce_marked + (not_ect if qdepth > self.mark_depth else 0), newly)
         self.stats.marked += marked
         self._acked += newly
         self._marked += marked

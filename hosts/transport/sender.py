@@ -1,6 +1,7 @@
 """Sending side of one tensor transfer: paced out-of-order DATA, probe, resend only the missing."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,7 +10,7 @@ from hosts import wire
 from hosts.errors import PacketError, PeerTimeout
 from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import Chunk, ChunkPlan, send_order
-from hosts.transport.congestion import Window
+from hosts.transport.congestion import SWITCH_ECN_THRESHOLD, Window
 from hosts.transport.port import Port, Received
 from hosts.transport.probe_answer import probe_padding
 
@@ -40,6 +41,8 @@ class SendOptions:
     cc: 'ecn' (DCTCP-like on CE marks and telemetry queueing delay; loss only beyond the bound)
         or 'reno' (halve on every loss a BITMAP or the ACKs show).
     delay_target_us: with 'ecn', an ACK echoing a longer path queueing delay counts as marked.
+    mark_depth: with 'ecn', the Not-ECT packets of an ACK echoing a deeper switch queue count
+        as marked (the switches' ECN threshold, in packets).
     """
 
     pace_pps: float = 0.0
@@ -58,6 +61,15 @@ class SendOptions:
     window: int = 0
     cc: str = "ecn"
     delay_target_us: int = 20_000
+    mark_depth: int = SWITCH_ECN_THRESHOLD
+
+
+def new_window(options: SendOptions) -> Window | None:
+    """The congestion window `options` ask for (None without --window)."""
+    if options.window <= 0:
+        return None
+    return Window(options.window, options.cc, 0, options.delay_target_us,
+                  options.probe_interval, options.mark_depth)
 
 
 # A chunk still unacknowledged when this many later transmissions were acknowledged stops
@@ -90,14 +102,15 @@ class SendSession:
     during the first pass, missing chunks that the `budget` (bounds.LossBudget: what the
     receiver may leave missing; default none) still covers are not resent: the chunks still to
     come will close the round. PeerTimeout if the peer says nothing for `peer_timeout` s.
-    Below the budget, loss does not shrink an 'ecn' window.
+    Below the budget, loss does not shrink an 'ecn' window. `window` carries one peer's window
+    over rounds (new_window(options)), as a TCP connection keeps its own; default: a fresh one.
     """
 
     def __init__(self, endpoint: Port, peer: tuple[str, int], peer_rank: int,
                  plan: ChunkPlan, layers: list[np.ndarray], round_: int, *, pull: bool,
                  options: SendOptions, extra_flags: int = 0, peer_name: str = "peer",
                  critical_layers: frozenset[int] = frozenset(),
-                 budget: LossBudget | None = None) -> None:
+                 budget: LossBudget | None = None, window: Window | None = None) -> None:
         self.endpoint = endpoint
         self.peer = peer
         self.peer_rank = peer_rank
@@ -114,6 +127,7 @@ class SendSession:
         self._chunks = chunks
         self._payloads = [c.values.astype(">f4").tobytes() for c in chunks]
         self._marks = [self._marking(c) for c in chunks]
+        self._not_ect = np.array([tos & 3 == wire.ECN_NOT_ECT for _, tos in self._marks], dtype=bool)
         self.arrived = np.zeros(len(chunks), dtype=bool)
         self._queued = np.ones(len(chunks), dtype=bool)
         self._queue = send_order(plan, options.order,
@@ -128,9 +142,10 @@ class SendSession:
         self.done = False
         self._silence = options.probe_on_silence or options.window > 0
         self.budget = budget if budget is not None else LossBudget.none(plan)
-        self.window = (Window(options.window, options.cc, self.budget.total,
-                              options.delay_target_us, options.probe_interval)
-                       if options.window > 0 else None)
+        self.window = window if window is not None else new_window(options)
+        if self.window is not None:
+            self.window.loss_budget = self.budget.total
+        self._window_start = dataclasses.replace(self.window.stats) if self.window else None
         self._outstanding = np.zeros(len(chunks), dtype=bool)   # sent, neither ACKed nor known lost
         self._probe_padding = bytes(probe_padding(plan))   # pays for the answer's BITMAPs
         self._tx = np.zeros(len(chunks), dtype=np.int64)         # transmission number, last send
@@ -256,18 +271,19 @@ class SendSession:
             self._next_probe = INFINITY
 
     def _on_ack(self, payload: bytes, hdr: wire.Header, now: float) -> None:
-        newly = marked = 0
+        newly = marked = not_ect = 0
         highest = 0
         for layer, seq, ce in wire.unpack_ack_marks(payload):
             idx = self._index(layer, seq)
             if not self.arrived[idx]:
                 newly += 1
                 marked += ce
+                not_ect += int(self._not_ect[idx])
             self.arrived[idx] = True
             self._outstanding[idx] = False
             highest = max(highest, int(self._tx[idx]))
         if self.window is not None and newly:
-            self.window.on_ack(newly, marked, hdr.tele_qdelay_us)
+            self.window.on_ack(newly, marked, hdr.tele_qdelay_us, hdr.tele_max_qdepth, not_ect)
             # Overtaken chunks stop holding the window. They are no loss signal: a lost ACK
             # looks the same; the receiver's BITMAP is what tells loss beyond the bound.
             self._outstanding &= ~(self._tx < highest - REORDER_THRESHOLD)
@@ -309,12 +325,14 @@ class SendSession:
             counters[f"drop_{exc.reason}"] += 1
 
     def window_summary(self) -> dict:
-        """The window at the end of the transfer and what cut it (empty without a window)."""
-        if self.window is None:
+        """The window at the end of the transfer and what cut it during this transfer (empty
+        without a window)."""
+        if self.window is None or self._window_start is None:
             return {}
-        w = self.window
-        return {"cwnd": round(w.cwnd, 2), "cc_marked": w.stats.marked,
-                "cc_mark_cuts": w.stats.reductions, "cc_loss_cuts": w.stats.loss_halvings}
+        now, start = self.window.stats, self._window_start
+        return {"cwnd": round(self.window.cwnd, 2), "cc_marked": now.marked - start.marked,
+                "cc_mark_cuts": now.reductions - start.reductions,
+                "cc_loss_cuts": now.loss_halvings - start.loss_halvings}
 
     def _layer(self, layer: int) -> int:
         if layer >= self.plan.num_layers:

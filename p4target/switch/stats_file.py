@@ -46,6 +46,7 @@ class StatsFile:
 
     def start(self) -> None:
         if self._thread is None:
+            self.write()    # at once: a copy left by an earlier switch must not pass for ours
             self._thread = threading.Thread(target=self._run, name="p4target-stats", daemon=True)
             self._thread.start()
 

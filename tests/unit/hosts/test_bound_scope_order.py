@@ -133,3 +133,6 @@ def test_agent_flags_pick_the_scope_order_and_reaction_and_mlt_takes_them_too():
         _config("--layer-bounds", "0.1,0.05", "--bound-scope", "tensor")
     with pytest.raises(ConfigError, match="--cc-delay-ms"):
         _config("--cc-delay-ms", "0")
+    assert _config().send.mark_depth == 40 and _config("--cc-mark-depth", "16").send.mark_depth == 16
+    with pytest.raises(ConfigError, match="--cc-mark-depth"):
+        _config("--cc-mark-depth", "-1")

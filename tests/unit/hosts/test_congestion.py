@@ -1,26 +1,65 @@
-"""The sender's window (issue 22): DCTCP-like on CE marks and queueing delay, loss only beyond
-the bound; Reno's halving on every loss as the ablation."""
+"""The sender's window (issue 22): DCTCP-like on CE marks, echoed queue depth (Not-ECT DATA) and
+queueing delay, loss only beyond the bound; Reno's halving on every loss as the ablation."""
 import pytest
 
 from hosts.errors import ConfigError
 from hosts.transport.congestion import MIN_WINDOW, Window
 
 
-def _ack_window(w, marked_every=0, qdelay_us=0):
-    """Acknowledge one window of packets, one per ACK; every `marked_every`-th CE-marked."""
+def _ack_window(w, marked_every=0, qdelay_us=0, qdepth=0, not_ect=0):
+    """Acknowledge one window of packets, one per ACK; every `marked_every`-th CE-marked;
+    with `not_ect`, every packet was sent Not-ECT."""
     for i in range(int(w.cwnd)):
-        w.on_ack(1, int(marked_every > 0 and i % marked_every == 0), qdelay_us)
+        w.on_ack(1, int(marked_every > 0 and i % marked_every == 0), qdelay_us, qdepth, not_ect)
 
 
 def test_ecn_window_grows_without_marks_and_shrinks_by_the_marked_fraction():
     w = Window(10, "ecn")
     _ack_window(w)
     assert w.cwnd >= 19 and w.stats.reductions == 0            # slow start
+    assert w.alpha == pytest.approx(1 - 1 / 16)                # starts at 1, decays unmarked
     before = w.cwnd
     _ack_window(w, marked_every=1)                             # every packet marked
-    assert w.stats.reductions == 1 and w.alpha == pytest.approx(1 / 16)
-    assert w.cwnd < before * 2 * (1 - w.alpha / 2) + 1
+    assert w.stats.reductions == 1 and w.alpha == pytest.approx(1 - 15 / 256)
+    assert w.cwnd == pytest.approx(before * 2 * (1 - w.alpha / 2))   # grew a window, then cut
     assert w.ssthresh == w.cwnd                                 # out of slow start
+
+
+def test_ecn_alpha_follows_the_marked_fraction():
+    w = Window(16, "ecn")
+    w.ssthresh = 16                                            # congestion avoidance
+    for _ in range(2000):
+        w.on_ack(4, 1, 0)                                      # a quarter marked
+    assert w.alpha == pytest.approx(0.25, abs=0.02)
+
+
+def test_ecn_first_marked_window_halves():
+    # alpha starts at 1 (Linux DCTCP's default): the first marks of a transfer halve the window
+    # instead of trimming it by 1/32, which would let a burst of senders fill the queue.
+    w = Window(10, "ecn")
+    w.on_ack(10, 10, 0)
+    assert w.stats.reductions == 1 and w.cwnd == pytest.approx(10)   # 20 halved
+
+
+def test_ecn_counts_not_ect_packets_as_marked_above_the_mark_depth():
+    w = Window(10, "ecn", mark_depth=40)
+    w.on_ack(4, 0, 0, qdepth=40, not_ect=4)                    # at the threshold: not marked
+    assert w.stats.marked == 0
+    w.on_ack(4, 1, 0, qdepth=41, not_ect=2)                    # 1 CE + 2 Not-ECT above it
+    assert w.stats.marked == 3
+    w.on_ack(4, 0, 0, qdepth=63, not_ect=0)                    # ECT, no CE: the switch's say
+    assert w.stats.marked == 3
+
+
+def test_ecn_reacts_to_a_deep_queue_that_marks_no_packet():
+    # Drop-eligible DATA is Not-ECT: without the echoed depth its window never shrank before
+    # the queue overflowed.
+    deep, shallow = Window(10, "ecn", mark_depth=40), Window(10, "ecn", mark_depth=40)
+    for _ in range(60):
+        deep.on_ack(1, 0, 0, qdepth=50, not_ect=1)
+        shallow.on_ack(1, 0, 0, qdepth=30, not_ect=1)
+    assert deep.stats.reductions >= 3 and shallow.stats.reductions == 0
+    assert deep.cwnd < 12 < 60 < shallow.cwnd
 
 
 def test_ecn_window_counts_a_long_queueing_delay_as_a_mark():
@@ -43,7 +82,7 @@ def test_ecn_ignores_loss_within_the_bound_and_halves_beyond_it():
 
 def test_reno_halves_on_any_loss_and_ignores_marks():
     w = Window(20, "reno", loss_budget=7)
-    _ack_window(w, marked_every=1)
+    _ack_window(w, marked_every=1, qdepth=63, not_ect=1)
     assert w.stats.reductions == 0 and w.stats.marked == 0
     grown = w.cwnd
     w.on_loss(1, now=5.0)

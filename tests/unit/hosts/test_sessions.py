@@ -14,7 +14,7 @@ from hosts.transport.endpoint import Endpoint
 from hosts.transport.probe_answer import probe_padding
 from hosts.transport.mux import Mux
 from hosts.transport.receiver import ReceiveOptions, RecvSession
-from hosts.transport.sender import SendOptions, SendSession
+from hosts.transport.sender import SendOptions, SendSession, new_window
 
 JOB = 9
 
@@ -366,6 +366,49 @@ def test_reno_window_limits_unacknowledged_packets_grows_per_ack_and_halves_on_l
         mux.run(lambda: time.monotonic() >= stop, timeout=2)
         # window 3, nothing outstanding: 3 packets (the unsent chunks first, the lost ones after)
         assert sender.stats.data_packets == 11 and sender.window.cwnd == 3.0
+    finally:
+        ep.close()
+
+
+def _ack_echoing(seqs, qdepth, round_):
+    entry = wire.pack_ack_entries([(0, s) for s in seqs])
+    return wire.pack_header(wire.KIND_ACK, 0, JOB, wire.PS_RANK, 0, round_, payload_len=len(entry),
+                            tele_max_qdepth=qdepth) + entry
+
+
+@pytest.mark.parametrize("qdepth, cwnd", [(30, 8.0), (50, 4.0)])
+def test_ecn_window_reads_the_echoed_depth_for_not_ect_data_and_carries_over_rounds(peer, qdepth, cwnd):
+    """Drop-eligible DATA goes out Not-ECT, so no switch marks it: an ACK echoing a queue deeper
+    than the switches' ECN threshold counts its packets as marked (the first marked window
+    halves). The window a round ends with is where the next round's transfer starts."""
+    ep = Endpoint(("127.0.0.1", 0), JOB, 2)
+    try:
+        plan = ChunkPlan([400], 10)            # 40 chunks, every one drop-eligible below
+        options = SendOptions(window=4, probe_interval=0.5, cc="ecn", mark_depth=40,
+                              droppable_below=8)
+        window = new_window(options)
+        layers = [np.arange(400, dtype=np.float32)]
+        mux = Mux(ep)
+        sender = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, layers, 3, pull=False,
+                             options=options, window=window)
+        mux.add(sender)
+        mux.run(lambda: sender.stats.data_packets == 4, timeout=2)
+        for _ in range(4):
+            data, _ = peer.recvfrom(65535)
+            assert wire.unpack_header(data).flags & wire.FLAG_DROPPABLE
+        peer.sendto(_ack_echoing([0, 1, 2, 3], qdepth, 3), ep.address)
+        mux.run(lambda: sender.window.stats.marked > 0 or sender.stats.data_packets > 4, timeout=2)
+        assert window.cwnd == cwnd                 # 4 + 4 acknowledged; halved if marked
+        assert sender.window_summary()["cc_mark_cuts"] == (1 if qdepth > 40 else 0)
+        sender.done = True
+        mux.prune(4)
+        following = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, layers, 4,
+                                pull=False, options=options, window=window)
+        mux.add(following)
+        stop = time.monotonic() + 0.05
+        mux.run(lambda: time.monotonic() >= stop, timeout=2)
+        assert following.stats.data_packets == int(cwnd)
+        assert following.window_summary()["cc_mark_cuts"] == 0     # this round's own count
     finally:
         ep.close()
 

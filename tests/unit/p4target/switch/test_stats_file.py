@@ -110,3 +110,16 @@ def test_stats_file_replaces_the_file_whole(tmp_path):
     final = sf.stop()
     assert json.loads(path.read_text()) == final and final["rx_drops_total"] >= 3
     assert not (tmp_path / "a.stats.json.tmp").exists()
+
+
+def test_stats_file_is_written_at_start_over_an_earlier_switchs_copy(tmp_path):
+    # A run's first snapshot is taken right after the switch started: a copy an earlier switch
+    # left there (its final figures) must already be replaced.
+    path = tmp_path / "s1.log.stats.json"
+    path.write_text(json.dumps({"queue_tail_drops": 3005}))
+    sf = StatsFile(str(path), lambda: {"queue_tail_drops": 0}, interval=60)
+    sf.start()
+    try:
+        assert json.loads(path.read_text()) == {"queue_tail_drops": 0}
+    finally:
+        sf.stop()
