@@ -239,7 +239,7 @@ class _Job:
         self._now = 0.0      # the driver's time: ns-3's, or a timer's own when it woke us
         self.bridge = _bridge_class()()
         self.jitter_s = jitter_s
-        self._jitter = ns.CreateObject[ns.UniformRandomVariable]()
+        self._jitter = net.ns.CreateObject[net.ns.UniformRandomVariable]()
         self._ns_addr: dict[str, Any] = {}
         self._by_ip: dict[int, str] = {}
         self.agents: dict[tuple[str, int], Agent] = {}
