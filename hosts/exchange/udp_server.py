@@ -18,8 +18,8 @@ from hosts.transport.chunking import ChunkPlan
 from hosts.transport.congestion import Window
 from hosts.transport.deadline import Deadline
 from hosts.transport.endpoint import Endpoint
-from hosts.transport.port import Received
 from hosts.transport.mux import Mux
+from hosts.transport.port import Received
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.sender import SendGroup, SendSession, new_window
 

@@ -6,7 +6,7 @@ one (`clock`) and moves its datagrams. Sent datagrams wait in `outbox` until the
 them (`take`); `hosts.transport.endpoint.Endpoint` is the socket driver's port, which puts each
 one on its UDP socket at once instead. The sessions (`sender`, `receiver`) and the router
 (`router`) see only this interface, so the same state machine runs over Linux sockets and in
-a simulator (`sim.lossy`).
+a simulator (the ns-3 driver, outside `hosts`).
 """
 from __future__ import annotations
 
