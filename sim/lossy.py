@@ -64,12 +64,13 @@ def transport_config(transport: str, agent_args: list[str], num_layers: int,
     add_transport_arguments(parser)
     chunk = [] if chunk_elems is None else ["--chunk-elems", str(chunk_elems)]
     try:
-        args = parser.parse_args(["--transport", transport, *chunk, *agent_args])
+        args, unknown = parser.parse_known_args(["--transport", transport, *chunk, *agent_args])
+        if unknown:
+            raise SimError(f"agent flags {' '.join(agent_args)!r}: {' '.join(unknown)} are not the "
+                           f"agents' transport flags")
         return config_from_args(args, num_layers, seed)
     except (argparse.ArgumentError, ConfigError) as exc:
         raise SimError(f"agent flags {' '.join(agent_args)!r}: {exc}") from None
-    except SystemExit:
-        raise SimError(f"agent flags {' '.join(agent_args)!r} are not the agents' transport flags") from None
 
 
 @dataclass

@@ -59,5 +59,5 @@ def test_mlt_is_plain_traffic_to_the_switch():
 def test_bad_agent_flags_are_named():
     with pytest.raises(SimError, match="--window"):
         transport_config("ltp", ["--window", "-1"], 3, 360, 1)
-    with pytest.raises(SimError, match="not the agents' transport flags|unrecognized"):
+    with pytest.raises(SimError, match="--no-such-flag are not the agents' transport flags"):
         transport_config("ltp", ["--no-such-flag"], 3, 360, 1)
