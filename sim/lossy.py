@@ -98,6 +98,9 @@ class LossyRound:
     data_packets: int = 0
     queue_depth: int | None = None
     deadline_ms: float | None = None
+    # the workers' own split of their round, means over workers (the agents' `round` record):
+    # compute_s, push_s, wait_s (push's end to the pull's first packet), pull_s, control_s
+    worker_breakdown: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -129,10 +132,21 @@ class _Worker:
         self.sender: SendSession | None = None
         self.pull: RecvSession | None = None
         self.pull_req_at = INFINITY
+        self.push_end: float | None = None
         self.push_window = new_window(job.config.send)   # kept over rounds, as the agent does
 
     def start(self, round_: int, at: float) -> None:
         self.round, self.start_at = round_, at
+
+    def _breakdown(self, first_pull: float | None, end: float) -> dict[str, float]:
+        """This round's split as udp_worker.py's caller logs it: the push until STOP, then
+        waiting for the pull's first packet, then the pull (no training, no controller)."""
+        assert self.sender is not None
+        pushed = self.push_end if self.push_end is not None else end
+        first = first_pull if first_pull is not None else end
+        wait = max(min(first, end) - pushed, 0.0)
+        return {"compute_s": 0.0, "push_s": pushed - self.sender.stats.started, "wait_s": wait,
+                "pull_s": max(end - pushed - wait, 0.0), "control_s": 0.0}
 
     def step(self, now: float) -> float:
         cfg, job = self.job.config, self.job
@@ -155,6 +169,7 @@ class _Worker:
             self.agent.router.add(self.sender)
         if self.sender is not None and self.sender.done and self.pull_req_at == INFINITY:
             job.pushed(self.sender)
+            self.push_end = self.sender.stats.finished
             self.pull_req_at = now + cfg.send.probe_interval * PULL_REQ_EVERY_PROBES
         if self.pull is not None and self.pull.done:
             state = self.pull.senders[wire.PS_RANK]
@@ -162,8 +177,8 @@ class _Worker:
                 self.pull_deadline.observe(state.closed_at - state.first_data, self.pull.telemetry,
                                            self.round)
             self.agent.router.prune(self.round)
-            finished, self.sender, self.pull, self.pull_req_at = self.round, None, None, INFINITY
-            job.pulled(self, finished, now)
+            job.pulled(self, self.round, now, self._breakdown(state.first_data, now))
+            self.sender, self.pull, self.pull_req_at, self.push_end = None, None, INFINITY, None
             return self.start_at
         if self.pull is not None and now >= self.pull_req_at:
             if self.pull.senders[wire.PS_RANK].first_data is None:
@@ -315,7 +330,7 @@ class _Job:
         rec.retransmissions = sum(s.stats.retransmissions for s in senders)
         rec.data_packets = sum(s.stats.data_packets for s in senders)
 
-    def pulled(self, worker: _Worker, round_: int, now: float) -> None:
+    def pulled(self, worker: _Worker, round_: int, now: float, parts: dict[str, float]) -> None:
         """A worker has round `round_`'s pull: it starts its next push after its own delay, as
         an agent does after its training step (no barrier between workers); the round ends
         when the last worker has its pull."""
@@ -323,6 +338,10 @@ class _Job:
             delay = self._jitter.GetValue(0.0, self.jitter_s) if self.jitter_s > 0 else 0.0
             worker.start(round_ + 1, now + delay)
         self._pulled[round_] = self._pulled.get(round_, 0) + 1
+        rec = self.rounds[round_]
+        n = self._pulled[round_]
+        for part, value in parts.items():      # a running mean over the workers
+            rec.worker_breakdown[part] = rec.worker_breakdown.get(part, 0.0) + (value - rec.worker_breakdown.get(part, 0.0)) / n
         if self._pulled[round_] == len(self.workers):
             self.rounds[round_].end = now
 

@@ -49,7 +49,8 @@ def run(cfg: ExperimentConfig, arm: Arm, seed: int, topo: Any, jitter_s: float,
                "delivered_tensor_min": r.delivered_tensor_min, "violations": r.violations,
                "closed_by": r.push_closed_by, "retransmissions": r.retransmissions,
                "data_packets": r.data_packets, "queue_depth": r.queue_depth,
-               "deadline_ms": r.deadline_ms, "accuracy": None}
+               "deadline_ms": r.deadline_ms, "accuracy": None,
+               "worker_breakdown": {k: round(v, 6) for k, v in r.worker_breakdown.items()}}
               for i, r in enumerate(done)]
     times = [r["round_time_s"] for r in rounds]
     span = done[-1].end - done[0].start if done else 0.0

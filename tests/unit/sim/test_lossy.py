@@ -43,6 +43,9 @@ def test_gradlane_rounds_close_by_the_bound_through_the_simulated_switch():
         assert set(r.push_closed_by.values()) <= {"bound", "complete"}
         assert r.violations == 0 and r.delivered_tensor_min >= 0.9
         assert r.queue_depth is not None and r.queue_depth > 0     # telemetry of the switches
+        parts = r.worker_breakdown                                   # the agents' own split
+        assert parts["push_s"] > 0 and parts["pull_s"] > 0 and parts["compute_s"] == 0
+        assert sum(parts.values()) <= r.end - r.start + 1e-9
     s1 = out.switches["s1"]
     # 4 x 49 packets into a 64-packet queue: the switch drops DROPPABLE DATA selectively
     assert s1["selective_drops"] > 0
