@@ -4,7 +4,12 @@ gradlane switch). Figures are wall-clock: compare the two rows of one run only.
 
 Round: `--workers` workers push `--params` float32 each to the PS through the incast
 topology's two simulated switches (all links `--rate-gbps`), then the PS pulls back as much.
-Run: .venv/bin/python benchmarks/ns3_sim.py [--params 25000000] [--workers 8] [--rate-gbps 10]
+The same round with gradlane's loss-tolerant transport (ltp_incast's `gradlane` arm flags, the
+agents' own protocol code driven from Python per packet: sim/lossy.py) moves `--lossy-params`
+per worker (default 1 M: Python's per-packet cost makes 25 M take minutes; the figure per
+wall-second says how long).
+Run: .venv/bin/python benchmarks/ns3_sim.py [--params 25000000] [--lossy-params 1000000]
+     [--workers 8] [--rate-gbps 10]
 """
 from __future__ import annotations
 
@@ -17,12 +22,44 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from controller.policy import load_policy  # noqa: E402
-from sim import engine, tcp  # noqa: E402
+from experiments import config as configs  # noqa: E402
+from sim import engine, harness, tcp  # noqa: E402
+from sim.lossy import run_lossy_rounds, transport_config  # noqa: E402
 from sim.network import SimNetwork, SimOptions  # noqa: E402
 from sim.rounds import run_tcp_rounds  # noqa: E402
 from topo.topologies import TopoParams, build_topology  # noqa: E402
 
 SEGMENT = 1448
+LAYER_PARAMS = 2_500_000     # the lossy round's gradient is cut into layers of at most this many
+
+
+def lossy_round(params: int, workers: int, rate_gbps: float) -> None:
+    """One push/pull round of ltp_incast's gradlane arm with `params` float32 per worker."""
+    arm = configs.load(configs.default_path("ltp_incast")).arm("gradlane")
+    sizes = [LAYER_PARAMS] * (params // LAYER_PARAMS) + ([params % LAYER_PARAMS] if params % LAYER_PARAMS else [])
+    config = transport_config("ltp", list(arm.agent_args), len(sizes), 360, 1)
+    topo = build_topology("incast", TopoParams(workers=workers, background=0, bottleneck_pps=None,
+                                               queue_depth=64))
+    harness.seed_ns3(1)
+    net = SimNetwork(topo, load_policy(ROOT / "controller/policies/default.yaml"),
+                     SimOptions(rate_gbps=rate_gbps))
+    out = run_lossy_rounds(net, "ps", [f"w{i}" for i in range(1, workers + 1)], config, sizes,
+                           rounds=1, limit_s=600, jitter_s=0.0, seed=1)
+    net.close()
+    if not out.complete:
+        raise SystemExit(f"the gradlane round did not finish: {out.error}")
+    r = out.rounds[0]
+    hops = sum(q["tx"] for sw in out.switches.values() for q in sw["queues"].values())
+    print(f"one gradlane round (ltp_incast's gradlane flags), {workers} workers x {params:,} parameters at "
+          f"{rate_gbps:g} Gb/s: {(r.end - r.start) * 1e3:.1f} ms simulated, {out.wall_s:.1f} s wall; "
+          f"{r.data_packets:,} DATA packets ({r.retransmissions} resent), push delivered >= "
+          f"{r.delivered_tensor_min:.3f}")
+    print(f"  {out.packets / out.wall_s:,.0f} datagrams/wall-s through the agents' Python code (sent + received), "
+          f"{r.data_packets / out.wall_s:,.0f} DATA packets/wall-s end to end, {hops / out.wall_s:,.0f} "
+          f"packet-hops/wall-s through the simulated switches")
+    per_param = out.wall_s / params
+    print(f"  at this speed one round of {workers} x 25,000,000 parameters takes about "
+          f"{per_param * 25_000_000 / 60:.0f} min of wall time")
 
 
 def bare_link(total_bytes: int, rate_gbps: float) -> tuple[float, float]:
@@ -63,6 +100,8 @@ def main() -> int:
     p.add_argument("--params", type=int, default=25_000_000, help="float32 parameters per worker")
     p.add_argument("--workers", type=int, default=8)
     p.add_argument("--rate-gbps", type=float, default=10.0)
+    p.add_argument("--lossy-params", type=int, default=1_000_000,
+                   help="float32 parameters per worker of the gradlane round (0: skip it)")
     args = p.parse_args()
     t0 = time.monotonic()
     engine.cpp()
@@ -94,6 +133,8 @@ def main() -> int:
     print(f"  baseline, ns-3 alone (BulkSend, one link, {bare_bytes / 1e6:.0f} MB, ns-3's TCP defaults): "
           f"{bare_bytes / SEGMENT / bare_wall:,.0f} data segments/wall-s, {bare_simulated * 1e3:.1f} ms "
           f"simulated in {bare_wall:.1f} s wall")
+    if args.lossy_params > 0:
+        lossy_round(args.lossy_params, args.workers, args.rate_gbps)
     return 0
 
 

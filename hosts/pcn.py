@@ -24,8 +24,9 @@ from hosts import wire
 from hosts.cli import check_port, die_with_parent, resolve_ipv4, run_agent
 from hosts.errors import ConfigError
 from hosts.jsonlog import JsonLog
-from hosts.transport.endpoint import Endpoint, Received
+from hosts.transport.endpoint import Endpoint
 from hosts.transport.mux import Mux
+from hosts.transport.port import Received
 
 _PCN_TRIES = 4
 

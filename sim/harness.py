@@ -1,10 +1,11 @@
 """`python -m experiments NAME --backend ns3`: an experiment's arms simulated in ns-3.
 
 The same config, records (rounds.jsonl, runs.jsonl) and summary as the emulation, every run
-marked `"backend": "ns3"`, and the summary says it was simulated. Simulated so far: the TCP arms
-of `ltp_incast` (one parameter server and its workers, push/pull rounds), every arm of `pcn`
-(`sim.pcn`) and the TCP arms of `regimes` (the same rounds in each cell of the loss x BDP grid,
-random loss on the bottleneck); arms the simulator cannot run yet are listed in the config's
+marked `"backend": "ns3"`, and the summary says it was simulated. Simulated so far: the arms
+of `ltp_incast` (one parameter server and its workers, push/pull rounds: TCP in C++, gradlane and
+MLT by the agents' own transport code, `sim.lossy`), every arm of `pcn` (`sim.pcn`) and the arms
+of `regimes` (the same rounds in each cell of the loss x BDP grid, random loss on the
+bottleneck); arms the simulator cannot run yet are listed in the config's
 `params.skipped_arms`, with the reason.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from experiments.api import ArmResult, Summary
 from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.records import Results, ResultsDir
 from experiments.stats import percentile
-from sim import engine, isolate, pcn, tcp
+from sim import engine, isolate, lossy_arm, pcn, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_parameters, run_tcp_rounds
@@ -89,8 +90,10 @@ def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
         return f"experiment {cfg.name} is not simulated yet"
     if cfg.name == "pcn":
         return None
+    if arm.transport in lossy_arm.TRANSPORTS:
+        return None
     if arm.transport != "tcp":
-        return f"transport {arm.transport} is not simulated yet (only ns-3's TCP)"
+        return f"transport {arm.transport} is not simulated yet"
     if (arm.tcp_cc or "cubic") not in tcp.CONGESTION_CONTROLS:
         return f"tcp_{arm.tcp_cc} is not one of ns-3's congestion controls"
     return None
@@ -146,6 +149,9 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,
         result = pcn.run_arm(cfg, arm, rep, topo, out_dir, options)
     elif cfg.name == "regimes":
         result = run_regime_arm(cfg, arm, rep, topo, options)
+        rng["start_jitter_s"] = start_jitter_s(cfg)
+    elif arm.transport in lossy_arm.TRANSPORTS:
+        result = lossy_arm.run(cfg, arm, repetition_seed(cfg, rep), topo, start_jitter_s(cfg), options)
         rng["start_jitter_s"] = start_jitter_s(cfg)
     else:
         result = run_tcp_arm(cfg, arm, rep, topo, options)
@@ -226,9 +232,12 @@ def setup_regimes(cfg: ExperimentConfig) -> ExperimentConfig:
 
 def run_regime_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
                    options: SimOptions = SimOptions()) -> ArmResult:
-    """One repetition of a regime-map TCP arm in its cell (the bottleneck's loss and delay come
-    with the arm's topology; the tuned-RTO arm's minimum RTO with its params, see `setup_regimes`)."""
-    result = run_tcp_arm(cfg, arm, rep, topo, options)
+    """One repetition of a regime-map arm in its cell (the bottleneck's loss and delay come with
+    the arm's topology; the tuned-RTO arm's minimum RTO with its params, see `setup_regimes`)."""
+    if arm.transport in lossy_arm.TRANSPORTS:
+        result = lossy_arm.run(cfg, arm, repetition_seed(cfg, rep), topo, start_jitter_s(cfg), options)
+    else:
+        result = run_tcp_arm(cfg, arm, rep, topo, options)
     p = arm.params
     result.metrics.update(loss_pct=p["loss_pct"], bdp_packets=p["bdp_packets"], rtt_ms=p["rtt_ms"])
     return result

@@ -17,15 +17,21 @@ DIGITS_CLASSES = dataset.CLASSES
 TCP_PORT = 5000
 
 
-def model_parameters(hidden: str, inputs: int = DIGITS_FEATURES, outputs: int = DIGITS_CLASSES,
-                     kind: str = "mlp", filters: int = 16) -> int:
-    """Parameters (weights and biases) of the bundled model `kind` with `hidden` widths for
-    `inputs` features and `outputs` classes, as hosts/training builds it."""
+def model_layer_sizes(hidden: str, inputs: int = DIGITS_FEATURES, outputs: int = DIGITS_CLASSES,
+                      kind: str = "mlp", filters: int = 16) -> list[int]:
+    """Per transport layer, the elements (weights and biases) of the bundled model `kind` with
+    `hidden` widths for `inputs` features and `outputs` classes, as hosts/training builds it."""
     try:
         spec = ModelSpec(kind, parse_hidden(hidden), filters)
-        return sum(spec.build(inputs, outputs, seed=0).layer_sizes())
+        return list(spec.build(inputs, outputs, seed=0).layer_sizes())
     except ConfigError as exc:
         raise SimError(f"model: {exc}") from None
+
+
+def model_parameters(hidden: str, inputs: int = DIGITS_FEATURES, outputs: int = DIGITS_CLASSES,
+                     kind: str = "mlp", filters: int = 16) -> int:
+    """Parameters (weights and biases) of the bundled model, all layers (`model_layer_sizes`)."""
+    return sum(model_layer_sizes(hidden, inputs, outputs, kind, filters))
 
 
 @dataclass

@@ -15,8 +15,9 @@ from hosts.pcn import PcnClient
 from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.deadline import Deadline
-from hosts.transport.endpoint import Endpoint, Received
+from hosts.transport.endpoint import Endpoint
 from hosts.transport.mux import Mux
+from hosts.transport.port import Received
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.sender import SendSession, new_window
 

@@ -1,14 +1,13 @@
 """Receiving side of one round: reassembly per sender, out-of-order ACKs, LTP-style early close."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from hosts import wire
 from hosts.errors import PacketError, PeerTimeout
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.deadline import RoundTelemetry
-from hosts.transport.endpoint import Endpoint, Received
+from hosts.transport.port import Port, Received
 from hosts.transport.probe_answer import ProbeAnswers, valid_padding
 from hosts.transport.reassembly import TensorBuffer
 
@@ -60,7 +59,7 @@ class RecvSession:
     closed sender is answered with STOP again, so a lost STOP costs one probe.
     """
 
-    def __init__(self, endpoint: Endpoint, plan: ChunkPlan, round_: int, *, pull: bool,
+    def __init__(self, endpoint: Port, plan: ChunkPlan, round_: int, *, pull: bool,
                  senders: list[int], required: tuple[float, ...], options: ReceiveOptions,
                  sender_names: dict[int, str] | None = None) -> None:
         if len(required) != plan.num_layers:
@@ -74,7 +73,7 @@ class RecvSession:
         self.flags = wire.FLAG_PULL if pull else 0
         self.senders = {rank: SenderState(TensorBuffer(plan)) for rank in senders}
         self.names = sender_names or {}
-        self.opened = time.monotonic()
+        self.opened = endpoint.clock()
         self.finished: float | None = None
         self.telemetry = RoundTelemetry()   # what the switches stamped into this round's DATA
 
@@ -215,17 +214,20 @@ class RecvSession:
                 continue
             wake = min(wake, closes_at)
             if state.pending_acks:
-                if now - state.last_ack >= self.options.ack_delay:
+                # the same sum as the wake time returned: a driver on simulated time calls
+                # back at exactly that time, where `now - last_ack` may round below ack_delay
+                flush_at = state.last_ack + self.options.ack_delay
+                if now >= flush_at:
                     self._flush_acks(state, now)
                 else:
-                    wake = min(wake, state.last_ack + self.options.ack_delay)
+                    wake = min(wake, flush_at)
         return wake
 
     def close_sender(self, rank: int, why: str) -> None:
         """Close ``rank``'s transfer from outside (the PS found it absent, or it joined again)."""
         state = self.senders.get(rank)
         if state is not None and state.closed_by is None:
-            self._close(state, why, time.monotonic())
+            self._close(state, why, self.endpoint.clock())
 
     def fractions(self) -> dict[int, list[float]]:
         """Per sender, the delivered fraction of every layer."""

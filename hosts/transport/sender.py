@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,7 +11,7 @@ from hosts.errors import PacketError, PeerTimeout
 from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import Chunk, ChunkPlan, send_order
 from hosts.transport.congestion import SWITCH_ECN_THRESHOLD, Window
-from hosts.transport.endpoint import Endpoint, Received
+from hosts.transport.port import Port, Received
 from hosts.transport.probe_answer import probe_padding
 
 INFINITY = float("inf")
@@ -107,7 +106,7 @@ class SendSession:
     over rounds (new_window(options)), as a TCP connection keeps its own; default: a fresh one.
     """
 
-    def __init__(self, endpoint: Endpoint, peer: tuple[str, int], peer_rank: int,
+    def __init__(self, endpoint: Port, peer: tuple[str, int], peer_rank: int,
                  plan: ChunkPlan, layers: list[np.ndarray], round_: int, *, pull: bool,
                  options: SendOptions, extra_flags: int = 0, peer_name: str = "peer",
                  critical_layers: frozenset[int] = frozenset(),
@@ -135,7 +134,7 @@ class SendSession:
                                  [options.seed, endpoint.job_id, round_, int(pull)])
         self._pos = 0
         self._sent_once = np.zeros(len(chunks), dtype=bool)
-        now = time.monotonic()
+        now = endpoint.clock()
         self.stats = SendStats(started=now)
         self._next_send = now
         self._next_probe = INFINITY

@@ -1,5 +1,6 @@
 """The layering of docs/contracts.md holds: `p4target` imports no gradlane package; `controller`
-and `hosts` import neither each other nor `topo`. Every import counts, at module level or inside
+and `hosts` import neither each other nor `topo`; `hosts` imports no `sim` (which drives its
+transport core). Every import counts, at module level or inside
 a function, absolute or relative."""
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ PACKAGES = ("p4target", "controller", "hosts", "topo")
 FORBIDDEN = {
     "p4target": {"controller", "hosts", "topo"},
     "controller": {"hosts", "topo"},
-    "hosts": {"controller", "topo"},
+    "hosts": {"controller", "topo", "sim"},   # the simulator drives hosts' transport, never back
 }
 
 

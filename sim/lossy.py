@@ -1,0 +1,426 @@
+"""gradlane's loss-tolerant transport (arms `ltp` and `mlt`) in ns-3: the ns-3 driver of the
+sans-IO core in `hosts/transport` (docs/mechanisms.md, "One transport, two drivers").
+
+The protocol is not written again here: the sessions (`SendSession`, `RecvSession`), their
+router and their ports are the ones the Mininet agents run, built from the same agent flags
+(`hosts.exchange.config`). This module replaces what the socket driver does: ns-3 UDP sockets
+(`sim/cpp/bridge.h : UdpBridge`) instead of Linux ones, ns-3's clock instead of the host's,
+and the PS's and workers' round loop (`hosts/exchange/udp_server.py`, `udp_worker.py`) as
+event-driven state machines instead of blocking calls. What the simulator leaves out: the join
+handshake (addresses are known), training (gradients are sized, random values), a controller
+(the flags decide, as in `ltp_incast`'s arms) and PCN.
+
+Every datagram crosses into Python (about 20 us of Python per packet and agent): a fine speed at
+the emulation's scale, slow at datacenter scale (docs/ns3.md, "Speed").
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import ipaddress
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from hosts import wire
+from hosts.errors import ConfigError, PeerTimeout
+from hosts.exchange.config import TransportConfig, add_transport_arguments, config_from_args
+from hosts.transport.bounds import LossBudget, violated_layers
+from hosts.transport.chunking import ChunkPlan
+from hosts.transport.deadline import Deadline
+from hosts.transport.port import Port, Received
+from hosts.transport.receiver import ReceiveOptions, RecvSession
+from hosts.transport.router import Router
+from hosts.transport.sender import SendGroup, SendSession, new_window
+from sim import engine
+from sim.errors import SimError
+from sim.network import SimNetwork
+
+UDP_PORT = 19527                 # the agents' default
+PULL_REQ_EVERY_PROBES = 5        # hosts/exchange/udp_worker.py: a worker that got no pull asks again
+INFINITY = float("inf")
+
+
+@lru_cache(maxsize=None)
+def _bridge_class() -> Any:
+    import cppyy  # noqa: PLC0415 (loaded with ns-3, seconds)
+
+    engine.ns3()
+    path = engine.CPP_DIR / "bridge.h"
+    if not cppyy.include(str(path)):
+        raise SimError(f"cppyy could not compile {path}")
+    return cppyy.gbl.gradlane_sim.UdpBridge
+
+
+def transport_config(transport: str, agent_args: list[str], num_layers: int,
+                     chunk_elems: int | None, seed: int) -> TransportConfig:
+    """The agents' transport configuration from their flags (`--transport`, `--chunk-elems`
+    unless None: the agents' default, and the arm's `agent_args`), as
+    hosts/exchange/config.py builds it for the Mininet agents."""
+    parser = argparse.ArgumentParser(prog="sim.lossy", add_help=False, exit_on_error=False)
+    add_transport_arguments(parser)
+    chunk = [] if chunk_elems is None else ["--chunk-elems", str(chunk_elems)]
+    try:
+        args, unknown = parser.parse_known_args(["--transport", transport, *chunk, *agent_args])
+        if unknown:
+            raise SimError(f"agent flags {' '.join(agent_args)!r}: {' '.join(unknown)} are not the "
+                           f"agents' transport flags")
+        return config_from_args(args, num_layers, seed)
+    except (argparse.ArgumentError, ConfigError) as exc:
+        raise SimError(f"agent flags {' '.join(agent_args)!r}: {exc}") from None
+
+
+@dataclass
+class Agent:
+    """One host's port and router, and where its datagrams go in ns-3."""
+
+    name: str
+    index: int                 # the bridge's socket
+    addr: tuple[str, int]
+    port: Port
+    router: Router
+
+
+@dataclass
+class LossyRound:
+    """One round as the simulation saw it (times in simulated seconds)."""
+
+    start: float
+    end: float | None = None
+    push_closed_by: dict[int, str | None] = field(default_factory=dict)
+    delivered: list[float] = field(default_factory=list)        # per layer, mean over workers
+    delivered_tensor_min: float = 1.0
+    violations: int = 0
+    retransmissions: int = 0
+    data_packets: int = 0
+    queue_depth: int | None = None
+    deadline_ms: float | None = None
+    # the workers' own split of their round, means over workers (the agents' `round` record):
+    # compute_s, push_s, wait_s (push's end to the pull's first packet), pull_s, control_s
+    worker_breakdown: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class LossyOutcome:
+    """The rounds of one simulated job, its counters and what it cost."""
+
+    rounds: list[LossyRound]
+    planned: int
+    wall_s: float
+    packets: int                           # datagrams the agents handled (sent + received)
+    counters: dict[str, dict[str, int]] = field(default_factory=dict)
+    switches: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.error is None and sum(r.end is not None for r in self.rounds) == self.planned
+
+
+class _Worker:
+    """hosts/exchange/udp_worker.py's round as a state machine: open the pull's receiver,
+    push until STOP, then wait for the pull (asking with PULL_REQ while nothing came)."""
+
+    def __init__(self, job: "_Job", agent: Agent, rank: int) -> None:
+        self.job, self.agent, self.rank = job, agent, rank
+        self.pull_deadline = Deadline(job.config.pull_deadline)
+        self.round = -1
+        self.start_at = INFINITY
+        self.sender: SendSession | None = None
+        self.pull: RecvSession | None = None
+        self.pull_req_at = INFINITY
+        self.push_end: float | None = None
+        self.push_window = new_window(job.config.send)   # kept over rounds, as the agent does
+
+    def start(self, round_: int, at: float) -> None:
+        self.round, self.start_at = round_, at
+
+    def _breakdown(self, first_pull: float | None, end: float) -> dict[str, float]:
+        """This round's split as udp_worker.py's caller logs it: the push until STOP, then
+        waiting for the pull's first packet, then the pull (no training, no controller)."""
+        assert self.sender is not None
+        pushed = self.push_end if self.push_end is not None else end
+        first = first_pull if first_pull is not None else end
+        wait = max(min(first, end) - pushed, 0.0)
+        return {"compute_s": 0.0, "push_s": pushed - self.sender.stats.started, "wait_s": wait,
+                "pull_s": max(end - pushed - wait, 0.0), "control_s": 0.0}
+
+    def step(self, now: float) -> float:
+        cfg, job = self.job.config, self.job
+        if self.sender is None and self.pull is None and now >= self.start_at:
+            self.start_at = INFINITY
+            job.round_started(self.round, now)
+            self.pull = RecvSession(
+                self.agent.port, job.plan, self.round, pull=True, senders=[wire.PS_RANK],
+                required=cfg.bounds.required_fraction(pull=True),
+                options=ReceiveOptions(deadline=self.pull_deadline.current(),
+                                       absent_timeout=2.0 * cfg.peer_timeout, scope=cfg.bounds.scope))
+            self.agent.router.add(self.pull)
+            self.sender = SendSession(
+                self.agent.port, job.ps.addr, wire.PS_RANK, job.plan, job.gradient(self.rank, self.round),
+                self.round, pull=False,
+                options=dataclasses.replace(cfg.send, peer_timeout=2.0 * cfg.peer_timeout),
+                critical_layers=cfg.bounds.critical_layers(pull=False),
+                budget=LossBudget.of(cfg.bounds.push, job.plan, cfg.bounds.scope),
+                window=self.push_window)
+            self.agent.router.add(self.sender)
+        if self.sender is not None and self.sender.done and self.pull_req_at == INFINITY:
+            job.pushed(self.sender)
+            self.push_end = self.sender.stats.finished
+            self.pull_req_at = now + cfg.send.probe_interval * PULL_REQ_EVERY_PROBES
+        if self.pull is not None and self.pull.done:
+            state = self.pull.senders[wire.PS_RANK]
+            if state.first_data is not None and state.closed_at is not None:
+                self.pull_deadline.observe(state.closed_at - state.first_data, self.pull.telemetry,
+                                           self.round)
+            self.agent.router.prune(self.round)
+            job.pulled(self, self.round, now, self._breakdown(state.first_data, now))
+            self.sender, self.pull, self.pull_req_at, self.push_end = None, None, INFINITY, None
+            return self.start_at
+        if self.pull is not None and now >= self.pull_req_at:
+            if self.pull.senders[wire.PS_RANK].first_data is None:
+                self.agent.port.send_control(wire.KIND_PULL_REQ, self.job.ps.addr, self.round,
+                                             wire.FLAG_PULL)
+            self.pull_req_at = now + cfg.send.probe_interval * PULL_REQ_EVERY_PROBES
+        return min(self.start_at, self.pull_req_at)
+
+
+class _Server:
+    """hosts/exchange/udp_server.py's gather and scatter as a state machine."""
+
+    def __init__(self, job: "_Job", agent: Agent) -> None:
+        self.job, self.agent = job, agent
+        self.push_deadline = Deadline(job.config.push_deadline)
+        self.round = 0
+        self.push: RecvSession | None = None
+        self.group: SendGroup | None = None
+        self.pull_windows: dict[int, Any] = {}       # per rank, kept over rounds (the agent's)
+        agent.router.handlers[wire.KIND_PULL_REQ] = self._on_pull_req
+
+    def _on_pull_req(self, pkt: Received, now: float) -> bool:
+        group = self.agent.router.get(pkt.header.round, True)
+        if group is not None:
+            group.on_packet(pkt, now)
+        return True
+
+    def open_push(self, round_: int) -> None:
+        cfg = self.job.config
+        if self.agent.router.get(round_, False) is None:
+            self.agent.router.add(RecvSession(
+                self.agent.port, self.job.plan, round_, pull=False,
+                senders=list(range(len(self.job.workers))),
+                required=cfg.bounds.required_fraction(pull=False),
+                options=ReceiveOptions(deadline=self.push_deadline.current(),
+                                       absent_timeout=cfg.join_timeout if round_ == 0 else cfg.peer_timeout,
+                                       scope=cfg.bounds.scope)))
+
+    def step(self, now: float) -> float:
+        job, cfg, router = self.job, self.job.config, self.agent.router
+        if self.push is None and self.group is None and self.round < job.planned:
+            self.open_push(self.round)
+            self.push = router.get(self.round, False)
+        if self.push is not None and self.push.done:
+            job.gathered(self.round, self.push, self.push_deadline)
+            router.prune(self.round - 1)
+            last = self.round == job.planned - 1
+            if not last:
+                self.open_push(self.round + 1)
+            budget = LossBudget.of(cfg.bounds.pull, job.plan, cfg.bounds.scope)
+            self.group = SendGroup([
+                SendSession(self.agent.port, w.agent.addr, w.rank, job.plan, job.parameters, self.round,
+                            pull=True, options=cfg.send, extra_flags=wire.FLAG_LAST if last else 0,
+                            critical_layers=cfg.bounds.critical_layers(pull=True), budget=budget,
+                            window=self.pull_windows.setdefault(w.rank, new_window(cfg.send)))
+                for w in job.workers])
+            router.add(self.group)
+            self.push = None
+        if self.group is not None and self.group.done:
+            job.scattered(self.group)
+            self.group = None
+            self.round += 1
+        return INFINITY
+
+
+class _Job:
+    """One parameter server and its workers over a `UdpBridge`, driven on ns-3's clock."""
+
+    def __init__(self, net: SimNetwork, ps: str, workers: list[str], config: TransportConfig,
+                 plan: ChunkPlan, rounds: int, jitter_s: float, seed: int) -> None:
+        self.net, self.config, self.plan, self.planned = net, config, plan, rounds
+        self.seed = seed
+        self._ns = net.ns
+        self._now = 0.0      # the driver's time: ns-3's, or a timer's own when it woke us
+        self.bridge = _bridge_class()()
+        self.jitter_s = jitter_s
+        self._jitter = net.ns.CreateObject[net.ns.UniformRandomVariable]()
+        self._ns_addr: dict[str, Any] = {}
+        self._by_ip: dict[int, str] = {}
+        self.agents: dict[tuple[str, int], Agent] = {}
+        ps_agent = self._agent(ps, wire.PS_RANK)
+        self.ps = ps_agent
+        self.workers = [_Worker(self, self._agent(name, rank), rank) for rank, name in enumerate(workers)]
+        for w in self.workers:
+            w.agent.port.peer = ps_agent.addr      # a worker hears its PS only
+        self.server = _Server(self, ps_agent)
+        rng = np.random.default_rng(seed)
+        self.parameters = [rng.normal(0.0, 0.05, n).astype(np.float32) for n in plan.layer_sizes]
+        self.rounds: list[LossyRound] = []
+        self._pulled: dict[int, int] = {}                  # round -> workers that have its pull
+        self._pushes: dict[int, list[SendSession]] = {}    # round -> the workers' closed pushes
+
+    def _agent(self, host: str, rank: int) -> Agent:
+        ns_addr = self.net.address(host)
+        ip = str(ipaddress.IPv4Address(int(ns_addr.Get())))
+        self._ns_addr[ip] = ns_addr
+        self._by_ip[int(ns_addr.Get())] = ip
+        port = Port(self.config.job_id, rank, self.clock, plain=self.config.plain, mac_key=self.config.mac_key)
+        agent = Agent(host, int(self.bridge.AddHost(self.net.node(host), UDP_PORT)), (ip, UDP_PORT), port,
+                      Router(port))
+        self.agents[agent.addr] = agent
+        return agent
+
+    def clock(self) -> float:
+        """The driver's time in seconds (what the sessions' port reads)."""
+        return self._now
+
+    def _advance(self, wake: float) -> None:
+        """ns-3's time after a pause; a timer that fired counts as on time (ns-3 rounds it up
+        to a whole nanosecond, and a session compares the time it asked for)."""
+        sim_now = self._ns.Simulator.Now().GetSeconds()
+        self._now = max(self._now, sim_now, wake if self.bridge.woke and wake <= sim_now + 1e-9 else 0.0)
+
+    # -- what the state machines report ----------------------------------------------------
+    def gradient(self, rank: int, round_: int) -> list[np.ndarray]:
+        """A worker's gradient: sized as the model's layers, values drawn per (seed, rank, round)."""
+        rng = np.random.default_rng([self.seed, rank, round_])
+        return [rng.normal(0.0, 0.01, n).astype(np.float32) for n in self.plan.layer_sizes]
+
+    def round_started(self, round_: int, now: float) -> None:
+        if len(self.rounds) == round_:
+            self.rounds.append(LossyRound(start=now))
+
+    def pushed(self, sender: SendSession) -> None:
+        self._pushes.setdefault(sender.round, []).append(sender)
+
+    def gathered(self, round_: int, session: RecvSession, deadline: Deadline) -> None:
+        rec = self.rounds[round_]
+        fractions = session.fractions()
+        sizes = self.plan.layer_sizes
+        bounds = self.config.bounds
+        per_layer = [float(np.mean([f[i] for f in fractions.values()])) for i in range(len(sizes))]
+        pooled = [sum(f * n for f, n in zip(fr, sizes)) / sum(sizes) for fr in fractions.values()]
+        rec.delivered = [round(f, 4) for f in per_layer]
+        rec.delivered_tensor_min = round(min(pooled), 4)
+        rec.violations = sum(len(violated_layers(fr, bounds.push, bounds.scope, sizes))
+                             for fr in fractions.values())
+        rec.push_closed_by = session.closed_by()
+        rec.queue_depth = session.max_qdepth
+        rec.deadline_ms = round(session.options.deadline * 1000, 3) if session.options.deadline != INFINITY else None
+        transfers = [s.closed_at - s.first_data for s in session.senders.values()
+                     if s.first_data is not None and s.closed_at is not None]
+        if transfers:
+            deadline.observe(max(transfers), session.telemetry, round_)
+
+    def scattered(self, group: SendGroup) -> None:
+        rec = self.rounds[group.round]
+        senders = [*self._pushes.pop(group.round, []), *group.by_rank.values()]
+        rec.retransmissions = sum(s.stats.retransmissions for s in senders)
+        rec.data_packets = sum(s.stats.data_packets for s in senders)
+
+    def pulled(self, worker: _Worker, round_: int, now: float, parts: dict[str, float]) -> None:
+        """A worker has round `round_`'s pull: it starts its next push after its own delay, as
+        an agent does after its training step (no barrier between workers); the round ends
+        when the last worker has its pull."""
+        if round_ + 1 < self.planned:
+            delay = self._jitter.GetValue(0.0, self.jitter_s) if self.jitter_s > 0 else 0.0
+            worker.start(round_ + 1, now + delay)
+        self._pulled[round_] = self._pulled.get(round_, 0) + 1
+        rec = self.rounds[round_]
+        n = self._pulled[round_]
+        for part, value in parts.items():      # a running mean over the workers
+            rec.worker_breakdown[part] = rec.worker_breakdown.get(part, 0.0) + (value - rec.worker_breakdown.get(part, 0.0)) / n
+        if self._pulled[round_] == len(self.workers):
+            self.rounds[round_].end = now
+
+    # -- the driver loop --------------------------------------------------------------------
+    def _flush(self) -> None:
+        bridge = self.bridge
+        for agent in self.agents.values():
+            for dg in agent.port.take():
+                bridge.Send(agent.index, dg.data, self._ns_addr[dg.addr[0]], dg.addr[1], dg.tos)
+
+    def _deliver(self, now: float) -> int:
+        b = self.bridge
+        n = int(b.in_host.size())
+        if not n:
+            return 0
+        agents = list(self.agents.values())
+        for i in range(n):
+            agent = agents[int(b.in_host[i])]
+            src = (self._by_ip.get(int(b.in_src[i]), "0.0.0.0"), int(b.in_port[i]))
+            pkt = agent.port.parse(bytes(b.in_data[i]), src, int(b.in_tos[i]))
+            if pkt is not None:
+                agent.router.dispatch(pkt, now)
+        b.Clear()
+        return n
+
+    def run(self, limit_s: float) -> str | None:
+        """Run the job until its rounds are done or simulated time `limit_s`; an error or None."""
+        ns = self.net.ns
+        for w in self.workers:
+            w.start(0, 0.0)
+        ns.Simulator.Stop(ns.Seconds(limit_s))
+        # ns-3 initialises its nodes (traffic control included) in the first events at time 0:
+        # nothing may be sent before they ran
+        self.bridge.WakeAt(0.0)
+        ns.Simulator.Run()
+        machines = [self.server, *self.workers]
+        while True:
+            now = self._now
+            try:
+                wake = min(m.step(now) for m in machines)
+                wake = min([wake, *(a.router.tick(now) for a in self.agents.values())])
+                wake = min([wake, *(m.step(now) for m in machines)])
+            except PeerTimeout as exc:
+                return f"{exc} (simulated time {now:.3f} s)"
+            self._flush()
+            if sum(r.end is not None for r in self.rounds) == self.planned:
+                if self.server.group is not None:     # the last pull's STOPs are still on the way
+                    self.scattered(self.server.group)
+                return None
+            if now >= limit_s:
+                return f"{sum(r.end is not None for r in self.rounds)} of {self.planned} rounds within {limit_s:g} s of simulated time"
+            if wake < INFINITY:
+                self.bridge.WakeAt(min(wake, limit_s))
+            before = now
+            ns.Simulator.Run()
+            self._advance(wake)
+            if self._deliver(self._now) == 0 and self._now == before and wake == INFINITY:
+                return f"the job stalled at simulated time {before:.3f} s (nothing in flight, no timer)"
+
+
+def run_lossy_rounds(net: SimNetwork, ps: str, workers: list[str], config: TransportConfig,
+                     layer_sizes: list[int], rounds: int, limit_s: float, jitter_s: float = 0.0,
+                     seed: int = 0) -> LossyOutcome:
+    """Run `rounds` push/pull rounds of gradlane's UDP transport (`config`: ltp or mlt) between
+    `workers` and `ps` in `net`, each worker starting round r+1 after its own delay drawn
+    uniformly from [0, `jitter_s`) once it has the pull of round r (round 0 at once). Stops at simulated time `limit_s` if not done by then."""
+    if not workers:
+        raise SimError("a job needs at least one worker")
+    if rounds < 1:
+        raise SimError("rounds must be at least 1")
+    if not config.udp:
+        raise SimError(f"transport {config.kind} is not gradlane's UDP transport (ltp, mlt)")
+    plan = ChunkPlan(layer_sizes, config.chunk_elems)
+    job = _Job(net, ps, workers, config, plan, rounds, jitter_s, seed)
+    t0 = time.monotonic()
+    error = job.run(limit_s)
+    wall = time.monotonic() - t0
+    counters = {a.name: a.port.counters.snapshot() for a in job.agents.values()}
+    packets = sum(c.get("packets_sent", 0) + c.get("packets_received", 0) for c in counters.values())
+    return LossyOutcome(rounds=job.rounds, planned=rounds, wall_s=wall, packets=packets,
+                        counters=counters, error=error,
+                        switches={name: sw.counters() for name, sw in net.switches.items()})

@@ -1,0 +1,65 @@
+"""One repetition of a gradlane or MLT arm (`transport: ltp` / `mlt`) of `ltp_incast`, simulated:
+the arm's agent flags build the transport (`sim.lossy`), its records match the TCP arms'."""
+from __future__ import annotations
+
+from typing import Any
+
+from controller.policy import load_policy
+from experiments.api import ArmResult
+from experiments.config import Arm, ExperimentConfig
+from experiments.stats import percentile
+from sim.lossy import run_lossy_rounds, transport_config
+from sim.network import SimNetwork, SimOptions
+from sim.rounds import model_layer_sizes
+
+TRANSPORTS = ("ltp", "mlt")
+BACKEND = "ns3"
+
+
+def layer_sizes(cfg: ExperimentConfig) -> list[int]:
+    """Per transport layer, the elements of the config's bundled model (kind, hidden, filters)."""
+    return model_layer_sizes(cfg.model.hidden, kind=cfg.model.kind, filters=cfg.model.filters)
+
+
+def run(cfg: ExperimentConfig, arm: Arm, seed: int, topo: Any, jitter_s: float,
+        options: SimOptions = SimOptions()) -> ArmResult:
+    """One repetition of `arm` with the agents' flags of the config and the arm."""
+    settings = cfg.topology_of(arm)
+    workers = cfg.workers_of(arm)
+    sizes = layer_sizes(cfg)
+    config = transport_config(arm.transport, [*cfg.agent_args, *arm.agent_args], len(sizes),
+                              cfg.chunk_elems, seed)
+    policy = load_policy(settings.policy or "controller/policies/default.yaml")
+    net = SimNetwork(topo, policy, options)
+    try:
+        out = run_lossy_rounds(net, "ps", [f"w{i}" for i in range(1, workers + 1)], config, sizes,
+                               cfg.rounds_of(arm), limit_s=cfg.timeout_s, jitter_s=jitter_s, seed=seed)
+    finally:
+        net.close()
+    done = [r for r in out.rounds if r.end is not None]
+    rounds = [{"round": i, "t_s": r.end, "round_time_s": r.end - r.start, "delivered": r.delivered,
+               "delivered_tensor_min": r.delivered_tensor_min, "violations": r.violations,
+               "closed_by": r.push_closed_by, "retransmissions": r.retransmissions,
+               "data_packets": r.data_packets, "queue_depth": r.queue_depth,
+               "deadline_ms": r.deadline_ms, "accuracy": None,
+               "worker_breakdown": {k: round(v, 6) for k, v in r.worker_breakdown.items()}}
+              for i, r in enumerate(done)]
+    times = [r["round_time_s"] for r in rounds]
+    span = done[-1].end - done[0].start if done else 0.0
+    push_packets = sum(-(-n // config.chunk_elems) for n in sizes) * workers
+    metrics: dict[str, Any] = {
+        "rounds": len(rounds), "rounds_per_s": len(rounds) / span if span > 0 else None,
+        "round_time_p50_s": percentile(times, 50), "round_time_p99_s": percentile(times, 99),
+        "gradient_bytes": 4 * sum(sizes), "simulated_s": span, "sim_wall_s": round(out.wall_s, 3),
+        "sim_packets": out.packets,
+        "sim_packets_per_wall_s": round(out.packets / out.wall_s) if out.wall_s > 0 else None,
+        "violations": sum(r["violations"] for r in rounds),
+        "retransmissions": sum(r["retransmissions"] for r in rounds),
+        "push_packets_per_round": push_packets, "bound_scope": config.bounds.scope,
+        "push_bounds": list(config.bounds.push), "pull_bounds": list(config.bounds.pull),
+        "final_accuracy": None, "time_to_target_s": None, "accuracy_curve": [],
+    }
+    tail = {name: c["tail_drops"] for name, c in out.switches.items()}
+    return ArmResult(rounds=rounds, metrics=metrics, ok=out.complete, error=out.error,
+                     extra={"backend": BACKEND, "sim_switches": out.switches, "tail_drops": tail,
+                            "agent_counters": out.counters, "transport_config": config.summary()})
