@@ -143,7 +143,8 @@ class GradlaneBurstSender:
 class BurstReceivers:
     """PS side of gradlane-transport bursts: the first DATA of a new round opens a receiver
     session expecting every rank of `ranks` (bursts of `nbytes` each); a round closes per
-    sender when all its chunks are in. Older rounds are pruned once a newer one opens."""
+    sender when all its chunks are in. A newer round prunes the older ones that are done (a
+    slow worker may still be sending the previous round when a fast one starts the next)."""
 
     def __init__(self, mux: Mux, nbytes: int, ranks: list[int]) -> None:
         self.mux = mux
@@ -158,7 +159,8 @@ class BurstReceivers:
         if round_ <= self._newest or pkt.header.flags & wire.FLAG_PULL:
             return
         self._newest = round_
-        self.mux.prune(round_)
+        open_rounds = [r for (r, _), session in self.mux.sessions.items() if session.active]
+        self.mux.prune(min(open_rounds, default=round_))
         self.mux.add(RecvSession(self.mux.endpoint, self.plan, round_, pull=False,
                                  senders=self.ranks, required=(1.0,), options=self.options))
 

@@ -2,8 +2,8 @@
 
 The same config, records (rounds.jsonl, runs.jsonl) and summary as the emulation, every run
 marked `"backend": "ns3"`, and the summary says it was simulated. Simulated so far: the TCP arms
-of `ltp_incast` (one parameter server and its workers, push/pull rounds) and every arm of `pcn`
-(`sim.pcn`); arms the simulator cannot run yet are listed in the config's
+of `ltp_incast` (one parameter server and its workers, push/pull rounds) and the TCP-DDL arms of
+`pcn` (`sim.pcn`); arms the simulator cannot run yet are listed in the config's
 `params.skipped_arms`, with the reason.
 """
 from __future__ import annotations
@@ -63,6 +63,9 @@ def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
     if cfg.name not in SIMULATED_EXPERIMENTS:
         return f"experiment {cfg.name} is not simulated yet"
     if cfg.name == "pcn":
+        ddl = arm.params.get("transport", cfg.params.get("transport", pcn.PcnSettings.transport))
+        if ddl not in pcn.SIMULATED_TRANSPORTS:
+            return f"DDL transport {ddl} is not simulated yet (only ns-3's TCP)"
         return None
     if arm.transport != "tcp":
         return f"transport {arm.transport} is not simulated yet (only ns-3's TCP)"
