@@ -139,3 +139,34 @@ def test_without_pcn_no_start_is_sent(tmp_path):
 def test_bad_transport_settings_name_the_option(transport, message):
     with pytest.raises(ConfigError, match=message):
         transport.check()
+
+
+def test_a_slow_worker_finishes_its_round_after_a_fast_one_started_the_next(tmp_path):
+    ps = PS(tmp_path, [0, 1])
+    logs, threads, endpoints = [], [], []
+
+    def worker(rank, start_at):
+        log_path = tmp_path / f"w{rank}.log"
+        log = JsonLog(str(log_path))
+        endpoint = Endpoint(("127.0.0.1", 0), 1, rank)
+        endpoints.append(endpoint)
+        sender = GradlaneBurstSender(Mux(endpoint), ps.endpoint.address, BurstTransport("gradlane"))
+        run_bursts(lambda r: sender.send(BYTES, r, 10.0), None, log, rank, bursts=2, nbytes=BYTES,
+                   period=0.01, lead=0.0, start_at=start_at, first_round=7)
+        log.close()
+        logs.append(log_path)
+
+    now = time.time()
+    try:
+        for rank, delay in ((0, 0.05), (1, 0.4)):     # rank 0 is in round 8 before rank 1 starts 7
+            threads.append(threading.Thread(target=worker, args=(rank, now + delay)))
+            threads[-1].start()
+        for t in threads:
+            t.join(30)
+    finally:
+        ps.close()
+        for e in endpoints:
+            e.close()
+    sent = [r for p in logs for r in _records(p, "burst_sent")]
+    assert sorted((s["rank"], s["round"], s["closed_by"]) for s in sent) == [
+        (0, 7, "complete"), (0, 8, "complete"), (1, 7, "complete"), (1, 8, "complete")]
