@@ -28,11 +28,12 @@ from typing import Callable
 import numpy as np
 
 from hosts import wire
+from hosts.background import listen_tcp, serve_sink
 from hosts.errors import ConfigError, PeerTimeout
 from hosts.jsonlog import JsonLog
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.congestion import RULES as CC_RULES
-from hosts.transport.endpoint import Endpoint, Received
+from hosts.transport.endpoint import Received
 from hosts.transport.mux import Mux
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.sender import SendOptions, SendSession
@@ -166,41 +167,10 @@ class BurstReceivers:
 
 
 def tcp_sink(bind: tuple[str, int], log: JsonLog, stop: threading.Event) -> threading.Thread:
-    """Accept DDL TCP connections on `bind` and discard their bytes (a thread); logs each
-    connection's total when it ends. ConfigError if the port cannot be bound."""
-    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        lsock.bind(bind)
-    except OSError as exc:
-        lsock.close()
-        raise ConfigError(f"cannot bind TCP {bind[0]}:{bind[1]}: {exc.strerror}") from None
-    lsock.listen(64)
-    lsock.settimeout(0.2)
-
-    def drain(conn: socket.socket, peer: tuple[str, int]) -> None:
-        total = 0
-        with conn:
-            while True:
-                try:
-                    data = conn.recv(_TCP_WRITE)
-                except OSError:
-                    break
-                if not data:
-                    break
-                total += len(data)
-        log.write("ddl_connection_end", peer=f"{peer[0]}:{peer[1]}", bytes=total)
-
-    def accept() -> None:
-        with lsock:
-            while not stop.is_set():
-                try:
-                    conn, peer = lsock.accept()
-                except socket.timeout:
-                    continue
-                threading.Thread(target=drain, args=(conn, peer), daemon=True).start()
-
-    thread = threading.Thread(target=accept, daemon=True)
+    """Accept DDL TCP connections on `bind` and discard their bytes, in a thread until `stop`
+    (hosts.background's sink: logs each connection's bytes). ConfigError now if the port
+    cannot be bound."""
+    thread = threading.Thread(target=serve_sink, args=(listen_tcp(bind), log, stop), daemon=True)
     thread.start()
     return thread
 

@@ -121,7 +121,7 @@ def test_bursts_are_announced_and_timed_until_acknowledged(tmp_path, transport):
 
 def test_tcp_sink_counts_every_byte(tmp_path):
     _run(tmp_path, "tcp", pcn=False)
-    ends = _records(tmp_path / "ps.log", "ddl_connection_end")
+    ends = _records(tmp_path / "ps.log", "flow_end")
     assert [e["bytes"] for e in ends] == [2 * BYTES]
 
 
