@@ -159,6 +159,29 @@ def _paired_change(results: Results, off: str, on: str, key: str) -> Stat:
                    if k in b and a[k] not in (None, 0) and b[k] is not None)
 
 
+def _mean_of(results: Results, arm: str, key: str) -> float | None:
+    stat = stat_of(results.metric(arm, key))
+    return stat.mean if stat.n else None
+
+
+def _measured(results: Results, transport: str, off: str, on: str, threshold: int) -> str:
+    """What the runs measured that bears on the bar: the queue PCN left before the burst
+    against its threshold, the queue during the burst, and what the DDL sender did."""
+    def num(arm: str, key: str) -> str:
+        value = _mean_of(results, arm, key)
+        return "n/a" if value is None else fmt_num(value, 3)
+
+    parts = [f"start queue with PCN {num(on, 'start_queue_pkts')} packets (PCN threshold {threshold}), "
+             f"without {num(off, 'start_queue_pkts')}",
+             f"mean queueing delay during a burst {num(off, 'queueing_delay_ms')} -> "
+             f"{num(on, 'queueing_delay_ms')} ms",
+             f"retransmissions per burst {num(off, 'ddl_retransmissions')} -> {num(on, 'ddl_retransmissions')}"]
+    if transport == "gradlane":
+        parts.append(f"window cuts per burst on marks/delay {num(off, 'ddl_mark_cuts')} -> "
+                     f"{num(on, 'ddl_mark_cuts')}, on loss {num(off, 'ddl_loss_cuts')} -> {num(on, 'ddl_loss_cuts')}")
+    return f"Measured, DDL over {TRANSPORT_NAMES[transport]} (no PCN -> PCN): " + "; ".join(parts) + "."
+
+
 def _verdict(results: Results, transport: str, off: str, on: str) -> str:
     """Whether the issue's bar holds for one transport: start queue <= 1/5, completion shorter."""
     a = stat_of(results.metric(off, "start_queue_pkts"))
@@ -199,6 +222,7 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
                 change = _paired_change(results, off, on, key)
                 note = f"no PCN {a.fmt(3, unit)}, PCN {b.fmt(3, unit)}; change paired by repetition"
                 rows.append(Row(fig.key, f"{name}: {change.fmt(3, '%')}", note, flag))
+    p = config.params
     table_rows = []
     for transport, off, on in pairs:
         for arm in (off, on):
@@ -208,9 +232,12 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
             table_rows.append([arm, TRANSPORT_NAMES[transport], f"{len(results.runs_of(arm))}/{len(runs_all)}",
                                *[stat_of(results.metric(arm, k)).fmt(3) for k in _UNIT],
                                stat_of(results.metric(arm, "ddl_retransmissions")).fmt(3),
+                               f"{stat_of(results.metric(arm, 'ddl_mark_cuts')).fmt(3)} / "
+                               f"{stat_of(results.metric(arm, 'ddl_loss_cuts')).fmt(3)}",
                                stat_of(results.metric(arm, "late_bursts")).fmt(3)])
-    p = config.params
-    notes = [_verdict(results, t, off, on) for t, off, on in pairs if off and on]
+    threshold = int(p.get("pcn_threshold", PcnSettings.pcn_threshold))
+    notes = [line for t, off, on in pairs if off and on
+             for line in (_verdict(results, t, off, on), _measured(results, t, off, on, threshold))]
     notes += [
         f"Network: the paper's tree, leaf uplinks {config.topology.bottleneck_pps:g} packets/s with a "
         f"{config.topology.queue_depth}-packet queue and {config.topology.delay_ms:g} ms delay; ECN "
@@ -235,7 +262,7 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
         "Per arm (mean ± sd over repetitions; each run averages every burst of both workers)",
         ["arm", "DDL transport", "runs ok", "start queue", "max queue in burst", "burst completion",
          "DDL throughput", "queueing delay", "background throughput", "DDL retransmissions",
-         "late bursts"], table_rows)], notes=notes)
+         "window cuts, marks / loss (gradlane)", "late bursts"], table_rows)], notes=notes)
 
 
 # -- plots ------------------------------------------------------------------------------------

@@ -53,7 +53,9 @@ def test_rows_per_figure_and_transport_and_the_bar(results):
     assert rows[("start_queue", "gradlane UDP")].ours == "gradlane UDP: 20 -> 6 (1/3.3)"
     assert rows[("burst_completion", "TCP")].ours.startswith("TCP: -20 ± 0 % (n=2)")
     assert [t[0] for t in summary.tables[0].rows] == list(ARMS)
-    tcp_bar, gradlane_bar = summary.notes[:2]
+    tcp_bar, tcp_measured, gradlane_bar, gradlane_measured = summary.notes[:4]
+    assert tcp_measured.startswith("Measured, DDL over TCP (no PCN -> PCN): start queue with PCN 3 packets")
+    assert "window cuts" in gradlane_measured and "window cuts" not in tcp_measured
     assert "TCP: start queue 1/6.7 (meets <= 1/5)" in tcp_bar and "(shorter)" in tcp_bar
     assert "(misses <= 1/5)" in gradlane_bar and "not shorter" in gradlane_bar
 
