@@ -238,6 +238,17 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
     threshold = int(p.get("pcn_threshold", PcnSettings.pcn_threshold))
     notes = [line for t, off, on in pairs if off and on
              for line in (_verdict(results, t, off, on), _measured(results, t, off, on, threshold))]
+    if p.get("backend") == "ns3":
+        tcp_note = (f"TCP: ns-3's {p.get('tcp_cc', 'cubic')} with ECN, one connection per worker kept for all "
+                    "bursts; unlike Linux, ns-3's TCP keeps its window across the idle gaps between "
+                    "bursts (no restart from the initial window). Arms not simulated: "
+                    + ("; ".join(p.get("skipped_arms") or []) or "none") + ".")
+    else:
+        tcp_note = ("TCP: one connection per worker kept for all bursts, "
+                    f"{p.get('tcp_cc', 'cubic')} with ECN (net.ipv4.tcp_ecn=1 in the worker's namespace; "
+                    "DCTCP is not in this kernel), idle between bursts, so each burst restarts from the "
+                    "initial window (tcp_slow_start_after_idle); the switches know its flows from the "
+                    "policy's ddl_flows.")
     notes += [
         f"Network: the paper's tree, leaf uplinks {config.topology.bottleneck_pps:g} packets/s with a "
         f"{config.topology.queue_depth}-packet queue and {config.topology.delay_ms:g} ms delay; ECN "
@@ -246,11 +257,7 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
         f"DDL traffic: both workers at once, {p.get('bursts', 6)} bursts of {p.get('burst_bytes')} bytes, "
         f"one every {p.get('period_s'):g} s; PCN-START {p.get('lead_ms'):g} ms before each burst is ready "
         "(the same timeline without START in the no-PCN arms). A burst is complete when every byte is "
-        "acknowledged. TCP: one connection per worker kept for all bursts, "
-        f"{p.get('tcp_cc', 'cubic')} with ECN (net.ipv4.tcp_ecn=1 in the worker's namespace; DCTCP is "
-        "not in this kernel), idle between bursts, so each burst restarts from the initial window "
-        "(tcp_slow_start_after_idle); the switches know its flows from the policy's ddl_flows. "
-        f"gradlane UDP: our sender, initial window {p.get('window', 10)}, --cc "
+        f"acknowledged. {tcp_note} gradlane UDP: our sender, initial window {p.get('window', 10)}, --cc "
         f"{p.get('gradlane_cc', 'ecn')} (reacts to CE marks and to a telemetry queueing delay above "
         f"{p.get('cc_delay_ms', 40):g} ms), every chunk CRITICAL (reliable, ECN-capable).",
         "Queue figures are 20 ms Thrift samples of qdepth_reg (depth at dequeue) of the worker's own "
