@@ -182,8 +182,9 @@ def _measured(results: Results, transport: str, off: str, on: str, threshold: in
     return f"Measured, DDL over {TRANSPORT_NAMES[transport]} (no PCN -> PCN): " + "; ".join(parts) + "."
 
 
-def _verdict(results: Results, transport: str, off: str, on: str) -> str:
-    """Whether the issue's bar holds for one transport: start queue <= 1/5, completion shorter."""
+def _verdict(results: Results, transport: str, off: str, on: str, threshold: int) -> str:
+    """Whether the issue's bar holds for one transport (start queue <= 1/5, completion
+    shorter), and where it does not, the measured cause."""
     a = stat_of(results.metric(off, "start_queue_pkts"))
     b = stat_of(results.metric(on, "start_queue_pkts"))
     change = _paired_change(results, off, on, "burst_completion_s")
@@ -191,9 +192,21 @@ def _verdict(results: Results, transport: str, off: str, on: str) -> str:
     # shorter: the paired change is negative by more than its spread over repetitions
     shorter = change.n > 0 and change.mean + (change.sd if change.n > 1 else 0.0) < 0
     ratio = f"1/{fmt_num(a.mean / b.mean, 2)}" if a.n and b.n and b.mean else "n/a"
-    return (f"Bar (issue 22), DDL over {TRANSPORT_NAMES[transport]}: start queue {ratio} "
-            f"({'meets' if ratio_ok else 'misses'} <= 1/5); burst completion "
-            f"{change.fmt(3, '%')} ({'shorter' if shorter else 'not shorter beyond its sd'}).")
+    text = (f"Bar (issue 22), DDL over {TRANSPORT_NAMES[transport]}: start queue {ratio} "
+            f"({'meets' if ratio_ok else 'misses'} <= 1/5")
+    if not ratio_ok and a.n and b.n:
+        text += (f"; cause, measured: 1/5 needs <= {fmt_num(a.mean / 5, 3)} packets, and with PCN the "
+                 f"queue before a burst was {b.fmt(3)}, the ECN background's sawtooth under the lowered "
+                 f"threshold of {threshold}, against {fmt_num(a.mean, 3)} under the normal one")
+    text += f"); burst completion {change.fmt(3, '%')} ({'shorter' if shorter else 'not shorter beyond its sd'}"
+    if not shorter and change.n:
+        retx = _mean_of(results, on, "ddl_retransmissions")
+        loss = _mean_of(results, on, "ddl_loss_cuts")
+        text += "; cause, measured: see the line below"
+        if loss is not None:
+            text += (f" (with PCN the sender still halved its window on inferred loss "
+                     f"{fmt_num(loss, 3)} times per burst while resending {fmt_num(retx or 0, 3)} chunks)")
+    return text + ")."
 
 
 def summarize(results: Results, config: ExperimentConfig) -> Summary:
@@ -237,7 +250,7 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
                                stat_of(results.metric(arm, "late_bursts")).fmt(3)])
     threshold = int(p.get("pcn_threshold", PcnSettings.pcn_threshold))
     notes = [line for t, off, on in pairs if off and on
-             for line in (_verdict(results, t, off, on), _measured(results, t, off, on, threshold))]
+             for line in (_verdict(results, t, off, on, threshold), _measured(results, t, off, on, threshold))]
     if p.get("backend") == "ns3":
         tcp_note = (f"TCP: ns-3's {p.get('tcp_cc', 'cubic')} with ECN, one connection per worker kept for all "
                     "bursts; unlike Linux, ns-3's TCP keeps its window across the idle gaps between "
