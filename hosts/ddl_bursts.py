@@ -88,6 +88,7 @@ class TcpBurstSender:
         self.sock = sock
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._block = b"\0" * _TCP_WRITE
+        self._retrans = _tcp_total_retrans(sock) or 0
 
     def send(self, nbytes: int, timeout: float) -> dict:
         """Send `nbytes`; PeerTimeout if they are not all acknowledged within `timeout` s."""
@@ -103,7 +104,11 @@ class TcpBurstSender:
             if time.monotonic() > give_up:
                 raise PeerTimeout(f"TCP burst: not acknowledged within {timeout:g} s")
             time.sleep(_ACK_POLL_S)
-        return {"retransmissions": _tcp_total_retrans(self.sock)}
+        total = _tcp_total_retrans(self.sock)
+        if total is None:
+            return {"retransmissions": None}
+        burst, self._retrans = total - self._retrans, total
+        return {"retransmissions": burst}   # this burst's segments sent again
 
 
 def _tcp_total_retrans(sock: socket.socket) -> int | None:
