@@ -43,7 +43,7 @@ DIRECT_ELECTION_ID: ElectionId = (0, 200)   # gradctl --direct outranks a (dead)
 Log = Callable[[str], None]
 
 NETWORK_TABLES = (N.ARP_TABLE, N.ROUTE_TABLE, N.DSCP_TABLE, N.ECN_TABLE)
-POLICY_TABLES = (N.CLASS_TABLE, N.JOB_FEATURES_TABLE, N.PCN_JOB_TABLE)
+POLICY_TABLES = (N.CLASS_TABLE, N.JOB_FEATURES_TABLE, N.PCN_JOB_TABLE, N.DDL_FLOW_TABLE)
 ADAPTATIONS_KEPT = 100   # the most recent control-law changes kept in the state file
 RECONNECT_MAX_DELAY_S = 1.0
 

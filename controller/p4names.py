@@ -72,6 +72,19 @@ PCN_JOB_KEY_JOB = "hdr.gradient.job_id"
 SET_PCN_JOB = "GradEgress.set_pcn_job_threshold"
 SET_PCN_JOB_THRESHOLD = "threshold"
 
+# DDL flows without the gradient header (kernel TCP pushes), each tied to the (job, worker)
+# whose PCN-START announces its bursts
+DDL_FLOW_TABLE = "GradEgress.ddl_flow"
+DDL_FLOW_KEY_SRC = "hdr.ipv4.srcAddr"
+DDL_FLOW_KEY_DST = "hdr.ipv4.dstAddr"
+DDL_FLOW_KEY_PROTOCOL = "hdr.ipv4.protocol"
+DDL_FLOW_KEY_DST_PORT = "meta.l4_dst"
+SET_DDL_SENDER = "GradEgress.set_ddl_sender"
+SET_DDL_SENDER_JOB = "job_id"
+SET_DDL_SENDER_RANK = "worker_rank"
+DDL_FLOW_TABLE_SIZE = 256
+WORKER_RANK_MAX = 0xFFFE   # 0xFFFF is the PS's rank (hosts/wire.py PS_RANK)
+
 # Counters (indirect)
 SLOT_SEEN_CTR = "GradIngress.slot_seen_ctr"
 SLOT_DROPPED_CTR = "GradIngress.slot_dropped_ctr"

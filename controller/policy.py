@@ -13,10 +13,16 @@ per-(job, layer range) budget and counters. Each job also names which switch mec
 equal-cost paths; off = per-flow hashing), ``prioritize`` (its classes' priority queues; off = the
 queue ordinary traffic of its DSCP gets) and ``selective_drop`` (budgeted drops; off = counted,
 never dropped); one ``job_features`` entry per job.
+
+A job may also name its DDL flows that do not carry the gradient header (a worker pushing over
+kernel TCP): source/destination prefixes, protocol and destination port range, each with the
+worker rank whose PCN-START announces its bursts; each becomes one ``ddl_flow`` entry, so the
+switches see such a burst arrive (PCN) as they see gradient DATA arrive.
 """
 from __future__ import annotations
 
 import copy
+import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -34,10 +40,13 @@ MAG_CLASSES = N.MAG_CLASS_MAX + 1
 _TOP_KEYS = {"version", "defaults", "jobs"}
 _DEFAULT_KEYS = {"priority", "drop_eligible", "drop_threshold", "mag_classes"}
 _FEATURE_KEYS = ("spray", "prioritize", "selective_drop")
-_JOB_KEYS = {"job", "name", "layers", "phases", "hole_fill", "early_close", "pcn", *_FEATURE_KEYS}
+_JOB_KEYS = {"job", "name", "layers", "phases", "hole_fill", "early_close", "pcn", "ddl_flows",
+             *_FEATURE_KEYS}
 # The push-stage hole-filling modes of the host agents (docs/contracts.md, Job policy).
 HOLE_FILLS = ("zero", "previous", "mean-delivered")
 _PCN_KEYS = {"threshold", "adapt", "floor", "ceiling"}
+_DDL_FLOW_KEYS = {"worker_rank", "src", "dst", "protocol", "dst_ports"}
+PROTOCOLS = {"tcp": 6, "udp": 17}
 EARLY_CLOSE_LAWS = ("telemetry", "adaptive", "fixed")   # hosts/transport/deadline.py
 PCN_THRESHOLD_MAX = 1000   # packets; far above any queue the switches run
 _RULE_KEYS = {"range", "mag_classes", "loss_bound", "pull_bound", "priority", "drop_eligible",
@@ -97,6 +106,23 @@ class PcnSetting:
 
 
 @dataclass(frozen=True)
+class DdlFlow:
+    """DDL traffic of one worker without the gradient header: what identifies it (None = any)
+    and the worker rank whose PCN-START announces its bursts. Prefixes are (address, length)."""
+
+    worker_rank: int
+    src: tuple[int, int] | None = None
+    dst: tuple[int, int] | None = None
+    protocol: int | None = None
+    dst_ports: tuple[int, int] | None = None
+
+    @property
+    def match(self) -> tuple:
+        """What the switch matches on (two flows with equal matches are the same flow)."""
+        return (self.src, self.dst, self.protocol, self.dst_ports)
+
+
+@dataclass(frozen=True)
 class Job:
     """A training job's rules, ablation switches and control-law settings."""
 
@@ -107,6 +133,7 @@ class Job:
     hole_fill: str | None = None   # the hosts' push-stage hole filling; None = their flag
     early_close: str = "telemetry"
     pcn: PcnSetting | None = None
+    ddl_flows: tuple[DdlFlow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -236,6 +263,46 @@ def _pcn(raw: Any, path: str) -> PcnSetting:
     return PcnSetting(threshold, _bool(raw.get("adapt", d.adapt), f"{path}.adapt"), floor, ceiling)
 
 
+def _prefix(v: Any, path: str) -> tuple[int, int]:
+    if not isinstance(v, str):
+        raise _fail(path, f"must be an IPv4 address or prefix (a string), got {_kind(v)} {short(v)}")
+    try:
+        net = ipaddress.IPv4Network(v, strict=True)
+    except ValueError as exc:
+        raise _fail(path, f"is not an IPv4 address or prefix: {exc}") from None
+    return int(net.network_address), net.prefixlen
+
+
+def _protocol(v: Any, path: str) -> int:
+    if isinstance(v, str) and v.lower() in PROTOCOLS:
+        return PROTOCOLS[v.lower()]
+    if isinstance(v, int) and not isinstance(v, bool):
+        return _int(v, path, 0, 255)
+    raise _fail(path, f"must be tcp, udp or an IP protocol number 0..255, got {short(v)}")
+
+
+def _ddl_flows(raw: Any, path: str) -> tuple[DdlFlow, ...]:
+    if not isinstance(raw, list):
+        raise _fail(path, f"must be a list of flows, got {_kind(raw)}")
+    flows: list[DdlFlow] = []
+    for i, rf in enumerate(raw):
+        fp = f"{path}[{i}]"
+        _check_keys(rf, _DDL_FLOW_KEYS, fp)
+        if "worker_rank" not in rf:
+            raise _fail(f"{fp}.worker_rank", "missing (the rank whose PCN-START announces the flow)")
+        if not set(rf) - {"worker_rank"}:
+            raise _fail(fp, "names no field to match (src, dst, protocol, dst_ports): it would "
+                            "classify all traffic as DDL")
+        flow = DdlFlow(
+            _int(rf["worker_rank"], f"{fp}.worker_rank", 0, N.WORKER_RANK_MAX),
+            _prefix(rf["src"], f"{fp}.src") if "src" in rf else None,
+            _prefix(rf["dst"], f"{fp}.dst") if "dst" in rf else None,
+            _protocol(rf["protocol"], f"{fp}.protocol") if "protocol" in rf else None,
+            _pair(rf["dst_ports"], f"{fp}.dst_ports", 0, 0xFFFF) if "dst_ports" in rf else None)
+        flows.append(flow)
+    return tuple(flows)
+
+
 EMPTY_POLICY_HINT = ("it would delete every installed class (to do that on purpose: "
                      "`gradctl policy clear --yes`)")
 
@@ -265,6 +332,7 @@ def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
         raise _fail("jobs", f"must be a list, got {_kind(raw_jobs)}")
     jobs: list[Job] = []
     n_rules = 0
+    n_flows = 0
     for ji, rj in enumerate(raw_jobs):
         jp = f"jobs[{ji}]"
         _check_keys(rj, _JOB_KEYS, jp)
@@ -287,6 +355,20 @@ def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
             raise _fail(f"{jp}.early_close", f"must be one of {', '.join(EARLY_CLOSE_LAWS)}, "
                                              f"got {short(early_close)}")
         pcn = _pcn(rj["pcn"], f"{jp}.pcn") if "pcn" in rj else None
+        ddl_flows = _ddl_flows(rj["ddl_flows"], f"{jp}.ddl_flows") if "ddl_flows" in rj else ()
+        for fi, flow in enumerate(ddl_flows):
+            for k, other in enumerate(jobs):
+                for oi, theirs in enumerate(other.ddl_flows):
+                    if theirs.match == flow.match:
+                        raise _fail(f"{jp}.ddl_flows[{fi}]",
+                                    f"is the same flow as jobs[{k}].ddl_flows[{oi}]")
+            for oi, theirs in enumerate(ddl_flows[:fi]):
+                if theirs.match == flow.match:
+                    raise _fail(f"{jp}.ddl_flows[{fi}]", f"is the same flow as {jp}.ddl_flows[{oi}]")
+        n_flows += len(ddl_flows)
+        if n_flows > N.DDL_FLOW_TABLE_SIZE:
+            raise _fail(f"{jp}.ddl_flows", f"more than {N.DDL_FLOW_TABLE_SIZE} DDL flows in all "
+                                           "(the switch's ddl_flow table)")
         raw_rules = rj.get("layers")
         if not isinstance(raw_rules, list) or not raw_rules:
             raise _fail(f"{jp}.layers", "must be a non-empty list of layer rules")
@@ -325,7 +407,8 @@ def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
         n_rules += len(rules)
         if n_rules > N.NUM_SLOTS:
             raise _fail(f"{jp}.layers", f"more than {N.NUM_SLOTS} rules in all (the switch's slots)")
-        jobs.append(Job(job_id, name, tuple(rules), features, hole_fill, early_close, pcn))
+        jobs.append(Job(job_id, name, tuple(rules), features, hole_fill, early_close, pcn,
+                        ddl_flows))
     if not jobs and not allow_empty:
         raise _fail("jobs", f"no jobs in the policy: {EMPTY_POLICY_HINT}")
     return Policy(tuple(jobs), copy.deepcopy(doc))
@@ -458,6 +541,30 @@ def pcn_entry(job_id: int, threshold: int) -> TableEntry:
                       Action.of(N.SET_PCN_JOB, **{N.SET_PCN_JOB_THRESHOLD: threshold}))
 
 
+def _ternary_prefix(prefix: tuple[int, int] | None) -> Ternary:
+    if prefix is None:
+        return Ternary(0, 0)
+    address, length = prefix
+    return Ternary(address, (0xFFFFFFFF << (32 - length)) & 0xFFFFFFFF)
+
+
+def ddl_flow_entries(policy: Policy) -> list[TableEntry]:
+    """One ``ddl_flow`` entry per DDL flow of the policy; a flow listed earlier wins where
+    two overlap (a higher entry priority)."""
+    flows = [(job.job_id, f) for job in policy.jobs for f in job.ddl_flows]
+    out = []
+    for i, (job_id, flow) in enumerate(flows):
+        match = ((N.DDL_FLOW_KEY_SRC, _ternary_prefix(flow.src)),
+                 (N.DDL_FLOW_KEY_DST, _ternary_prefix(flow.dst)),
+                 (N.DDL_FLOW_KEY_PROTOCOL,
+                  Ternary(0, 0) if flow.protocol is None else Ternary(flow.protocol, 0xFF)),
+                 (N.DDL_FLOW_KEY_DST_PORT, Range(*(flow.dst_ports or (0, 0xFFFF)))))
+        out.append(TableEntry(N.DDL_FLOW_TABLE, match, Action.of(N.SET_DDL_SENDER, **{
+            N.SET_DDL_SENDER_JOB: job_id, N.SET_DDL_SENDER_RANK: flow.worker_rank}),
+            priority=len(flows) - i))
+    return out
+
+
 def pcn_threshold(job: Job, adapted: Mapping[int, int] | None = None) -> int | None:
     """The PCN threshold in force for ``job``: the adapted value within its bounds while its
     law is on, else the policy's; None when the job has no PCN setting."""
@@ -503,8 +610,9 @@ def translate(policy: Policy, slots: Mapping[RuleKey, int],
               previous: Mapping[int, PreviousGeneration] | None = None,
               pcn_thresholds: Mapping[int, int] | None = None) -> list[TableEntry]:
     """The entries of ``policy``: one ``gradient_class`` entry per rule (with the given slots),
-    a ``job_features`` entry for each job that turns a mechanism off (no entry = all on), and a
-    ``pcn_job`` entry for each job with a PCN setting (at its adapted threshold, if any).
+    a ``job_features`` entry for each job that turns a mechanism off (no entry = all on), a
+    ``pcn_job`` entry for each job with a PCN setting (at its adapted threshold, if any), and a
+    ``ddl_flow`` entry per DDL flow.
     ``previous``: per job with a pending change, its previous rules again, for its previous
     wire epoch only (a previous rule without a slot in ``slots`` any more is left out: its
     packets get the current entries)."""
@@ -519,6 +627,7 @@ def translate(policy: Policy, slots: Mapping[RuleKey, int],
             out.append(pcn_entry(job.job_id, threshold))
         for rule in job.rules:
             out.append(class_entry(job, rule, slots[rule_key(job, rule)], st))
+    out.extend(ddl_flow_entries(policy))
     for gen in (previous or {}).values():
         for rule in gen.job.rules:
             slot = slots.get(rule_key(gen.job, rule))

@@ -3,10 +3,13 @@ PCN tree. Kept apart from experiments/pcn.py (figures, summary, plots) so it can
 against a running session on its own.
 
 One repetition: a TCP sink on `bs` (reporting bytes per peer) and ECN-capable Reno flows from
-every background host (3 per leaf) warm up; the PS answers PCN-START and records each burst
-(`hosts.pcn serve --record-bursts`); every worker (one per leaf) sends the same timeline of
-bursts (`hosts.pcn bursts`), announced by PCN-START a lead time ahead in the PCN arm; a thread
-samples the leaves' uplink queues over Thrift all along.
+every background host (3 per leaf) warm up; the PS answers PCN-START, drains the workers' TCP
+bursts and receives their gradlane-transport bursts (`hosts.pcn serve`); every worker (one
+per leaf) sends the same timeline of bursts of `burst_bytes` over the arm's DDL transport
+(`hosts.pcn bursts --transport tcp|gradlane`), announced by PCN-START a lead time ahead in the
+PCN arms, each timed until every byte is acknowledged; a thread samples the leaves' uplink
+queues over Thrift all along. Queue figures come from those samples at the worker's own leaf
+uplink, the same way for both transports (TCP carries no telemetry).
 """
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ from topo.processes import ManagedProcess
 
 PCN_MODULE = "hosts.pcn"
 SINK_REPORT_S = 0.25
+DDL_TCP_PORT = 5002
+TRANSPORTS = ("tcp", "gradlane")
 
 
 class AgentFailed(Exception):
@@ -35,23 +40,20 @@ class PcnSettings:
     """The knobs of one repetition (experiments/configs/pcn.yaml, `params:`)."""
 
     bursts: int = 6
-    gap_s: float = 7.0
-    packets: int = 250
-    burst_pps: float = 500.0
+    period_s: float = 7.5
+    burst_bytes: int = 368_000
+    transport: str = "tcp"
+    tcp_cc: str = "cubic"
+    window: int = 10
+    gradlane_cc: str = "ecn"
+    cc_delay_ms: float = 40.0
     lead_ms: float = 1000.0
     pcn_threshold: int = 10
     warmup_s: float = 6.0
     sample_ms: float = 20.0
     flows_per_host: int = 1
     cc: str = "reno"
-
-    @property
-    def burst_s(self) -> float:
-        return self.packets / self.burst_pps
-
-    @property
-    def period_s(self) -> float:
-        return self.gap_s + self.burst_s
+    burst_timeout_s: float = 30.0
 
 
 def bottleneck_queues(topo: Any) -> list[QueueRef]:
@@ -101,13 +103,18 @@ def run_repetition(session: Any, settings: PcnSettings, pcn: bool, work_dir: Pat
         sink_proc.wait_for(lambda: f":{agents.BACKGROUND_PORT} " in node.cmd("ss -ltnH"), 15,
                            "background sink listening")
         ps_log = work_dir / f"{tag}.ps.log"
-        ps_proc = _agent(session, ps, f"pcn-serve@{ps}", [
-            *py, PCN_MODULE, "serve", "--record-bursts", "--die-with-parent"], ps_log)
+        serve = [*py, PCN_MODULE, "serve", "--die-with-parent"]
+        if settings.transport == "tcp":
+            serve += ["--tcp-port", str(DDL_TCP_PORT)]
+        else:
+            serve += ["--record-bursts", "--gradlane-bytes", str(settings.burst_bytes),
+                      "--ranks", str(len(workers))]
+        ps_proc = _agent(session, ps, f"pcn-serve@{ps}", serve, ps_log)
         procs.append(ps_proc)
         ps_proc.wait_for_line(r'"listening"', 20, "PCN server listening")
 
         lead = settings.lead_ms / 1000.0
-        duration = settings.warmup_s + lead + 1.0 + settings.bursts * settings.period_s + 1.0
+        duration = settings.warmup_s + lead + 1.0 + settings.bursts * settings.period_s + 5.0
         for host in senders:
             procs.append(_agent(session, host, f"flows@{host}", agents.background_flows_argv(
                 topo.hosts[sink].ip, settings.flows_per_host, duration, settings.cc),
@@ -118,21 +125,24 @@ def run_repetition(session: Any, settings: PcnSettings, pcn: bool, work_dir: Pat
         burst_procs = []
         for rank, host in enumerate(workers):
             argv = [*py, PCN_MODULE, "bursts", "--ps", topo.hosts[ps].ip, "--rank", str(rank),
-                    "--bursts", str(settings.bursts), "--packets", str(settings.packets),
-                    "--rate", f"{settings.burst_pps:g}", "--gap-s", f"{settings.gap_s:g}",
+                    "--transport", settings.transport, "--bytes", str(settings.burst_bytes),
+                    "--bursts", str(settings.bursts), "--period-s", f"{settings.period_s:g}",
                     "--lead-ms", f"{settings.lead_ms:g}", "--start-at", f"{start_at:.6f}",
                     "--first-round", str(round_base), "--threshold", str(settings.pcn_threshold),
-                    "--die-with-parent"]
+                    "--burst-timeout-s", f"{settings.burst_timeout_s:g}",
+                    "--tcp-port", str(DDL_TCP_PORT), "--tcp-cc", settings.tcp_cc,
+                    "--window", str(settings.window), "--cc", settings.gradlane_cc,
+                    "--cc-delay-ms", f"{settings.cc_delay_ms:g}", "--die-with-parent"]
             if pcn:
                 argv.append("--pcn")
             proc = _agent(session, host, f"bursts@{host}", argv, work_dir / f"{tag}.bursts.{host}.log")
             procs.append(proc)
             burst_procs.append(proc)
         for proc in burst_procs:
-            code = proc.wait_exit(settings.bursts * settings.period_s + lead + 30)
+            code = proc.wait_exit(settings.bursts * (settings.period_s + settings.burst_timeout_s) + lead + 30)
             if code != 0:
                 raise AgentFailed(f"{proc.name} ended with {code}: {proc.output().strip().splitlines()[-1:]}")
-        time.sleep(1.5)   # the PS logs a burst once it was idle for a second
+        time.sleep(1.5)   # the PS logs a gradient burst once it was idle for a second
         end_t = time.time()
     finally:
         sampler.stop()
@@ -141,7 +151,19 @@ def run_repetition(session: Any, settings: PcnSettings, pcn: bool, work_dir: Pat
     sent = [r for p in burst_procs for r in _json_lines(p.log) if r.get("event") == "burst_sent"]
     received = [r for r in _json_lines(ps_log) if r.get("event") == "burst_received"]
     sink_rows = [r for r in _json_lines(sink_log) if r.get("event") == "received"]
-    return _analyse(settings, pcn, sent, received, sink_rows, sampler, topo, start_at, end_t)
+    uplinks = worker_uplinks(topo, sampler.queues)
+    rate = next((link.a_queue_rate_pps for link in topo.links if link.a_queue_rate_pps), None)
+    return analyse(settings, pcn, sent, received, sink_rows, sampler, uplinks, start_at, end_t, rate)
+
+
+def worker_uplinks(topo: Any, queues: list[Any]) -> dict[int, str]:
+    """Per worker rank (the order of `hosts_with_role('worker')`), the label of its leaf's
+    sampled uplink queue."""
+    out = {}
+    for rank, host in enumerate(topo.hosts_with_role("worker")):
+        switch = topo.hosts[host].switch
+        out[rank] = next(q.label for q in queues if q.label.startswith(f"{switch}->"))
+    return out
 
 
 def _bytes_at(rows: list[dict[str, Any]], when: float) -> float:
@@ -159,10 +181,17 @@ def _bytes_at(rows: list[dict[str, Any]], when: float) -> float:
     return b0 if t1 == t0 else b0 + (b1 - b0) * (when - t0) / (t1 - t0)
 
 
-def _analyse(settings: PcnSettings, pcn: bool, sent: list[dict[str, Any]],
-             received: list[dict[str, Any]], sink_rows: list[dict[str, Any]], sampler: QueueSampler,
-             topo: Any, start_at: float, end_t: float) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
-    by_key = {(r["rank"], r["round"]): r for r in received}
+def analyse(settings: PcnSettings, pcn: bool, sent: list[dict[str, Any]],
+            received: list[dict[str, Any]], sink_rows: list[dict[str, Any]], sampler: Any,
+            uplinks: dict[int, str], start_at: float, end_t: float,
+            uplink_pps: float | None = None) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """Per-burst records, run metrics and plot series from what the agents logged (`sent`:
+    the workers' burst_sent rows; `received`: the PS's per-burst telemetry of gradient DATA,
+    empty for TCP) and the queue samples. A burst's start queue is the last sample of its
+    worker's uplink at or before its first byte went out; its max queue the largest sample
+    until every byte was acknowledged; its queueing delay the mean sampled queue then over the
+    uplink rate (`uplink_pps`)."""
+    tele = {(r["rank"], r["round"]): r for r in received}
     lead = settings.lead_ms / 1000.0
     rounds = sorted({s["round"] for s in sent})
     records = []
@@ -170,32 +199,33 @@ def _analyse(settings: PcnSettings, pcn: bool, sent: list[dict[str, Any]],
     for round_ in rounds:
         per_worker = []
         for s in [x for x in sent if x["round"] == round_]:
-            got = by_key.get((s["rank"], round_))
-            if got is None:
-                per_worker.append({"rank": s["rank"], "delivered": 0.0, "completion_s": None})
-                continue
-            completion = got["last_t"] - s["ready_t"]
+            label = uplinks[s["rank"]]
+            during = [d for _, d in sampler.series(label, s["first_t"], s["done_t"])]
+            start_q = _last_before(sampler.series(label, s["first_t"] - 1.0, s["first_t"]))
+            mean_q = _mean(during)
+            got = tele.get((s["rank"], round_))
             per_worker.append({
-                "rank": s["rank"], "delivered": got["packets"] / s["packets"],
-                "completion_s": completion, "throughput_mbps": got["bytes"] * 8 / completion / 1e6,
-                "start_qdepth": got["start_qdepth"], "max_qdepth": got["max_qdepth"],
-                "qdelay_ms": got["qdelay_us_mean"] / 1000.0, "qdelay_max_ms": got["qdelay_us_max"] / 1000.0,
+                "rank": s["rank"], "completion_s": s["completion_s"],
+                "throughput_mbps": s["bytes"] * 8 / s["completion_s"] / 1e6,
+                "start_qdepth": start_q, "max_qdepth": max(during, default=start_q),
+                "mean_qdepth": mean_q,
+                "qdelay_ms": mean_q / uplink_pps * 1000.0 if mean_q is not None and uplink_pps else None,
+                "late_s": s.get("late_s"), "retransmissions": s.get("retransmissions"),
+                "mark_cuts": s.get("cc_mark_cuts"), "loss_cuts": s.get("cc_loss_cuts"),
+                "tele_start_qdepth": got["start_qdepth"] if got else None,
+                "tele_max_qdepth": got["max_qdepth"] if got else None,
                 "acked": s.get("acked"), "pcn_rtt_ms": s.get("pcn_rtt_ms")})
         ready = min(x["ready_t"] for x in sent if x["round"] == round_)
-        window = (ready, ready + settings.burst_s + 1.0)
-        sampled_max = {lab: max((d for _, d in sampler.series(lab, *window)), default=None) for lab in labels}
-        sampled_start = {lab: _last_before(sampler.series(lab, ready - 1.0, ready)) for lab in labels}
-        done = [w for w in per_worker if w["completion_s"] is not None]
         records.append({
             "round": round_, "pcn": pcn, "t_s": round(ready - start_at, 3),
-            "round_time_s": max((w["completion_s"] for w in done), default=None),
-            "delivered_fraction": {"0": _mean([w["delivered"] for w in per_worker])},
-            "violations": sum(1 for w in per_worker if w["delivered"] < 1.0),
-            "queue_depth": max((w["max_qdepth"] for w in done), default=None),
-            "start_qdepth": _mean([w["start_qdepth"] for w in done]),
-            "sampled_start_qdepth": sampled_start, "sampled_max_qdepth": sampled_max,
+            "round_time_s": max(w["completion_s"] for w in per_worker),
+            "delivered_fraction": {"0": 1.0},
+            "violations": 0,
+            "queue_depth": max((w["max_qdepth"] for w in per_worker if w["max_qdepth"] is not None),
+                               default=None),
+            "start_qdepth": _mean([w["start_qdepth"] for w in per_worker]),
             "workers": per_worker})
-    workers = [w for r in records for w in r["workers"] if w["completion_s"] is not None]
+    workers = [w for r in records for w in r["workers"]]
     t_from, t_to = start_at - lead, end_t
     bg_bytes = _bytes_at(sink_rows, t_to) - _bytes_at(sink_rows, t_from)
     metrics = {
@@ -205,7 +235,11 @@ def _analyse(settings: PcnSettings, pcn: bool, sent: list[dict[str, Any]],
         "ddl_throughput_mbps": _mean([w["throughput_mbps"] for w in workers]),
         "queueing_delay_ms": _mean([w["qdelay_ms"] for w in workers]),
         "background_throughput_mbps": bg_bytes * 8 / (t_to - t_from) / 1e6 if t_to > t_from else None,
-        "ddl_delivered_fraction": _mean([w["delivered"] for r in records for w in r["workers"]]),
+        "tele_start_queue_pkts": _mean([w["tele_start_qdepth"] for w in workers]),
+        "ddl_retransmissions": _mean([w["retransmissions"] for w in workers]),
+        "ddl_mark_cuts": _mean([w["mark_cuts"] for w in workers]),     # gradlane's window only
+        "ddl_loss_cuts": _mean([w["loss_cuts"] for w in workers]),
+        "late_bursts": sum(1 for w in workers if (w["late_s"] or 0) > 0.01),
         "pcn_acked": sum(1 for w in workers if w.get("acked")),
         "bursts_recorded": len(workers),
         "queue_samples": len(sampler.samples), "queue_sample_errors": sampler.errors,

@@ -29,7 +29,9 @@ Agents
         delivered_min, delivered_tensor(_min) (PS), violations, deadline_ms, telemetry,
         deadline_adaptation, bytes, retransmissions, drops, bounds, phase), violation, adaptation (law, stage, round, deadline_ms, reason),
         epoch (loss, test_loss, accuracy), done (violations per layer; tcp: connections).
-  python -m hosts.pcn serve [--port 19527] | start --ps IP [--threshold 10 --count N]
+  python -m hosts.pcn serve [--port 19527 --tcp-port 5002 --gradlane-bytes B --ranks N]
+                    | start --ps IP [--threshold 10 --count N]
+                    | bursts --ps IP --transport tcp|gradlane --bytes B [--pcn --lead-ms 1000]
   python -m hosts.background sink|flows|microburst|incast ...   (DCTCP if available, else cubic)
   python -m hosts.lossy_relay --listen H:P --target H:P --loss F [--data-only] [--seed S]
         [--burst START+DURATION@LOSS ...]   (loss bursts, the switch's syntax, e.g. 5s+100ms@0.8)
@@ -45,6 +47,7 @@ Modules
   GradientHeader + control payload layers), transport/ (chunking, bounds, phase, holes,
   deadline, reassembly, endpoint, mux, sender, receiver, counters), exchange/ (config, ltp/mlt
   over UDP, tcp baseline, tcp_options), training/ (dataset, models: mlp and cnn, aggregate), loss_model,
-  lossy_relay, pcn, background, cli, jsonlog, errors (HostsError, ConfigError, PacketError,
+  lossy_relay, pcn, ddl_bursts (the PCN experiment's DDL bursts over TCP or our sender), background,
+  cli, jsonlog, errors (HostsError, ConfigError, PacketError,
   PeerTimeout). docs/mechanisms.md maps each paper's mechanism to its module.
 """

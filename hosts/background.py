@@ -59,17 +59,29 @@ def connect(dst: tuple[str, int], cc: str, timeout: float) -> socket.socket:
     return sock
 
 
-def sink(bind: tuple[str, int], log: JsonLog, stop: threading.Event, report: float = 0.0) -> None:
-    """Accept TCP connections and discard what they send; log bytes per connection, and with
-    `report` > 0 the bytes received so far from each peer address every `report` seconds."""
+def listen_tcp(bind: tuple[str, int]) -> socket.socket:
+    """A listening TCP socket on `bind` (accept times out every 0.2 s); ConfigError if it
+    cannot be bound."""
     lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         lsock.bind(bind)
     except OSError as exc:
+        lsock.close()
         raise ConfigError(f"cannot bind {bind[0]}:{bind[1]}: {exc.strerror}") from None
     lsock.listen(128)
     lsock.settimeout(0.2)
+    return lsock
+
+
+def sink(bind: tuple[str, int], log: JsonLog, stop: threading.Event, report: float = 0.0) -> None:
+    """Accept TCP connections and discard what they send; log bytes per connection, and with
+    `report` > 0 the bytes received so far from each peer address every `report` seconds."""
+    serve_sink(listen_tcp(bind), log, stop, report)
+
+
+def serve_sink(lsock: socket.socket, log: JsonLog, stop: threading.Event, report: float = 0.0) -> None:
+    """`sink` on a socket from `listen_tcp`, until `stop` is set; closes it at the end."""
     log.write("listening", port=lsock.getsockname()[1])
 
     received: dict[str, int] = {}

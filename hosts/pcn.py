@@ -4,24 +4,32 @@ the path lower their ECN threshold; the PS answers PCN-ACK; the worker bursts af
 Both packets are gradient-header control packets (kinds PCN_START / PCN_ACK) whose IPv4 TOS
 carries the PCN bits (bit 7 START, bit 6 ACK, bits 5..2 threshold/5, bits 1..0 ECN).
 
-`bursts` is the PCN paper's DDL traffic for experiments: periodic push bursts of MTU-sized
-gradient DATA packets, each announced `--lead-ms` before it is ready by a PCN-START (with
-`--pcn`; without it the same timeline, no START). `serve --record-bursts` logs, per (worker,
-round), the arrivals of a burst and the telemetry its packets carry (queue met, queueing delay).
+`bursts` is the PCN paper's DDL traffic for experiments: periodic push bursts of `--bytes`
+each over a reliable ECN-reactive transport (hosts/ddl_bursts.py: kernel TCP, or gradlane's
+UDP sender), each announced `--lead-ms` before it is ready by a PCN-START (with `--pcn`;
+without it the same timeline, no START), timed until every byte is acknowledged. `serve`
+answers PCN-START; with `--tcp-port` it drains the workers' TCP bursts, with
+`--gradlane-bytes` it receives gradlane-transport bursts, and with `--record-bursts` it logs,
+per (worker, round) of gradient DATA, the arrivals and the telemetry they carry.
 
-Run: python -m hosts.pcn serve --port 19527 [--record-bursts]   (answer PCN-START, log bursts)
+Run: python -m hosts.pcn serve --port 19527 [--record-bursts] [--tcp-port 5002]
+            [--gradlane-bytes B --ranks 2]
      python -m hosts.pcn start --ps 10.0.0.1 [--count N --interval-ms M]  (handshake, log RTT)
-     python -m hosts.pcn bursts --ps 10.0.0.1 --bursts 6 --packets 200 --rate 500 --gap-s 7
-            [--pcn --lead-ms 1000 --start-at UNIX_TIME --rank R]
+     python -m hosts.pcn bursts --ps 10.0.0.1 --transport tcp|gradlane --bytes 368000
+            --bursts 6 --period-s 7.5 [--pcn --lead-ms 1000 --start-at UNIX_TIME --rank R]
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 
 from hosts import wire
+from hosts.background import choose_congestion_control, connect, enable_ecn
 from hosts.cli import check_port, die_with_parent, resolve_ipv4, run_agent
+from hosts.ddl_bursts import (TRANSPORTS, BurstReceivers, BurstTransport, GradlaneBurstSender,
+                              TcpBurstSender, run_bursts, tcp_sink)
 from hosts.errors import ConfigError
 from hosts.jsonlog import JsonLog
 from hosts.transport.endpoint import Endpoint
@@ -117,39 +125,6 @@ class BurstRecorder:
             self.log.write("burst_received", **row)
 
 
-def send_bursts(endpoint: Endpoint, ps: tuple[str, int], client: PcnClient | None, log: JsonLog,
-                bursts: int, packets: int, rate: float, gap: float, lead: float,
-                start_at: float, first_round: int = 1) -> None:
-    """Worker side: `bursts` bursts of `packets` MTU-sized DATA packets paced at `rate` pps, one
-    every `gap` + burst length seconds from `start_at` (unix time). With `client`, PCN-START goes
-    out `lead` seconds before each burst is ready and the burst leaves once ready and ACKed."""
-    payload = b"\0" * wire.MAX_DATA_PAYLOAD
-    floats = wire.MAX_DATA_PAYLOAD // 4
-    tos = wire.data_tos(0, False)
-    period = gap + packets / rate
-    for i in range(bursts):
-        round_ = first_round + i
-        ready = start_at + i * period
-        _sleep_until(ready - lead)
-        rtt = client.handshake(round_) if client is not None else None
-        _sleep_until(ready)
-        t0 = time.time()
-        for seq in range(packets):
-            header = wire.pack_header(wire.KIND_DATA, 0, endpoint.job_id, endpoint.rank, 0, round_,
-                                      0, len(payload), seq, seq * floats)
-            endpoint.send(header + payload, ps, tos)
-            _sleep_until(t0 + (seq + 1) / rate)
-        log.write("burst_sent", round=round_, rank=endpoint.rank, packets=packets,
-                  bytes=packets * (wire.HEADER_LEN + len(payload)), ready_t=ready, first_t=t0,
-                  last_t=time.time(), pcn=client is not None, acked=rtt is not None, pcn_rtt_ms=rtt)
-
-
-def _sleep_until(when: float) -> None:
-    delay = when - time.time()
-    if delay > 0:
-        time.sleep(delay)
-
-
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m hosts.pcn", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -160,6 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="log each (worker, round) burst of DATA with its telemetry")
     serve.add_argument("--burst-idle-s", type=float, default=1.0,
                        help="a burst is complete after this long without its packets")
+    serve.add_argument("--tcp-port", type=int, default=0,
+                       help="also drain DDL bursts over TCP on this port (0 = no)")
+    serve.add_argument("--gradlane-bytes", type=int, default=0,
+                       help="also receive gradlane-transport bursts of this many bytes (0 = no)")
+    serve.add_argument("--ranks", type=int, default=1,
+                       help="with --gradlane-bytes: workers 0..N-1 burst every round")
     start = sub.add_parser("start", help="send PCN-START and wait for PCN-ACK (worker side)")
     start.add_argument("--ps", required=True, help="PS IPv4 address")
     start.add_argument("--ps-port", type=int, default=wire.GRADLANE_UDP_PORT)
@@ -175,10 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
     bursts.add_argument("--bind", default="0.0.0.0")
     bursts.add_argument("--port", type=int, default=wire.GRADLANE_UDP_PORT, help="local UDP port")
     bursts.add_argument("--rank", type=int, default=0, help="worker_rank in the header")
+    bursts.add_argument("--transport", default="tcp", choices=TRANSPORTS,
+                        help="tcp: one kernel TCP connection with ECN; gradlane: our UDP sender")
+    bursts.add_argument("--bytes", type=int, default=368_000, help="bytes per burst")
     bursts.add_argument("--bursts", type=int, default=6)
-    bursts.add_argument("--packets", type=int, default=200, help="MTU-sized DATA packets per burst")
-    bursts.add_argument("--rate", type=float, default=500.0, help="packets/s within a burst")
-    bursts.add_argument("--gap-s", type=float, default=7.0, help="idle time between bursts")
+    bursts.add_argument("--period-s", type=float, default=7.5, help="from one burst's ready time to the next's")
+    bursts.add_argument("--burst-timeout-s", type=float, default=30.0,
+                        help="a burst not acknowledged by then ends the run with an error")
     bursts.add_argument("--lead-ms", type=float, default=0.0,
                         help="PCN-START this long before a burst is ready (same timeline without --pcn)")
     bursts.add_argument("--start-at", type=float, help="unix time the first burst is ready (default now + lead)")
@@ -186,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
     bursts.add_argument("--pcn", action="store_true", help="announce each burst with PCN-START")
     bursts.add_argument("--threshold", type=int, default=10, help="requested ECN threshold (packets)")
     bursts.add_argument("--timeout-ms", type=float, default=500.0, help="wait for PCN-ACK")
+    bursts.add_argument("--tcp-port", type=int, default=5002, help="tcp: the PS's DDL port")
+    bursts.add_argument("--tcp-cc", default="cubic", help="tcp: congestion control (ECN on)")
+    bursts.add_argument("--window", type=int, default=10, help="gradlane: initial window, packets")
+    bursts.add_argument("--cc", default="ecn", help="gradlane: window rule, ecn or reno")
+    bursts.add_argument("--cc-delay-ms", type=float, default=20.0,
+                        help="gradlane --cc ecn: an ACK echoing a longer queueing delay counts as marked")
     for p in (serve, start, bursts):
         p.add_argument("--job", type=int, default=1)
         p.add_argument("--log", help="JSON-lines log file (default stdout)")
@@ -202,13 +192,27 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> None:
         log = JsonLog(args.log, role=f"pcn-{args.cmd}")
         if args.cmd == "serve":
+            _check_serve(args)
             endpoint = Endpoint((args.bind, args.port), args.job, wire.PS_RANK)
             mux = Mux(endpoint)
             mux.handlers[wire.KIND_PCN_START] = lambda pkt, now: (answer_start(endpoint, pkt), True)[1]
             recorder = BurstRecorder(log, args.burst_idle_s) if args.record_bursts else None
-            if recorder is not None:
-                mux.handlers[wire.KIND_DATA] = recorder.on_data
-            log.write("listening", port=endpoint.address[1])
+            receivers = (BurstReceivers(mux, args.gradlane_bytes, list(range(args.ranks)))
+                         if args.gradlane_bytes else None)
+
+            def on_data(pkt: Received, now: float) -> bool:
+                if recorder is not None:
+                    recorder.on_data(pkt, now)
+                if receivers is not None:
+                    receivers.on_data(pkt, now)
+                return receivers is None   # consumed unless a receiver session takes it
+
+            if recorder is not None or receivers is not None:
+                mux.handlers[wire.KIND_DATA] = on_data
+            stop = threading.Event()
+            if args.tcp_port:
+                tcp_sink((args.bind, args.tcp_port), log, stop)
+            log.write("listening", port=endpoint.address[1], tcp_port=args.tcp_port or None)
 
             def never_done() -> bool:
                 if recorder is not None:
@@ -218,19 +222,38 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 mux.run(never_done)
             finally:
+                stop.set()
                 if recorder is not None:
                     recorder.flush(time.monotonic(), force=True)
             return
         if args.cmd == "bursts":
             _check_bursts(args)
+            transport = BurstTransport(args.transport, args.tcp_cc, args.window, args.cc,
+                                       args.cc_delay_ms)
+            transport.check()
             endpoint = Endpoint((args.bind, args.port), args.job, args.rank)
-            ps = (resolve_ipv4(args.ps, "--ps"), check_port(args.ps_port, "--ps-port"))
-            client = (PcnClient(Mux(endpoint), ps, args.threshold, args.timeout_ms / 1000.0)
-                      if args.pcn else None)
+            ps_ip = resolve_ipv4(args.ps, "--ps")
+            ps = (ps_ip, check_port(args.ps_port, "--ps-port"))
+            mux = Mux(endpoint)
+            client = PcnClient(mux, ps, args.threshold, args.timeout_ms / 1000.0) if args.pcn else None
+            timeout = args.burst_timeout_s
+            if transport.kind == "tcp":
+                enable_ecn(log)
+                cc = choose_congestion_control(transport.tcp_cc, log)
+                sender = TcpBurstSender(connect((ps_ip, check_port(args.tcp_port, "--tcp-port")), cc, 10.0))
+                log.write("connected", transport="tcp", cc=cc)
+
+                def send(round_: int) -> dict:
+                    return sender.send(args.bytes, timeout)
+            else:
+                gradlane = GradlaneBurstSender(mux, ps, transport)
+
+                def send(round_: int) -> dict:
+                    return gradlane.send(args.bytes, round_, timeout)
             lead = args.lead_ms / 1000.0
             start_at = args.start_at if args.start_at is not None else time.time() + lead
-            send_bursts(endpoint, ps, client, log, args.bursts, args.packets, args.rate, args.gap_s,
-                        lead, start_at, args.first_round)
+            run_bursts(send, client.handshake if client is not None else None, log, args.rank,
+                       args.bursts, args.bytes, args.period_s, lead, start_at, args.first_round)
             log.write("done", counters=dict(endpoint.counters))
             return
         try:
@@ -250,11 +273,24 @@ def main(argv: list[str] | None = None) -> int:
     return run_agent(body, args.pid_file, "hosts.pcn")
 
 
+def _check_serve(args: argparse.Namespace) -> None:
+    for name in ("tcp_port", "gradlane_bytes"):
+        if getattr(args, name) < 0:
+            raise ConfigError(f"--{name.replace('_', '-')} must be >= 0")
+    if args.tcp_port:
+        check_port(args.tcp_port, "--tcp-port")
+    if not 1 <= args.ranks < wire.PS_RANK:
+        raise ConfigError(f"--ranks {args.ranks} is outside 1..{wire.PS_RANK - 1}")
+
+
 def _check_bursts(args: argparse.Namespace) -> None:
-    for name in ("bursts", "packets", "rate"):
+    for name in ("bursts", "bytes"):
         if getattr(args, name) <= 0:
             raise ConfigError(f"--{name} must be positive")
-    for name in ("gap_s", "lead_ms", "timeout_ms"):
+    for name in ("period_s", "burst_timeout_s"):
+        if not 0 < getattr(args, name) < float("inf"):
+            raise ConfigError(f"--{name.replace('_', '-')} must be a positive finite number")
+    for name in ("lead_ms", "timeout_ms"):
         if not 0 <= getattr(args, name) < float("inf"):
             raise ConfigError(f"--{name.replace('_', '-')} must be a finite number >= 0")
     if not 0 <= args.rank < wire.PS_RANK:

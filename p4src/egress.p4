@@ -40,6 +40,9 @@ control GradEgress(inout headers_t hdr,
     bit<1>  pcn_expired = 0;
     bit<48> pcn_expiry_us = PCN_EXPIRY_US;
     bit<32> job_pcn_threshold = 0;   /* 0 = the job has no threshold of its own */
+    bit<1>  ddl_flow_hit = 0;        /* a DDL flow without the gradient header (ddl_flow) */
+    bit<16> ddl_job = 0;
+    bit<16> ddl_rank = 0;
 
     action set_ecn_thresholds(bit<32> normal, bit<32> pcn) {
         normal_threshold = normal;
@@ -70,6 +73,27 @@ control GradEgress(inout headers_t hdr,
         size = 1024;
     }
 
+    /* DDL traffic that does not carry the gradient header (a worker's push over kernel TCP):
+     * the controller names its flows and the (job, worker) whose PCN-START announces them, so
+     * the flow's first packet after a counted START is that burst's arrival. */
+    action set_ddl_sender(bit<16> job_id, bit<16> worker_rank) {
+        ddl_flow_hit = 1;
+        ddl_job = job_id;
+        ddl_rank = worker_rank;
+    }
+
+    table ddl_flow {
+        key = {
+            hdr.ipv4.srcAddr: ternary;
+            hdr.ipv4.dstAddr: ternary;
+            hdr.ipv4.protocol: ternary;
+            meta.l4_dst: range;
+        }
+        actions = { set_ddl_sender; NoAction; }
+        default_action = NoAction();
+        size = 256;
+    }
+
     action set_pcn_expiry(bit<48> expiry_us) {
         pcn_expiry_us = expiry_us;
     }
@@ -89,7 +113,9 @@ control GradEgress(inout headers_t hdr,
      * pcn_expiry_us after the port's last counted START (the epoch then turns, so senders
      * counted before never decrement the fresh count). The START's threshold is the job's
      * own (pcn_job), else the one it carries, else the port's; while bursts are pending the
-     * lowest of theirs holds. */
+     * lowest of theirs holds. A burst arrives with the sender's first push DATA of the counted
+     * round, or, for a ddl_flow packet (no round of its own), with its first packet while the
+     * sender's START is pending. */
     action pcn_update(bit<32> sender) {
         bit<32> count;
         bit<32> thr;
@@ -125,11 +151,13 @@ control GradEgress(inout headers_t hdr,
         started = fresh ? round1 : started;
         started_epoch = fresh ? epoch : started_epoch;
         counted = fresh || counted;
-        bool arrival = hdr.gradient.isValid() && hdr.gradient.kind == GRAD_KIND_DATA
-                       && (hdr.gradient.flags & GRAD_FLAG_PULL) == 0
-                       && count != 0 && counted && last != round1;
+        bool grad_arrival = hdr.gradient.isValid() && hdr.gradient.kind == GRAD_KIND_DATA
+                            && (hdr.gradient.flags & GRAD_FLAG_PULL) == 0
+                            && count != 0 && counted && last != round1;
+        bool flow_arrival = ddl_flow_hit == 1 && count != 0 && pending;
+        bool arrival = grad_arrival || flow_arrival;
         count = arrival ? count - 1 : count;
-        last = arrival ? round1 : last;
+        last = grad_arrival ? round1 : (flow_arrival ? started : last);
         pcn_count.write(port, count);
         pcn_threshold.write(port, thr);
         pcn_deadline.write(port, deadline);
@@ -168,19 +196,24 @@ control GradEgress(inout headers_t hdr,
             bit<32> sender = 0;
             if (hdr.gradient.isValid()) {
                 pcn_job.apply();
+                ddl_job = hdr.gradient.job_id;
+                ddl_rank = hdr.gradient.worker_rank;
+            } else {
+                ddl_flow.apply();
+            }
+            if (hdr.gradient.isValid() || ddl_flow_hit == 1) {
                 hash(sender, HashAlgorithm.crc32, 32w0,
-                     { standard_metadata.egress_port, hdr.gradient.job_id,
-                       hdr.gradient.worker_rank },
+                     { standard_metadata.egress_port, ddl_job, ddl_rank },
                      NUM_PCN_SENDERS);
             }
             pcn_update(sender);
             if (pcn_started == 1) {
                 pcn_start_ctr.count((bit<32>)standard_metadata.egress_port);
-                pcn_job_start_ctr.count((bit<32>)hdr.gradient.job_id);
+                pcn_job_start_ctr.count((bit<32>)ddl_job);
             }
             if (pcn_arrived == 1) {
                 pcn_arrival_ctr.count((bit<32>)standard_metadata.egress_port);
-                pcn_job_arrival_ctr.count((bit<32>)hdr.gradient.job_id);
+                pcn_job_arrival_ctr.count((bit<32>)ddl_job);
             }
             if (pcn_expired == 1) {
                 pcn_expired_ctr.count((bit<32>)standard_metadata.egress_port);

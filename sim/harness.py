@@ -3,7 +3,7 @@
 The same config, records (rounds.jsonl, runs.jsonl) and summary as the emulation, every run
 marked `"backend": "ns3"`, and the summary says it was simulated. Simulated so far: the arms
 of `ltp_incast` (one parameter server and its workers, push/pull rounds: TCP in C++, gradlane and
-MLT by the agents' own transport code, `sim.lossy`), every arm of `pcn` (`sim.pcn`) and the arms
+MLT by the agents' own transport code, `sim.lossy`), the TCP-DDL arms of `pcn` (`sim.pcn`) and the arms
 of `regimes` (the same rounds in each cell of the loss x BDP grid, random loss on the
 bottleneck); arms the simulator cannot run yet are listed in the config's
 `params.skipped_arms`, with the reason.
@@ -89,6 +89,9 @@ def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
     if cfg.name not in SIMULATED_EXPERIMENTS:
         return f"experiment {cfg.name} is not simulated yet"
     if cfg.name == "pcn":
+        ddl = arm.params.get("transport", cfg.params.get("transport", pcn.PcnSettings.transport))
+        if ddl not in pcn.SIMULATED_TRANSPORTS:
+            return f"DDL transport {ddl} is not simulated yet (only ns-3's TCP)"
         return None
     if arm.transport in lossy_arm.TRANSPORTS:
         return None

@@ -108,8 +108,6 @@ class SimNetwork:
         self.switches = {name: SimSwitch(name, cpp.SwitchState(max(topo.ports(name), default=0)))
                          for name in topo.switches}
         entries = {name: tables.switch_entries(topo, name, policy, options.network) for name in topo.switches}
-        for name, sw in self.switches.items():
-            sw.report = tables.load(sw.state, entries[name], cpp)
         self.addresses: dict[str, Any] = {}
         self._peers: dict[tuple[str, int], tuple[Any, Any]] = {}   # (switch, port) -> (device, neighbour address)
         addr = ns.Ipv4AddressHelper()
@@ -119,6 +117,11 @@ class SimNetwork:
         for link in topo.links:
             self._link(link, addr)
             addr.NewNetwork()
+        # entries load once hosts have their simulated addresses (ddl_flow keys name hosts)
+        simulated = {int(ipaddress.IPv4Address(h.ip)): self.addresses[name].Get()
+                     for name, h in topo.hosts.items() if name in self.addresses}
+        for name, sw in self.switches.items():
+            sw.report = tables.load(sw.state, entries[name], cpp, simulated)
         ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
         for name in topo.switches:
             self._routing(name, entries[name])

@@ -1,11 +1,15 @@
 """The PCN experiment (experiments/pcn.py) in ns-3: the same timeline, measured by the same
-analysis (`experiments.pcn_measure`), with the simulated switches' telemetry and queue samples.
+analysis (`experiments.pcn_measure.analyse`), with the simulated switches' queue samples.
 
-One repetition: ECN-capable TCP flows from every background sender to `bs` warm up; every
-worker sends its bursts of MTU-sized gradient DATA to the PS paced at `burst_pps`, announced by
-PCN-START `lead_ms` ahead in the PCN arm; the leaves' uplink queues are sampled every
-`sample_ms`. Not simulated: the PS's PCN-ACK (a worker bursts when ready; with a 1 s lead the
-ACK would always be in by then), so `acked` is None.
+One repetition of a TCP arm: ECN-capable TCP flows from every background sender to `bs` warm
+up; every worker keeps one ECN TCP connection (ns-3's TcpCubic for `tcp_cc` cubic) to the PS
+and sends its bursts of `burst_bytes` on it (`TcpBursts`), each announced by a PCN-START
+datagram `lead_ms` ahead in the PCN arm, each done when every byte is acknowledged; the
+switches tell a burst's arrival by the policy's `ddl_flows`, as the emulated ones do; the
+leaves' uplink queues are sampled every `sample_ms`. Not simulated: the PS's PCN-ACK (a worker
+bursts when ready; with a 1 s lead the ACK would always be in by then), so `acked` is None; the
+gradlane transport's arms (sim.harness skips them); Linux's restart from the initial window
+after an idle period (ns-3's TCP keeps its window across the gaps between bursts).
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from controller.policy import load_policy
 from controller.topology import Topology
 from experiments.api import ArmResult
 from experiments.config import Arm, ExperimentConfig
-from experiments.pcn_measure import PcnSettings, _analyse
+from experiments.pcn_measure import DDL_TCP_PORT, PcnSettings, analyse, worker_uplinks
 from hosts import wire
 from sim import tcp
 from sim.errors import SimError
@@ -28,6 +32,8 @@ GRADIENT_PORT = 19527
 BACKGROUND_PORT = 7000
 JOB_ID = 1
 SERIES_DIR = "pcn_queues"
+ACK_POLL_S = 0.0005
+SIMULATED_TRANSPORTS = ("tcp",)
 
 
 def settings_of(cfg: ExperimentConfig, arm: Arm) -> PcnSettings:
@@ -38,8 +44,12 @@ def settings_of(cfg: ExperimentConfig, arm: Arm) -> PcnSettings:
         value = arm.params.get(name, cfg.params.get(name, getattr(defaults, name)))
         values[name] = type(getattr(defaults, name))(value)
     s = PcnSettings(**values)
-    if s.bursts < 1 or s.packets < 1 or s.burst_pps <= 0 or s.sample_ms <= 0:
-        raise SimError("pcn: params bursts, packets, burst_pps and sample_ms must be positive")
+    if s.bursts < 1 or s.burst_bytes < 1 or s.period_s <= 0 or s.sample_ms <= 0:
+        raise SimError("pcn: params bursts, burst_bytes, period_s and sample_ms must be positive")
+    if s.transport not in SIMULATED_TRANSPORTS:
+        raise SimError(f"pcn: DDL transport {s.transport!r} is not simulated (only {', '.join(SIMULATED_TRANSPORTS)})")
+    if s.tcp_cc not in tcp.CONGESTION_CONTROLS:
+        raise SimError(f"pcn: tcp_cc {s.tcp_cc!r} is not one of ns-3's congestion controls")
     return s
 
 
@@ -66,28 +76,6 @@ def bottlenecks(topo: Topology) -> list[tuple[str, str, int]]:
             if link.a_queue_rate_pps and link.a_port is not None]
 
 
-def _received(heads: list[bytes], times: list[float]) -> list[dict[str, Any]]:
-    """Per (rank, round): what the emulation's PS records (hosts/pcn.py BurstRecorder)."""
-    rows: dict[tuple[int, int], dict[str, Any]] = {}
-    for head, t in zip(heads, times):
-        h = wire.HEADER.unpack_from(head)
-        kind, rank, round_, qdepth, hops, qdelay = h[0] & 0xF, h[3], h[5], h[11], h[12], h[13]
-        if kind != wire.KIND_DATA:
-            continue
-        row = rows.setdefault((rank, round_), {
-            "rank": rank, "round": round_, "packets": 0, "bytes": 0, "first_t": t, "start_qdepth": qdepth,
-            "max_qdepth": 0, "qdelay_us_sum": 0, "qdelay_us_max": 0, "hops": hops})
-        row["packets"] += 1
-        row["bytes"] += wire.HEADER_LEN + wire.MAX_DATA_PAYLOAD
-        row["last_t"] = t
-        row["max_qdepth"] = max(row["max_qdepth"], qdepth)
-        row["qdelay_us_sum"] += qdelay
-        row["qdelay_us_max"] = max(row["qdelay_us_max"], qdelay)
-    for row in rows.values():
-        row["qdelay_us_mean"] = row.pop("qdelay_us_sum") / row["packets"]
-    return list(rows.values())
-
-
 def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Topology, out_dir: Path,
             options: SimOptions = SimOptions()) -> ArmResult:
     """One repetition of a PCN arm (params.pcn true or false)."""
@@ -111,24 +99,23 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Topology, out_dir: 
                 keep.append(bulk.Install(net.node(host)))
         lead = s.lead_ms / 1000.0
         start_at = s.warmup_s + lead + 1.0
-        end_t = start_at + s.bursts * s.period_s + 1.5
-        rx = cpp.DatagramSink(net.node("ps"), GRADIENT_PORT, wire.HEADER_LEN)
-        payload = bytes(wire.MAX_DATA_PAYLOAD)
-        sent = []
+        end_t = start_at + s.bursts * s.period_s + s.burst_timeout_s
+        bursts = []
+        plan = []
         for rank, host in enumerate(topo.hosts_with_role("worker")):
+            app = cpp.TcpBursts(net.node(host), net.node("ps"), net.address("ps"), DDL_TCP_PORT,
+                                tcp.CONGESTION_CONTROLS[s.tcp_cc], ACK_POLL_S)
             tx = cpp.DatagramSender(net.node(host), net.address("ps"), GRADIENT_PORT)
-            keep.append(tx)
+            keep += [app, tx]
             for i in range(s.bursts):
                 round_, ready = round_base + i, start_at + i * s.period_s
                 if pcn:
                     tx.Add(ready - lead, wire.pack_header(wire.KIND_PCN_START, 0, JOB_ID, rank, 0, round_),
                            wire.pcn_tos(start=True, threshold=s.pcn_threshold))
-                for seq in range(s.packets):
-                    header = wire.pack_header(wire.KIND_DATA, 0, JOB_ID, rank, 0, round_, 0, len(payload),
-                                              seq, seq * (len(payload) // 4))
-                    tx.Add(ready + seq / s.burst_pps, header + payload, wire.data_tos(0, False))
-                sent.append({"round": round_, "rank": rank, "packets": s.packets, "ready_t": ready,
-                             "pcn": pcn, "acked": None, "pcn_rtt_ms": None})
+                app.Add(ready, s.burst_bytes)
+                plan.append((rank, i, round_, ready))
+            app.Start(s.warmup_s)
+            bursts.append(app)
         probe = cpp.QueueProbe(s.sample_ms / 1000.0)
         labels = bottlenecks(topo)
         for _, switch, port in labels:
@@ -136,7 +123,15 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Topology, out_dir: 
         probe.AddSink(sink_apps.Get(0))
         probe.Start(0.0, end_t)
         net.run(end_t)
-        received = _received([bytes(h) for h in rx.heads], [float(t) for t in rx.times])
+        sent = []
+        for rank, i, round_, ready in plan:
+            app = bursts[rank]
+            if i >= len(app.done):
+                continue      # not acknowledged by the end of the simulation
+            first, done = float(app.first[i]), float(app.done[i])
+            sent.append({"round": round_, "rank": rank, "bytes": s.burst_bytes, "ready_t": ready,
+                         "first_t": first, "done_t": done, "completion_s": done - ready,
+                         "late_s": max(0.0, first - ready), "pcn": pcn, "acked": None, "pcn_rtt_ms": None})
         times = [float(t) for t in probe.times]
         depths = [int(d) for d in probe.depths]
         sampler = SampledQueues([_Label(lab) for lab, _, _ in labels])
@@ -147,15 +142,19 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Topology, out_dir: 
         switches = {name: sw.counters() for name, sw in net.switches.items()}
     finally:
         net.close()
-    records, metrics, series = _analyse(s, pcn, sent, received, sink_rows, sampler, topo, start_at, end_t)
+    rate = next((link.a_queue_rate_pps for link in topo.links if link.a_queue_rate_pps), None)
+    last = max((r["done_t"] for r in sent), default=end_t)
+    records, metrics, series = analyse(s, pcn, sent, [], sink_rows, sampler,
+                                       worker_uplinks(topo, sampler.queues), start_at, last + 1.0, rate)
     tag = f"{arm.name}-rep{rep}"
     series_path = out_dir / SERIES_DIR / f"{tag}.json"
     series_path.parent.mkdir(parents=True, exist_ok=True)
     series_path.write_text(json.dumps(series))
     rounds = [{**{k: v for k, v in r.items() if k != "delivered_fraction"},
                "delivered": r["delivered_fraction"], "accuracy": None} for r in records]
-    ok = metrics["bursts_recorded"] > 0
+    ok = metrics["bursts_recorded"] == len(plan)
     tail = {name: c["tail_drops"] for name, c in switches.items()}
-    return ArmResult(rounds=rounds, metrics=metrics, ok=ok, error=None if ok else "no burst reached the PS",
-                     extra={"pcn": pcn, "queue_series": f"{SERIES_DIR}/{tag}.json", "sim_switches": switches,
+    return ArmResult(rounds=rounds, metrics=metrics, ok=ok,
+                     error=None if ok else f"{len(plan) - len(sent)} burst(s) not acknowledged by the end",
+                     extra={"pcn": pcn, "transport": s.transport, "queue_series": f"{SERIES_DIR}/{tag}.json", "sim_switches": switches,
                             "tail_drops": tail})

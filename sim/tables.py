@@ -3,14 +3,15 @@
 The entries are exactly what the controller installs on a BMv2 switch: the network layer's
 (`controller.network.plan_switch`: routes with their equal-cost groups, DSCP classes, ECN/PCN
 thresholds per port) and the policy's (`controller.policy.translate`: gradient classes with
-their slots, bounds and thresholds, job ablation switches, per-job PCN thresholds). Routes go
+their slots, bounds and thresholds, job ablation switches, per-job PCN thresholds, DDL flows). Routes go
 to the switch's routing (`routes`, then `sim.network`); ARP answers are not needed (ns-3's
 point-to-point links have no ARP).
 """
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from controller import p4names as N
 from controller.entries import Entity, Exact, Group, Lpm, Member, Range, TableEntry, Ternary
@@ -74,8 +75,22 @@ def _range(m: Any, top: int) -> tuple[int, int]:
     raise SimError(f"unexpected match {m!r} where a range key was expected")
 
 
-def load(state: Any, entities: Sequence[Entity], cpp: Any) -> LoadReport:
-    """Fill the C++ `SwitchState` from `entities`; SimError on an entry it cannot express."""
+def _host_address(m: Any, addresses: Mapping[int, int]) -> tuple[int, int]:
+    """A ddl_flow address key in simulated addresses: a host's /32 becomes that host's address
+    in ns-3 (whose links number hosts their own way); any other prefix cannot be expressed."""
+    value, mask = _ternary(m, 32)
+    if mask == 0:
+        return 0, 0
+    if mask != 0xFFFFFFFF or value not in addresses:
+        raise SimError(f"ddl_flow key {ipaddress.IPv4Address(value)}/{mask.bit_count()}: only a host's "
+                       "own address (/32) or any address is simulated")
+    return addresses[value], mask
+
+
+def load(state: Any, entities: Sequence[Entity], cpp: Any,
+         addresses: Mapping[int, int] | None = None) -> LoadReport:
+    """Fill the C++ `SwitchState` from `entities`; SimError on an entry it cannot express.
+    `addresses`: each host's topology address -> its simulated one (ddl_flow keys)."""
     report = LoadReport()
     for entity in entities:
         if not isinstance(entity, TableEntry) or entity.table in FORWARDING_TABLES:   # see routes()
@@ -117,6 +132,16 @@ def load(state: Any, entities: Sequence[Entity], cpp: Any) -> LoadReport:
             state.AddJobFeatures(features)
         elif entity.table == N.PCN_JOB_TABLE:
             state.AddPcnJob(match[N.PCN_JOB_KEY_JOB].value, action.param(N.SET_PCN_JOB_THRESHOLD))
+        elif entity.table == N.DDL_FLOW_TABLE:
+            flow = cpp.DdlFlowRule()
+            flow.src_value, flow.src_mask = _host_address(match.get(N.DDL_FLOW_KEY_SRC), addresses or {})
+            flow.dst_value, flow.dst_mask = _host_address(match.get(N.DDL_FLOW_KEY_DST), addresses or {})
+            flow.proto_value, flow.proto_mask = _ternary(match.get(N.DDL_FLOW_KEY_PROTOCOL), 8)
+            flow.port_lo, flow.port_hi = _range(match.get(N.DDL_FLOW_KEY_DST_PORT), 0xFFFF)
+            flow.entry_priority = entity.priority
+            flow.job = action.param(N.SET_DDL_SENDER_JOB)
+            flow.rank = action.param(N.SET_DDL_SENDER_RANK)
+            state.AddDdlFlow(flow)
         else:
             raise SimError(f"table {entity.table} is not simulated yet")
         report.loaded[entity.table] = report.loaded.get(entity.table, 0) + 1

@@ -1,6 +1,8 @@
 // Traffic for gradlane's simulations, in C++ so that no Python runs per packet:
 // TcpRounds (a parameter-server job over TCP: every round each worker pushes its gradient, the
-// PS answers each with the parameters once all pushes are in), DatagramSender (UDP datagrams
+// PS answers each with the parameters once all pushes are in), TcpBursts (a worker's DDL push
+// bursts of a fixed byte count over one kept TCP connection, each timed until every byte is
+// acknowledged), DatagramSender (UDP datagrams
 // whose bytes and TOS Python gives, e.g. gradient packets) and DatagramSink (what arrived, in
 // order, with the TOS byte as received).
 #pragma once
@@ -14,6 +16,7 @@
 #include "ns3/random-variable-stream.h"
 #include "ns3/simulator.h"
 #include "ns3/socket.h"
+#include "ns3/tcp-l4-protocol.h"
 #include "ns3/tcp-socket-factory.h"
 #include "ns3/udp-socket-factory.h"
 
@@ -169,6 +172,108 @@ class TcpRounds {
   ns3::Ptr<ns3::Socket> listener_;
   std::vector<Flow> workers_, accepted_;
   uint32_t connected_ = 0, pushed_ = 0, pulled_ = 0;
+};
+
+// One worker's DDL bursts (the PCN experiment): one TCP connection from `node` to the PS's
+// `port`, made at Start and kept; burst i hands `bytes` to the socket at its time and is done
+// when the socket's send buffer is empty again (every byte acknowledged: ns-3's TCP keeps a
+// byte in its send buffer until it is acknowledged), checked every `poll_s`. The worker's TCP
+// is `socket_type` (e.g. ns3::TcpCubic); the PS drains what arrives. first/done hold seconds.
+class TcpBursts {
+ public:
+  TcpBursts(ns3::Ptr<ns3::Node> node, ns3::Ptr<ns3::Node> ps, ns3::Ipv4Address ps_addr,
+            uint16_t port, const std::string& socket_type, double poll_s)
+      : node_(node), ps_(ps), ps_addr_(ps_addr), port_(port), type_(socket_type),
+        poll_(ns3::Seconds(poll_s)) {}
+
+  void Add(double at_s, uint64_t bytes) { at_.push_back(at_s); bytes_.push_back(bytes); }
+
+  void Start(double connect_s) {
+    listener_ = ns3::Socket::CreateSocket(ps_, ns3::TcpSocketFactory::GetTypeId());
+    listener_->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), port_));
+    listener_->Listen();
+    listener_->SetAcceptCallback(ns3::MakeNullCallback<bool, ns3::Ptr<ns3::Socket>, const ns3::Address&>(),
+                                 ns3::MakeCallback(&TcpBursts::OnAccept, this));
+    ns3::Simulator::Schedule(ns3::Seconds(connect_s), &TcpBursts::Connect, this);
+    for (size_t i = 0; i < at_.size(); i++)
+      ns3::Simulator::Schedule(ns3::Seconds(at_[i]), &TcpBursts::Ready, this, i);
+  }
+
+  std::vector<double> first, done;
+  uint64_t received = 0;
+
+ private:
+  void Connect() {
+    node_->GetObject<ns3::TcpL4Protocol>()->SetAttribute(
+        "SocketType", ns3::TypeIdValue(ns3::TypeId::LookupByName(type_)));
+    sock_ = ns3::Socket::CreateSocket(node_, ns3::TcpSocketFactory::GetTypeId());
+    sock_->Bind();
+    sock_->SetSendCallback(ns3::MakeCallback(&TcpBursts::OnSendSpace, this));
+    sock_->Connect(ns3::InetSocketAddress(ps_addr_, port_));
+    empty_ = sock_->GetTxAvailable();
+  }
+
+  void OnAccept(ns3::Ptr<ns3::Socket> s, const ns3::Address&) {
+    s->SetRecvCallback(ns3::MakeCallback(&TcpBursts::OnPsRecv, this));
+    accepted_.push_back(s);
+  }
+
+  void OnPsRecv(ns3::Ptr<ns3::Socket> s) {
+    while (auto p = s->Recv()) {
+      if (p->GetSize() == 0) break;
+      received += p->GetSize();
+    }
+  }
+
+  // A burst still running at the next one's time queues the next behind it (as the emulation's
+  // worker does: it sends the next burst once the last one is acknowledged).
+  void Ready(size_t i) {
+    pending_.push_back(i);
+    if (pending_.size() == 1) Begin();
+  }
+
+  void Begin() {
+    first.push_back(ns3::Simulator::Now().GetSeconds());
+    to_send_ = bytes_[pending_.front()];
+    Pump();
+    ns3::Simulator::Schedule(poll_, &TcpBursts::Poll, this);
+  }
+
+  void Pump() {
+    while (to_send_ > 0) {
+      uint32_t room = sock_->GetTxAvailable();
+      if (room == 0) return;
+      uint32_t n = static_cast<uint32_t>(std::min<uint64_t>({to_send_, room, 65536}));
+      int sent = sock_->Send(ns3::Create<ns3::Packet>(n));
+      if (sent <= 0) return;
+      to_send_ -= sent;
+    }
+  }
+
+  void OnSendSpace(ns3::Ptr<ns3::Socket>, uint32_t) { if (!pending_.empty()) Pump(); }
+
+  void Poll() {
+    if (to_send_ > 0 || sock_->GetTxAvailable() < empty_) {
+      ns3::Simulator::Schedule(poll_, &TcpBursts::Poll, this);
+      return;
+    }
+    done.push_back(ns3::Simulator::Now().GetSeconds());
+    pending_.erase(pending_.begin());
+    if (!pending_.empty()) Begin();
+  }
+
+  ns3::Ptr<ns3::Node> node_, ps_;
+  ns3::Ipv4Address ps_addr_;
+  uint16_t port_;
+  std::string type_;
+  ns3::Time poll_;
+  std::vector<double> at_;
+  std::vector<uint64_t> bytes_;
+  std::vector<size_t> pending_;
+  uint64_t to_send_ = 0;
+  uint32_t empty_ = 0;
+  ns3::Ptr<ns3::Socket> sock_, listener_;
+  std::vector<ns3::Ptr<ns3::Socket>> accepted_;
 };
 
 // UDP datagrams with given bytes and TOS, sent at given times from one node to one address.

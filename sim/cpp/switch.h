@@ -46,6 +46,15 @@ struct DscpRule {
   uint32_t prio, drop_threshold;
 };
 
+// One ddl_flow entry (set_ddl_sender action): a DDL flow without the gradient header, matched
+// by ternary source / destination / protocol and a destination-port range, and the (job,
+// worker) whose PCN-START announces its bursts.
+struct DdlFlowRule {
+  uint32_t src_value, src_mask, dst_value, dst_mask, proto_value, proto_mask, port_lo, port_hi;
+  int32_t entry_priority;
+  uint32_t job, rank;
+};
+
 struct JobFeatures {
   uint32_t job, spray, prioritize, selective_drop;
 };
@@ -77,6 +86,7 @@ class SwitchState {
   void AddDscpRule(const DscpRule& r) { dscp_rules_.push_back(r); }
   void AddJobFeatures(const JobFeatures& f) { features_.push_back(f); }
   void AddPcnJob(uint32_t job, uint32_t threshold) { pcn_jobs_.push_back({job, threshold}); }
+  void AddDdlFlow(const DdlFlowRule& r) { ddl_flows_.push_back(r); }
   void SetEcn(uint32_t port, uint32_t normal, uint32_t pcn) {
     if (port < ports_) { ecn_normal_[port] = normal; ecn_pcn_[port] = pcn; }
   }
@@ -98,6 +108,7 @@ class SwitchState {
     bool grad_data = false;
     bool has_grad = false;
     Gradient g{};
+    const DdlFlowRule* ddl = nullptr;   // a ddl_flow entry matched (packets without the gradient header)
   };
 
   Verdict Ingress(uint32_t port, const ns3::Ipv4Header& ip, ns3::Ptr<const ns3::Packet> payload,
@@ -105,6 +116,7 @@ class SwitchState {
     Verdict v;
     Gradient& g = v.g;
     v.has_grad = ParseGradient(ip, payload, g);
+    if (!v.has_grad) v.ddl = MatchDdlFlow(ip, payload);
     bool plain = v.has_grad && (g.flags & kFlagPlain);
     uint32_t prioritize = 1, selective = 1;
     if (v.has_grad && !plain) {
@@ -218,6 +230,27 @@ class SwitchState {
     return best;
   }
 
+  const DdlFlowRule* MatchDdlFlow(const ns3::Ipv4Header& ip, ns3::Ptr<const ns3::Packet> p) const {
+    if (ddl_flows_.empty()) return nullptr;
+    uint32_t dport = 0;   // meta.l4_dst: TCP's or UDP's destination port, else 0
+    uint8_t proto = ip.GetProtocol();
+    if ((proto == 6 && p->GetSize() >= 20) || (proto == 17 && p->GetSize() >= 8)) {
+      uint8_t b[4];
+      p->CopyData(b, sizeof b);
+      dport = (b[2] << 8) | b[3];
+    }
+    uint32_t src = ip.GetSource().Get(), dst = ip.GetDestination().Get();
+    const DdlFlowRule* best = nullptr;
+    for (const auto& r : ddl_flows_) {
+      if ((src & r.src_mask) != (r.src_value & r.src_mask)) continue;
+      if ((dst & r.dst_mask) != (r.dst_value & r.dst_mask)) continue;
+      if ((proto & r.proto_mask) != (r.proto_value & r.proto_mask)) continue;
+      if (dport < r.port_lo || dport > r.port_hi) continue;
+      if (!best || r.entry_priority > best->entry_priority) best = &r;
+    }
+    return best;
+  }
+
   const DscpRule* MatchDscp(uint32_t dscp) const {
     const DscpRule* best = nullptr;
     for (const auto& r : dscp_rules_)
@@ -227,7 +260,8 @@ class SwitchState {
 
   // PCN per egress port (p4src/egress.p4 pcn_update, per port and (job, worker) sender):
   // a START (TOS bit 7 on a gradient packet) counts once per sender and round; the first push
-  // DATA of a counted sender's round is its arrival; the count expires 2 s after the last START.
+  // DATA of a counted sender's round is its arrival, and so is the first packet of one of the
+  // sender's ddl_flow flows while its START is pending; the count expires 2 s after the last START.
   uint32_t PcnUpdate(uint32_t port, const Verdict& v, const ns3::Ipv4Header& ip) {
     uint64_t now = ns3::Simulator::Now().GetMicroSeconds();
     uint32_t& count = pcn_count_[port];
@@ -263,6 +297,13 @@ class SwitchState {
       bool arrival = v.grad_data && !(g.flags & kFlagPull) && count != 0 && s.started == round1 &&
                      s.arrived != round1;
       if (arrival) { count--; s.arrived = round1; pcn_arrival[port]++; }
+    } else if (v.ddl) {
+      uint64_t key = (uint64_t(port) << 32) | (uint32_t(v.ddl->job) << 16) | v.ddl->rank;
+      auto it = senders_.find(key);
+      if (it != senders_.end() && count != 0 && it->second.started != 0 &&
+          it->second.arrived != it->second.started) {
+        count--; it->second.arrived = it->second.started; pcn_arrival[port]++;
+      }
     }
     return count != 0 ? thr : ecn_normal_[port];
   }
@@ -274,6 +315,7 @@ class SwitchState {
   std::vector<DscpRule> dscp_rules_;
   std::vector<JobFeatures> features_;
   std::vector<std::pair<uint32_t, uint32_t>> pcn_jobs_;
+  std::vector<DdlFlowRule> ddl_flows_;
   std::vector<uint32_t> budget_round_;
   std::vector<uint64_t> budget_seen_, budget_dropped_;
   std::vector<uint32_t> ecn_normal_, ecn_pcn_;

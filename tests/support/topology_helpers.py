@@ -108,9 +108,10 @@ def selective_drops(stats: dict[str, Any]) -> int:
     return by_class
 
 
-def pcn_policy(path: Path) -> str:
+def pcn_policy(path: Path, ddl_flows: str = "") -> str:
     """Job 1: every layer in queue 0 (the queue background TCP uses), never dropped selectively,
-    so the burst's telemetry shows the depth of the queue the background flows build."""
+    so the burst's telemetry shows the depth of the queue the background flows build;
+    `ddl_flows`: the job's `ddl_flows:` block, if any (YAML, indented as a job field)."""
     path.write_text("""version: 1
 defaults:
   mag_classes: [0, 7]
@@ -122,7 +123,7 @@ jobs:
         loss_bound: 0.0
         priority: 0
         drop_eligible: false
-""")
+""" + ddl_flows)
     return str(path)
 
 

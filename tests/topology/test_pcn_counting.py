@@ -1,9 +1,12 @@
 """PCN counts do not leak on a real network: with a 20 ms round trip (above the 12.5 ms resend
 interval of a worker's PCN-START) and ACKs lost, every START is resent, yet each switch counts
 it once per (job, worker, round); a round whose burst never comes is replaced by the next
-round's START; after the bursts every port's count is 0 again, so the normal threshold applies.
+round's START; after the bursts every port's count is 0 again, so the normal threshold applies. A worker's
+kernel-TCP burst, which carries no gradient header, ends its START's count through the policy's
+ddl_flows as gradient DATA does.
 """
 import re
+import sys
 
 from controller.thrift import run_commands
 from support.topology_helpers import gradctl_json, pcn_policy
@@ -54,3 +57,24 @@ def test_pcn_counts_return_to_zero_with_resent_starts(network, traffic, tmp_path
     uplink, to_ps = rows[("l1", "r1")], rows[("r1", "ps")]
     assert (uplink["starts"], uplink["arrivals"]) == (len(ROUNDS), 3), uplink
     assert (to_ps["starts"], to_ps["arrivals"]) == (len(ROUNDS) * 2, 3 * 2), to_ps
+
+
+def test_a_tcp_burst_named_by_ddl_flows_is_its_starts_arrival(network, traffic, tmp_path):
+    flows = "    ddl_flows:\n      - {worker_rank: 0, src: 10.0.2.1, protocol: tcp, dst_ports: 5002}\n"
+    session = network("pcn", policy=pcn_policy(tmp_path / "pcn.yaml", flows), workers=2,
+                      bottleneck_pps=2000)
+    t = traffic(session)
+    assert session.topo.hosts["w1"].ip == "10.0.2.1"
+    ps = t.command("ps", sys.executable, "-u", "-m", "hosts.pcn", "serve", "--tcp-port", "5002")
+    ps.wait_for_line(r'"listening"', 20, "PCN server listening")
+    bursts = t.command("w1", sys.executable, "-u", "-m", "hosts.pcn", "bursts", "--ps",
+                       session.topo.hosts["ps"].ip, "--transport", "tcp", "--bytes", "200000",
+                       "--bursts", "2", "--period-s", "1", "--pcn", "--lead-ms", "300", "--rank", "0")
+    assert bursts.wait_exit(30) == 0, bursts.output()[-1500:]
+    sent = [line for line in bursts.output().splitlines() if '"burst_sent"' in line]
+    assert len(sent) == 2 and all('"acked":true' in line for line in sent), sent
+    rows = {(r["switch"], r["peer"]): r for r in gradctl_json(session, "pcn", "show")}
+    uplink = rows[("l1", "r1")]
+    assert (uplink["starts"], uplink["arrivals"], uplink["expired"]) == (2, 2, 0), uplink
+    counts = _pcn_counts(session)
+    assert all(v == 0 for v in counts.values()), counts

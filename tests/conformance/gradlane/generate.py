@@ -97,6 +97,14 @@ def udp_frame(dport: int, tos: int = 0, src_ip: int = H1_IP, dst_ip: int = H2_IP
             + ipv4(src_ip, dst_ip, 17, len(udp), tos, ttl, options) + udp)
 
 
+def tcp_frame(dport: int, tos: int = 2, src_ip: int = H1_IP, dst_ip: int = H2_IP, ttl: int = 64,
+              payload: bytes = bytes(8)) -> bytes:
+    """A TCP segment (ECT(0) by default, as a kernel with ECN on sends its data)."""
+    tcp = struct.pack("!HHIIBBHHH", 40000, dport, 1, 0, 5 << 4, 0x18, 512, 0x4321, 0) + payload
+    return (_mac(ROUTER_MAC) + _mac(H1_MAC) + b"\x08\x00"
+            + ipv4(src_ip, dst_ip, 6, len(tcp), tos, ttl) + tcp)
+
+
 def routed(frame: bytes, nhop_src: int, nhop_dst: int, grad: bool, ce: bool = False) -> str:
     """Expected hex of a frame after one hop: MACs rewritten, TTL - 1, checksum recomputed;
     gradient DATA also gets telemetry (hops + 1, queueing delay left as a wildcard) and UDP
@@ -630,6 +638,51 @@ def pcn_per_job() -> Scenario:
     return s
 
 
+def pcn_ddl_flow() -> Scenario:
+    s = Scenario("pcn_ddl_flow", "a DDL flow without the gradient header (kernel TCP) that the "
+                                 "controller ties to (job, worker): its first packet after that "
+                                 "worker's counted PCN-START is the burst's arrival")
+    _routes(s)
+    s.add("add GradEgress.ecn_config standard_metadata.egress_port:2 "
+          "GradEgress.set_ecn_thresholds(normal:40, pcn:10)")
+    s.add(f"add GradEgress.ddl_flow 1 hdr.ipv4.srcAddr:0x{H1_IP:08x}&&&0xffffffff "
+          "hdr.ipv4.dstAddr:0x00000000&&&0x00000000 hdr.ipv4.protocol:0x06&&&0xff "
+          "meta.l4_dst:5002..5002 GradEgress.set_ddl_sender(job_id:1, worker_rank:1)")
+
+    def send_tcp(dport: int) -> None:
+        frame = tcp_frame(dport)
+        s.packet(1, frame)
+        s.expect(2, routed(frame, ROUTER_MAC, H2_MAC, grad=False))
+
+    s.comment("the flow's packets with no START pending change nothing")
+    send_tcp(5002)
+    s.add("register_read GradEgress.pcn_count 2 0")
+    s.comment("worker 1 of job 1 announces round 7: count 1, threshold 10")
+    _send_grad(s, Grad(kind=6, worker_rank=1, round=7), tos=0x80)
+    s.add("register_read GradEgress.pcn_count 2 1")
+    s.comment("background TCP (port 5001) is not the DDL flow: still pending")
+    send_tcp(5001)
+    s.add("register_read GradEgress.pcn_count 2 1")
+    s.comment("the DDL flow's first packet is the burst's arrival: count 0; its next one does not count")
+    send_tcp(5002)
+    s.add("register_read GradEgress.pcn_count 2 0")
+    send_tcp(5002)
+    s.comment("the next round's START, then the flow again: counted once more")
+    _send_grad(s, Grad(kind=6, worker_rank=1, round=8), tos=0x80)
+    s.add("register_read GradEgress.pcn_count 2 1")
+    send_tcp(5002)
+    s.add("register_read GradEgress.pcn_count 2 0")
+    s.comment("a START of another worker (rank 2) is not ended by worker 1's flow")
+    _send_grad(s, Grad(kind=6, worker_rank=2, round=8), tos=0x80)
+    send_tcp(5002)
+    s.add("register_read GradEgress.pcn_count 2 1")
+    s.add("wait")
+    s.add("check_counter GradEgress.pcn_start_ctr(2) packets == 3")
+    s.add("check_counter GradEgress.pcn_arrival_ctr(2) packets == 2")
+    s.add("check_counter GradEgress.pcn_job_arrival_ctr(1) packets == 2")
+    return s
+
+
 def job_budgets() -> Scenario:
     s = Scenario("job_budgets", "two jobs through one congested queue: each job's drops are charged "
                                 "to its own slot's budget and counters, never to the other's; "
@@ -663,7 +716,7 @@ def job_budgets() -> Scenario:
 
 SCENARIOS = (forwarding, priority_by_class, bounded_drop, policy_epoch, stage_budgets,
              critical_never_dropped, plain_traffic, job_features, dscp_fallback, pcn_counting,
-             pcn_resend, pcn_per_job, job_budgets, ipv4_checksum)
+             pcn_resend, pcn_per_job, pcn_ddl_flow, job_budgets, ipv4_checksum)
 P4_STUB = "// gradlane's data plane under test ({name}.stf)\n#include \"../../../p4src/gradlane.p4\"\n"
 
 

@@ -89,7 +89,9 @@ def test_p4names_exist_in_the_compiled_p4info(program):
     for table, keys in [(N.ARP_TABLE, [N.ARP_KEY_OPER, N.ARP_KEY_TPA]), (N.ROUTE_TABLE, [N.ROUTE_KEY_DST]),
                         (N.CLASS_TABLE, [N.CLASS_KEY_JOB, N.CLASS_KEY_LAYER, N.CLASS_KEY_MAG]),
                         (N.DSCP_TABLE, [N.DSCP_KEY]), (N.ECN_TABLE, [N.ECN_KEY_PORT]),
-                        (N.JOB_FEATURES_TABLE, [N.JOB_FEATURES_KEY_JOB])]:
+                        (N.JOB_FEATURES_TABLE, [N.JOB_FEATURES_KEY_JOB]),
+                        (N.DDL_FLOW_TABLE, [N.DDL_FLOW_KEY_SRC, N.DDL_FLOW_KEY_DST,
+                                            N.DDL_FLOW_KEY_PROTOCOL, N.DDL_FLOW_KEY_DST_PORT])]:
         assert [info.match_field(table, k).name for k in keys] == keys
     for action, params in [(N.ARP_REPLY, [N.ARP_REPLY_MAC]),
                            (N.SET_NHOP, [N.SET_NHOP_SRC_MAC, N.SET_NHOP_DST_MAC, N.SET_NHOP_PORT]),
@@ -99,7 +101,8 @@ def test_p4names_exist_in_the_compiled_p4info(program):
                            (N.SET_DSCP_CLASS, [N.SET_DSCP_PRIO, N.SET_DSCP_DROP_THRESHOLD]),
                            (N.SET_ECN, [N.SET_ECN_NORMAL, N.SET_ECN_PCN]),
                            (N.SET_JOB_FEATURES, [N.SET_JOB_FEATURES_SPRAY, N.SET_JOB_FEATURES_PRIORITY,
-                                                 N.SET_JOB_FEATURES_DROP])]:
+                                                 N.SET_JOB_FEATURES_DROP]),
+                           (N.SET_DDL_SENDER, [N.SET_DDL_SENDER_JOB, N.SET_DDL_SENDER_RANK])]:
         assert [info.param(action, p).name for p in params] == params
     for counter in (N.SLOT_SEEN_CTR, N.SLOT_DROPPED_CTR, N.SLOT_MARKED_CTR, N.QUEUE_DROPPED_CTR,
                     N.QUEUE_TX_CTR, N.QUEUE_MARKED_CTR, N.PCN_START_CTR, N.PCN_ARRIVAL_CTR,

@@ -80,8 +80,10 @@ def test_help(module, capsys):
     (["hosts.ps", "--workers", "1", "--port", "-1"], "--port"),
     (["hosts.background", "microburst", "--dst", "bad host name"], "--dst"),
     (["hosts.pcn", "start", "--ps", "300.0.0.1"], "--ps"),
-    (["hosts.pcn", "bursts", "--ps", "127.0.0.1", "--packets", "0"], "--packets"),
-    (["hosts.pcn", "bursts", "--ps", "127.0.0.1", "--gap-s", "nan"], "--gap-s"),
+    (["hosts.pcn", "bursts", "--ps", "127.0.0.1", "--bytes", "0"], "--bytes"),
+    (["hosts.pcn", "bursts", "--ps", "127.0.0.1", "--period-s", "nan"], "--period-s"),
+    (["hosts.pcn", "bursts", "--ps", "127.0.0.1", "--transport", "gradlane", "--cc", "vegas"], "--cc"),
+    (["hosts.pcn", "serve", "--tcp-port", "70000"], "--tcp-port"),
     (["hosts.pcn", "bursts", "--ps", "127.0.0.1", "--threshold", "12"], "--threshold"),
     (["hosts.background", "sink", "--report-s", "-1"], "--report-s"),
 ])

@@ -1,77 +1,174 @@
-"""hosts.pcn's DDL bursts over loopback: the PS side answers every PCN-START and records each
-(worker, round) burst with its packet count and arrival times; without --pcn no START is sent."""
+"""hosts.pcn's DDL bursts over loopback (hosts/ddl_bursts.py): a fixed number of bytes per burst
+over kernel TCP or gradlane's UDP sender, each timed until every byte is acknowledged; the PS
+answers every PCN-START, receives gradlane bursts in full and records each (worker, round) of
+gradient DATA; without PCN no START is sent."""
 import json
+import socket
 import threading
 import time
 
 import pytest
 
 from hosts import wire
+from hosts.ddl_bursts import (BurstReceivers, BurstTransport, GradlaneBurstSender, TcpBurstSender,
+                              burst_plan, run_bursts, tcp_sink, unacked_bytes)
+from hosts.errors import ConfigError
 from hosts.jsonlog import JsonLog
-from hosts.pcn import BurstRecorder, PcnClient, answer_start, send_bursts
+from hosts.pcn import BurstRecorder, PcnClient, answer_start
 from hosts.transport.endpoint import Endpoint
 from hosts.transport.mux import Mux
 
+BYTES = 100_000
 
-def _ps(tmp_path):
-    log_path = tmp_path / "ps.log"
-    log = JsonLog(str(log_path))
-    endpoint = Endpoint(("127.0.0.1", 0), 1, wire.PS_RANK)
-    mux = Mux(endpoint)
-    recorder = BurstRecorder(log, idle=0.2)
-    mux.handlers[wire.KIND_PCN_START] = lambda pkt, now: (answer_start(endpoint, pkt), True)[1]
-    mux.handlers[wire.KIND_DATA] = recorder.on_data
-    stop = threading.Event()
 
-    def loop():
-        mux.run(lambda: recorder.flush(time.monotonic()) is None and stop.is_set())
+class PS:
+    """The PS side of hosts.pcn serve in a thread: PCN answers, gradlane receivers, recorder,
+    TCP sink."""
 
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    return endpoint, recorder, stop, thread, log, log_path
+    def __init__(self, tmp_path, ranks):
+        self.log_path = tmp_path / "ps.log"
+        self.log = JsonLog(str(self.log_path))
+        self.endpoint = Endpoint(("127.0.0.1", 0), 1, wire.PS_RANK)
+        self.mux = Mux(self.endpoint)
+        self.recorder = BurstRecorder(self.log, idle=0.2)
+        self.receivers = BurstReceivers(self.mux, BYTES, ranks)
+        self.mux.handlers[wire.KIND_PCN_START] = lambda pkt, now: (answer_start(self.endpoint, pkt), True)[1]
+
+        def on_data(pkt, now):
+            self.recorder.on_data(pkt, now)
+            self.receivers.on_data(pkt, now)
+            return False
+
+        self.mux.handlers[wire.KIND_DATA] = on_data
+        self.stop = threading.Event()
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.tcp_port = probe.getsockname()[1]
+        probe.close()
+        tcp_sink(("127.0.0.1", self.tcp_port), self.log, self.stop)
+        self.thread = threading.Thread(target=self.mux.run, args=(self._done,), daemon=True)
+        self.thread.start()
+
+    def _done(self):
+        self.recorder.flush(time.monotonic())
+        return self.stop.is_set()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        self.recorder.flush(time.monotonic(), force=True)
+        self.log.close()
+        self.endpoint.close()
+
+    def records(self, event):
+        return [json.loads(line) for line in self.log_path.read_text().splitlines() if f'"{event}"' in line]
 
 
 def _records(path, event):
     return [json.loads(line) for line in path.read_text().splitlines() if f'"{event}"' in line]
 
 
-def _run(tmp_path, pcn):
-    ps, recorder, stop, thread, ps_log, ps_log_path = _ps(tmp_path)
-    worker_log_path = tmp_path / "w.log"
-    worker_log = JsonLog(str(worker_log_path))
-    endpoint = Endpoint(("127.0.0.1", 0), 1, 3)
-    client = PcnClient(Mux(endpoint), ps.address, 10, 0.5) if pcn else None
+def _run(tmp_path, transport, pcn, rank=3):
+    ps = PS(tmp_path, [rank])
+    log_path = tmp_path / "w.log"
+    log = JsonLog(str(log_path))
+    endpoint = Endpoint(("127.0.0.1", 0), 1, rank)
+    mux = Mux(endpoint)
+    client = PcnClient(mux, ps.endpoint.address, 10, 0.5) if pcn else None
+    tcp = None
     try:
-        send_bursts(endpoint, ps.address, client, worker_log, bursts=2, packets=20, rate=2000.0,
-                    gap=0.3, lead=0.05, start_at=time.time() + 0.05, first_round=7)
-        time.sleep(0.5)
+        if transport == "tcp":
+            tcp = TcpBurstSender(socket.create_connection(("127.0.0.1", ps.tcp_port), timeout=5))
+
+            def send(round_):
+                return tcp.send(BYTES, 10.0)
+        else:
+            sender = GradlaneBurstSender(mux, ps.endpoint.address, BurstTransport("gradlane"))
+
+            def send(round_):
+                return sender.send(BYTES, round_, 10.0)
+        run_bursts(send, client.handshake if client else None, log, rank, bursts=2, nbytes=BYTES,
+                   period=0.4, lead=0.05, start_at=time.time() + 0.1, first_round=7)
+        if tcp is not None:
+            assert unacked_bytes(tcp.sock) == 0
+            tcp.sock.close()
+        time.sleep(0.4)
     finally:
-        stop.set()
-        thread.join(5)
-        recorder.flush(time.monotonic(), force=True)
-        ps_log.close()
-        worker_log.close()
-        endpoint.close()
         ps.close()
-    return ps, _records(worker_log_path, "burst_sent"), _records(ps_log_path, "burst_received")
+        log.close()
+        endpoint.close()
+    return ps, _records(log_path, "burst_sent")
 
 
-def test_pcn_bursts_are_announced_and_recorded(tmp_path):
-    ps, sent, received = _run(tmp_path, pcn=True)
+@pytest.mark.parametrize("transport", ["tcp", "gradlane"])
+def test_bursts_are_announced_and_timed_until_acknowledged(tmp_path, transport):
+    ps, sent = _run(tmp_path, transport, pcn=True)
     assert [s["round"] for s in sent] == [7, 8]
-    assert all(s["acked"] and s["pcn"] for s in sent)
-    assert ps.counters["pcn_starts"] == 2
-    assert sorted((r["rank"], r["round"], r["packets"]) for r in received) == [(3, 7, 20), (3, 8, 20)]
+    assert all(s["acked"] and s["pcn"] and s["bytes"] == BYTES for s in sent)
+    assert ps.endpoint.counters["pcn_starts"] == 2
     for s in sent:
-        got = next(r for r in received if r["round"] == s["round"])
-        assert s["ready_t"] <= s["first_t"] <= got["first_t"] <= got["last_t"]
-        assert got["bytes"] == s["bytes"] == 20 * 1472   # MTU-sized: 1500-byte IP packets
-    assert sent[1]["ready_t"] - sent[0]["ready_t"] == pytest.approx(0.3 + 20 / 2000.0, abs=1e-6)
+        assert s["ready_t"] <= s["first_t"] < s["done_t"]
+        assert s["completion_s"] == pytest.approx(s["done_t"] - s["ready_t"])
+    assert sent[1]["ready_t"] - sent[0]["ready_t"] == pytest.approx(0.4, abs=1e-6)
+    if transport == "tcp":   # per burst, not per connection: loopback loses nothing
+        assert [s["retransmissions"] for s in sent] == [0, 0]
+    if transport == "gradlane":
+        # every chunk of every round arrived: the receiver said STOP "complete"
+        assert all(s["closed_by"] == "complete" for s in sent)
+        assert all(s["data_packets"] >= burst_plan(BYTES).total_chunks for s in sent)
+        got = ps.records("burst_received")
+        assert sorted((r["round"], r["packets"]) for r in got) == [
+            (7, burst_plan(BYTES).total_chunks), (8, burst_plan(BYTES).total_chunks)]
+
+
+def test_tcp_sink_counts_every_byte(tmp_path):
+    _run(tmp_path, "tcp", pcn=False)
+    ends = _records(tmp_path / "ps.log", "flow_end")
+    assert [e["bytes"] for e in ends] == [2 * BYTES]
 
 
 def test_without_pcn_no_start_is_sent(tmp_path):
-    ps, sent, received = _run(tmp_path, pcn=False)
-    assert ps.counters["pcn_starts"] == 0
+    ps, sent = _run(tmp_path, "gradlane", pcn=False)
+    assert ps.endpoint.counters["pcn_starts"] == 0
     assert all(not s["pcn"] and s["pcn_rtt_ms"] is None for s in sent)
-    assert sum(r["packets"] for r in received) == 40
 
+
+@pytest.mark.parametrize("transport, message", [
+    (BurstTransport("quic"), "--transport 'quic'"),
+    (BurstTransport("gradlane", cc="vegas"), "--cc 'vegas'"),
+    (BurstTransport("gradlane", window=0), "--window"),
+])
+def test_bad_transport_settings_name_the_option(transport, message):
+    with pytest.raises(ConfigError, match=message):
+        transport.check()
+
+
+def test_a_slow_worker_finishes_its_round_after_a_fast_one_started_the_next(tmp_path):
+    ps = PS(tmp_path, [0, 1])
+    logs, threads, endpoints = [], [], []
+
+    def worker(rank, start_at):
+        log_path = tmp_path / f"w{rank}.log"
+        log = JsonLog(str(log_path))
+        endpoint = Endpoint(("127.0.0.1", 0), 1, rank)
+        endpoints.append(endpoint)
+        sender = GradlaneBurstSender(Mux(endpoint), ps.endpoint.address, BurstTransport("gradlane"))
+        run_bursts(lambda r: sender.send(BYTES, r, 10.0), None, log, rank, bursts=2, nbytes=BYTES,
+                   period=0.01, lead=0.0, start_at=start_at, first_round=7)
+        log.close()
+        logs.append(log_path)
+
+    now = time.time()
+    try:
+        for rank, delay in ((0, 0.05), (1, 0.4)):     # rank 0 is in round 8 before rank 1 starts 7
+            threads.append(threading.Thread(target=worker, args=(rank, now + delay)))
+            threads[-1].start()
+        for t in threads:
+            t.join(30)
+    finally:
+        ps.close()
+        for e in endpoints:
+            e.close()
+    sent = [r for p in logs for r in _records(p, "burst_sent")]
+    assert sorted((s["rank"], s["round"], s["closed_by"]) for s in sent) == [
+        (0, 7, "complete"), (0, 8, "complete"), (1, 7, "complete"), (1, 8, "complete")]

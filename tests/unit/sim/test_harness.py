@@ -1,5 +1,5 @@
 """`--backend ns3`: which arms are simulated, and small simulated repetitions of ltp_incast's
-arms (TCP, gradlane, MLT) and of both pcn arms, written in the emulation's record format."""
+arms (TCP, gradlane, MLT) and of pcn's TCP-DDL arms, written in the emulation's record format."""
 from __future__ import annotations
 
 import json
@@ -25,7 +25,9 @@ def test_setup_keeps_the_simulated_arms_and_names_the_others():
     cfg = harness.setup(configs.load(configs.default_path("ltp_incast"), quick=True))
     assert {a.transport for a in cfg.arms} == {"tcp", "ltp", "mlt"}
     assert cfg.params["backend"] == "ns3" and cfg.params["skipped_arms"] == []
-    assert len(harness.setup(configs.load(configs.default_path("pcn"), quick=True)).arms) == 2
+    pcn = harness.setup(configs.load(configs.default_path("pcn"), quick=True))
+    assert [a.name for a in pcn.arms] == ["tcp-no-pcn", "tcp-pcn"]
+    assert all("DDL transport gradlane is not simulated" in s for s in pcn.params["skipped_arms"])
     with pytest.raises(SimError):
         harness.setup(configs.load(configs.default_path("plot_bounds"), quick=True))
 
@@ -48,19 +50,22 @@ def test_ltp_incast_arms_write_records(tmp_path):
     assert len(rounds) == 3 * len(runs) and all(r["round_time_s"] > 0 for r in rounds)
 
 
-def test_pcn_start_empties_the_queue_before_the_burst(tmp_path):
+def test_pcn_start_empties_the_queue_before_the_tcp_burst(tmp_path):
     cfg = harness.setup(configs.load(configs.default_path("pcn"), quick=True))
-    cfg = replace(cfg, params={**cfg.params, "bursts": 1, "warmup_s": 3.0, "packets": 50})
+    cfg = replace(cfg, params={**cfg.params, "bursts": 1, "warmup_s": 3.0, "burst_bytes": 100_000})
     rd = ResultsDir.create(tmp_path, cfg.name)
     harness.run(cfg, rd, out=lambda _: None)
     runs = {r["arm"]: r for r in map(json.loads, rd.runs_path.read_text().splitlines())}
-    off, on = runs["no-pcn"]["metrics"], runs["pcn"]["metrics"]
+    off, on = runs["tcp-no-pcn"]["metrics"], runs["tcp-pcn"]["metrics"]
     assert off["bursts_recorded"] == on["bursts_recorded"] == 2
+    assert all(r["ok"] for r in runs.values())
     # ECN Reno keeps the leaf uplinks' queues near the threshold of 40 (marking at 40): the
     # burst finds a queue without PCN; with it, the flows backed off to the threshold of 10
     assert off["start_queue_pkts"] > on["start_queue_pkts"]
-    assert runs["pcn"]["sim_switches"]["l1"]["pcn_starts"] == 1
-    assert (rd.path / runs["pcn"]["queue_series"]).is_file()
+    # the worker's TCP burst (policy ddl_flows) is what ended the pending START
+    assert runs["tcp-pcn"]["sim_switches"]["l1"]["pcn_starts"] == 1
+    assert runs["tcp-pcn"]["sim_switches"]["l1"]["pcn_arrivals"] == 1
+    assert (rd.path / runs["tcp-pcn"]["queue_series"]).is_file()
 
 
 def test_cli_names_an_experiment_it_cannot_simulate(tmp_path, capsys):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.policy import load_policy
+from controller.policy import load_policy, parse_policy
 from hosts import wire
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import run_tcp_rounds
@@ -126,6 +126,29 @@ def test_pcn_start_lowers_the_threshold_until_the_burst_arrives(incast):
     assert not any(ce[:10]) and all(ce[15:30])
     counters = net.switches["s1"].counters()
     assert counters["pcn_starts"] == 1 and counters["pcn_arrivals"] == 0
+
+
+def test_a_ddl_flow_ends_its_workers_pending_start():
+    """A flow without the gradient header that the policy names (ddl_flows) is the burst of the
+    worker whose START is pending: its first packet brings the normal threshold back."""
+    topo = build_topology("incast", TopoParams(workers=2, background=0, bottleneck_pps=1000.0,
+                                               queue_depth=64))
+    policy = parse_policy({"jobs": [{"job": 1, "layers": [{"range": [0, 9], "loss_bound": 0.0}],
+                                     "ddl_flows": [{"worker_rank": 0, "src": topo.hosts["w1"].ip,
+                                                    "protocol": "udp", "dst_ports": PLAIN_PORT}]}]})
+    net = SimNetwork(topo, policy, SimOptions(rate_gbps=1.0))
+    try:
+        ctl, tx, rx = sender(net, "w1", GRADIENT_PORT), sender(net, "w1", PLAIN_PORT), sink(net, PLAIN_PORT)
+        ctl.Add(0.0, gradient(0, 0, 0, kind=7), wire.pcn_tos(start=True, threshold=10))
+        for i in range(30):
+            tx.Add(0.001 + 1e-6 * i, bytes(1472), wire.ECN_ECT0)
+        net.run(1.0)
+        ce = [t & 3 == wire.ECN_CE for t in rx.tos]
+        counters = net.switches["s1"].counters()
+    finally:
+        net.close()
+    assert len(ce) == 30 and not any(ce)    # back at the normal threshold of 40
+    assert counters["pcn_starts"] == 1 and counters["pcn_arrivals"] == 1
 
 
 def test_tcp_rounds_complete(incast):
