@@ -413,6 +413,38 @@ def test_ecn_window_reads_the_echoed_depth_for_not_ect_data_and_carries_over_rou
         ep.close()
 
 
+def test_window_carried_over_an_idle_gap_restarts_from_the_initial_window(peer):
+    """A window that grew in one round (no marks: slow start) and then sat idle for longer than
+    the probe interval (the sender's loss timer) starts the next round from the initial
+    window, as kernel TCP restarts after an idle RTO, instead of sending its whole size at once."""
+    ep = Endpoint(("127.0.0.1", 0), JOB, 2)
+    try:
+        plan = ChunkPlan([400], 10)
+        options = SendOptions(window=4, probe_interval=0.05, cc="ecn")
+        window = new_window(options)
+        layers = [np.arange(400, dtype=np.float32)]
+        mux = Mux(ep)
+        sender = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, layers, 3, pull=False,
+                             options=options, window=window)
+        mux.add(sender)
+        mux.run(lambda: sender.stats.data_packets == 4, timeout=2)
+        peer.sendto(_ack_echoing([0, 1, 2, 3], 0, 3), ep.address)
+        mux.run(lambda: sender.stats.data_packets == 12, timeout=2)
+        assert window.cwnd == 8.0
+        sender.done = True
+        mux.prune(4)
+        time.sleep(0.12)                                   # idle: two probe intervals and more
+        following = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, layers, 4,
+                                pull=False, options=options, window=window)
+        mux.add(following)
+        stop = time.monotonic() + 0.03
+        mux.run(lambda: time.monotonic() >= stop, timeout=2)
+        assert following.stats.data_packets == 4 and window.cwnd == 4.0
+        assert following.window_summary()["cc_idle_cuts"] == 1
+    finally:
+        ep.close()
+
+
 def test_receiver_acks_echo_ce_marks_and_queueing_delay_and_stop_names_the_reason(endpoint, peer):
     """The sender's congestion signals: per ACK entry, whether its DATA arrived CE-marked (the
     IPv4 ECN bits as received); in the ACK header, the largest queueing delay and depth the
