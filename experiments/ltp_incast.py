@@ -22,7 +22,7 @@ from experiments.stats import summarize as stat_of
 from experiments.training import ROUND_TIME_MEANING, run_training, time_to_accuracy
 
 ORDER = 1
-# Where the UDP arms' push time goes at 8 workers (measured 2026-11-26, docs/mechanisms.md,
+# Where gradlane's push time goes at 8 workers (measured 2026-11-26, docs/mechanisms.md,
 # "Where the push time goes"): the summary says it beside the figures.
 PUSH_TIME_NOTE = (
     "Where gradlane's push time goes at 8 workers (instrumented --quick runs, docs/mechanisms.md): "
