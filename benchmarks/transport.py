@@ -6,6 +6,7 @@ tensor set (the --layers sizes, float32) pushed until the receiver says STOP. Go
 only the payload the receiver accepted; round time is measured at the sender (start to STOP).
 TCP rows cannot take relay loss (a user-space relay cannot drop TCP segments) and are run direct.
 Run: .venv/bin/python benchmarks/transport.py [--rounds 30] [--layers 262144,65536] [--loss 0,0.05]
+     [--senders 8 --window 10]
 """
 from __future__ import annotations
 
@@ -63,6 +64,8 @@ def run_row(transport: str, loss: float | None, args: argparse.Namespace, tmp: P
     common = ["--transport", transport, "--layers", args.layers, "--rounds", str(args.rounds),
               "--chunk-elems", str(args.chunk_elems), "--bound", str(args.bound),
               "--deadline-ms", str(args.deadline_ms)]
+    if transport != "tcp" and args.window:
+        common += ["--window", str(args.window)]
     procs = [_start(["recv", "--bind", "127.0.0.1", "--port", str(port), "--log", str(rlog),
                      "--senders", str(args.senders), *common])]
     relay = None
@@ -89,9 +92,10 @@ def run_row(transport: str, loss: float | None, args: argparse.Namespace, tmp: P
     round_times = [max(r[i]["seconds"] for r in per_sender) for i in range(len(per_sender[0]))]
     times = sorted(round_times)
     payload = sum(e["payload_bytes"] for e in recv)
+    chunk_bytes = args.chunk_elems * 4
     q = statistics.quantiles(times, n=100, method="inclusive") if len(times) > 1 else times * 99
     return {"transport": transport, "loss": "direct" if loss is None else f"{loss:.0%} relay",
-            "goodput": payload / sum(times) / 1e6, "p50": q[49] * 1e3, "p90": q[89] * 1e3,
+            "goodput": payload / sum(times) / 1e6, "pps": payload / chunk_bytes / sum(times), "p50": q[49] * 1e3, "p90": q[89] * 1e3,
             "p99": q[98] * 1e3, "delivered": min(min(e["delivered"]) for e in recv),
             "retx": sum(e["retransmissions"] for e in sent) / len(round_times)}
 
@@ -106,6 +110,8 @@ def main() -> None:
     ap.add_argument("--deadline-ms", type=float, default=2000.0)
     ap.add_argument("--loss", default="0,0.05", help="relay loss rates (comma-separated)")
     ap.add_argument("--senders", type=int, default=1, help="senders pushing to one receiver")
+    ap.add_argument("--window", type=int, default=0,
+                    help="ltp/mlt rows: the UDP sender's initial congestion window (0 = none)")
     args = ap.parse_args()
     if args.rounds <= args.warmup:
         ap.error("--rounds must exceed --warmup")
@@ -114,14 +120,16 @@ def main() -> None:
     plan += [(t, loss) for loss in losses for t in ("ltp", "mlt")]
     mb = sum(int(x) for x in args.layers.split(",")) * 4 / 1e6
     print(f"tensor set {mb:.2f} MB per round ({args.layers} float32), chunk {args.chunk_elems} "
-          f"values, bound {args.bound}, {args.senders} sender(s) -> 1 receiver, "
+          f"values, bound {args.bound}, window {args.window or 'none'}, "
+          f"{args.senders} sender(s) -> 1 receiver, "
           f"{args.rounds - args.warmup} measured rounds per row")
-    print(f"{'transport':<10}{'path':<13}{'goodput MB/s':>13}{'p50 ms':>9}{'p90 ms':>9}"
+    print(f"{'transport':<10}{'path':<13}{'goodput MB/s':>13}{'chunks/s':>9}{'p50 ms':>9}{'p90 ms':>9}"
           f"{'p99 ms':>9}{'min deliv':>10}{'retx/round':>11}")
     with tempfile.TemporaryDirectory() as tmp:
         for transport, loss in plan:
             r = run_row(transport, loss, args, Path(tmp))
-            print(f"{r['transport']:<10}{r['loss']:<13}{r['goodput']:>13.1f}{r['p50']:>9.1f}"
+            print(f"{r['transport']:<10}{r['loss']:<13}{r['goodput']:>13.1f}{r['pps']:>9.0f}"
+                  f"{r['p50']:>9.1f}"
                   f"{r['p90']:>9.1f}{r['p99']:>9.1f}{r['delivered']:>10.3f}{r['retx']:>11.1f}",
                   flush=True)
     print("ltp and mlt differ on the wire only in priority hints (DSCP/ECN, DROPPABLE) and "

@@ -22,6 +22,18 @@ from experiments.stats import summarize as stat_of
 from experiments.training import ROUND_TIME_MEANING, run_training, time_to_accuracy
 
 ORDER = 1
+# Where gradlane's push time goes at 8 workers (measured 2026-11-26, docs/mechanisms.md,
+# "Where the push time goes"): the summary says it beside the figures.
+PUSH_TIME_NOTE = (
+    "Where gradlane's push time goes at 8 workers (instrumented --quick runs, docs/mechanisms.md): "
+    "each worker's sender is window-bound (window full ~98% of its push) behind a standing "
+    "bottleneck queue (RTT ~17 ms, ~15 ms of it the queueing the ACKs echo), not CPU- or "
+    "pacing-bound (the Python sender does ~13,000 chunks/s alone on loopback, 8 of them ~8,400/s "
+    "into one receiver: benchmarks/transport.py). At the PS the push's DATA span ~165 ms for a "
+    "~120 ms wire floor: the workers start pushing as their reliable pulls end, their first "
+    "packets ~45 ms apart, and the bottleneck idles ~30 ms, mostly in the push's first half. "
+    "The 2-core machine is saturated in every 8-worker arm, TCP's included (~180-197% busy of "
+    "200%, the workers ~1 core in both), so CPU is shared by all arms, not gradlane's alone.")
 TITLE = "LTP incast: training throughput and round time vs TCP and MLT"
 PAPER = "LTP, IWQoS '23: 8 workers + 1 PS"
 
@@ -209,7 +221,8 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
              ROUND_TIME_MEANING + " Rounds/s = rounds / time from the first round's start to the "
              "last round's end.",
              f"Time to target = training time until the held-out accuracy (evaluated every epoch) "
-             f"first reaches {target:g}."]
+             f"first reaches {target:g}.",
+             PUSH_TIME_NOTE]
     skipped = config.params.get("skipped_arms") or []
     if skipped:
         notes.append("Arms skipped on this machine: " + "; ".join(skipped) + ".")

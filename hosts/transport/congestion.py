@@ -18,6 +18,12 @@ are ignored. Loss is what the receiver's BITMAPs show (a chunk overtaken in the 
 holding the window: its ACK may have been the one lost).
 Both: +1 per acknowledged packet below the slow-start threshold, +1/cwnd above it; never below
 MIN_WINDOW packets.
+After idle (`on_send`: nothing in flight and nothing sent for longer than `idle_rto`), the
+window is no longer validated by ACKs: as kernel TCP does (RFC 2861; Linux's
+tcp_slow_start_after_idle), it halves once per `idle_rto` idle, not below the initial window
+(nor above the window it had), and the slow-start threshold keeps the memory: it becomes at
+least 3/4 of the window before the cut. Without this, a window grown in a round that met no
+congestion goes out whole at the start of the next round, when every worker pushes at once.
 """
 from __future__ import annotations
 
@@ -38,6 +44,7 @@ class WindowStats:
     marked: int = 0          # acknowledged packets that carried CE or met a queueing delay
     reductions: int = 0      # window cuts by marks (ecn)
     loss_halvings: int = 0   # window cuts by loss (reno, or ecn beyond the bound)
+    idle_restarts: int = 0   # window decays after an idle period (on_send)
 
 
 class Window:
@@ -45,15 +52,18 @@ class Window:
 
     def __init__(self, initial: float, rule: str = "ecn", loss_budget: int = 0,
                  delay_target_us: int = 20_000, loss_gap: float = 0.02,
-                 mark_depth: int = SWITCH_ECN_THRESHOLD) -> None:
+                 mark_depth: int = SWITCH_ECN_THRESHOLD, idle_rto: float = 0.02) -> None:
         if rule not in RULES:
             raise ConfigError(f"--cc {rule!r} is not one of {', '.join(RULES)}")
         self.cwnd = float(initial)
+        self.initial = float(initial)
         self.rule = rule
         self.loss_budget = loss_budget
         self.delay_target_us = delay_target_us
         self.loss_gap = loss_gap
         self.mark_depth = mark_depth
+        self.idle_rto = idle_rto
+        self._last_send = INFINITY    # no send yet: nothing to decay
         self.ssthresh = INFINITY
         self.alpha = 1.0
         self._acked = 0
@@ -65,6 +75,24 @@ class Window:
     def allows(self, outstanding: int) -> bool:
         """May one more packet go out with `outstanding` unacknowledged ones in flight?"""
         return outstanding < int(self.cwnd)
+
+    def on_send(self, now: float, outstanding: int) -> None:
+        """A DATA packet goes out at `now` with `outstanding` packets unacknowledged; after an
+        idle period the window first decays (see the module docstring)."""
+        idle = now - self._last_send
+        self._last_send = now
+        if outstanding > 0 or idle <= self.idle_rto:
+            return
+        self.ssthresh = max(self.ssthresh, 0.75 * self.cwnd)
+        floor = min(self.initial, self.cwnd)
+        cwnd = self.cwnd
+        while idle > self.idle_rto and cwnd > floor:
+            cwnd /= 2.0
+            idle -= self.idle_rto
+        if cwnd < self.cwnd:
+            self.cwnd = max(cwnd, floor)
+            self._observe = min(self._observe, self.cwnd)
+            self.stats.idle_restarts += 1
 
     def on_ack(self, newly: int, ce_marked: int, qdelay_us: int, qdepth: int = 0,
                not_ect: int = 0) -> None:

@@ -69,7 +69,7 @@ def new_window(options: SendOptions) -> Window | None:
     if options.window <= 0:
         return None
     return Window(options.window, options.cc, 0, options.delay_target_us,
-                  options.probe_interval, options.mark_depth)
+                  options.probe_interval, options.mark_depth, idle_rto=options.probe_interval)
 
 
 # A chunk still unacknowledged when this many later transmissions were acknowledged stops
@@ -206,7 +206,8 @@ class SendSession:
                 return self._next_send
             if sent >= self.options.burst:
                 return now
-            if self.window is not None and not self.window.allows(int(self._outstanding.sum())):
+            outstanding = int(self._outstanding.sum()) if self.window is not None else 0
+            if self.window is not None and not self.window.allows(outstanding):
                 # Window full: wait for ACKs; a probe after silence finds what was lost.
                 if self._next_probe == INFINITY:
                     self._next_probe = now + self.options.probe_interval
@@ -216,6 +217,8 @@ class SendSession:
             self._queued[idx] = False
             if self.arrived[idx]:
                 continue
+            if self.window is not None:
+                self.window.on_send(now, outstanding)   # decays after idle (between rounds)
             self._send_chunk(idx)
             sent += 1
             if pps > 0:
@@ -332,7 +335,8 @@ class SendSession:
         now, start = self.window.stats, self._window_start
         return {"cwnd": round(self.window.cwnd, 2), "cc_marked": now.marked - start.marked,
                 "cc_mark_cuts": now.reductions - start.reductions,
-                "cc_loss_cuts": now.loss_halvings - start.loss_halvings}
+                "cc_loss_cuts": now.loss_halvings - start.loss_halvings,
+                "cc_idle_cuts": now.idle_restarts - start.idle_restarts}
 
     def _layer(self, layer: int) -> int:
         if layer >= self.plan.num_layers:

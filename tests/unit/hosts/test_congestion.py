@@ -95,3 +95,48 @@ def test_reno_halves_on_any_loss_and_ignores_marks():
 def test_unknown_rule_is_a_config_error():
     with pytest.raises(ConfigError):
         Window(4, "vegas")
+
+
+def _grown(rule="ecn", initial=10, acked=40):
+    w = Window(initial, rule, idle_rto=0.02)
+    w.on_send(0.0, 0)
+    w.on_ack(acked, 0, 0)                                      # slow start, nothing marked
+    return w
+
+
+def test_window_decays_after_idle_as_kernel_tcp_after_an_rto():
+    # A window grown in a round that met no congestion is not sent whole after idle: it halves
+    # once per idle RTO down to the initial window; ssthresh keeps at least 3/4 of it.
+    w = _grown()
+    w.ssthresh = 20.0                                          # as if cut once before
+    w.on_send(0.035, 0)                                        # 35 ms idle: one RTO passed
+    assert w.cwnd == 25 and w.ssthresh == pytest.approx(37.5) and w.stats.idle_restarts == 1
+    w.on_ack(10, 0, 0)                                         # slow start again, to ssthresh
+    assert w.cwnd == 35
+    w = _grown()
+    w.on_send(1.0, 0)                                          # long idle: the initial window
+    assert w.cwnd == 10 and w.ssthresh == float("inf")         # never cut: slow start, as Linux
+
+
+def test_window_keeps_its_size_while_busy_or_briefly_idle():
+    w = _grown()
+    w.on_send(0.5, 3)                                          # packets still in flight
+    assert w.cwnd == 50
+    w.on_send(0.515, 0)                                        # 15 ms since the last send
+    assert w.cwnd == 50 and w.stats.idle_restarts == 0
+
+
+def test_idle_restart_never_grows_a_small_window_nor_lowers_ssthresh():
+    w = Window(10, "reno", idle_rto=0.02)
+    w.on_send(0.0, 0)
+    w.on_loss(5, now=0.0)
+    w.on_loss(5, now=1.0)                                      # 10 -> 5 -> 2.5, ssthresh 2.5
+    w.ssthresh = 8.0
+    w.on_send(5.0, 0)
+    assert w.cwnd == 2.5 and w.ssthresh == 8.0 and w.stats.idle_restarts == 0
+
+
+def test_first_send_is_not_an_idle_restart():
+    w = Window(10, "ecn", idle_rto=0.02)
+    w.on_send(100.0, 0)
+    assert w.cwnd == 10 and w.stats.idle_restarts == 0

@@ -376,6 +376,32 @@ def _ack_echoing(seqs, qdepth, round_):
                             tele_max_qdepth=qdepth) + entry
 
 
+def _first_window_sent(ep, peer, options):
+    """Round 3 of a 40-chunk tensor with a fresh window of `options`, run until its first
+    4 packets went out: (mux, session, layers)."""
+    layers = [np.arange(400, dtype=np.float32)]
+    mux = Mux(ep)
+    sender = SendSession(ep, peer.getsockname(), wire.PS_RANK, ChunkPlan([400], 10), layers, 3,
+                         pull=False, options=options, window=new_window(options))
+    mux.add(sender)
+    mux.run(lambda: sender.stats.data_packets == 4, timeout=2)
+    return mux, sender, layers
+
+
+def _next_round(ended, mux, peer, layers, idle=0.0):
+    """End `ended`'s round, wait `idle` s, run round 4 with the same window for 50 ms; its
+    session."""
+    ended.done = True
+    mux.prune(4)
+    time.sleep(idle)
+    following = SendSession(ended.endpoint, peer.getsockname(), wire.PS_RANK, ended.plan, layers,
+                            4, pull=False, options=ended.options, window=ended.window)
+    mux.add(following)
+    stop = time.monotonic() + 0.05
+    mux.run(lambda: time.monotonic() >= stop, timeout=2)
+    return following
+
+
 @pytest.mark.parametrize("qdepth, cwnd", [(30, 8.0), (50, 4.0)])
 def test_ecn_window_reads_the_echoed_depth_for_not_ect_data_and_carries_over_rounds(peer, qdepth, cwnd):
     """Drop-eligible DATA goes out Not-ECT, so no switch marks it: an ACK echoing a queue deeper
@@ -383,16 +409,10 @@ def test_ecn_window_reads_the_echoed_depth_for_not_ect_data_and_carries_over_rou
     halves). The window a round ends with is where the next round's transfer starts."""
     ep = Endpoint(("127.0.0.1", 0), JOB, 2)
     try:
-        plan = ChunkPlan([400], 10)            # 40 chunks, every one drop-eligible below
         options = SendOptions(window=4, probe_interval=0.5, cc="ecn", mark_depth=40,
-                              droppable_below=8)
-        window = new_window(options)
-        layers = [np.arange(400, dtype=np.float32)]
-        mux = Mux(ep)
-        sender = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, layers, 3, pull=False,
-                             options=options, window=window)
-        mux.add(sender)
-        mux.run(lambda: sender.stats.data_packets == 4, timeout=2)
+                              droppable_below=8)       # 40 chunks, every one drop-eligible
+        mux, sender, layers = _first_window_sent(ep, peer, options)
+        window = sender.window
         for _ in range(4):
             data, _ = peer.recvfrom(65535)
             assert wire.unpack_header(data).flags & wire.FLAG_DROPPABLE
@@ -400,15 +420,27 @@ def test_ecn_window_reads_the_echoed_depth_for_not_ect_data_and_carries_over_rou
         mux.run(lambda: sender.window.stats.marked > 0 or sender.stats.data_packets > 4, timeout=2)
         assert window.cwnd == cwnd                 # 4 + 4 acknowledged; halved if marked
         assert sender.window_summary()["cc_mark_cuts"] == (1 if qdepth > 40 else 0)
-        sender.done = True
-        mux.prune(4)
-        following = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, layers, 4,
-                                pull=False, options=options, window=window)
-        mux.add(following)
-        stop = time.monotonic() + 0.05
-        mux.run(lambda: time.monotonic() >= stop, timeout=2)
+        following = _next_round(sender, mux, peer, layers)
         assert following.stats.data_packets == int(cwnd)
         assert following.window_summary()["cc_mark_cuts"] == 0     # this round's own count
+    finally:
+        ep.close()
+
+
+def test_window_carried_over_an_idle_gap_restarts_from_the_initial_window(peer):
+    """A window that grew in one round (no marks: slow start) and then sat idle for longer than
+    the probe interval (the sender's loss timer) starts the next round from the initial
+    window, as kernel TCP restarts after an idle RTO, instead of sending its whole size at once."""
+    ep = Endpoint(("127.0.0.1", 0), JOB, 2)
+    try:
+        mux, sender, layers = _first_window_sent(ep, peer, SendOptions(window=4, probe_interval=0.05))
+        window = sender.window
+        peer.sendto(_ack_echoing([0, 1, 2, 3], 0, 3), ep.address)
+        mux.run(lambda: sender.stats.data_packets == 12, timeout=2)
+        assert window.cwnd == 8.0
+        following = _next_round(sender, mux, peer, layers, idle=0.12)   # > 2 probe intervals
+        assert following.stats.data_packets == 4 and window.cwnd == 4.0
+        assert following.window_summary()["cc_idle_cuts"] == 1
     finally:
         ep.close()
 
