@@ -24,6 +24,8 @@ tcp_slow_start_after_idle), it halves once per `idle_rto` idle, not below the in
 (nor above the window it had), and the slow-start threshold keeps the memory: it becomes at
 least 3/4 of the window before the cut. Without this, a window grown in a round that met no
 congestion goes out whole at the start of the next round, when every worker pushes at once.
+The window also keeps the peer's round-trip time (`rtt`, RttEstimate): the sender's loss timer
+and the age a chunk needs before a BITMAP may call it lost derive from it.
 """
 from __future__ import annotations
 
@@ -36,7 +38,42 @@ DCTCP_GAIN = 1.0 / 16.0
 # The switches' ECN marking threshold by default (controller NetworkOptions.ecn_normal, packets).
 SWITCH_ECN_THRESHOLD = 40
 MIN_WINDOW = 2.0
+# Loss timer before the first RTT sample (RFC 6298 2.1 and Linux's TCP_TIMEOUT_INIT: 1 s).
+INITIAL_RTO = 1.0
 INFINITY = float("inf")
+
+
+@dataclass
+class RttEstimate:
+    """Smoothed round-trip time and its variation from ACK samples, as TCP keeps them
+    (RFC 6298): the first sample R sets srtt = R, rttvar = R/2; later ones
+    rttvar <- 3/4 rttvar + 1/4 |srtt - R|, srtt <- 7/8 srtt + 1/8 R. The sender feeds only
+    chunks sent once (Karn's rule: an ACK of a resent chunk does not say which send it answers)."""
+
+    srtt: float = 0.0
+    rttvar: float = 0.0
+    samples: int = 0
+
+    def sample(self, rtt: float) -> None:
+        """One round-trip measurement in seconds."""
+        if self.samples == 0:
+            self.srtt, self.rttvar = rtt, rtt / 2.0
+        else:
+            self.rttvar += 0.25 * (abs(self.srtt - rtt) - self.rttvar)
+            self.srtt += 0.125 * (rtt - self.srtt)
+        self.samples += 1
+
+    def timeout(self, floor: float) -> float:
+        """TCP's retransmission timeout, srtt + 4 rttvar, not below `floor`; INITIAL_RTO before
+        the first sample."""
+        if self.samples == 0:
+            return max(floor, INITIAL_RTO)
+        return max(floor, self.srtt + 4.0 * self.rttvar)
+
+    def surely_arrived_by(self, sent: float) -> float:
+        """When DATA sent at `sent` has had its round trip: a chunk not yet arrived at a probe
+        sent before this time is lost, not queued (INITIAL_RTO stands for srtt before a sample)."""
+        return sent + (self.srtt if self.samples else INITIAL_RTO)
 
 
 @dataclass
@@ -71,6 +108,7 @@ class Window:
         self._observe = self.cwnd     # packets in this observation window (the window then)
         self._last_loss_cut = -INFINITY
         self.stats = WindowStats()
+        self.rtt = RttEstimate()
 
     def allows(self, outstanding: int) -> bool:
         """May one more packet go out with `outstanding` unacknowledged ones in flight?"""

@@ -150,6 +150,9 @@ class SendSession:
         self._probe_padding = bytes(probe_padding(plan))   # pays for the answer's BITMAPs
         self._tx = np.zeros(len(chunks), dtype=np.int64)         # transmission number, last send
         self._tx_count = 0
+        self._sent_at = np.zeros(len(chunks))                    # time of the last send
+        self._resent = np.zeros(len(chunks), dtype=bool)
+        self._probe_at = -INFINITY                               # when the last PROBE went out
 
     @property
     def active(self) -> bool:
@@ -170,12 +173,13 @@ class SendSession:
         flags = self.stage_flags | (wire.FLAG_DROPPABLE if droppable else 0)
         return flags, wire.data_tos(chunk.mag_class, droppable)
 
-    def _send_chunk(self, idx: int) -> None:
+    def _send_chunk(self, idx: int, now: float) -> None:
         chunk = self._chunks[idx]
         flags, tos = self._marks[idx]
         retx = self._sent_once[idx]
         if retx:
             flags |= wire.FLAG_RETX
+            self._resent[idx] = True
             self.stats.retransmissions += 1
             self.endpoint.counters["retransmissions"] += 1
         payload = self._payloads[idx]
@@ -187,6 +191,7 @@ class SendSession:
         self._outstanding[idx] = True
         self._tx_count += 1
         self._tx[idx] = self._tx_count
+        self._sent_at[idx] = now
         self.stats.data_packets += 1
         self.endpoint.counters["data_packets_sent"] += 1
         self.stats.bytes_sent += len(hdr) + len(payload)
@@ -210,7 +215,7 @@ class SendSession:
             if self.window is not None and not self.window.allows(outstanding):
                 # Window full: wait for ACKs; a probe after silence finds what was lost.
                 if self._next_probe == INFINITY:
-                    self._next_probe = now + self.options.probe_interval
+                    self._next_probe = now + self._loss_timer()
                 break
             idx = self._queue[self._pos]
             self._pos += 1
@@ -219,7 +224,7 @@ class SendSession:
                 continue
             if self.window is not None:
                 self.window.on_send(now, outstanding)   # decays after idle (between rounds)
-            self._send_chunk(idx)
+            self._send_chunk(idx, now)
             sent += 1
             if pps > 0:
                 self._next_send = max(self._next_send, now - 1.0 / pps) + 1.0 / pps
@@ -231,14 +236,23 @@ class SendSession:
             self.endpoint.send_control(wire.KIND_PROBE, self.peer, self.round, self.stage_flags,
                                        payload=self._probe_padding)
             self.stats.probes += 1
-            self._next_probe = now + self.options.probe_interval
+            self._probe_at = now
+            self._next_probe = now + self._loss_timer()
         return self._next_probe
+
+    def _loss_timer(self) -> float:
+        """How long the sender waits in silence before it probes: the probe interval, or with a
+        window and its RTT samples TCP's retransmission timeout if that is longer (a standing
+        queue makes a round trip longer than the probe interval)."""
+        if self.window is None:
+            return self.options.probe_interval
+        return self.window.rtt.timeout(self.options.probe_interval)
 
     def _probe_delay(self) -> float:
         # First probe right after the first pass; after a resend, wait a full interval so a
         # persistently lossy path is not hammered.
         if self._silence:
-            return self.options.probe_interval
+            return self._loss_timer()
         return self.options.first_probe_delay if self.stats.probes == 0 else self.options.probe_interval
 
     def _known_lost(self) -> int:
@@ -260,7 +274,13 @@ class SendSession:
         if layer is not None:
             lo = self._base[layer]
             hi = lo + self.plan.chunk_counts[layer]
-        missing = lo + np.flatnonzero(~self.arrived[lo:hi] & ~self._queued[lo:hi])
+        candidates = ~self.arrived[lo:hi] & ~self._queued[lo:hi]
+        if not force and self.window is not None:
+            # Control packets ride the switches' highest-priority queue and overtake DATA that
+            # waits in lower ones: a chunk sent less than a round trip before the probe may
+            # still be queued behind it. It stays in flight until a later probe.
+            candidates &= self.window.rtt.surely_arrived_by(self._sent_at[lo:hi]) <= self._probe_at
+        missing = lo + np.flatnonzero(candidates)
         if len(missing):
             self._outstanding[missing] = False
             if self.window is not None:
@@ -276,22 +296,27 @@ class SendSession:
     def _on_ack(self, payload: bytes, hdr: wire.Header, now: float) -> None:
         newly = marked = not_ect = 0
         highest = 0
+        latest_send = -INFINITY      # of the newly acknowledged chunks sent once (Karn)
         for layer, seq, ce in wire.unpack_ack_marks(payload):
             idx = self._index(layer, seq)
             if not self.arrived[idx]:
                 newly += 1
                 marked += ce
                 not_ect += int(self._not_ect[idx])
+                if not self._resent[idx]:
+                    latest_send = max(latest_send, float(self._sent_at[idx]))
             self.arrived[idx] = True
             self._outstanding[idx] = False
             highest = max(highest, int(self._tx[idx]))
         if self.window is not None and newly:
+            if latest_send > -INFINITY:
+                self.window.rtt.sample(now - latest_send)
             self.window.on_ack(newly, marked, hdr.tele_qdelay_us, hdr.tele_max_qdepth, not_ect)
             # Overtaken chunks stop holding the window. They are no loss signal: a lost ACK
             # looks the same; the receiver's BITMAP is what tells loss beyond the bound.
             self._outstanding &= ~(self._tx < highest - REORDER_THRESHOLD)
         if self._silence and newly and self._next_probe != INFINITY:
-            self._next_probe = now + self.options.probe_interval
+            self._next_probe = now + self._loss_timer()
 
     def on_packet(self, pkt: Received, now: float) -> None:
         hdr = pkt.header

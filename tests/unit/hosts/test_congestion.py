@@ -3,7 +3,7 @@ queueing delay, loss only beyond the bound; Reno's halving on every loss as the 
 import pytest
 
 from hosts.errors import ConfigError
-from hosts.transport.congestion import MIN_WINDOW, Window
+from hosts.transport.congestion import INITIAL_RTO, MIN_WINDOW, RttEstimate, Window
 
 
 def _ack_window(w, marked_every=0, qdelay_us=0, qdepth=0, not_ect=0):
@@ -140,3 +140,23 @@ def test_first_send_is_not_an_idle_restart():
     w = Window(10, "ecn", idle_rto=0.02)
     w.on_send(100.0, 0)
     assert w.cwnd == 10 and w.stats.idle_restarts == 0
+
+
+def test_rtt_estimate_follows_rfc_6298():
+    rtt = RttEstimate()
+    assert rtt.timeout(0.02) == INITIAL_RTO              # no sample: TCP's initial RTO
+    assert rtt.surely_arrived_by(1.0) == 1.0 + INITIAL_RTO
+    rtt.sample(0.1)
+    assert (rtt.srtt, rtt.rttvar) == pytest.approx((0.1, 0.05))
+    assert rtt.timeout(0.02) == pytest.approx(0.3)       # srtt + 4 rttvar
+    rtt.sample(0.2)
+    assert rtt.rttvar == pytest.approx(0.75 * 0.05 + 0.25 * 0.1)
+    assert rtt.srtt == pytest.approx(0.1 + 0.1 / 8)
+    assert rtt.surely_arrived_by(1.0) == pytest.approx(1.0 + rtt.srtt)
+
+
+def test_rtt_timeout_never_drops_below_its_floor():
+    rtt = RttEstimate()
+    for _ in range(50):
+        rtt.sample(0.001)
+    assert rtt.timeout(0.02) == 0.02

@@ -13,6 +13,7 @@ from hosts import wire
 from hosts.errors import PeerTimeout
 from hosts.transport.bounds import LayerBounds, LossBudget
 from hosts.transport.chunking import ChunkPlan
+from hosts.transport.congestion import INITIAL_RTO
 from hosts.transport.port import Port
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.router import Router
@@ -75,6 +76,33 @@ class Wire:
                 if pkt is not None:
                     self.routers[dst].dispatch(pkt, self.now)
             self._send_out()
+
+
+class PriorityWire(Wire):
+    """A switch's strict priority on the made-up path: DATA towards the PS waits behind a
+    standing queue (`standing` s) and crosses the bottleneck `gap` s apart, while control
+    packets (PROBE, BITMAP, ACK) ride the highest-priority queue past it."""
+
+    def __init__(self, gap: float, standing: float, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.gap = gap
+        self.standing = standing
+        self._bottleneck_free = 0.0
+
+    def _send_out(self) -> None:
+        for src, port in self.ports.items():
+            for dg in port.take():
+                hdr = wire.unpack_header(dg.data)
+                at = self.now + self.delay
+                if hdr.kind == wire.KIND_DATA:
+                    if self.loss(self.rng, hdr):
+                        self.data_dropped += 1
+                        continue
+                    start = max(self.now + self.standing, self._bottleneck_free)
+                    self._bottleneck_free = start + self.gap
+                    at = start + self.gap + self.delay
+                self._n += 1
+                heapq.heappush(self._flight, (at, self._n, dg.addr, src, dg.data, dg.tos))
 
 
 def _layers(seed: int) -> list[np.ndarray]:
@@ -157,12 +185,53 @@ def test_a_10pct_bound_closes_rounds_under_5pct_loss_without_resends():
     assert by_bound >= 0.9 * rounds
 
 
+@pytest.mark.parametrize("gap, standing", [(0.008, 0.08), (0.04, 0.1)])
+def test_data_queued_behind_a_probe_is_not_declared_lost(gap, standing):
+    """A round trip (standing queue + our share of the bottleneck) far above the probe
+    interval, no loss: probes overtake queued DATA, and the sender must neither resend nor
+    cut its window (before the RTT rule: 14 and 53 loss halvings, 5 and 73 resends)."""
+    net = PriorityWire(gap, standing, delay=0.01)
+    send, recv = _push(net, 0, LayerBounds.fixed(3, 0.0, "tensor"), SendOptions(window=10),
+                       deadline=30.0)
+    assert send.stats.closed_by == "complete" and recv.fractions()[0] == [1.0, 1.0, 1.0]
+    assert send.stats.retransmissions == 0
+    assert send.window_summary()["cc_loss_cuts"] == 0
+    assert send.window.rtt.srtt > standing                   # it measured the queue
+
+
+def test_behind_a_standing_queue_only_the_lost_chunks_are_resent():
+    def lose_first_pass(rng, hdr):
+        return not hdr.flags & wire.FLAG_RETX and hdr.chunk_seq % 7 == 3
+    net = PriorityWire(0.008, 0.08, delay=0.01, loss=lose_first_pass)
+    send, recv = _push(net, 0, LayerBounds.fixed(3, 0.0, "tensor"), SendOptions(window=10),
+                       deadline=30.0)
+    assert net.data_dropped == 7 and send.stats.retransmissions == 7
+    assert send.window_summary()["cc_loss_cuts"] == 1        # one loss event, beyond bound 0
+    assert send.stats.closed_by == "complete" and recv.fractions()[0] == [1.0, 1.0, 1.0]
+
+
+def test_a_resent_chunk_gives_no_rtt_sample():
+    """Karn's rule: the ACK of a resent chunk may answer its first send."""
+    def lose_first_pass(rng, hdr):
+        return not hdr.flags & wire.FLAG_RETX and hdr.chunk_seq % 7 == 3
+    net = PriorityWire(0.008, 0.08, delay=0.01, loss=lose_first_pass)
+    send, _ = _push(net, 0, LayerBounds.fixed(3, 0.0, "tensor"), SendOptions(window=10),
+                    deadline=30.0)
+    clean = PriorityWire(0.008, 0.08, delay=0.01)
+    reference, _ = _push(clean, 0, LayerBounds.fixed(3, 0.0, "tensor"),
+                         SendOptions(window=10), deadline=30.0)
+    # Only ACKs of chunks sent once were measured: the resends' long waits are not in srtt.
+    assert send.window.rtt.samples < reference.window.rtt.samples
+    assert send.window.rtt.srtt < 2 * reference.window.rtt.srtt
+
+
 def test_timers_a_silent_receiver_makes_the_sender_probe_then_give_up():
     net = Wire(loss=lambda rng, hdr: True)         # every DATA lost, and nobody listens
     send = SendSession(net.ports[WORKER], PS, wire.PS_RANK, PLAN, _layers(0), 0, pull=False,
-                       options=SendOptions(window=10, peer_timeout=0.5))
+                       options=SendOptions(window=10, peer_timeout=2.5))
     wake = send.tick(0.0)
-    assert 0.0 < wake < 0.5                       # the window is full: a probe timer is armed
+    # The window is full: a probe timer is armed, TCP's initial RTO as no ACK measured the path.
+    assert wake == pytest.approx(INITIAL_RTO)
     with pytest.raises(PeerTimeout):
         t = wake
         while True:
