@@ -37,7 +37,10 @@ class SendOptions:
         probe right after the first pass, then one every `probe_interval`.
     window: initial congestion window in DATA packets (0 = no window: everything goes out at
         once). With a window, at most that many packets are unacknowledged; it grows per ACK
-        and shrinks by `cc` (congestion.Window). Implies probe_on_silence.
+        and shrinks by `cc` (congestion.Window). Implies probe_on_silence, with the silence
+        TCP's retransmission timeout when that is longer than `probe_interval` (the window's
+        RTT, measured from ACKs of chunks sent once); a BITMAP then calls lost only chunks sent
+        at least one smoothed RTT before the probe (control overtakes queued DATA).
     cc: 'ecn' (DCTCP-like on CE marks and telemetry queueing delay; loss only beyond the bound)
         or 'reno' (halve on every loss a BITMAP or the ACKs show).
     delay_target_us: with 'ecn', an ACK echoing a longer path queueing delay counts as marked.
