@@ -158,9 +158,7 @@ def test_a_loss_free_reliable_push_completes_without_resends():
 
 
 def test_lost_chunks_of_a_reliable_push_are_resent_after_a_probe():
-    def lose_first_pass(rng, hdr):
-        return not hdr.flags & wire.FLAG_RETX and hdr.chunk_seq % 7 == 3
-    net = Wire(loss=lose_first_pass)
+    net = Wire(loss=_lose_first_pass)
     send, recv = _push(net, 0, LayerBounds.fixed(3, 0.0, "tensor"), SendOptions(window=10))
     assert net.data_dropped == 7
     assert send.stats.retransmissions == 7 and send.stats.probes >= 1
@@ -185,14 +183,24 @@ def test_a_10pct_bound_closes_rounds_under_5pct_loss_without_resends():
     assert by_bound >= 0.9 * rounds
 
 
+def _lose_first_pass(rng, hdr) -> bool:
+    return not hdr.flags & wire.FLAG_RETX and hdr.chunk_seq % 7 == 3
+
+
+def _queued_push(gap: float = 0.008, standing: float = 0.08, loss=None):
+    """A reliable push (window 10) across a PriorityWire; (wire, sender, receiver)."""
+    net = PriorityWire(gap, standing, delay=0.01, loss=loss)
+    send, recv = _push(net, 0, LayerBounds.fixed(3, 0.0, "tensor"), SendOptions(window=10),
+                       deadline=30.0)
+    return net, send, recv
+
+
 @pytest.mark.parametrize("gap, standing", [(0.008, 0.08), (0.04, 0.1)])
 def test_data_queued_behind_a_probe_is_not_declared_lost(gap, standing):
     """A round trip (standing queue + our share of the bottleneck) far above the probe
     interval, no loss: probes overtake queued DATA, and the sender must neither resend nor
     cut its window (before the RTT rule: 14 and 53 loss halvings, 5 and 73 resends)."""
-    net = PriorityWire(gap, standing, delay=0.01)
-    send, recv = _push(net, 0, LayerBounds.fixed(3, 0.0, "tensor"), SendOptions(window=10),
-                       deadline=30.0)
+    _, send, recv = _queued_push(gap, standing)
     assert send.stats.closed_by == "complete" and recv.fractions()[0] == [1.0, 1.0, 1.0]
     assert send.stats.retransmissions == 0
     assert send.window_summary()["cc_loss_cuts"] == 0
@@ -200,11 +208,7 @@ def test_data_queued_behind_a_probe_is_not_declared_lost(gap, standing):
 
 
 def test_behind_a_standing_queue_only_the_lost_chunks_are_resent():
-    def lose_first_pass(rng, hdr):
-        return not hdr.flags & wire.FLAG_RETX and hdr.chunk_seq % 7 == 3
-    net = PriorityWire(0.008, 0.08, delay=0.01, loss=lose_first_pass)
-    send, recv = _push(net, 0, LayerBounds.fixed(3, 0.0, "tensor"), SendOptions(window=10),
-                       deadline=30.0)
+    net, send, recv = _queued_push(loss=_lose_first_pass)
     assert net.data_dropped == 7 and send.stats.retransmissions == 7
     assert send.window_summary()["cc_loss_cuts"] == 1        # one loss event, beyond bound 0
     assert send.stats.closed_by == "complete" and recv.fractions()[0] == [1.0, 1.0, 1.0]
@@ -212,14 +216,8 @@ def test_behind_a_standing_queue_only_the_lost_chunks_are_resent():
 
 def test_a_resent_chunk_gives_no_rtt_sample():
     """Karn's rule: the ACK of a resent chunk may answer its first send."""
-    def lose_first_pass(rng, hdr):
-        return not hdr.flags & wire.FLAG_RETX and hdr.chunk_seq % 7 == 3
-    net = PriorityWire(0.008, 0.08, delay=0.01, loss=lose_first_pass)
-    send, _ = _push(net, 0, LayerBounds.fixed(3, 0.0, "tensor"), SendOptions(window=10),
-                    deadline=30.0)
-    clean = PriorityWire(0.008, 0.08, delay=0.01)
-    reference, _ = _push(clean, 0, LayerBounds.fixed(3, 0.0, "tensor"),
-                         SendOptions(window=10), deadline=30.0)
+    _, send, _ = _queued_push(loss=_lose_first_pass)
+    _, reference, _ = _queued_push()
     # Only ACKs of chunks sent once were measured: the resends' long waits are not in srtt.
     assert send.window.rtt.samples < reference.window.rtt.samples
     assert send.window.rtt.srtt < 2 * reference.window.rtt.srtt
