@@ -245,8 +245,8 @@ class SendSession:
 
     def _loss_timer(self) -> float:
         """How long the sender waits in silence before it probes: the probe interval, or with a
-        window and its RTT samples TCP's retransmission timeout if that is longer (a standing
-        queue makes a round trip longer than the probe interval)."""
+        window TCP's retransmission timeout from its RTT samples (1 s before the first) if that
+        is longer (a standing queue makes a round trip longer than the probe interval)."""
         if self.window is None:
             return self.options.probe_interval
         return self.window.rtt.timeout(self.options.probe_interval)
