@@ -53,7 +53,7 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
         absent = config.join_timeout if r == 0 else config.peer_timeout
         s = RecvSession(ep, plan, r, pull=False, senders=list(range(senders)), required=required,
                         options=ReceiveOptions(deadline=deadline.current(), absent_timeout=absent,
-                                               scope=config.bounds.scope))
+                                               scope=config.bounds.scope, ack_delay=config.ack_delay))
         mux.add(s)
         return s
 

@@ -22,7 +22,7 @@ from experiments.api import ArmResult, Summary
 from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.records import Results, ResultsDir
 from experiments.stats import percentile
-from sim import engine, isolate, lossy_arm, pcn, tcp
+from sim import engine, isolate, lossy_arm, path_timers, pcn, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_parameters, run_tcp_rounds
@@ -32,6 +32,7 @@ SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn", "regimes"}
 BACKEND = "ns3"
 REPO = Path(__file__).resolve().parents[1]
 NS3_SEED = 1                 # ns-3's seed stays fixed; the repetition's seed is the run number
+DEFAULT_CHUNK_ELEMS = 64    # the agents' --chunk-elems default
 START_JITTER_MS = 1.0        # default spread of the workers' push starts per round (params.sim_start_jitter_ms)
 
 
@@ -121,6 +122,8 @@ def setup(cfg: ExperimentConfig) -> ExperimentConfig:
     for arm in keep:
         if arm.transport == "tcp":
             tcp_settings(arm)
+        elif arm.transport in lossy_arm.TRANSPORTS:
+            lossy_arm.layer_sizes(cfg)
     params = {**cfg.params, "backend": BACKEND, "skipped_arms": skipped, "config_file": _repo_path(cfg.source)}
     return replace(cfg, arms=tuple(keep), params=params)
 
@@ -229,8 +232,24 @@ def setup_regimes(cfg: ExperimentConfig) -> ExperimentConfig:
         rtts = arm.params.get("rto_min_rtts")
         if rtts is not None:
             arm = replace(arm, params={**arm.params, "rto_min_ms": round(float(rtts) * float(arm.params["rtt_ms"]), 6)})
+        if arm.params.get("timers_from_path") and "path_timers" not in arm.params:
+            arm = with_path_timers(cfg, arm)
         arms.append(arm)
     return replace(cfg, arms=tuple(arms))
+
+
+def with_path_timers(cfg: ExperimentConfig, arm: Arm) -> Arm:
+    """A lossy arm with its timers derived from its cell's path (`sim.path_timers`), the flags
+    appended to its agent_args and recorded in params.path_timers."""
+    if arm.transport not in lossy_arm.TRANSPORTS:
+        raise SimError(f"arms[{arm.name}]: params.timers_from_path needs transport ltp or mlt")
+    gradient_bytes(cfg)
+    chunk = cfg.chunk_elems or DEFAULT_CHUNK_ELEMS
+    packets = sum(-(-n // chunk) for n in lossy_arm.layer_sizes(cfg)) * cfg.workers_of(arm)
+    settings = cfg.topology_of(arm)
+    flags = path_timers.timer_flags(float(arm.params["rtt_ms"]) / 1000.0, float(settings.bottleneck_pps),
+                                    int(settings.queue_depth), packets)
+    return replace(arm, agent_args=(*arm.agent_args, *flags), params={**arm.params, "path_timers": flags})
 
 
 def run_regime_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,

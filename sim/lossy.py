@@ -157,7 +157,8 @@ class _Worker:
                 self.agent.port, job.plan, self.round, pull=True, senders=[wire.PS_RANK],
                 required=cfg.bounds.required_fraction(pull=True),
                 options=ReceiveOptions(deadline=self.pull_deadline.current(),
-                                       absent_timeout=2.0 * cfg.peer_timeout, scope=cfg.bounds.scope))
+                                       absent_timeout=2.0 * cfg.peer_timeout, scope=cfg.bounds.scope,
+                                       ack_delay=cfg.ack_delay))
             self.agent.router.add(self.pull)
             self.sender = SendSession(
                 self.agent.port, job.ps.addr, wire.PS_RANK, job.plan, job.gradient(self.rank, self.round),
@@ -215,7 +216,7 @@ class _Server:
                 required=cfg.bounds.required_fraction(pull=False),
                 options=ReceiveOptions(deadline=self.push_deadline.current(),
                                        absent_timeout=cfg.join_timeout if round_ == 0 else cfg.peer_timeout,
-                                       scope=cfg.bounds.scope)))
+                                       scope=cfg.bounds.scope, ack_delay=cfg.ack_delay)))
 
     def step(self, now: float) -> float:
         job, cfg, router = self.job, self.job.config, self.agent.router

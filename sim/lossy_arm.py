@@ -8,6 +8,8 @@ from controller.policy import load_policy
 from experiments.api import ArmResult
 from experiments.config import Arm, ExperimentConfig
 from experiments.stats import percentile
+from sim.errors import SimError
+from sim.layer_split import split_parameters
 from sim.lossy import run_lossy_rounds, transport_config
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_layer_sizes
@@ -17,7 +19,14 @@ BACKEND = "ns3"
 
 
 def layer_sizes(cfg: ExperimentConfig) -> list[int]:
-    """Per transport layer, the elements of the config's bundled model (kind, hidden, filters)."""
+    """Per transport layer, the elements: `params.sim_gradient_params` split in ResNet-50's stage
+    proportions (`sim.layer_split`) when set, else the config's bundled model (kind, hidden, filters)."""
+    count = cfg.params.get("sim_gradient_params")   # checked by sim.harness.setup
+    if count is not None:
+        try:
+            return split_parameters(count)
+        except ValueError as exc:
+            raise SimError(f"params.sim_gradient_params: {exc}") from None
     return model_layer_sizes(cfg.model.hidden, kind=cfg.model.kind, filters=cfg.model.filters)
 
 

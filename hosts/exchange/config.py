@@ -68,6 +68,7 @@ class TransportConfig:
     job_key: bytes = field(default_factory=lambda: secrets.token_bytes(job_key.KEY_BYTES),
                            repr=False)
     packet_mac: bool = False
+    ack_delay: float = 0.002     # seconds a receiver holds an ACK of fewer than ack_every chunks
 
     @property
     def mac_key(self) -> bytes | None:
@@ -94,6 +95,7 @@ class TransportConfig:
                        pull_deadline=self.pull_deadline.describe(),
                        reliable_pull=self.reliable_pull, phase_aware=self.phase_aware,
                        probe_ms=round(self.send.probe_interval * 1000, 3),
+                       ack_delay_ms=round(self.ack_delay * 1000, 3),
                        probe_on_silence=self.send.probe_on_silence, window=self.send.window,
                        bound_scope=self.bounds.scope, order=self.send.order, cc=self.send.cc)
             if self.phase_aware:
@@ -180,6 +182,8 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                         "(on, default), or TOS 0 (off: a switch told not to prioritize the job "
                         "queues its DATA with ordinary DSCP-0 traffic; for ablations)")
     g.add_argument("--probe-ms", type=float, default=20.0, help="probe interval once all was sent")
+    g.add_argument("--ack-delay-ms", type=float, default=2.0,
+                   help="longest a receiver holds an ACK for fewer than 16 new chunks (default 2)")
     g.add_argument("--probe-on-silence", action="store_true",
                    help="probe only after --probe-ms without new ACKs (a queue that still drains "
                         "keeps ACKs coming; default: probe right after the first pass)")
@@ -231,7 +235,7 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
     `create_key`: create the --job-key file with a fresh key when it does not exist (the PS)."""
     if not 0 <= args.job <= 0xFFFF:
         raise ConfigError(f"--job {args.job} is outside 0..65535")
-    for name in ("deadline_ms", "probe_ms", "peer_timeout", "join_timeout", "pcn_timeout_ms",
+    for name in ("deadline_ms", "probe_ms", "ack_delay_ms", "peer_timeout", "join_timeout", "pcn_timeout_ms",
                  "deadline_floor_ms", "deadline_ceiling_ms"):
         value = getattr(args, name)
         if not (value > 0 and math.isfinite(value)):
@@ -324,7 +328,7 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
         phase_check_rounds=args.phase_check_rounds, phase_per_layer=args.phase_per_layer,
         pcn=args.pcn, pcn_threshold=args.pcn_threshold, pcn_timeout=args.pcn_timeout_ms / 1000.0,
         tcp_cc=tcp_cc, tcp_ecn=None if args.tcp_ecn is None else args.tcp_ecn == "on",
-        controller=args.controller, packet_mac=args.packet_mac, **key)
+        controller=args.controller, packet_mac=args.packet_mac, ack_delay=args.ack_delay_ms / 1000.0, **key)
 
 
 def following(config: TransportConfig, policy: HostPolicy, flag_hole_fill: HoleFill) -> TransportConfig:

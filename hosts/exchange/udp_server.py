@@ -180,7 +180,8 @@ class UdpServerExchange:
                                   senders=self.membership.pushers(round_), required=required,
                                   options=ReceiveOptions(deadline=self.push_deadline.current(),
                                                          absent_timeout=absent,
-                                                         scope=self.config.bounds.scope),
+                                                         scope=self.config.bounds.scope,
+                                                         ack_delay=self.config.ack_delay),
                                   sender_names=self.names)
             self.mux.add(session)
         return session

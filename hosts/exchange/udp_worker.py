@@ -117,7 +117,8 @@ class UdpWorkerExchange:
             self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
             required=(1.0,) * self.plan.num_layers,
             options=ReceiveOptions(deadline=float("inf"),
-                                   absent_timeout=PS_PATIENCE * self.config.peer_timeout),
+                                   absent_timeout=PS_PATIENCE * self.config.peer_timeout,
+                                   ack_delay=self.config.ack_delay),
             sender_names={wire.PS_RANK: self._ps_name}))
         return self.pull(round_)
 
@@ -131,7 +132,7 @@ class UdpWorkerExchange:
             self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
             required=cfg.bounds.required_fraction(pull=True),
             options=ReceiveOptions(deadline=self.pull_deadline.current(), absent_timeout=absent,
-                                   scope=cfg.bounds.scope),
+                                   scope=cfg.bounds.scope, ack_delay=cfg.ack_delay),
             sender_names={wire.PS_RANK: self._ps_name}))
         stats: dict = {}
         if self.pcn is not None:

@@ -11,8 +11,10 @@ import pytest
 from experiments import cli
 from experiments import config as configs
 from experiments.config import CONFIG_DIR
-from sim import harness
+from sim import harness, lossy_arm
 from sim.errors import SimError
+from sim.layer_split import resnet50_stages, split_parameters
+from sim.lossy import transport_config
 
 NS3_CONFIGS = sorted(p.stem for p in (CONFIG_DIR / "ns3").glob("*.yaml"))
 
@@ -27,7 +29,7 @@ def _quick(name: str, tmp_path) -> list[dict]:
     assert (f"`python -m experiments {name} --quick --backend ns3 --config experiments/configs/ns3/{name}.yaml`"
             in summary)
     saved = configs.load_saved(run_dir / "config.yaml")
-    assert any(s.startswith("gradlane") for s in saved.params["skipped_arms"])
+    assert saved.params["skipped_arms"] == []          # every arm runs on ns-3, the lossy ones too
     return [json.loads(line) for line in (run_dir / "runs.jsonl").read_text().splitlines()]
 
 
@@ -39,8 +41,16 @@ def test_every_ns3_config_is_known():
 def test_regime_map_quick_on_ns3(tmp_path, capsys):
     runs = {r["arm"]: r for r in _quick("regimes", tmp_path)}
     capsys.readouterr()
-    assert set(runs) == {"tcp-cubic.l0.b25", "tcp-cubic-rto.l0.b25", "tcp-cubic.l2.b25", "tcp-cubic-rto.l2.b25"}
+    assert set(runs) == {f"{arm}.{cell}" for arm in ("gradlane", "mlt", "tcp-cubic", "tcp-cubic-rto")
+                         for cell in ("l0.b25", "l2.b25")}
     assert all(r["ok"] and r["backend"] == "ns3" for r in runs.values())
+    # the lossy arms ran the agents' transport with their cell's timers, every push within its bound
+    for arm in ("gradlane.l2.b25", "mlt.l2.b25"):
+        lossy = runs[arm]
+        assert lossy["metrics"]["rounds"] == 3 and lossy["metrics"]["retransmissions"] > 0
+        probe_ms = lossy["transport_config"]["probe_ms"]
+        assert probe_ms == pytest.approx(3 * (0.03 + 64 / 833333.3 * 1000), rel=1e-2)
+        assert lossy["transport_config"]["ack_delay_ms"] == pytest.approx(probe_ms / 3, rel=1e-2)
     # the lossy cell's bottleneck dropped packets at random; the loss-free one none
     assert runs["tcp-cubic.l2.b25"]["sim_link_drops"]["s1-s2"] > 0
     assert runs["tcp-cubic.l0.b25"]["sim_link_drops"] == {}
@@ -55,8 +65,10 @@ def test_regime_map_quick_on_ns3(tmp_path, capsys):
 def test_paper_scale_incast_quick_on_ns3(tmp_path, capsys):
     runs = _quick("ltp_incast", tmp_path)
     capsys.readouterr()
-    assert {r["arm"] for r in runs} == {"tcp-cubic", "tcp-cubic-rto"}
+    assert {r["arm"] for r in runs} == {"gradlane", "tcp-cubic", "tcp-cubic-rto"}
     assert all(r["ok"] and r["metrics"]["gradient_bytes"] == 1_000_000 for r in runs)
+    (gradlane,) = (r for r in runs if r["arm"] == "gradlane")
+    assert gradlane["metrics"]["push_packets_per_round"] == 8 * sum(-(-n // 360) for n in split_parameters(250_000))
 
 
 def test_tuned_rto_is_not_floored_at_a_millisecond():
@@ -71,6 +83,7 @@ def test_tuned_rto_is_not_floored_at_a_millisecond():
 def test_gradients_sized_by_parameter_count():
     cfg = configs.load(CONFIG_DIR / "ns3" / "ltp_incast.yaml")
     assert harness.gradient_bytes(cfg) == 4 * 25_557_032
+    assert lossy_arm.layer_sizes(cfg) == resnet50_stages()     # the lossy arms' layers
     for bad in (0, 2.5, "many"):
         with pytest.raises(SimError, match="sim_gradient_params"):
             harness.setup(replace(cfg, params={**cfg.params, "sim_gradient_params": bad}))
@@ -81,3 +94,19 @@ def test_a_bad_tuned_rto_is_refused_before_any_run():
     arms = tuple(replace(a, params={"rto_min_ms": -1}) if a.name == "tcp-cubic-rto" else a for a in cfg.arms)
     with pytest.raises(SimError, match="rto_min_ms"):
         harness.setup(replace(cfg, arms=arms))
+
+
+def test_lossy_arms_timers_follow_each_cells_path():
+    cfg = harness.setup(configs.load(CONFIG_DIR / "ns3" / "regimes.yaml"))
+    probes = {}
+    for arm in cfg.arms:
+        if arm.params["template"] in ("gradlane", "mlt"):
+            flags = arm.params["path_timers"]
+            assert list(arm.agent_args[-len(flags):]) == flags
+            probes[arm.params["bdp_packets"]] = float(flags[flags.index("--probe-ms") + 1])
+            config = transport_config(arm.transport, list(arm.agent_args), 6, 360, 1)
+            assert config.send.probe_interval == pytest.approx(probes[arm.params["bdp_packets"]] / 1000)
+    # 3 x (RTT + the 64-packet queue's drain at 10 Gb/s): the same rule in every cell
+    drain_ms = 64 / 833333.3 * 1000
+    assert probes == {b: pytest.approx(3 * (rtt + drain_ms), rel=1e-3)
+                      for b, rtt in ((5, 0.006), (25, 0.03), (100, 0.12))}
