@@ -348,7 +348,9 @@ def plot(results: Results, config: ExperimentConfig, out_dir: Path) -> list[Path
     flagged = [a for a in arms if results.switch_dropped(a)]
     data = {a: d for a in arms if (d := _series(results, out_dir, a))}
     lead = float(config.params.get("lead_ms", 1000.0)) / 1000.0
-    out = [_queue_plot(data, out_dir / "queue_over_time.png", (-lead - 0.5, 3.0))]
+    period = float(config.params.get("period_s", PcnSettings.period_s))
+    # 1.5 s before to 3 s after a burst at the emulation's 7.5 s period; the same share of any period
+    out = [_queue_plot(data, out_dir / "queue_over_time.png", (-lead - period / 15, 0.4 * period))]
     for fig in FIGURES:
         key = _METRIC[fig.key]
         out.append(plots.bars({a: results.metric(a, key) for a in arms}, out_dir / f"{fig.key}.png",

@@ -244,9 +244,9 @@ def analyse(settings: PcnSettings, pcn: bool, sent: list[dict[str, Any]],
         "bursts_recorded": len(workers),
         "queue_samples": len(sampler.samples), "queue_sample_errors": sampler.errors,
     }
-    series = {"t0": start_at, "queues": {lab: [(round(t - start_at, 4), d) for t, d in sampler.series(lab)]
+    series = {"t0": start_at, "queues": {lab: [(round(t - start_at, 7), d) for t, d in sampler.series(lab)]
                                          for lab in labels},
-              "ready_s": [round(min(x["ready_t"] for x in sent if x["round"] == r) - start_at, 4) for r in rounds]}
+              "ready_s": [round(min(x["ready_t"] for x in sent if x["round"] == r) - start_at, 7) for r in rounds]}
     return records, metrics, series
 
 

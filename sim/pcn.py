@@ -32,7 +32,7 @@ GRADIENT_PORT = 19527
 BACKGROUND_PORT = 7000
 JOB_ID = 1
 SERIES_DIR = "pcn_queues"
-ACK_POLL_S = 0.0005
+ACK_POLL_PER_SAMPLE = 40      # a burst's end is checked 40 times per queue sample (0.5 ms at 20 ms)
 SIMULATED_TRANSPORTS = ("tcp",)
 
 
@@ -98,13 +98,16 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Topology, out_dir: 
             for _ in range(s.flows_per_host):
                 keep.append(bulk.Install(net.node(host)))
         lead = s.lead_ms / 1000.0
-        start_at = s.warmup_s + lead + 1.0
+        # the emulation's first burst is ready 1 s + lead after the warm-up; here lead + lead, the same
+        # at its 1 s lead and in scale at any other
+        start_at = s.warmup_s + 2 * lead
         end_t = start_at + s.bursts * s.period_s + s.burst_timeout_s
         bursts = []
         plan = []
         for rank, host in enumerate(topo.hosts_with_role("worker")):
             app = cpp.TcpBursts(net.node(host), net.node("ps"), net.address("ps"), DDL_TCP_PORT,
-                                tcp.CONGESTION_CONTROLS[s.tcp_cc], ACK_POLL_S)
+                                tcp.CONGESTION_CONTROLS[s.tcp_cc],
+                                s.sample_ms / 1000.0 / ACK_POLL_PER_SAMPLE)
             tx = cpp.DatagramSender(net.node(host), net.address("ps"), GRADIENT_PORT)
             keep += [app, tx]
             for i in range(s.bursts):
@@ -143,9 +146,10 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Topology, out_dir: 
     finally:
         net.close()
     rate = next((link.a_queue_rate_pps for link in topo.links if link.a_queue_rate_pps), None)
+    # the background window: the first START's lead before the first burst to as long after the last
     last = max((r["done_t"] for r in sent), default=end_t)
     records, metrics, series = analyse(s, pcn, sent, [], sink_rows, sampler,
-                                       worker_uplinks(topo, sampler.queues), start_at, last + 1.0, rate)
+                                       worker_uplinks(topo, sampler.queues), start_at, min(last + lead, end_t), rate)
     tag = f"{arm.name}-rep{rep}"
     series_path = out_dir / SERIES_DIR / f"{tag}.json"
     series_path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,5 @@
 """The configs written for the simulator (experiments/configs/ns3/: the regime map at datacenter
-ratios, LTP's incast at 10 Gb/s with ResNet-50-size gradients): their --quick runs on ns-3, in
+ratios, LTP's incast at 10 Gb/s with ResNet-50-size gradients, PCN's tree at 10 Gb/s): their --quick runs on ns-3, in
 this process (ns-3 is imported once), and what the harness makes of their settings."""
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _quick(name: str, tmp_path) -> list[dict]:
 
 
 def test_every_ns3_config_is_known():
-    assert NS3_CONFIGS == ["ltp_incast", "regimes"]
+    assert NS3_CONFIGS == ["ltp_incast", "pcn", "regimes"]
 
 
 @pytest.mark.timeout(240)
@@ -69,6 +69,23 @@ def test_paper_scale_incast_quick_on_ns3(tmp_path, capsys):
     assert all(r["ok"] and r["metrics"]["gradient_bytes"] == 1_000_000 for r in runs)
     (gradlane,) = (r for r in runs if r["arm"] == "gradlane")
     assert gradlane["metrics"]["push_packets_per_round"] == 8 * sum(-(-n // 360) for n in split_parameters(250_000))
+
+
+@pytest.mark.timeout(240)
+def test_pcn_tree_at_10_gbps_quick_on_ns3(tmp_path, capsys):
+    runs = {r["arm"]: r for r in _quick("pcn", tmp_path)}
+    capsys.readouterr()
+    assert set(runs) == {"tcp-no-pcn", "tcp-pcn"}
+    for run in runs.values():
+        m = run["metrics"]
+        assert run["ok"] and m["bursts_recorded"] == 2          # 1 burst x 2 workers, acknowledged
+        # 250 packets through a 10 Gb/s uplink take at least 300 us; the scaled timeline leaves room
+        assert 300e-6 < m["burst_completion_s"] < 3.75e-3
+        assert m["background_throughput_mbps"] > 1000           # the Reno flows fill the uplinks
+    starts = {arm: sum(s["pcn_starts"] for s in run["sim_switches"].values()) for arm, run in runs.items()}
+    assert starts["tcp-no-pcn"] == 0 and starts["tcp-pcn"] > 0
+    # PCN lowered the threshold ahead of each burst: the queue a burst meets is the lower one
+    assert runs["tcp-pcn"]["metrics"]["start_queue_pkts"] < runs["tcp-no-pcn"]["metrics"]["start_queue_pkts"]
 
 
 def test_tuned_rto_is_not_floored_at_a_millisecond():
