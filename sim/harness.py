@@ -5,7 +5,8 @@ marked `"backend": "ns3"`, and the summary says it was simulated. Simulated so f
 of `ltp_incast` (one parameter server and its workers, push/pull rounds: TCP in C++, gradlane and
 MLT by the agents' own transport code, `sim.lossy`), the TCP-DDL arms of `pcn` (`sim.pcn`) and the arms
 of `regimes` (the same rounds in each cell of the loss x BDP grid, random loss on the
-bottleneck); arms the simulator cannot run yet are listed in the config's
+bottleneck) and the gradlane and MLT arms of `dblp_microbursts` (loss bursts on the bottleneck
+at the planned rounds, `sim.microbursts`); arms the simulator cannot run yet are listed in the config's
 `params.skipped_arms`, with the reason.
 """
 from __future__ import annotations
@@ -22,13 +23,13 @@ from experiments.api import ArmResult, Summary
 from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.records import Results, ResultsDir
 from experiments.stats import percentile
-from sim import engine, isolate, lossy_arm, path_timers, pcn, tcp
+from sim import engine, isolate, lossy_arm, microbursts, path_timers, pcn, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_parameters, run_tcp_rounds
 from topo.topologies import TopoParams, build_topology
 
-SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn", "regimes"}
+SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn", "regimes", "dblp_microbursts"}
 BACKEND = "ns3"
 REPO = Path(__file__).resolve().parents[1]
 NS3_SEED = 1                 # ns-3's seed stays fixed; the repetition's seed is the run number
@@ -96,6 +97,8 @@ def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
         return None
     if arm.transport in lossy_arm.TRANSPORTS:
         return None
+    if cfg.name == "dblp_microbursts":
+        return f"transport {arm.transport} is not simulated under bursts yet (only ltp and mlt)"
     if arm.transport != "tcp":
         return f"transport {arm.transport} is not simulated yet"
     if (arm.tcp_cc or "cubic") not in tcp.CONGESTION_CONTROLS:
@@ -119,6 +122,8 @@ def setup(cfg: ExperimentConfig) -> ExperimentConfig:
     start_jitter_s(cfg)      # bad values fail here, before any run
     gradient_bytes(cfg)
     sim_options(cfg)
+    if cfg.name == "dblp_microbursts":
+        microbursts.burst_direction(cfg)
     for arm in keep:
         if arm.transport == "tcp":
             tcp_settings(arm)
@@ -155,6 +160,11 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,
         result = pcn.run_arm(cfg, arm, rep, topo, out_dir, options)
     elif cfg.name == "regimes":
         result = run_regime_arm(cfg, arm, rep, topo, options)
+        rng["start_jitter_s"] = start_jitter_s(cfg)
+    elif cfg.name == "dblp_microbursts":
+        seed = repetition_seed(cfg, rep)
+        result = microbursts.run_arm(cfg, arm, seed, topo, start_jitter_s(cfg), out_dir, options,
+                                     lambda: seed_ns3(seed))
         rng["start_jitter_s"] = start_jitter_s(cfg)
     elif arm.transport in lossy_arm.TRANSPORTS:
         result = lossy_arm.run(cfg, arm, repetition_seed(cfg, rep), topo, start_jitter_s(cfg), options)
