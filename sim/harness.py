@@ -124,6 +124,8 @@ def setup(cfg: ExperimentConfig) -> ExperimentConfig:
     sim_options(cfg)
     if cfg.name == "dblp_microbursts":
         microbursts.burst_direction(cfg)
+        keep = [with_path_timers(cfg, arm) if arm.params.get("timers_from_path") and "path_timers" not in arm.params
+                else arm for arm in keep]
     for arm in keep:
         if arm.transport == "tcp":
             tcp_settings(arm)
@@ -249,10 +251,14 @@ def setup_regimes(cfg: ExperimentConfig) -> ExperimentConfig:
 
 
 def with_path_timers(cfg: ExperimentConfig, arm: Arm) -> Arm:
-    """A lossy arm with its timers derived from its cell's path (`sim.path_timers`), the flags
-    appended to its agent_args and recorded in params.path_timers."""
+    """A lossy arm with its timers derived from its path (`sim.path_timers`): its regime cell's
+    or its own `params.rtt_ms` (the path's round trip), the flags appended to its agent_args and
+    recorded in params.path_timers."""
     if arm.transport not in lossy_arm.TRANSPORTS:
         raise SimError(f"arms[{arm.name}]: params.timers_from_path needs transport ltp or mlt")
+    rtt = arm.params.get("rtt_ms")
+    if not isinstance(rtt, (int, float)) or isinstance(rtt, bool) or not rtt > 0:
+        raise SimError(f"arms[{arm.name}]: params.timers_from_path needs params.rtt_ms, the path's round trip in ms")
     gradient_bytes(cfg)
     chunk = cfg.chunk_elems or DEFAULT_CHUNK_ELEMS
     packets = sum(-(-n // chunk) for n in lossy_arm.layer_sizes(cfg)) * cfg.workers_of(arm)

@@ -170,7 +170,8 @@ class _Worker:
             self.sender = SendSession(
                 self.agent.port, job.ps.addr, wire.PS_RANK, job.plan, job.gradient(self.rank, self.round),
                 self.round, pull=False,
-                options=dataclasses.replace(cfg.send, peer_timeout=2.0 * cfg.peer_timeout),
+                options=dataclasses.replace(cfg.send, peer_timeout=2.0 * cfg.peer_timeout,
+                                            pace_pps=job.worker_pace_pps or cfg.send.pace_pps),
                 critical_layers=cfg.bounds.critical_layers(pull=False),
                 budget=LossBudget.of(cfg.bounds.push, job.plan, cfg.bounds.scope),
                 window=self.push_window)
@@ -281,8 +282,9 @@ class _Job:
 
     def __init__(self, net: SimNetwork, ps: str, workers: list[str], config: TransportConfig,
                  plan: ChunkPlan, rounds: int, jitter_s: float, seed: int,
-                 on_round_start: Callable[[int], None] | None = None) -> None:
+                 on_round_start: Callable[[int], None] | None = None, worker_pace_pps: float = 0.0) -> None:
         self.on_round_start = on_round_start
+        self.worker_pace_pps = worker_pace_pps
         self.net, self.config, self.plan, self.planned = net, config, plan, rounds
         self.seed = seed
         self._ns = net.ns
@@ -441,12 +443,14 @@ class _Job:
 
 def run_lossy_rounds(net: SimNetwork, ps: str, workers: list[str], config: TransportConfig,
                      layer_sizes: list[int], rounds: int, limit_s: float, jitter_s: float = 0.0,
-                     seed: int = 0, on_round_start: Callable[[int], None] | None = None) -> LossyOutcome:
+                     seed: int = 0, on_round_start: Callable[[int], None] | None = None,
+                     worker_pace_pps: float = 0.0) -> LossyOutcome:
     """Run `rounds` push/pull rounds of gradlane's UDP transport (`config`: ltp or mlt) between
     `workers` and `ps` in `net`, each worker starting round r+1 after its own delay drawn
     uniformly from [0, `jitter_s`) once it has the pull of round r (round 0 at once). Stops at simulated time `limit_s` if not done by then.
     `on_round_start(r)` is called when the first worker starts round r's push (ns-3's clock
-    reads that moment)."""
+    reads that moment). `worker_pace_pps` > 0 paces the workers' pushes (not the PS's pull), as
+    the emulation's `pace` arms do (topo/session.py)."""
     if not workers:
         raise SimError("a job needs at least one worker")
     if rounds < 1:
@@ -454,7 +458,7 @@ def run_lossy_rounds(net: SimNetwork, ps: str, workers: list[str], config: Trans
     if not config.udp:
         raise SimError(f"transport {config.kind} is not gradlane's UDP transport (ltp, mlt)")
     plan = ChunkPlan(layer_sizes, config.chunk_elems)
-    job = _Job(net, ps, workers, config, plan, rounds, jitter_s, seed, on_round_start)
+    job = _Job(net, ps, workers, config, plan, rounds, jitter_s, seed, on_round_start, worker_pace_pps)
     t0 = time.monotonic()
     error = job.run(limit_s)
     wall = time.monotonic() - t0

@@ -30,6 +30,17 @@ def layer_sizes(cfg: ExperimentConfig) -> list[int]:
     return model_layer_sizes(cfg.model.hidden, kind=cfg.model.kind, filters=cfg.model.filters)
 
 
+def pace_pps(cfg: ExperimentConfig, arm: Arm) -> float:
+    """A `pace: true` arm's per-worker pacing rate, as the emulation's session sets it: 0.9 x the
+    bottleneck's rate / workers (0: unpaced)."""
+    if not arm.pace:
+        return 0.0
+    rate = cfg.topology_of(arm).bottleneck_pps
+    if not rate:
+        raise SimError(f"arms[{arm.name}]: pace needs topology.bottleneck_pps")
+    return 0.9 * float(rate) / cfg.workers_of(arm)
+
+
 def run(cfg: ExperimentConfig, arm: Arm, seed: int, topo: Any, jitter_s: float,
         options: SimOptions = SimOptions(), rounds_planned: int | None = None,
         on_round_start: Callable[[SimNetwork, int], None] | None = None) -> ArmResult:
@@ -46,7 +57,7 @@ def run(cfg: ExperimentConfig, arm: Arm, seed: int, topo: Any, jitter_s: float,
         hook = None if on_round_start is None else (lambda r: on_round_start(net, r))
         out = run_lossy_rounds(net, "ps", [f"w{i}" for i in range(1, workers + 1)], config, sizes,
                                rounds_planned or cfg.rounds_of(arm), limit_s=cfg.timeout_s, jitter_s=jitter_s,
-                               seed=seed, on_round_start=hook)
+                               seed=seed, on_round_start=hook, worker_pace_pps=pace_pps(cfg, arm))
         link_drops, burst_drops = net.link_drops(), net.burst_drops()
     finally:
         net.close()
