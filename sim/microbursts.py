@@ -10,7 +10,7 @@ import json
 import statistics
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from experiments import dblp_microbursts as dblp
 from experiments.api import ArmResult
@@ -56,7 +56,7 @@ def burst_duration(cfg: ExperimentConfig, seed: int, topo: Any, jitter_s: float,
 
 
 def run_arm(cfg: ExperimentConfig, arm: Arm, seed: int, topo: Any, jitter_s: float, out_dir: Path,
-            options: SimOptions, reseed: Any) -> ArmResult:
+            options: SimOptions, reseed: Callable[[], object]) -> ArmResult:
     """One repetition of `arm` under the repetition's bursts; records and metrics as
     `experiments.dblp_microbursts.run_arm` writes them (accuracy n/a: sized gradients).
     `reseed()` resets ns-3's streams after the warm-up, so every arm's run draws alike."""
