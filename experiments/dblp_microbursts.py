@@ -162,7 +162,7 @@ def run_arm(ctx: ArmContext) -> ArmResult:
     try:
         duration = burst_duration(ctx)
         plan = burst_plan(ctx.seed, ctx.rounds, int(ctx.param("bursts", 3)),
-                          _loss_range(ctx.param("burst_loss", [0.6, 0.9])), duration * float(ctx.param("burst_rounds", 1.0)),
+                          loss_range(ctx.param("burst_loss", [0.6, 0.9])), duration * float(ctx.param("burst_rounds", 1.0)),
                           _first_round(ctx))
     except (ExperimentParamError, TopoError) as exc:
         return ArmResult(rounds=[], metrics={}, ok=False, error=str(exc))
@@ -199,9 +199,9 @@ def run_arm(ctx: ArmContext) -> ArmResult:
         "bursts": [{"round": r["round"], "loss": r["burst"], "round_time_s": r["round_time_s"],
                     "push_s": r.get("push_s"), "phase": r["phase"], "push_bound": r["push_bound"],
                     "closed_by": r.get("closed_by"), "t_s": r["t_s"]} for r in burst_rounds],
-        "burst_round_time_mean_s": _mean([r["round_time_s"] for r in burst_rounds]),
+        "burst_round_time_mean_s": finite_mean([r["round_time_s"] for r in burst_rounds]),
         "burst_round_time_max_s": max((r["round_time_s"] for r in burst_rounds if r["round_time_s"] is not None), default=None),
-        "calm_round_time_mean_s": _mean(calm),
+        "calm_round_time_mean_s": finite_mean(calm),
         "burst_ends": ends,
     })
     error = outcome.error()
@@ -213,7 +213,7 @@ def run_arm(ctx: ArmContext) -> ArmResult:
                      extra={"bursts_fired": trigger.fired})
 
 
-def _loss_range(value: Any) -> tuple[float, float]:
+def loss_range(value: Any) -> tuple[float, float]:
     try:
         lo, hi = (float(v) for v in value)
     except (TypeError, ValueError):
@@ -228,7 +228,7 @@ def _first_round(ctx: ArmContext) -> int:
     return max(1, int(ctx.rounds * float(ctx.param("first_burst_fraction", 0.2))))
 
 
-def _mean(values: list[Any]) -> float | None:
+def finite_mean(values: list[Any]) -> float | None:
     vals = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
     return sum(vals) / len(vals) if vals else None
 

@@ -5,7 +5,8 @@ marked `"backend": "ns3"`, and the summary says it was simulated. Simulated so f
 of `ltp_incast` (one parameter server and its workers, push/pull rounds: TCP in C++, gradlane and
 MLT by the agents' own transport code, `sim.lossy`), the TCP-DDL arms of `pcn` (`sim.pcn`) and the arms
 of `regimes` (the same rounds in each cell of the loss x BDP grid, random loss on the
-bottleneck); arms the simulator cannot run yet are listed in the config's
+bottleneck) and the gradlane and MLT arms of `dblp_microbursts` (loss bursts on the bottleneck
+at the planned rounds, `sim.microbursts`); arms the simulator cannot run yet are listed in the config's
 `params.skipped_arms`, with the reason.
 """
 from __future__ import annotations
@@ -22,13 +23,13 @@ from experiments.api import ArmResult, Summary
 from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.records import Results, ResultsDir
 from experiments.stats import percentile
-from sim import engine, isolate, lossy_arm, path_timers, pcn, tcp
+from sim import engine, isolate, lossy_arm, microbursts, path_timers, pcn, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_parameters, run_tcp_rounds
 from topo.topologies import TopoParams, build_topology
 
-SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn", "regimes"}
+SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn", "regimes", "dblp_microbursts"}
 BACKEND = "ns3"
 REPO = Path(__file__).resolve().parents[1]
 NS3_SEED = 1                 # ns-3's seed stays fixed; the repetition's seed is the run number
@@ -96,6 +97,8 @@ def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
         return None
     if arm.transport in lossy_arm.TRANSPORTS:
         return None
+    if cfg.name == "dblp_microbursts":
+        return f"transport {arm.transport} is not simulated under bursts yet (only ltp and mlt)"
     if arm.transport != "tcp":
         return f"transport {arm.transport} is not simulated yet"
     if (arm.tcp_cc or "cubic") not in tcp.CONGESTION_CONTROLS:
@@ -119,6 +122,10 @@ def setup(cfg: ExperimentConfig) -> ExperimentConfig:
     start_jitter_s(cfg)      # bad values fail here, before any run
     gradient_bytes(cfg)
     sim_options(cfg)
+    if cfg.name == "dblp_microbursts":
+        microbursts.burst_direction(cfg)
+        keep = [with_path_timers(cfg, arm) if arm.params.get("timers_from_path") and "path_timers" not in arm.params
+                else arm for arm in keep]
     for arm in keep:
         if arm.transport == "tcp":
             tcp_settings(arm)
@@ -155,6 +162,11 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,
         result = pcn.run_arm(cfg, arm, rep, topo, out_dir, options)
     elif cfg.name == "regimes":
         result = run_regime_arm(cfg, arm, rep, topo, options)
+        rng["start_jitter_s"] = start_jitter_s(cfg)
+    elif cfg.name == "dblp_microbursts":
+        seed = repetition_seed(cfg, rep)
+        result = microbursts.run_arm(cfg, arm, seed, topo, start_jitter_s(cfg), out_dir, options,
+                                     lambda: seed_ns3(seed))
         rng["start_jitter_s"] = start_jitter_s(cfg)
     elif arm.transport in lossy_arm.TRANSPORTS:
         result = lossy_arm.run(cfg, arm, repetition_seed(cfg, rep), topo, start_jitter_s(cfg), options)
@@ -239,10 +251,14 @@ def setup_regimes(cfg: ExperimentConfig) -> ExperimentConfig:
 
 
 def with_path_timers(cfg: ExperimentConfig, arm: Arm) -> Arm:
-    """A lossy arm with its timers derived from its cell's path (`sim.path_timers`), the flags
-    appended to its agent_args and recorded in params.path_timers."""
+    """A lossy arm with its timers derived from its path (`sim.path_timers`): its regime cell's
+    or its own `params.rtt_ms` (the path's round trip), the flags appended to its agent_args and
+    recorded in params.path_timers."""
     if arm.transport not in lossy_arm.TRANSPORTS:
         raise SimError(f"arms[{arm.name}]: params.timers_from_path needs transport ltp or mlt")
+    rtt = arm.params.get("rtt_ms")
+    if not isinstance(rtt, (int, float)) or isinstance(rtt, bool) or not rtt > 0:
+        raise SimError(f"arms[{arm.name}]: params.timers_from_path needs params.rtt_ms, the path's round trip in ms")
     gradient_bytes(cfg)
     chunk = cfg.chunk_elems or DEFAULT_CHUNK_ELEMS
     packets = sum(-(-n // chunk) for n in lossy_arm.layer_sizes(cfg)) * cfg.workers_of(arm)

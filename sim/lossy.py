@@ -6,9 +6,12 @@ router and their ports are the ones the Mininet agents run, built from the same 
 (`hosts.exchange.config`). This module replaces what the socket driver does: ns-3 UDP sockets
 (`sim/cpp/bridge.h : UdpBridge`) instead of Linux ones, ns-3's clock instead of the host's,
 and the PS's and workers' round loop (`hosts/exchange/udp_server.py`, `udp_worker.py`) as
-event-driven state machines instead of blocking calls. What the simulator leaves out: the join
-handshake (addresses are known), training (gradients are sized, random values), a controller
-(the flags decide, as in `ltp_incast`'s arms) and PCN.
+event-driven state machines instead of blocking calls. With `--phase-aware` the PS runs DBLP's
+phase schedule (`hosts.transport.phase`) on the norms of the gradients it aggregated, as
+hosts/ps.py does, and opens the next push at the phase's bounds. What the simulator leaves out:
+the join handshake (addresses are known), training (gradients are sized, random values drawn
+alike every round, so their norm stays put), a controller (the flags decide, as in
+`ltp_incast`'s arms) and PCN.
 
 Every datagram crosses into Python (about 20 us of Python per packet and agent): a fine speed at
 the emulation's scale, slow at datacenter scale (docs/ns3.md, "Speed").
@@ -21,16 +24,18 @@ import ipaddress
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from hosts import wire
 from hosts.errors import ConfigError, PeerTimeout
+from hosts.training.aggregate import PushAggregator
 from hosts.exchange.config import TransportConfig, add_transport_arguments, config_from_args
 from hosts.transport.bounds import LossBudget, violated_layers
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.deadline import Deadline
+from hosts.transport.phase import PhaseSchedule
 from hosts.transport.port import Port, Received
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.router import Router
@@ -98,6 +103,8 @@ class LossyRound:
     data_packets: int = 0
     queue_depth: int | None = None
     deadline_ms: float | None = None
+    phase: str | None = None            # the PS's phase schedule after this round (--phase-aware)
+    push_bound: float | None = None     # the largest push bound this round's push was closed at
     # the workers' own split of their round, means over workers (the agents' `round` record):
     # compute_s, push_s, wait_s (push's end to the pull's first packet), pull_s, control_s
     worker_breakdown: dict[str, float] = field(default_factory=dict)
@@ -163,7 +170,8 @@ class _Worker:
             self.sender = SendSession(
                 self.agent.port, job.ps.addr, wire.PS_RANK, job.plan, job.gradient(self.rank, self.round),
                 self.round, pull=False,
-                options=dataclasses.replace(cfg.send, peer_timeout=2.0 * cfg.peer_timeout),
+                options=dataclasses.replace(cfg.send, peer_timeout=2.0 * cfg.peer_timeout,
+                                            pace_pps=job.worker_pace_pps or cfg.send.pace_pps),
                 critical_layers=cfg.bounds.critical_layers(pull=False),
                 budget=LossBudget.of(cfg.bounds.push, job.plan, cfg.bounds.scope),
                 window=self.push_window)
@@ -199,6 +207,12 @@ class _Server:
         self.push: RecvSession | None = None
         self.group: SendGroup | None = None
         self.pull_windows: dict[int, Any] = {}       # per rank, kept over rounds (the agent's)
+        cfg = job.config
+        self.push_bounds = cfg.bounds.push
+        self.phase = (PhaseSchedule(len(job.plan.layer_sizes), cfg.phase_high_delta,
+                                    check_every=cfg.phase_check_rounds, per_layer=cfg.phase_per_layer)
+                      if cfg.phase_aware else None)
+        self.aggregator = PushAggregator(cfg.hole_fill)
         agent.router.handlers[wire.KIND_PULL_REQ] = self._on_pull_req
 
     def _on_pull_req(self, pkt: Received, now: float) -> bool:
@@ -213,7 +227,7 @@ class _Server:
             self.agent.router.add(RecvSession(
                 self.agent.port, self.job.plan, round_, pull=False,
                 senders=list(range(len(self.job.workers))),
-                required=cfg.bounds.required_fraction(pull=False),
+                required=tuple(1.0 - b for b in self.push_bounds),
                 options=ReceiveOptions(deadline=self.push_deadline.current(),
                                        absent_timeout=cfg.join_timeout if round_ == 0 else cfg.peer_timeout,
                                        scope=cfg.bounds.scope, ack_delay=cfg.ack_delay)))
@@ -225,6 +239,7 @@ class _Server:
             self.push = router.get(self.round, False)
         if self.push is not None and self.push.done:
             job.gathered(self.round, self.push, self.push_deadline)
+            self._observe_phase(self.push)
             router.prune(self.round - 1)
             last = self.round == job.planned - 1
             if not last:
@@ -244,12 +259,32 @@ class _Server:
             self.round += 1
         return INFINITY
 
+    def _observe_phase(self, session: RecvSession) -> None:
+        """hosts/ps.py's phase step: the aggregated gradient's per-layer norms into the schedule;
+        after a check the next push's bounds follow the phase. Records this round's bound and
+        the phase after it."""
+        rec = self.job.rounds[self.round]
+        rec.push_bound = max(self.push_bounds) if self.push_bounds else None
+        if self.phase is None:
+            return
+        states = session.senders
+        values = {r: s.buffer.values for r, s in states.items()}
+        delivered = {r: s.buffer.delivered for r, s in states.items()}
+        if values:
+            grads = self.aggregator.aggregate(values, delivered)
+            if self.phase.observe([float(np.sqrt(np.dot(g, g))) for g in grads]):
+                self.push_bounds = self.phase.bounds(self.job.config.bounds.push)
+        rec.phase = self.phase.phase
+
 
 class _Job:
     """One parameter server and its workers over a `UdpBridge`, driven on ns-3's clock."""
 
     def __init__(self, net: SimNetwork, ps: str, workers: list[str], config: TransportConfig,
-                 plan: ChunkPlan, rounds: int, jitter_s: float, seed: int) -> None:
+                 plan: ChunkPlan, rounds: int, jitter_s: float, seed: int,
+                 on_round_start: Callable[[int], None] | None = None, worker_pace_pps: float = 0.0) -> None:
+        self.on_round_start = on_round_start
+        self.worker_pace_pps = worker_pace_pps
         self.net, self.config, self.plan, self.planned = net, config, plan, rounds
         self.seed = seed
         self._ns = net.ns
@@ -302,6 +337,8 @@ class _Job:
     def round_started(self, round_: int, now: float) -> None:
         if len(self.rounds) == round_:
             self.rounds.append(LossyRound(start=now))
+            if self.on_round_start is not None:
+                self.on_round_start(round_)
 
     def pushed(self, sender: SendSession) -> None:
         self._pushes.setdefault(sender.round, []).append(sender)
@@ -315,7 +352,8 @@ class _Job:
         pooled = [sum(f * n for f, n in zip(fr, sizes)) / sum(sizes) for fr in fractions.values()]
         rec.delivered = [round(f, 4) for f in per_layer]
         rec.delivered_tensor_min = round(min(pooled), 4)
-        rec.violations = sum(len(violated_layers(fr, bounds.push, bounds.scope, sizes))
+        # against the bounds this push was opened at (the phase's, with --phase-aware)
+        rec.violations = sum(len(violated_layers(fr, self.server.push_bounds, bounds.scope, sizes))
                              for fr in fractions.values())
         rec.push_closed_by = session.closed_by()
         rec.queue_depth = session.max_qdepth
@@ -405,10 +443,14 @@ class _Job:
 
 def run_lossy_rounds(net: SimNetwork, ps: str, workers: list[str], config: TransportConfig,
                      layer_sizes: list[int], rounds: int, limit_s: float, jitter_s: float = 0.0,
-                     seed: int = 0) -> LossyOutcome:
+                     seed: int = 0, on_round_start: Callable[[int], None] | None = None,
+                     worker_pace_pps: float = 0.0) -> LossyOutcome:
     """Run `rounds` push/pull rounds of gradlane's UDP transport (`config`: ltp or mlt) between
     `workers` and `ps` in `net`, each worker starting round r+1 after its own delay drawn
-    uniformly from [0, `jitter_s`) once it has the pull of round r (round 0 at once). Stops at simulated time `limit_s` if not done by then."""
+    uniformly from [0, `jitter_s`) once it has the pull of round r (round 0 at once). Stops at simulated time `limit_s` if not done by then.
+    `on_round_start(r)` is called when the first worker starts round r's push (ns-3's clock
+    reads that moment). `worker_pace_pps` > 0 paces the workers' pushes (not the PS's pull), as
+    the emulation's `pace` arms do (topo/session.py)."""
     if not workers:
         raise SimError("a job needs at least one worker")
     if rounds < 1:
@@ -416,7 +458,7 @@ def run_lossy_rounds(net: SimNetwork, ps: str, workers: list[str], config: Trans
     if not config.udp:
         raise SimError(f"transport {config.kind} is not gradlane's UDP transport (ltp, mlt)")
     plan = ChunkPlan(layer_sizes, config.chunk_elems)
-    job = _Job(net, ps, workers, config, plan, rounds, jitter_s, seed)
+    job = _Job(net, ps, workers, config, plan, rounds, jitter_s, seed, on_round_start, worker_pace_pps)
     t0 = time.monotonic()
     error = job.run(limit_s)
     wall = time.monotonic() - t0

@@ -2,7 +2,7 @@
 the arm's agent flags build the transport (`sim.lossy`), its records match the TCP arms'."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from controller.policy import load_policy
 from experiments.api import ArmResult
@@ -30,9 +30,22 @@ def layer_sizes(cfg: ExperimentConfig) -> list[int]:
     return model_layer_sizes(cfg.model.hidden, kind=cfg.model.kind, filters=cfg.model.filters)
 
 
+def pace_pps(cfg: ExperimentConfig, arm: Arm) -> float:
+    """A `pace: true` arm's per-worker pacing rate, as the emulation's session sets it: 0.9 x the
+    bottleneck's rate / workers (0: unpaced)."""
+    if not arm.pace:
+        return 0.0
+    rate = cfg.topology_of(arm).bottleneck_pps
+    if not rate:
+        raise SimError(f"arms[{arm.name}]: pace needs topology.bottleneck_pps")
+    return 0.9 * float(rate) / cfg.workers_of(arm)
+
+
 def run(cfg: ExperimentConfig, arm: Arm, seed: int, topo: Any, jitter_s: float,
-        options: SimOptions = SimOptions()) -> ArmResult:
-    """One repetition of `arm` with the agents' flags of the config and the arm."""
+        options: SimOptions = SimOptions(), rounds_planned: int | None = None,
+        on_round_start: Callable[[SimNetwork, int], None] | None = None) -> ArmResult:
+    """One repetition of `arm` with the agents' flags of the config and the arm: the arm's
+    rounds, or `rounds_planned`; `on_round_start(net, r)` as round r starts."""
     settings = cfg.topology_of(arm)
     workers = cfg.workers_of(arm)
     sizes = layer_sizes(cfg)
@@ -41,8 +54,11 @@ def run(cfg: ExperimentConfig, arm: Arm, seed: int, topo: Any, jitter_s: float,
     policy = load_policy(settings.policy or "controller/policies/default.yaml")
     net = SimNetwork(topo, policy, options)
     try:
+        hook = None if on_round_start is None else (lambda r: on_round_start(net, r))
         out = run_lossy_rounds(net, "ps", [f"w{i}" for i in range(1, workers + 1)], config, sizes,
-                               cfg.rounds_of(arm), limit_s=cfg.timeout_s, jitter_s=jitter_s, seed=seed)
+                               rounds_planned or cfg.rounds_of(arm), limit_s=cfg.timeout_s, jitter_s=jitter_s,
+                               seed=seed, on_round_start=hook, worker_pace_pps=pace_pps(cfg, arm))
+        link_drops, burst_drops = net.link_drops(), net.burst_drops()
     finally:
         net.close()
     done = [r for r in out.rounds if r.end is not None]
@@ -50,7 +66,7 @@ def run(cfg: ExperimentConfig, arm: Arm, seed: int, topo: Any, jitter_s: float,
                "delivered_tensor_min": r.delivered_tensor_min, "violations": r.violations,
                "closed_by": r.push_closed_by, "retransmissions": r.retransmissions,
                "data_packets": r.data_packets, "queue_depth": r.queue_depth,
-               "deadline_ms": r.deadline_ms, "accuracy": None,
+               "deadline_ms": r.deadline_ms, "accuracy": None, "phase": r.phase, "push_bound": r.push_bound,
                "worker_breakdown": {k: round(v, 6) for k, v in r.worker_breakdown.items()}}
               for i, r in enumerate(done)]
     times = [r["round_time_s"] for r in rounds]
@@ -67,6 +83,7 @@ def run(cfg: ExperimentConfig, arm: Arm, seed: int, topo: Any, jitter_s: float,
         "push_packets_per_round": push_packets, "bound_scope": config.bounds.scope,
         "push_bounds": list(config.bounds.push), "pull_bounds": list(config.bounds.pull),
         "final_accuracy": None, "time_to_target_s": None, "accuracy_curve": [],
+        "link_drops": sum(link_drops.values()), "burst_drops": sum(burst_drops.values()),
     }
     tail = {name: c["tail_drops"] for name, c in out.switches.items()}
     return ArmResult(rounds=rounds, metrics=metrics, ok=out.complete, error=out.error,

@@ -14,6 +14,9 @@ Delay: a link's `delay_ms` when set, else `SimOptions.link_delay_us`.
 Loss: a link's `loss_pct` drops packets at random in both directions (`gradlane_sim::LinkLoss`,
 ns-3's per-packet RateErrorModel on each receiving end, each on its own numbered ns-3 stream: the
 repetition's run number fixes the draws); `SimNetwork.link_drops()` counts the drops.
+Bursts: with `SimOptions.bursts` set, the bottleneck links (those with a queue rate on an end)
+also get a model on the receiving end of the rated direction ("congested") or of both
+("both"); `SimNetwork.start_burst` raises their loss for a while (DBLP's microbursts).
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from sim.errors import SimError
 # Packets a switch port's device holds below the queue disc (the one being put on the wire
 # waits there): everything else waits in the priority queues.
 DEVICE_QUEUE = "1p"
+BURST_DIRECTIONS = (None, "congested", "both")
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,9 @@ class SimOptions:
     # embedded switch forwards about 23,600 packets/s of gradlane's program without loss
     # (benchmarks/baseline.json); its one process serves all ports, modelled here per host link.
     switch_pps: float | None = None
+    # Which ends of the bottleneck links `SimNetwork.start_burst` hits: None (no bursts),
+    # "congested" (the rated direction's receiving end) or "both".
+    bursts: str | None = None
 
     def __post_init__(self) -> None:
         if not self.rate_gbps > 0:
@@ -56,6 +63,8 @@ class SimOptions:
             raise SimError(f"switch_pps {self.switch_pps} is not a rate > 0")
         if not 64 <= self.packet_bytes <= 9000:
             raise SimError(f"packet_bytes {self.packet_bytes} is not in 64..9000")
+        if self.bursts not in BURST_DIRECTIONS:
+            raise SimError(f"bursts {self.bursts!r} is not one of {', '.join(map(str, BURST_DIRECTIONS))}")
 
 
 @dataclass
@@ -149,10 +158,12 @@ class SimNetwork:
             dev.SetAttribute("DataRate", ns.DataRateValue(ns.DataRate(int(self._rate_bps(link, node)))))
             if node in self.topo.switches:
                 self._switch_port(node, link.port_of(node), dev)
-        if link.loss_pct:
+        burst = self._burst_receivers(link)
+        if link.loss_pct or burst:
             loss = self.cpp.LinkLoss()
             for i in range(2):
-                loss.Attach(devices.Get(i), link.loss_pct / 100.0, 2 * len(self.losses) + i)
+                if link.loss_pct or i in burst:
+                    loss.Attach(devices.Get(i), link.loss_pct / 100.0, 2 * len(self.losses) + i, i in burst)
             self.losses[f"{link.a}-{link.b}"] = loss
         interfaces = addr.Assign(devices)
         for i, node in enumerate((link.a, link.b)):
@@ -161,6 +172,15 @@ class SimNetwork:
             else:
                 self._peers[(node, link.port_of(node))] = (devices.Get(i), interfaces.GetAddress(1 - i))
         self._keep.append(interfaces)
+
+    def _burst_receivers(self, link: Link) -> set[int]:
+        """Which ends of `link` (0: a, 1: b) drop during a burst: none unless the link is a
+        bottleneck (a queue rate on an end) and bursts are on; with "congested" the far end of
+        each rated egress."""
+        rated = [i for i, end in enumerate((link.a, link.b)) if link.end(end)[1] is not None]
+        if self.options.bursts is None or not rated:
+            return set()
+        return {0, 1} if self.options.bursts == "both" else {1 - i for i in rated}
 
     def _switch_port(self, switch: str, port: int, dev: Any) -> None:
         ns, cpp = self.ns, self.cpp
@@ -240,6 +260,23 @@ class SimNetwork:
     def link_drops(self) -> dict[str, int]:
         """Packets each lossy link ('a-b') has dropped at random so far, both directions."""
         return {name: int(loss.dropped) for name, loss in self.losses.items()}
+
+    def start_burst(self, loss: float, duration_s: float) -> None:
+        """From now for `duration_s` simulated seconds, the bottleneck's burst ends
+        (`SimOptions.bursts`) drop packets with probability `loss`."""
+        if self.options.bursts is None:
+            raise SimError("a burst needs SimOptions.bursts")
+        if not 0.0 <= loss <= 1.0:
+            raise SimError(f"burst loss {loss!r} is not a probability in [0, 1]")
+        if not 0.0 < duration_s < float("inf"):
+            raise SimError(f"burst duration {duration_s!r} is not a time > 0 in seconds")
+        for link in self.topo.links:
+            if self._burst_receivers(link):
+                self.losses[f"{link.a}-{link.b}"].StartBurst(loss, duration_s)
+
+    def burst_drops(self) -> dict[str, int]:
+        """Of `link_drops`, the packets each link dropped during bursts."""
+        return {name: int(loss.burst_dropped) for name, loss in self.losses.items()}
 
     def run(self, stop_s: float) -> None:
         """Run the simulation until simulated time `stop_s` (or until no event is left)."""

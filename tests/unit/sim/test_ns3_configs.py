@@ -34,7 +34,7 @@ def _quick(name: str, tmp_path) -> list[dict]:
 
 
 def test_every_ns3_config_is_known():
-    assert NS3_CONFIGS == ["ltp_incast", "pcn", "regimes"]
+    assert NS3_CONFIGS == ["dblp_microbursts", "ltp_incast", "pcn", "regimes"]
 
 
 @pytest.mark.timeout(240)
@@ -86,6 +86,29 @@ def test_pcn_tree_at_10_gbps_quick_on_ns3(tmp_path, capsys):
     assert starts["tcp-no-pcn"] == 0 and starts["tcp-pcn"] > 0
     # PCN lowered the threshold ahead of each burst: the queue a burst meets is the lower one
     assert runs["tcp-pcn"]["metrics"]["start_queue_pkts"] < runs["tcp-no-pcn"]["metrics"]["start_queue_pkts"]
+
+
+@pytest.mark.timeout(240)
+def test_microbursts_at_10_gbps_quick_on_ns3(tmp_path, capsys):
+    runs = {r["arm"]: r for r in _quick("dblp_microbursts", tmp_path)}
+    capsys.readouterr()
+    assert set(runs) == {"mlt", "phase-aware"} and all(r["ok"] for r in runs.values())
+    for run in runs.values():
+        m = run["metrics"]
+        # both planned bursts hit, every drop on the link fell inside one, at the same rounds per arm
+        assert [b["round"] for b in m["bursts"]] == [b["round"] for b in m["bursts_planned"]]
+        assert m["burst_drops"] > 0 and m["link_drops"] == m["burst_drops"]
+        assert m["burst_duration_s"] < 0.01                  # one 10 Gb/s round, not the emulation's
+        # the path's timers: probe every 3 x (RTT + the queue's drain)
+        assert run["transport_config"]["probe_ms"] == pytest.approx(3 * (0.00975 + 64 / 833333.3 * 1000), rel=1e-2)
+    assert runs["mlt"]["metrics"]["bursts_planned"] == runs["phase-aware"]["metrics"]["bursts_planned"]
+
+
+def test_path_timers_need_the_paths_rtt():
+    cfg = configs.load(CONFIG_DIR / "ns3" / "dblp_microbursts.yaml")
+    arms = tuple(replace(a, params={"timers_from_path": True}) for a in cfg.arms)
+    with pytest.raises(SimError, match="rtt_ms"):
+        harness.setup(replace(cfg, arms=arms))
 
 
 def test_tuned_rto_is_not_floored_at_a_millisecond():
