@@ -100,8 +100,10 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
     profiles = _unique_by_name(_pipeline_objects(bmv2_json, "action_profiles"))
     actions = _unique_by_name(bmv2_json.get("actions", []))
     listed = {a["name"] for a in actions}
-    actions += [{"name": name, "runtime_data": [{"name": p, "bitwidth": w} for p, w in params]}
-                for name, params in hints.direct_actions.items() if name not in listed]
+    # An action only an apply block calls has no control-plane parameters: p4c turns them into
+    # locals (its RemoveActionParameters pass), so P4Info lists the action without params.
+    actions += [{"name": name, "runtime_data": []}
+                for name in hints.direct_actions if name not in listed]
     action_by_id = {a["id"]: a["name"] for a in bmv2_json.get("actions", [])}
     param_widths = {a["id"]: [int(rd["bitwidth"]) for rd in a.get("runtime_data", [])]
                     for a in bmv2_json.get("actions", [])}

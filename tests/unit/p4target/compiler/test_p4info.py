@@ -90,6 +90,10 @@ def test_hidden_hint_and_unreferenced_actions():
     assert not idx.has("actions", "act_count")
     idx2 = P4InfoIndex(build_p4info(prog, P4InfoHints(direct_actions={"MyIngress.unused": []})))
     assert idx2.has("actions", "MyIngress.unused")
+    # its arguments come from the apply block, not the control plane: no params (as p4c)
+    info = build_p4info(prog, P4InfoHints(direct_actions={"MyIngress.direct": [("sender", 32)]}))
+    (direct,) = [a for a in info.actions if a.preamble.name == "MyIngress.direct"]
+    assert list(direct.params) == []
 
 
 def _full_program() -> dict:
