@@ -77,13 +77,21 @@ def gradient_bytes(cfg: ExperimentConfig) -> int:
 
 
 def sim_options(cfg: ExperimentConfig) -> SimOptions:
-    """What the config says about the simulated network beyond its topology:
-    `params.sim_switch_pps`, a software switch's forwarding rate (`SimOptions.switch_pps`, for
-    comparing with the emulation; unset: switches forward at line rate)."""
+    """What the config says about the simulated network beyond its topology, both for comparing
+    with the emulation and off unless set: `params.sim_switch_pps`, a software switch's
+    forwarding rate (`SimOptions.switch_pps`; unset: switches forward at line rate), and
+    `params.sim_host_rx_us` / `sim_host_tx_us`, the agents' software time per received / sent
+    datagram (`SimOptions.host_rx_us`; unset: hosts answer instantly)."""
     pps = cfg.params.get("sim_switch_pps")
     if pps is not None and (not isinstance(pps, (int, float)) or isinstance(pps, bool) or not pps > 0):
         raise SimError(f"params.sim_switch_pps must be a rate > 0 in packets/s, not {pps!r}")
-    return SimOptions(switch_pps=None if pps is None else float(pps))
+    host = {}
+    for key in ("sim_host_rx_us", "sim_host_tx_us"):
+        value = cfg.params.get(key, 0.0)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+            raise SimError(f"params.{key} must be a time >= 0 in microseconds, not {value!r}")
+        host[key.removeprefix("sim_")] = float(value)
+    return SimOptions(switch_pps=None if pps is None else float(pps), **host)
 
 
 def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:

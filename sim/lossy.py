@@ -315,6 +315,9 @@ class _Job:
         port = Port(self.config.job_id, rank, self.clock, plain=self.config.plain, mac_key=self.config.mac_key)
         agent = Agent(host, int(self.bridge.AddHost(self.net.node(host), UDP_PORT)), (ip, UDP_PORT), port,
                       Router(port))
+        options = self.net.options          # the host software time model (SimOptions.host_rx_us)
+        if options.host_rx_us or options.host_tx_us:
+            self.bridge.SetServiceTime(agent.index, options.host_rx_us * 1e-6, options.host_tx_us * 1e-6)
         self.agents[agent.addr] = agent
         return agent
 

@@ -50,6 +50,13 @@ class SimOptions:
     # embedded switch forwards about 23,600 packets/s of gradlane's program without loss
     # (benchmarks/baseline.json); its one process serves all ports, modelled here per host link.
     switch_pps: float | None = None
+    # The agents' own software time (microseconds per datagram a host's Python transport
+    # receives / sends; 0: hosts answer instantly), for comparing with the emulation: each host
+    # is one serial server (`sim/cpp/bridge.h : UdpBridge::SetServiceTime`). Only gradlane's
+    # and MLT's agents (sim/lossy.py) take it; TCP runs in the kernel. docs/ns3.md, "Host
+    # software time", says where the values come from (benchmarks/agent_cost.py).
+    host_rx_us: float = 0.0
+    host_tx_us: float = 0.0
     # Which ends of the bottleneck links `SimNetwork.start_burst` hits: None (no bursts),
     # "congested" (the rated direction's receiving end) or "both".
     bursts: str | None = None
@@ -61,6 +68,9 @@ class SimOptions:
             raise SimError(f"link_delay_us {self.link_delay_us} is below 0")
         if self.switch_pps is not None and not self.switch_pps > 0:
             raise SimError(f"switch_pps {self.switch_pps} is not a rate > 0")
+        for name in ("host_rx_us", "host_tx_us"):
+            if not getattr(self, name) >= 0:
+                raise SimError(f"{name} {getattr(self, name)} is not a time >= 0")
         if not 64 <= self.packet_bytes <= 9000:
             raise SimError(f"packet_bytes {self.packet_bytes} is not in 64..9000")
         if self.bursts not in BURST_DIRECTIONS:

@@ -1,0 +1,158 @@
+"""The agents' software time per datagram: CPU seconds the Python transport (hosts/transport:
+Endpoint, Mux, SendSession, RecvSession) spends on one datagram it receives and on one it sends,
+measured on this machine over loopback UDP.
+
+Two processes run the agents' own loop: a sender pushes `--rounds` rounds of ltp_incast's
+gradient (layers 8320, 8256, 650 float32, 360 per chunk: 49 DATA packets) with the gradlane
+arm's flags to a receiver that acknowledges them. Each process measures the CPU time of its
+loop alone (process_time, so waiting and other processes' load do not count; imports and the
+gradients' generation are outside it) and counts what it received and sent. Receiving a DATA
+packet and sending an ACK are the receiver's work, the reverse the sender's, so the two
+processes give two equations in the two unknowns, seconds per received and per sent datagram.
+
+These are the values the simulator's host model takes (`params.sim_host_rx_us` /
+`sim_host_tx_us`, docs/ns3.md "Host software time"): measured here, not fitted to a figure.
+Run: .venv/bin/python benchmarks/agent_cost.py [--rounds 200] [--repeat 3]
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from hosts import wire  # noqa: E402
+from hosts.exchange.config import add_transport_arguments, config_from_args  # noqa: E402
+from hosts.transport.bounds import LossBudget  # noqa: E402
+from hosts.transport.chunking import ChunkPlan  # noqa: E402
+from hosts.transport.endpoint import Endpoint  # noqa: E402
+from hosts.transport.mux import Mux  # noqa: E402
+from hosts.transport.receiver import ReceiveOptions, RecvSession  # noqa: E402
+from hosts.transport.sender import SendSession  # noqa: E402
+
+LAYERS = [8320, 8256, 650]          # ltp_incast's MLP 64-128-64-10 (model.hidden "128,64")
+CHUNK_ELEMS = 360
+GRADLANE_FLAGS = ["--bound", "0.1", "--bound-scope", "tensor", "--order", "interleave", "--cc", "ecn",
+                  "--reliable-pull", "--window", "10"]
+
+
+def _config():
+    parser = argparse.ArgumentParser(add_help=False)
+    add_transport_arguments(parser)
+    args = parser.parse_args(["--transport", "ltp", "--chunk-elems", str(CHUNK_ELEMS), *GRADLANE_FLAGS])
+    return config_from_args(args, len(LAYERS), 1)
+
+
+def _receiver(rounds: int, port_out, result_out) -> None:
+    config, plan = _config(), ChunkPlan(LAYERS, CHUNK_ELEMS)
+    ep = Endpoint(("127.0.0.1", 0), config.job_id, wire.PS_RANK)
+    mux = Mux(ep)
+    port_out.send(ep.address[1])
+
+    def open_round(r: int) -> RecvSession:
+        s = RecvSession(ep, plan, r, pull=False, senders=[0], required=config.bounds.required_fraction(pull=False),
+                        options=ReceiveOptions(deadline=config.push_deadline.initial, absent_timeout=30.0,
+                                               scope=config.bounds.scope, ack_delay=config.ack_delay))
+        mux.add(s)
+        return s
+
+    session = open_round(0)
+    cpu = 0.0
+    for r in range(rounds):
+        t0 = time.process_time()
+        mux.run(lambda: session.done)
+        nxt = open_round(r + 1) if r + 1 < rounds else None
+        cpu += time.process_time() - t0
+        mux.prune(r)
+        session = nxt
+    t0 = time.process_time()
+    end = time.monotonic() + 0.3           # answer the last probes, as tensor_exchange does
+    mux.run(lambda: time.monotonic() >= end)
+    cpu += time.process_time() - t0
+    c = ep.counters
+    result_out.send((cpu, c["packets_received"], c["packets_sent"]))
+    ep.close()
+
+
+def _sender(rounds: int, port: int, result_out) -> None:
+    config, plan = _config(), ChunkPlan(LAYERS, CHUNK_ELEMS)
+    ep = Endpoint(("127.0.0.1", 0), config.job_id, 0)
+    mux = Mux(ep)
+    rng = np.random.default_rng(7)
+    gradients = [[rng.normal(0, 0.01, n).astype(np.float32) for n in LAYERS] for _ in range(rounds)]
+    cpu = 0.0
+    for r in range(rounds):
+        t0 = time.process_time()
+        sender = SendSession(ep, ("127.0.0.1", port), wire.PS_RANK, plan, gradients[r], r, pull=False,
+                             options=config.send, critical_layers=config.bounds.critical_layers(pull=False),
+                             budget=LossBudget.of(config.bounds.push, plan, config.bounds.scope))
+        mux.add(sender)
+        mux.run(lambda: sender.done)
+        mux.prune(r)
+        cpu += time.process_time() - t0
+    c = ep.counters
+    result_out.send((cpu, c["packets_received"], c["packets_sent"]))
+    ep.close()
+
+
+def measure(rounds: int) -> dict[str, float]:
+    """One sender and one receiver for `rounds` rounds: CPU seconds per received and per sent
+    datagram, solved from both processes' CPU time and counts."""
+    ctx = mp.get_context("fork")
+    port_in, port_out = ctx.Pipe(duplex=False)
+    rres_in, rres_out = ctx.Pipe(duplex=False)
+    sres_in, sres_out = ctx.Pipe(duplex=False)
+    recv = ctx.Process(target=_receiver, args=(rounds, port_out, rres_out))
+    recv.start()
+    port = port_in.recv()
+    send = ctx.Process(target=_sender, args=(rounds, port, sres_out))
+    send.start()
+    try:
+        r_cpu, r_in, r_out = rres_in.recv()
+        s_cpu, s_in, s_out = sres_in.recv()
+    finally:
+        for p in (send, recv):
+            p.join(timeout=30)
+            if p.is_alive():
+                os.kill(p.pid, 9)
+                p.join()
+    # r_cpu = rx * r_in + tx * r_out ; s_cpu = rx * s_in + tx * s_out
+    a = np.array([[r_in, r_out], [s_in, s_out]], dtype=float)
+    rx, tx = np.linalg.solve(a, np.array([r_cpu, s_cpu]))
+    return {"rx_us": rx * 1e6, "tx_us": tx * 1e6, "recv_cpu_s": r_cpu, "send_cpu_s": s_cpu,
+            "recv_in": r_in, "recv_out": r_out, "send_in": s_in, "send_out": s_out,
+            "mean_us": (r_cpu + s_cpu) / (r_in + r_out + s_in + s_out) * 1e6}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    load = os.getloadavg()[0]
+    print(f"ltp_incast's gradlane push, 1 sender -> 1 receiver over loopback, {args.rounds} rounds of "
+          f"{len(LAYERS)} layers ({sum(LAYERS)} float32, {CHUNK_ELEMS} per chunk); load average {load:.2f}")
+    print(f"{'run':<5}{'rx us/dgram':>13}{'tx us/dgram':>13}{'mean us':>9}{'recv: in/out':>16}{'send: in/out':>16}"
+          f"{'cpu s recv/send':>18}")
+    rows = []
+    for i in range(args.repeat):
+        m = measure(args.rounds)
+        rows.append(m)
+        print(f"{i + 1:<5}{m['rx_us']:>13.1f}{m['tx_us']:>13.1f}{m['mean_us']:>9.1f}"
+              f"{m['recv_in']:>9}/{m['recv_out']:<6}{m['send_in']:>9}/{m['send_out']:<6}"
+              f"{m['recv_cpu_s']:>9.2f}/{m['send_cpu_s']:<8.2f}", flush=True)
+    print(f"median: rx {statistics.median(r['rx_us'] for r in rows):.1f} us, "
+          f"tx {statistics.median(r['tx_us'] for r in rows):.1f} us per datagram "
+          f"(load average {os.getloadavg()[0]:.2f} at the end)")
+
+
+if __name__ == "__main__":
+    main()
