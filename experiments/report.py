@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 from types import ModuleType
 
-from experiments import breakdown, switch_capacity
+from experiments import breakdown, crossval, switch_capacity
 from experiments import config as configs
 from experiments.api import Figure, Row, Summary, Table
 from experiments.config import ExperimentConfig
@@ -169,7 +169,9 @@ def semantics_table(results: Results) -> Table:
 
 def finish(module: ModuleType, config: ExperimentConfig, rd: ResultsDir) -> tuple[Path, list[Path]]:
     """Summarize and plot everything in `rd`: summary.md and the PNGs, in `rd`; every summary
-    also states what each arm's push and pull may lose and gets the per-round breakdown."""
+    also states what each arm's push and pull may lose and gets the per-round breakdown. An
+    emulation run of a cross-validated experiment also writes its reference (crossval.json); a
+    simulated run at the emulation's scale gets the cross-validation against it (`crossval`)."""
     results = rd.load()
     summary = module.summarize(results, config)
     plots = [Path(p) for p in module.plot(results, config, rd.path)]
@@ -177,11 +179,19 @@ def finish(module: ModuleType, config: ExperimentConfig, rd: ResultsDir) -> tupl
     summary.tables += [semantics_table(results), table]
     if plot is not None:
         plots.append(plot)
+    if config.params.get("backend") == "ns3":
+        xval = crossval.section(results, config)
+        if xval is not None:
+            summary.tables.append(xval.table)
+            summary.notes += xval.notes
+    elif config.name in crossval.EXPERIMENTS and results.runs:
+        crossval.write_reference(results, config, rd.path)
     return write_summary(module, config, results, summary, plots, rd.summary_path), plots
 
 
 def publish(name: str, rd: ResultsDir, plots: list[Path], root: Path = PUBLISH_ROOT) -> Path:
-    """Copy summary.md and the PNGs to docs/results/NAME/ (replacing what was there)."""
+    """Copy summary.md, the PNGs and an emulation run's crossval.json to docs/results/NAME/
+    (replacing what was there)."""
     dest = root / name
     if dest.exists():
         for old in dest.iterdir():
@@ -191,6 +201,8 @@ def publish(name: str, rd: ResultsDir, plots: list[Path], root: Path = PUBLISH_R
     shutil.copy2(rd.summary_path, dest / "summary.md")
     for p in plots:
         shutil.copy2(p, dest / p.name)
+    if (rd.path / crossval.REFERENCE).exists():
+        shutil.copy2(rd.path / crossval.REFERENCE, dest / crossval.REFERENCE)
     return dest
 
 

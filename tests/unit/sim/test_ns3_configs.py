@@ -34,7 +34,7 @@ def _quick(name: str, tmp_path) -> list[dict]:
 
 
 def test_every_ns3_config_is_known():
-    assert NS3_CONFIGS == ["dblp_microbursts", "ltp_incast", "pcn", "regimes"]
+    assert NS3_CONFIGS == ["dblp_microbursts", "ltp_incast", "ltp_incast_xval", "pcn", "regimes"]
 
 
 @pytest.mark.timeout(240)
