@@ -53,7 +53,7 @@ LTP_FIGURES = (
     FigureSpec("round_p99_s", "p99 round (s)"),
     FigureSpec("push_s", "a worker's push, first DATA to STOP (ms, mean)", 1000.0),
     FigureSpec("wait_s", "a worker's wait, STOP to the pull's first packet (ms, mean)", 1000.0),
-    FigureSpec("pull_s", "a worker's pull (ms, mean; ns-3 TCP: the pull stage)", 1000.0),
+    FigureSpec("pull_s", "a worker's pull (ms, mean)", 1000.0),
     FigureSpec("tail_drops", "queue tail drops per run", digits=4),
     FigureSpec("queue_p50", "deepest queue a push met (telemetry, median of rounds, packets)"),
 )
@@ -106,21 +106,20 @@ def _ok_rounds(results: Results, arm: str) -> list[dict[str, Any]]:
 
 
 def round_parts(rounds: list[dict[str, Any]]) -> dict[str, float | None]:
-    """Mean seconds per round of the round time and of each worker part (PARTS; a simulated TCP
-    round's `pull_stage_s` stands for its pull), leaving out each repetition's first round (the
-    emulation's is the PS's gather + scatter only)."""
+    """Mean seconds per round of the round time, of each worker part (PARTS) and of a simulated
+    TCP round's pull stage (`pull_stage_s`: the PS has every push -> the last pull is in; ns-3's
+    TCP has no per-worker split), leaving out each repetition's first round (the emulation's is
+    the PS's gather + scatter only). A part not reported by every round is None."""
     used = [r for r in rounds if _finite(r.get("round_time_s")) and r.get("round") not in (0, None)]
     out: dict[str, float | None] = {"round_s": _mean([float(r["round_time_s"]) for r in used])}
-    for part in PARTS:
+    for part in (*PARTS, "pull_stage_s"):
         values = []
         for r in used:
             wb = r.get("worker_breakdown") if isinstance(r.get("worker_breakdown"), dict) else {}
-            value = wb.get(part)
-            if not _finite(value) and part == "pull_s":
-                value = r.get("pull_stage_s")
+            value = r.get(part) if part == "pull_stage_s" else wb.get(part)
             if _finite(value):
                 values.append(float(value))
-        out[part] = _mean(values) if len(values) == len(used) else None
+        out[part] = _mean(values) if used and len(values) == len(used) else None
     return out
 
 
@@ -242,11 +241,13 @@ def _decomposition(sim: dict[str, float | None], emu: dict[str, float | None], p
         return ""
     pieces, s_rest, e_rest = [], s_round, e_round
     for part in PARTS:
-        s, e = sim.get(f"{prefix}{part}"), emu.get(f"{prefix}{part}")
+        s, e, name = sim.get(f"{prefix}{part}"), emu.get(f"{prefix}{part}"), part.removesuffix("_s")
+        if s is None and part == "pull_s" and sim.get(f"{prefix}pull_stage_s") is not None:
+            s, name = sim.get(f"{prefix}pull_stage_s"), "pull (ns-3: the pull stage)"
         if s is None or e is None:
             continue
         s_rest, e_rest = s_rest - s, e_rest - e
-        pieces.append((e - s, f"{part.removesuffix('_s')} {(e - s) * 1000:+.1f} ({_ms(s)} vs {_ms(e)})"))
+        pieces.append((e - s, f"{name} {(e - s) * 1000:+.1f} ({_ms(s)} vs {_ms(e)})"))
     pieces.append((e_rest - s_rest, f"rest {(e_rest - s_rest) * 1000:+.1f} ({_ms(s_rest)} vs {_ms(e_rest)})"))
     pieces.sort(key=lambda p: -abs(p[0]))
     return (f"round {_ms(s_round)} vs {_ms(e_round)} ms (ns-3 vs emulation), gap "
@@ -280,13 +281,12 @@ def pcn_cause(key: str, sim: dict[str, float | None], emu: dict[str, float | Non
     """The measured make-up of a missed pcn figure."""
     if key == "burst_completion_s":
         parts = []
-        for side, figs in (("ns-3", sim), ("emulation", emu)):
-            f, later = figs.get("first_burst_s"), figs.get("later_bursts_s")
-            if f and later is not None:
-                parts.append(f"{side} {later / f:.2f} ({fmt_num(later, 3)} / {fmt_num(f, 3)} s)")
-        if len(parts) == 2:
-            return ("later bursts' completion / the first burst's: " + ", ".join(parts)
-                    + " (a window kept across the idle time between bursts shows as a ratio below 1)")
+        for label, which in (("first burst", "first_burst_s"), ("later bursts", "later_bursts_s")):
+            s, e = sim.get(which), emu.get(which)
+            if s is None or not e:
+                return ""
+            parts.append(f"{label} {fmt_num(s, 3)} vs {fmt_num(e, 3)} s ({s / e:.2f})")
+        return "per worker and burst, ns-3 vs emulation: " + ", ".join(parts)
     return ""
 
 

@@ -79,9 +79,15 @@ def test_ratios_verdicts_and_measured_causes(configs_pair):
     assert queue.cause == "pushes that met a full queue: 20 % of ns-3's rounds vs 80 % of the emulation's"
     cubic_p50 = by[("tcp-cubic", "round_p50_s")]
     assert cubic_p50.ratio == pytest.approx(0.2 / 0.23) and cubic_p50.within is True
-    cubic_pull = by[("tcp-cubic", "pull_s")]                  # ns-3 TCP: its pull stage
-    assert cubic_pull.sim == pytest.approx(0.0005) and cubic_pull.within is False
-    assert by[("tcp-cubic", "push_s")].within is None         # ns-3's TCP has no worker push
+    # ns-3's TCP has no per-worker split: its parts are not compared, its pull stage stands for
+    # the pull in the round's decomposition only
+    assert by[("tcp-cubic", "push_s")].within is None and by[("tcp-cubic", "pull_s")].within is None
+    cubic_p99 = by[("tcp-cubic", "round_p99_s")]
+    assert cubic_p99.within is True and cubic_p99.cause == ""
+    miss = crossval.ltp_cause("round_p50_s", crossval.ltp_figures(_simulated(), 64)["tcp-cubic"],
+                              crossval.ltp_figures(_emulation(), 64)["tcp-cubic"])
+    assert miss == ("mean round 200.0 vs 230.0 ms (ns-3 vs emulation), gap +30.0 ms: pull (ns-3: the "
+                    "pull stage) +16.5 (0.5 vs 17.0), rest +13.5 (199.5 vs 213.0)")
     assert by[("tcp-cubic", "tail_drops")].ratio == pytest.approx(2000 / 2267)
     # the table: one row per figure, its verdict and cause; the note counts and names the model
     rows = {(r[0], r[1]): r for r in section.table.rows}
@@ -122,8 +128,8 @@ def test_pcn_burst_completion_miss_shows_the_later_bursts_against_the_first(tmp_
     assert by["max_queue_in_burst_pkts"].within is True and by["background_throughput_mbps"].ratio == 1.0
     done = by["burst_completion_s"]
     assert done.ratio == pytest.approx(1.3 / 2.3) and done.within is False
-    assert done.cause.startswith("later bursts' completion / the first burst's: ns-3 0.78 (1.25 / 1.6 s), "
-                                 "emulation 1.92 (2.5 / 1.3 s)")
+    assert done.cause == ("per worker and burst, ns-3 vs emulation: first burst 1.6 vs 1.3 s (1.23), "
+                          "later bursts 1.25 vs 2.5 s (0.50)")
     saved = json.loads(ref.read_text())
     assert saved["experiment"] == "pcn" and saved["scale"]["topology"] == "pcn"
 
