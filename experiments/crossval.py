@@ -173,7 +173,7 @@ def pcn_figures(results: Results) -> Figures:
         figs: dict[str, float | None] = {s.key: _mean(results.metric(arm, s.key)) for s in PCN_FIGURES}
         first, later = [], []
         for rep in sorted({r["rep"] for r in results.runs_of(arm)}):
-            bursts = sorted(results.rounds_of(arm, rep), key=lambda r: r.get("round", 0))
+            bursts = sorted(results.rounds_of(arm, rep), key=lambda r: r.get("round") or 0)
             for i, burst in enumerate(bursts):
                 done = [float(w["completion_s"]) for w in burst.get("workers") or []
                         if _finite(w.get("completion_s"))]
