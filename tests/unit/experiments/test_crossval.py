@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 
 from experiments import config as configs
-from experiments import crossval
-from experiments.records import Results
+from experiments import crossval, report
+from experiments.records import Results, ResultsDir
 
 
 def _round(arm, rnd, t, depth=None, **parts):
@@ -137,3 +137,16 @@ def test_pcn_burst_completion_miss_shows_the_later_bursts_against_the_first(tmp_
 def test_the_reference_command_refuses_what_is_not_an_emulation_run(tmp_path, capsys):
     assert crossval.main([str(tmp_path)]) == 2
     assert "is not a results directory" in capsys.readouterr().err
+
+
+def test_publish_carries_an_emulation_runs_reference(tmp_path):
+    run = tmp_path / "results" / "ltp_incast" / "20261126-000000"
+    run.mkdir(parents=True)
+    rd = ResultsDir(run)
+    rd.summary_path.write_text("# summary\n")
+    cfg = configs.load(configs.default_path("ltp_incast"))
+    crossval.write_reference(_emulation(), cfg, run)
+    dest = report.publish("ltp_incast", rd, [], root=tmp_path / "docs")
+    copied = json.loads((dest / crossval.REFERENCE).read_text())
+    assert copied["source"] == "results/ltp_incast/20261126-000000"
+    assert copied["arms"]["gradlane"]["round_p50_s"] == pytest.approx(0.2)
