@@ -82,9 +82,12 @@ def flows_per_s(settings: BackgroundSettings, hosts: int, rate_bps: float) -> fl
     return hosts * settings.load * rate_bps / (8.0 * mean_size(settings.size_cdf))
 
 
-def install(net: SimNetwork, hosts: list[str], settings: BackgroundSettings, rate_bps: float) -> Any:
+def install(net: SimNetwork, hosts: list[str], settings: BackgroundSettings, rate_bps: float,
+            measured_until_s: float | None = None) -> Any:
     """Background flows among `hosts` of `net` (a C++ TcpBackground, started); call before
-    `net.run`. The hosts' TCP sockets are of `settings.cc` from now on."""
+    `net.run`. The hosts' TCP sockets are of `settings.cc` from now on. After
+    `measured_until_s` the senders stop handing bytes to their sockets (a flow not done by then
+    does not count; the simulation need not carry it on)."""
     if len(hosts) < 2:
         raise SimError("background traffic needs at least two hosts")
     rate = flows_per_s(settings, len(hosts), rate_bps)
@@ -95,6 +98,8 @@ def install(net: SimNetwork, hosts: list[str], settings: BackgroundSettings, rat
         app.AddHost(net.node(host), net.address(host), socket_type)
     for size, cdf in settings.size_cdf:
         app.AddSizePoint(size, cdf)
+    if measured_until_s is not None:
+        app.StopSendingAt(measured_until_s)
     app.Start()
     return app
 

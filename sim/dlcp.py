@@ -221,8 +221,10 @@ def _lossy_jobs(cfg: ExperimentConfig, arm: Arm, net: SimNetwork, jobs: list[tup
     outcomes = run_lossy_jobs(net, specs, cfg.timeout_s)
     run_until(net, end_s)
     rounds, pushes, errors = [], [], []
+    bounds = specs[0].config.bounds
     extra: dict[str, Any] = {"path_timers": timers, "retransmissions": 0, "violations": 0,
-                             "delivered_tensor_min": 1.0, "closed_by_deadline": 0}
+                             "delivered_tensor_min": 1.0, "closed_by_deadline": 0, "bound_scope": bounds.scope,
+                             "push_bounds": list(bounds.push), "pull_bounds": list(bounds.pull)}
     for j, out in enumerate(outcomes):
         if out.error:
             errors.append(f"job {j + 1}: {out.error}")
@@ -277,7 +279,7 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, seed: int, jitter_s: float,
     net = SimNetwork(topo, arm_policy(cfg, arm, f.jobs), options)
     build_s = time.monotonic() - t0
     try:
-        app = background.install(net, bg_hosts, bg.traffic, f.rate_bps)
+        app = background.install(net, bg_hosts, bg.traffic, f.rate_bps, measured_until_s=bg.end_s)
         start = f.warmup_ms / 1000.0
         t1 = time.monotonic()
         extra: dict[str, Any] = {}

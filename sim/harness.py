@@ -332,20 +332,22 @@ def run_isolated(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path) -> Ar
 
 
 class SimulatedModule:
-    """An experiment module whose summary says that its figures were simulated in ns-3. A module
-    whose simulated figures differ from the emulation's gives them as SIM_FIGURES,
-    summarize_simulated and plot_simulated."""
+    """An experiment module whose summary says that its figures were simulated in ns-3. Where
+    the simulated figures differ from the emulation's, the module gives `SIM_<NAME>` or
+    `<name>_simulated` (SIM_FIGURES, summarize_simulated, plot_simulated, ...): they stand for
+    NAME here."""
 
     def __init__(self, module: ModuleType) -> None:
         self._module = module
-        self.FIGURES = getattr(module, "SIM_FIGURES", getattr(module, "FIGURES", []))
-        self.plot = getattr(module, "plot_simulated", module.plot)
 
     def __getattr__(self, name: str) -> Any:
+        for alias in (f"SIM_{name}", f"{name}_simulated"):
+            if hasattr(self._module, alias):
+                return getattr(self._module, alias)
         return getattr(self._module, name)
 
     def summarize(self, results: Results, config: ExperimentConfig) -> Summary:
-        summary = getattr(self._module, "summarize_simulated", self._module.summarize)(results, config)
+        summary = self.__getattr__("summarize")(results, config)
         summary.notes.insert(0, "SIMULATED with ns-3 (--backend ns3): no training ran (gradients are sized, "
                                 "not computed; accuracy figures are n/a); the simulated switches run the "
                                 "controller's entries. docs/ns3.md says what is simulated and what is not.")

@@ -4,6 +4,8 @@
 // connect) until the receiver has every byte: its flow completion time (FCT). Arrival gaps,
 // endpoints and sizes come from four numbered ns-3 streams (`stream` .. `stream` + 3), so the
 // repetition's run number fixes which flows arrive when, whatever else the simulation draws.
+// A sender keeps at most kBuffered bytes in its socket (many BDPs at 10 Gb/s and microsecond
+// RTTs), so that after `StopSendingAt` a flow that is not done stops within that much.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -24,6 +26,8 @@ namespace gradlane_sim {
 
 class TcpBackground {
  public:
+  static constexpr uint32_t kBuffered = 256 * 1024;
+
   // Flows arrive at `flows_per_s` from `start_s` until `stop_s` (simulated seconds) to TCP
   // port `port` of their receivers.
   TcpBackground(uint16_t port, double flows_per_s, double start_s, double stop_s, int64_t stream)
@@ -46,6 +50,11 @@ class TcpBackground {
         "SocketType", ns3::TypeIdValue(ns3::TypeId::LookupByName(socket_type)));
     nodes_.push_back(node);
     addrs_.push_back(addr);
+  }
+
+  // From `at_s` on, senders hand no more bytes to their sockets (the measurement is over).
+  void StopSendingAt(double at_s) {
+    ns3::Simulator::Schedule(ns3::Seconds(at_s), &TcpBackground::StopSending, this);
   }
 
   // One point of the size CDF: P(size <= bytes) = cdf. Points in increasing order, the last at 1.
@@ -74,7 +83,10 @@ class TcpBackground {
   struct Flow {
     ns3::Ptr<ns3::Socket> sender, receiver;
     uint64_t to_send = 0, received = 0;
+    uint32_t empty_room = 0;      // the sender's free buffer before its first byte
   };
+
+  void StopSending() { stopped_ = true; }
 
   double DrawSize() {
     double u = pick_size_->GetValue(0.0, 1.0);
@@ -128,8 +140,11 @@ class TcpBackground {
     auto it = by_socket_.find(ns3::PeekPointer(s));
     if (it == by_socket_.end()) return;
     Flow& f = flows_[it->second];
-    while (f.to_send > 0) {
-      uint32_t room = s->GetTxAvailable();
+    if (f.empty_room == 0) f.empty_room = s->GetTxAvailable();
+    while (f.to_send > 0 && !stopped_) {
+      uint32_t free = s->GetTxAvailable();
+      uint32_t used = f.empty_room > free ? f.empty_room - free : 0;
+      uint32_t room = used < kBuffered ? std::min(free, kBuffered - used) : 0;
       if (room == 0) return;
       uint32_t n = static_cast<uint32_t>(std::min<uint64_t>({f.to_send, room, 65536}));
       int sent = s->Send(ns3::Create<ns3::Packet>(n));
@@ -170,6 +185,7 @@ class TcpBackground {
   }
 
   uint16_t port_;
+  bool stopped_ = false;
   double start_s_, stop_s_;
   ns3::Ptr<ns3::ExponentialRandomVariable> gap_;
   ns3::Ptr<ns3::UniformRandomVariable> pick_src_, pick_dst_, pick_size_;
