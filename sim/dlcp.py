@@ -20,6 +20,7 @@ from typing import Any
 from controller.policy import Policy, parse_policy
 from experiments.api import ArmResult
 from experiments.config import Arm, ExperimentConfig
+from experiments.dlcp_ablation import features_of
 from experiments.stats import percentile
 from experiments.training import job_policy
 from sim import background, lossy_arm, path_timers, tcp
@@ -30,7 +31,6 @@ from sim.rounds import TCP_PORT
 from sim.topologies import leafspine
 
 BACKEND = "ns3"
-FEATURES = ("prioritize", "selective_drop", "spray")
 PUSH_STAGE = 0          # SwitchState's slot_seen / slot_dropped: index slot * 2 + stage (0 push)
 STEP_S = 0.002          # how often a TCP arm's run checks whether its jobs are done
 
@@ -116,11 +116,12 @@ def background_of(cfg: ExperimentConfig) -> Background:
 
 def check(cfg: ExperimentConfig) -> None:
     """Fail early (SimError) on a config the simulation cannot run."""
-    f, bg = fabric(cfg), background_of(cfg)
+    fabric(cfg)
+    lossy_arm.layer_sizes(cfg)
+    bg = background_of(cfg)
     if cfg.timeout_s < bg.end_s:
         raise SimError(f"timeout_s {cfg.timeout_s:g} is shorter than the background's window + drain "
                        f"({bg.end_s * 1000:g} ms)")
-    del f
 
 
 def placement(topo: Any, f: Fabric) -> tuple[list[tuple[str, list[str]]], list[str]]:
@@ -145,11 +146,6 @@ def placement(topo: Any, f: Fabric) -> tuple[list[tuple[str, list[str]]], list[s
             workers.append(take(leaf))
         jobs.append((ps, workers))
     return jobs, [h for hosts in free.values() for h in hosts]
-
-
-def features_of(arm: Arm) -> dict[str, bool]:
-    """The arm's ablation switches (params prioritize, selective_drop, spray; default on)."""
-    return {k: bool(arm.params.get(k, True)) for k in FEATURES}
 
 
 def arm_policy(cfg: ExperimentConfig, arm: Arm, jobs: int) -> Policy:
