@@ -11,7 +11,8 @@ phase schedule (`hosts.transport.phase`) on the norms of the gradients it aggreg
 hosts/ps.py does, and opens the next push at the phase's bounds. What the simulator leaves out:
 the join handshake (addresses are known), training (gradients are sized, random values drawn
 alike every round, so their norm stays put), a controller (the flags decide, as in
-`ltp_incast`'s arms) and PCN.
+`ltp_incast`'s arms) and PCN. `run_lossy_jobs` runs several jobs at once (each its own PS,
+workers, bridge and `--job` id) under one driver loop, as `dlcp_ablation`'s fabric does.
 
 Every datagram crosses into Python (about 20 us of Python per packet and agent): a fine speed at
 the emulation's scale, slow at datacenter scale (docs/ns3.md, "Speed").
