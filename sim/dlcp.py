@@ -65,10 +65,10 @@ class Background:
         return (self.window_ms + self.drain_ms) / 1000.0
 
 
-def _number(raw: dict[str, Any], key: str, default: float, where: str, low: float = 0.0) -> float:
+def _number(raw: dict[str, Any], key: str, default: float, where: str, zero_ok: bool = False) -> float:
     value = raw.get(key, default)
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > low:
-        raise SimError(f"{where}.{key} must be a number > {low:g}, not {value!r}")
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not (value >= 0 if zero_ok else value > 0):
+        raise SimError(f"{where}.{key} must be a number {'>=' if zero_ok else '>'} 0, not {value!r}")
     return float(value)
 
 
@@ -87,7 +87,7 @@ def fabric(cfg: ExperimentConfig) -> Fabric:
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise SimError(f"{where}.{k} must be a whole number >= 1, not {v!r}")
     out = Fabric(**ints, rate_gbps=_number(raw, "rate_gbps", Fabric.rate_gbps, where),
-                 warmup_ms=_number(raw, "warmup_ms", Fabric.warmup_ms, where, low=-1e-12))
+                 warmup_ms=_number(raw, "warmup_ms", Fabric.warmup_ms, where, zero_ok=True))
     if out.leaves < 2:
         raise SimError(f"{where}.leaves must be at least 2 (a job's workers sit on other leaves than its PS)")
     if out.jobs * (out.workers_per_job + 1) > out.leaves * out.hosts_per_leaf - 2:
@@ -111,7 +111,7 @@ def background_of(cfg: ExperimentConfig) -> Background:
     window = _number(raw, "window_ms", 0, where)
     traffic = background.BackgroundSettings(load=_number(raw, "load", 0, where), cc=str(raw.get("cc", "dctcp")),
                                             size_cdf=points, stop_s=window / 1000.0)
-    return Background(traffic, window, _number(raw, "drain_ms", 0, where, low=-1e-12))
+    return Background(traffic, window, _number(raw, "drain_ms", 0, where, zero_ok=True))
 
 
 def check(cfg: ExperimentConfig) -> None:
