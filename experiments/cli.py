@@ -58,6 +58,10 @@ def _load_config(name: str, args: argparse.Namespace) -> configs.ExperimentConfi
             raise ExperimentError("--reps must be at least 1")
         overrides["repetitions"] = args.reps
     path = Path(args.config) if args.config else configs.default_path(name)
+    if args.backend == "ns3" and not args.config:
+        from sim import harness  # noqa: PLC0415 (ns-3 only when asked for)
+        if name in harness.NS3_ONLY_CONFIGS:
+            path = harness.REPO / harness.NS3_ONLY_CONFIGS[name]
     cfg = configs.load(path, quick=args.quick, overrides=overrides)
     if cfg.name != name:
         raise ExperimentError(f"{path}: name '{cfg.name}' is not experiment '{name}'")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 
-from experiments import plots
+from experiments import dlcp_simulated, plots
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
 from experiments.conditions import flatten_counters
 from experiments.config import Arm, ExperimentConfig
@@ -54,6 +54,14 @@ FIGURES = [
            "points", "same rounds and seeds for every arm"),
 ]
 
+# simulated (--backend ns3, sim/dlcp.py): the network's figures at DLCP's scale, no training
+SIM_TITLE = ("DLCP ablation on a loaded leaf-spine, simulated: gradient push tail, round times and background "
+             "FCTs, one mechanism removed at a time")
+SIM_FIGURES = dlcp_simulated.FIGURES
+summarize_simulated = dlcp_simulated.summarize
+plot_simulated = dlcp_simulated.plot
+scale_text_simulated = dlcp_simulated.scale_text
+SIM_ROUND_BREAKDOWN = False     # several jobs' rounds at once: the per-job breakdown does not apply
 
 # -- arms -------------------------------------------------------------------------------------
 def features_of(arm: Arm) -> dict[str, bool]:

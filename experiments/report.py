@@ -93,8 +93,10 @@ def write_summary(module: ModuleType, config: ExperimentConfig, results: Results
     if config.description:
         lines += [config.description.strip(), ""]
     topo = config.topology
+    scale = getattr(module, "scale_text", None)
     lines += [f"Reproduce: `{command_line(config)}` (config `{config_file(config)}`"
               + (", quick mode: a smoke run, not a measurement" if config.is_quick else "") + ").",
+              scale(config) if scale else
               f"Scale: topology {topo.name}, {topo.workers} workers, bottleneck "
               f"{fmt_num(topo.bottleneck_pps) if topo.bottleneck_pps else 'unlimited'} pps, queue "
               f"{topo.queue_depth} packets, {config.rounds} rounds, {config.repetitions} repetition(s) per arm, "
@@ -175,10 +177,12 @@ def finish(module: ModuleType, config: ExperimentConfig, rd: ResultsDir) -> tupl
     results = rd.load()
     summary = module.summarize(results, config)
     plots = [Path(p) for p in module.plot(results, config, rd.path)]
-    table, plot = breakdown_section(results, config, rd.path)
-    summary.tables += [semantics_table(results), table]
-    if plot is not None:
-        plots.append(plot)
+    summary.tables.append(semantics_table(results))
+    if getattr(module, "ROUND_BREAKDOWN", True):    # False: rounds of several jobs at once
+        table, plot = breakdown_section(results, config, rd.path)
+        summary.tables.append(table)
+        if plot is not None:
+            plots.append(plot)
     if config.params.get("backend") == "ns3":
         xval = crossval.section(results, config)
         if xval is not None:

@@ -14,7 +14,7 @@ from typing import Any
 from sim.errors import SimError
 
 CPP_DIR = Path(__file__).resolve().parent / "cpp"
-SOURCES = ("switch.h", "routing.h", "apps.h", "links.h")
+SOURCES = ("switch.h", "routing.h", "apps.h", "links.h", "background.h")
 
 
 @lru_cache(maxsize=None)

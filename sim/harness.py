@@ -23,13 +23,15 @@ from experiments.api import ArmResult, Summary
 from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.records import Results, ResultsDir
 from experiments.stats import percentile
-from sim import engine, isolate, lossy_arm, microbursts, path_timers, pcn, tcp
+from sim import dlcp, engine, isolate, lossy_arm, microbursts, path_timers, pcn, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_parameters, run_tcp_rounds
 from topo.topologies import TopoParams, build_topology
 
-SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn", "regimes", "dblp_microbursts"}
+SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn", "regimes", "dblp_microbursts", "dlcp_ablation"}
+# experiments whose emulation config the simulator does not run: --backend ns3 takes this one
+NS3_ONLY_CONFIGS = {"dlcp_ablation": "experiments/configs/ns3/dlcp_ablation.yaml"}
 BACKEND = "ns3"
 REPO = Path(__file__).resolve().parents[1]
 NS3_SEED = 1                 # ns-3's seed stays fixed; the repetition's seed is the run number
@@ -130,6 +132,8 @@ def setup(cfg: ExperimentConfig) -> ExperimentConfig:
     start_jitter_s(cfg)      # bad values fail here, before any run
     gradient_bytes(cfg)
     sim_options(cfg)
+    if cfg.name == "dlcp_ablation":
+        dlcp.check(cfg)
     if cfg.name == "dblp_microbursts":
         microbursts.burst_direction(cfg)
         keep = [with_path_timers(cfg, arm) if arm.params.get("timers_from_path") and "path_timers" not in arm.params
@@ -164,7 +168,8 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,
             options: SimOptions = SimOptions()) -> ArmResult:
     """One repetition of one arm, simulated with ns-3's random streams at run number
     `repetition_seed(cfg, rep)`: the same seed reproduces the repetition exactly."""
-    topo = topology(cfg.topology_of(arm), cfg.workers_of(arm))
+    # dlcp_ablation builds its own fabric (sim.dlcp)
+    topo = None if cfg.name == "dlcp_ablation" else topology(cfg.topology_of(arm), cfg.workers_of(arm))
     rng = seed_ns3(repetition_seed(cfg, rep))
     if cfg.name == "pcn":
         result = pcn.run_arm(cfg, arm, rep, topo, out_dir, options)
@@ -175,6 +180,9 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,
         seed = repetition_seed(cfg, rep)
         result = microbursts.run_arm(cfg, arm, seed, topo, start_jitter_s(cfg), out_dir, options,
                                      lambda: seed_ns3(seed))
+        rng["start_jitter_s"] = start_jitter_s(cfg)
+    elif cfg.name == "dlcp_ablation":
+        result = dlcp.run_arm(cfg, arm, repetition_seed(cfg, rep), start_jitter_s(cfg), options)
         rng["start_jitter_s"] = start_jitter_s(cfg)
     elif arm.transport in lossy_arm.TRANSPORTS:
         result = lossy_arm.run(cfg, arm, repetition_seed(cfg, rep), topo, start_jitter_s(cfg), options)
@@ -332,16 +340,22 @@ def run_isolated(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path) -> Ar
 
 
 class SimulatedModule:
-    """An experiment module whose summary says that its figures were simulated in ns-3."""
+    """An experiment module whose summary says that its figures were simulated in ns-3. Where
+    the simulated figures differ from the emulation's, the module gives `SIM_<NAME>` or
+    `<name>_simulated` (SIM_FIGURES, summarize_simulated, plot_simulated, ...): they stand for
+    NAME here."""
 
     def __init__(self, module: ModuleType) -> None:
         self._module = module
 
     def __getattr__(self, name: str) -> Any:
+        for alias in (f"SIM_{name}", f"{name}_simulated"):
+            if hasattr(self._module, alias):
+                return getattr(self._module, alias)
         return getattr(self._module, name)
 
     def summarize(self, results: Results, config: ExperimentConfig) -> Summary:
-        summary = self._module.summarize(results, config)
+        summary = self.__getattr__("summarize")(results, config)
         summary.notes.insert(0, "SIMULATED with ns-3 (--backend ns3): no training ran (gradients are sized, "
                                 "not computed; accuracy figures are n/a); the simulated switches run the "
                                 "controller's entries. docs/ns3.md says what is simulated and what is not.")

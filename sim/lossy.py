@@ -11,7 +11,8 @@ phase schedule (`hosts.transport.phase`) on the norms of the gradients it aggreg
 hosts/ps.py does, and opens the next push at the phase's bounds. What the simulator leaves out:
 the join handshake (addresses are known), training (gradients are sized, random values drawn
 alike every round, so their norm stays put), a controller (the flags decide, as in
-`ltp_incast`'s arms) and PCN.
+`ltp_incast`'s arms) and PCN. `run_lossy_jobs` runs several jobs at once (each its own PS,
+workers, bridge and `--job` id) under one driver loop, as `dlcp_ablation`'s fabric does.
 
 Every datagram crosses into Python (about 20 us of Python per packet and agent): a fine speed at
 the emulation's scale, slow at datacenter scale (docs/ns3.md, "Speed").
@@ -108,6 +109,7 @@ class LossyRound:
     # the workers' own split of their round, means over workers (the agents' `round` record):
     # compute_s, push_s, wait_s (push's end to the pull's first packet), pull_s, control_s
     worker_breakdown: dict[str, float] = field(default_factory=dict)
+    push_times: list[float] = field(default_factory=list)   # each worker's push_s (DLCP's gradient FCT)
 
 
 @dataclass
@@ -287,6 +289,7 @@ class _Job:
         self.worker_pace_pps = worker_pace_pps
         self.net, self.config, self.plan, self.planned = net, config, plan, rounds
         self.seed = seed
+        self.first_start = 0.0   # when the workers start round 0's push (simulated seconds)
         self._ns = net.ns
         self._now = 0.0      # the driver's time: ns-3's, or a timer's own when it woke us
         self.bridge = _bridge_class()()
@@ -382,6 +385,7 @@ class _Job:
         self._pulled[round_] = self._pulled.get(round_, 0) + 1
         rec = self.rounds[round_]
         n = self._pulled[round_]
+        rec.push_times.append(parts["push_s"])
         for part, value in parts.items():      # a running mean over the workers
             rec.worker_breakdown[part] = rec.worker_breakdown.get(part, 0.0) + (value - rec.worker_breakdown.get(part, 0.0)) / n
         if self._pulled[round_] == len(self.workers):
@@ -411,37 +415,70 @@ class _Job:
 
     def run(self, limit_s: float) -> str | None:
         """Run the job until its rounds are done or simulated time `limit_s`; an error or None."""
-        ns = self.net.ns
-        for w in self.workers:
-            w.start(0, 0.0)
-        ns.Simulator.Stop(ns.Seconds(limit_s))
-        # ns-3 initialises its nodes (traffic control included) in the first events at time 0:
-        # nothing may be sent before they ran
-        self.bridge.WakeAt(0.0)
-        ns.Simulator.Run()
+        return _drive([self], limit_s)[0]
+
+    def turn(self, limit_s: float) -> tuple[bool, str | None, float]:
+        """Step the state machines at the driver's time and send what they queued: (finished,
+        its error or None, the next timer)."""
+        now = self._now
         machines = [self.server, *self.workers]
-        while True:
-            now = self._now
-            try:
-                wake = min(m.step(now) for m in machines)
-                wake = min([wake, *(a.router.tick(now) for a in self.agents.values())])
-                wake = min([wake, *(m.step(now) for m in machines)])
-            except PeerTimeout as exc:
-                return f"{exc} (simulated time {now:.3f} s)"
-            self._flush()
-            if sum(r.end is not None for r in self.rounds) == self.planned:
-                if self.server.group is not None:     # the last pull's STOPs are still on the way
-                    self.scattered(self.server.group)
-                return None
-            if now >= limit_s:
-                return f"{sum(r.end is not None for r in self.rounds)} of {self.planned} rounds within {limit_s:g} s of simulated time"
-            if wake < INFINITY:
-                self.bridge.WakeAt(min(wake, limit_s))
-            before = now
-            ns.Simulator.Run()
-            self._advance(wake)
-            if self._deliver(self._now) == 0 and self._now == before and wake == INFINITY:
-                return f"the job stalled at simulated time {before:.3f} s (nothing in flight, no timer)"
+        try:
+            wake = min(m.step(now) for m in machines)
+            wake = min([wake, *(a.router.tick(now) for a in self.agents.values())])
+            wake = min([wake, *(m.step(now) for m in machines)])
+        except PeerTimeout as exc:
+            return True, f"{exc} (simulated time {now:.3f} s)", INFINITY
+        self._flush()
+        if sum(r.end is not None for r in self.rounds) == self.planned:
+            if self.server.group is not None:     # the last pull's STOPs are still on the way
+                self.scattered(self.server.group)
+            return True, None, INFINITY
+        if now >= limit_s:
+            return True, f"{sum(r.end is not None for r in self.rounds)} of {self.planned} rounds within {limit_s:g} s of simulated time", INFINITY
+        if wake < INFINITY:
+            self.bridge.WakeAt(min(wake, limit_s))
+        return False, None, wake
+
+    def resume(self, wake: float) -> int:
+        """After the simulation paused: take the driver's time and hand over the arrivals;
+        how many arrived."""
+        self._advance(wake)
+        return self._deliver(self._now)
+
+
+def _drive(jobs: list[_Job], limit_s: float) -> list[str | None]:
+    """Run `jobs` in their one simulation until each is done, failed or at `limit_s`; per job
+    its error or None. Each job pauses the simulation on its own arrivals and timers."""
+    ns = jobs[0].net.ns
+    for job in jobs:
+        for w in job.workers:
+            w.start(0, job.first_start)
+    ns.Simulator.Stop(ns.Seconds(limit_s))
+    # ns-3 initialises its nodes (traffic control included) in the first events at time 0:
+    # nothing may be sent before they ran
+    jobs[0].bridge.WakeAt(0.0)
+    ns.Simulator.Run()
+    errors: dict[int, str | None] = {}
+    while len(errors) < len(jobs):
+        waiting = []
+        for i, job in enumerate(jobs):
+            if i in errors:
+                continue
+            finished, error, wake = job.turn(limit_s)
+            if finished:
+                errors[i] = error
+            else:
+                waiting.append((i, job, wake))
+        if not waiting:
+            break
+        before = ns.Simulator.Now().GetSeconds()
+        ns.Simulator.Run()
+        arrived = sum(job.resume(wake) for _, job, wake in waiting)
+        if arrived == 0 and ns.Simulator.Now().GetSeconds() == before:
+            for i, _, wake in waiting:
+                if wake == INFINITY:
+                    errors[i] = f"the job stalled at simulated time {before:.3f} s (nothing in flight, no timer)"
+    return [errors.get(i) for i in range(len(jobs))]
 
 
 def run_lossy_rounds(net: SimNetwork, ps: str, workers: list[str], config: TransportConfig,
@@ -464,9 +501,45 @@ def run_lossy_rounds(net: SimNetwork, ps: str, workers: list[str], config: Trans
     job = _Job(net, ps, workers, config, plan, rounds, jitter_s, seed, on_round_start, worker_pace_pps)
     t0 = time.monotonic()
     error = job.run(limit_s)
+    return _outcome(job, error, time.monotonic() - t0)
+
+
+@dataclass(frozen=True)
+class LossyJob:
+    """One job of `run_lossy_jobs`: its PS, workers, transport (its own `--job` id), layers."""
+
+    ps: str
+    workers: list[str]
+    config: TransportConfig
+    layer_sizes: list[int]
+    rounds: int
+    jitter_s: float = 0.0
+    seed: int = 0
+    start_s: float = 0.0        # round 0's pushes start then
+
+
+def run_lossy_jobs(net: SimNetwork, jobs: list[LossyJob], limit_s: float) -> list[LossyOutcome]:
+    """Several jobs of gradlane's UDP transport at once in `net` (each as `run_lossy_rounds`
+    runs one, on disjoint hosts), until each is done or simulated time `limit_s`. The outcomes'
+    wall time is the whole simulation's."""
+    if not jobs:
+        raise SimError("no job to run")
+    for j in jobs:
+        if not j.workers or j.rounds < 1 or not j.config.udp:
+            raise SimError(f"job of PS {j.ps}: needs workers, rounds >= 1 and a UDP transport (ltp, mlt)")
+    built = [_Job(net, j.ps, j.workers, j.config, ChunkPlan(j.layer_sizes, j.config.chunk_elems), j.rounds,
+                  j.jitter_s, j.seed) for j in jobs]
+    for job, spec in zip(built, jobs):
+        job.first_start = spec.start_s
+    t0 = time.monotonic()
+    errors = _drive(built, limit_s)
     wall = time.monotonic() - t0
+    return [_outcome(job, error, wall) for job, error in zip(built, errors)]
+
+
+def _outcome(job: _Job, error: str | None, wall: float) -> LossyOutcome:
     counters = {a.name: a.port.counters.snapshot() for a in job.agents.values()}
     packets = sum(c.get("packets_sent", 0) + c.get("packets_received", 0) for c in counters.values())
-    return LossyOutcome(rounds=job.rounds, planned=rounds, wall_s=wall, packets=packets,
+    return LossyOutcome(rounds=job.rounds, planned=job.planned, wall_s=wall, packets=packets,
                         counters=counters, error=error,
-                        switches={name: sw.counters() for name, sw in net.switches.items()})
+                        switches={name: sw.counters() for name, sw in job.net.switches.items()})

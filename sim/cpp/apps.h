@@ -8,9 +8,11 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ns3/inet-socket-address.h"
+#include "ns3/ipv4.h"
 #include "ns3/node.h"
 #include "ns3/packet.h"
 #include "ns3/random-variable-stream.h"
@@ -27,7 +29,8 @@ namespace gradlane_sim {
 // then starts its push after its own delay, drawn uniformly from [0, jitter) from ns-3's random
 // streams (so the seed and run number fix it). Round r starts with the first push and ends when
 // the last worker has its round r pull; round_start/round_end hold the times in seconds, and
-// push_end the time the PS had every push of the round (the push stage ends, the pull begins).
+// push_end the time the PS had every push of the round (the push stage ends, the pull begins);
+// push_fct each worker's push, from its start until the PS had all of it (DLCP's gradient FCT).
 class TcpRounds {
  public:
   TcpRounds(ns3::Ptr<ns3::Node> ps, ns3::Ipv4Address ps_addr, uint16_t port, uint64_t push_bytes,
@@ -47,7 +50,7 @@ class TcpRounds {
     ns3::Simulator::Schedule(ns3::Seconds(at_s), &TcpRounds::Connect, this);
   }
 
-  std::vector<double> round_start, round_end, push_end;
+  std::vector<double> round_start, round_end, push_end, push_fct;
   uint32_t RoundsDone() const { return round_end.size(); }
   bool Finished() const { return round_end.size() == rounds_; }
 
@@ -56,6 +59,7 @@ class TcpRounds {
     ns3::Ptr<ns3::Socket> sock;
     uint64_t to_send = 0;
     uint64_t received = 0;
+    size_t worker = 0;            // at the PS: whose push this connection carries
   };
 
   void Connect() {
@@ -63,6 +67,11 @@ class TcpRounds {
       Flow f;
       f.sock = ns3::Socket::CreateSocket(node, ns3::TcpSocketFactory::GetTypeId());
       f.sock->Bind();
+      ns3::Address local;
+      f.sock->GetSockName(local);
+      origin_.push_back({node->GetObject<ns3::Ipv4>()->GetAddress(1, 0).GetLocal().Get(),
+                         ns3::InetSocketAddress::ConvertFrom(local).GetPort()});
+      push_at_.push_back(0.0);
       f.sock->SetConnectCallback(ns3::MakeCallback(&TcpRounds::OnConnected, this),
                                  ns3::MakeNullCallback<void, ns3::Ptr<ns3::Socket>>());
       f.sock->SetRecvCallback(ns3::MakeCallback(&TcpRounds::OnWorkerRecv, this));
@@ -76,9 +85,12 @@ class TcpRounds {
     if (++connected_ == workers_.size()) StartRound();
   }
 
-  void OnAccept(ns3::Ptr<ns3::Socket> s, const ns3::Address&) {
+  void OnAccept(ns3::Ptr<ns3::Socket> s, const ns3::Address& from) {
     Flow f;
     f.sock = s;
+    auto inet = ns3::InetSocketAddress::ConvertFrom(from);
+    std::pair<uint32_t, uint16_t> key{inet.GetIpv4().Get(), inet.GetPort()};
+    while (f.worker < origin_.size() && origin_[f.worker] != key) f.worker++;
     s->SetRecvCallback(ns3::MakeCallback(&TcpRounds::OnPsRecv, this));
     s->SetSendCallback(ns3::MakeCallback(&TcpRounds::OnSendSpace, this));
     accepted_.push_back(f);
@@ -99,6 +111,7 @@ class TcpRounds {
       round_start.push_back(ns3::Simulator::Now().GetSeconds());
       started_ = true;
     }
+    push_at_[worker] = ns3::Simulator::Now().GetSeconds();
     workers_[worker].to_send += push_;
     Pump(workers_[worker]);
   }
@@ -140,7 +153,10 @@ class TcpRounds {
     uint64_t round = round_start.size();
     bool before = f->received >= push_ * round;
     f->received += Drain(s);
-    if (!before && f->received >= push_ * round && ++pushed_ == accepted_.size() &&
+    bool now_done = !before && f->received >= push_ * round;
+    if (now_done && f->worker < push_at_.size())
+      push_fct.push_back(ns3::Simulator::Now().GetSeconds() - push_at_[f->worker]);
+    if (now_done && ++pushed_ == accepted_.size() &&
         accepted_.size() == workers_.size()) {
       push_end.push_back(ns3::Simulator::Now().GetSeconds());
       for (auto& a : accepted_) { a.to_send += pull_; Pump(a); }
@@ -171,6 +187,8 @@ class TcpRounds {
   std::vector<ns3::Ptr<ns3::Node>> worker_nodes_;
   ns3::Ptr<ns3::Socket> listener_;
   std::vector<Flow> workers_, accepted_;
+  std::vector<std::pair<uint32_t, uint16_t>> origin_;   // per worker: its address and port
+  std::vector<double> push_at_;                         // per worker: its push's start this round
   uint32_t connected_ = 0, pushed_ = 0, pulled_ = 0;
 };
 

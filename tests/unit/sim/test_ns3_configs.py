@@ -34,7 +34,8 @@ def _quick(name: str, tmp_path) -> list[dict]:
 
 
 def test_every_ns3_config_is_known():
-    assert NS3_CONFIGS == ["dblp_microbursts", "ltp_incast", "ltp_incast_xval", "pcn", "regimes"]
+    assert NS3_CONFIGS == ["dblp_microbursts", "dlcp_ablation", "ltp_incast", "ltp_incast_xval", "pcn",
+                           "regimes"]
 
 
 @pytest.mark.timeout(240)
@@ -102,6 +103,49 @@ def test_microbursts_at_10_gbps_quick_on_ns3(tmp_path, capsys):
         # the path's timers: probe every 3 x (RTT + the queue's drain)
         assert run["transport_config"]["probe_ms"] == pytest.approx(3 * (0.00975 + 64 / 833333.3 * 1000), rel=1e-2)
     assert runs["mlt"]["metrics"]["bursts_planned"] == runs["phase-aware"]["metrics"]["bursts_planned"]
+
+
+@pytest.mark.timeout(400)
+def test_dlcp_fabric_quick_on_ns3(tmp_path, capsys):
+    runs = {r["arm"]: r for r in _quick("dlcp_ablation", tmp_path)}
+    capsys.readouterr()
+    assert set(runs) == {"tcp-dctcp", "tcp-cubic-ecn", "mlt", "gradlane", "gradlane-no-priority",
+                         "gradlane-no-selective-drop", "gradlane-no-spray"}
+    assert all(r["ok"] and r["backend"] == "ns3" for r in runs.values())
+    jobs = runs["gradlane"]["placement"]
+    assert len(jobs) == 2 and all(len(j["workers"]) == 2 for j in jobs)
+    for arm, run in runs.items():
+        m = run["metrics"]
+        # 2 jobs x 3 rounds, every worker's push timed; the same background flows in every arm
+        assert m["rounds"] == 6 and m["pushes"] == 12, arm
+        assert m["background"]["flows"] == runs["tcp-dctcp"]["metrics"]["background"]["flows"] > 0
+        assert m["background"]["completed"] > 0 and m["bg_fct_p99_s"] > 0
+    gradlane = runs["gradlane"]["metrics"]
+    # spraying spreads the jobs' push packets over both spines; each switch's selective drops
+    # stay within the 10 % bound of what it classified
+    assert min(gradlane["push_per_spine"].values()) > 0.3 * gradlane["push_classified"] / 3
+    for arm in ("gradlane", "gradlane-no-priority", "gradlane-no-spray"):
+        share = runs[arm]["metrics"]["selective_drop_fraction_max"]
+        assert share is not None and share <= 0.1, arm
+    assert runs["gradlane-no-selective-drop"]["metrics"]["selective_drops"] == 0
+    # baselines get no job policy: no switch classifies their packets
+    for arm in ("tcp-dctcp", "mlt"):
+        assert runs[arm]["metrics"]["push_classified"] == 0 and runs[arm]["metrics"]["features"] is None
+    summary = next((tmp_path / "dlcp_ablation").iterdir()) / "summary.md"
+    assert "gradient push tail" in summary.read_text()
+
+
+def test_dlcp_fabric_needs_its_settings():
+    cfg = configs.load(CONFIG_DIR / "ns3" / "dlcp_ablation.yaml", quick=True)
+    with pytest.raises(SimError, match="sim_fabric.jobs"):
+        harness.setup(replace(cfg, params={**cfg.params, "sim_fabric": {**cfg.params["sim_fabric"], "jobs": 0}}))
+    with pytest.raises(SimError, match="fewer than 2"):
+        harness.setup(replace(cfg, params={**cfg.params, "sim_fabric": {**cfg.params["sim_fabric"], "jobs": 4}}))
+    with pytest.raises(SimError, match="size CDF"):
+        harness.setup(replace(cfg, params={**cfg.params, "sim_background": {
+            **cfg.params["sim_background"], "size_cdf": [[1000, 0.5], [500, 1.0]]}}))
+    with pytest.raises(SimError, match="needs params.sim_fabric"):
+        harness.setup(configs.load(configs.default_path("dlcp_ablation"), quick=True))
 
 
 def test_path_timers_need_the_paths_rtt():
