@@ -47,6 +47,7 @@ from sim.network import SimNetwork
 UDP_PORT = 19527                 # the agents' default
 PULL_REQ_EVERY_PROBES = 5        # hosts/exchange/udp_worker.py: a worker that got no pull asks again
 INFINITY = float("inf")
+_ALARM_SLACK = 1e-6       # s: a tick a little early costs nothing, one too late changes the run
 
 
 @lru_cache(maxsize=None)
@@ -78,15 +79,36 @@ def transport_config(transport: str, agent_args: list[str], num_layers: int,
         raise SimError(f"agent flags {' '.join(agent_args)!r}: {exc}") from None
 
 
+class _SimRouter(Router):
+    """The agents' router, telling the driver when its set of sessions changed (a session added,
+    with any packets it had waiting, or sessions pruned): the driver then ticks it in full."""
+
+    def __init__(self, endpoint: Port) -> None:
+        super().__init__(endpoint)
+        self.changed = True
+
+    def add(self, session: Any) -> None:
+        self.changed = True
+        super().add(session)
+
+    def prune(self, below_round: int) -> None:
+        self.changed = True
+        super().prune(below_round)
+
+
 @dataclass
 class Agent:
-    """One host's port and router, and where its datagrams go in ns-3."""
+    """One host's port and router, and where its datagrams go in ns-3. `wake` is what its
+    router's last tick returned, `alarm` the earliest time one of its sessions may give up on
+    a silent peer (PeerTimeout), as of that tick."""
 
     name: str
     index: int                 # the bridge's socket
     addr: tuple[str, int]
     port: Port
-    router: Router
+    router: _SimRouter
+    wake: float = -INFINITY
+    alarm: float = -INFINITY
 
 
 @dataclass
@@ -306,6 +328,14 @@ class _Job:
         self.rounds: list[LossyRound] = []
         self._pulled: dict[int, int] = {}                  # round -> workers that have its pull
         self._pushes: dict[int, list[SendSession]] = {}    # round -> the workers' closed pushes
+        self._ended = 0                                    # rounds whose every worker has its pull
+        # The driver ticks a router and steps a state machine only when that can do something
+        # (docs/ns3.md, "Speed"): an agent that got no packet, whose sessions' set did not
+        # change and none of whose timers came, would send nothing and change nothing.
+        self._heard: set[str] = set()        # agents that got a packet since the last pass
+        self._ticked: set[str] = set()       # agents whose router ticked in this pass
+        self._stepped: set[Any] = set()      # machines stepped in this pass's first step
+        self._step_wake: dict[Any, float] = {}
 
     def _agent(self, host: str, rank: int) -> Agent:
         ns_addr = self.net.address(host)
@@ -314,7 +344,7 @@ class _Job:
         self._by_ip[int(ns_addr.Get())] = ip
         port = Port(self.config.job_id, rank, self.clock, plain=self.config.plain, mac_key=self.config.mac_key)
         agent = Agent(host, int(self.bridge.AddHost(self.net.node(host), UDP_PORT)), (ip, UDP_PORT), port,
-                      Router(port))
+                      _SimRouter(port))
         self.agents[agent.addr] = agent
         return agent
 
@@ -383,6 +413,7 @@ class _Job:
             rec.worker_breakdown[part] = rec.worker_breakdown.get(part, 0.0) + (value - rec.worker_breakdown.get(part, 0.0)) / n
         if self._pulled[round_] == len(self.workers):
             self.rounds[round_].end = now
+            self._ended += 1
 
     # -- the driver loop --------------------------------------------------------------------
     def _flush(self) -> None:
@@ -392,6 +423,8 @@ class _Job:
                 bridge.Send(agent.index, dg.data, self._ns_addr[dg.addr[0]], dg.addr[1], dg.tos)
 
     def _deliver(self, now: float) -> int:
+        """Dispatch the datagrams that arrived to their agents; the agents that got a packet
+        (a valid one: the rest only count) are marked in `self._heard`."""
         b = self.bridge
         n = int(b.in_host.size())
         if not n:
@@ -403,6 +436,7 @@ class _Job:
             pkt = agent.port.parse(bytes(b.in_data[i]), src, int(b.in_tos[i]))
             if pkt is not None:
                 agent.router.dispatch(pkt, now)
+                self._heard.add(agent.name)
         b.Clear()
         return n
 
@@ -417,21 +451,33 @@ class _Job:
         self.bridge.WakeAt(0.0)
         ns.Simulator.Run()
         machines = [self.server, *self.workers]
+        self._step_wake = {m: -INFINITY for m in machines}
+        agents = list(self.agents.values())
         while True:
             now = self._now
             try:
-                wake = min(m.step(now) for m in machines)
-                wake = min([wake, *(a.router.tick(now) for a in self.agents.values())])
-                wake = min([wake, *(m.step(now) for m in machines)])
+                wake = self._step(machines, now, first=True)
+                for agent in agents:
+                    router = agent.router
+                    if (router.changed or agent.name in self._heard or now >= agent.wake
+                            or now >= agent.alarm):
+                        router.changed = False
+                        agent.wake = router.tick(now)
+                        agent.alarm = _alarm(router)
+                        self._ticked.add(agent.name)
+                    wake = min(wake, agent.wake)
+                wake = min(wake, self._step(machines, now, first=False))
             except PeerTimeout as exc:
                 return f"{exc} (simulated time {now:.3f} s)"
+            self._heard.clear()
+            self._ticked.clear()
             self._flush()
-            if sum(r.end is not None for r in self.rounds) == self.planned:
+            if self._ended == self.planned:
                 if self.server.group is not None:     # the last pull's STOPs are still on the way
                     self.scattered(self.server.group)
                 return None
             if now >= limit_s:
-                return f"{sum(r.end is not None for r in self.rounds)} of {self.planned} rounds within {limit_s:g} s of simulated time"
+                return f"{self._ended} of {self.planned} rounds within {limit_s:g} s of simulated time"
             if wake < INFINITY:
                 self.bridge.WakeAt(min(wake, limit_s))
             before = now
@@ -439,6 +485,39 @@ class _Job:
             self._advance(wake)
             if self._deliver(self._now) == 0 and self._now == before and wake == INFINITY:
                 return f"the job stalled at simulated time {before:.3f} s (nothing in flight, no timer)"
+
+    def _step(self, machines: list[Any], now: float, first: bool) -> float:
+        """Step the state machines that may have something to do: their agent got a packet,
+        their time came, or (the second step) they stepped or their agent's sessions ticked
+        in this pass; the earliest time one wants to be stepped again."""
+        wake = INFINITY
+        for m in machines:
+            name = m.agent.name
+            if (name in self._heard or now >= self._step_wake[m]
+                    or (not first and (m in self._stepped or name in self._ticked))):
+                self._step_wake[m] = m.step(now)
+                self._stepped.add(m)
+            wake = min(wake, self._step_wake[m])
+        if not first:
+            self._stepped.clear()
+        return wake
+
+
+def _alarm(router: Router) -> float:
+    """The earliest time one of `router`'s sessions may raise PeerTimeout on a silent peer (a
+    bound from below: ticking the router earlier is only wasted work), as a tick would find it."""
+    at = INFINITY
+    for session in router.sessions.values():
+        senders = (session.by_rank.values() if isinstance(session, SendGroup)
+                   else [session] if isinstance(session, SendSession) else [])
+        for s in senders:
+            if not s.done:
+                at = min(at, s.last_heard + s.options.peer_timeout)
+        if isinstance(session, RecvSession):
+            for state in session.senders.values():
+                if state.closed_by is None and state.first_data is None:
+                    at = min(at, max(session.opened, state.last_heard or 0.0) + session.options.absent_timeout)
+    return at - _ALARM_SLACK if at < INFINITY else at
 
 
 def run_lossy_rounds(net: SimNetwork, ps: str, workers: list[str], config: TransportConfig,
