@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import ipaddress
+import struct
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -47,6 +48,8 @@ from sim.network import SimNetwork
 UDP_PORT = 19527                 # the agents' default
 PULL_REQ_EVERY_PROBES = 5        # hosts/exchange/udp_worker.py: a worker that got no pull asks again
 INFINITY = float("inf")
+# a datagram's head in sim/cpp/bridge.h's batches: host, IPv4 address, port, TOS, length
+_RECORD = struct.Struct("=IIHBH")
 _ALARM_SLACK = 1e-6       # s: a tick a little early costs nothing, one too late changes the run
 
 
@@ -314,7 +317,7 @@ class _Job:
         self.bridge = _bridge_class()()
         self.jitter_s = jitter_s
         self._jitter = net.ns.CreateObject[net.ns.UniformRandomVariable]()
-        self._ns_addr: dict[str, Any] = {}
+        self._ip_int: dict[str, int] = {}
         self._by_ip: dict[int, str] = {}
         self.agents: dict[tuple[str, int], Agent] = {}
         ps_agent = self._agent(ps, wire.PS_RANK)
@@ -340,7 +343,7 @@ class _Job:
     def _agent(self, host: str, rank: int) -> Agent:
         ns_addr = self.net.address(host)
         ip = str(ipaddress.IPv4Address(int(ns_addr.Get())))
-        self._ns_addr[ip] = ns_addr
+        self._ip_int[ip] = int(ns_addr.Get())
         self._by_ip[int(ns_addr.Get())] = ip
         port = Port(self.config.job_id, rank, self.clock, plain=self.config.plain, mac_key=self.config.mac_key)
         agent = Agent(host, int(self.bridge.AddHost(self.net.node(host), UDP_PORT)), (ip, UDP_PORT), port,
@@ -417,27 +420,39 @@ class _Job:
 
     # -- the driver loop --------------------------------------------------------------------
     def _flush(self) -> None:
-        bridge = self.bridge
+        """Every agent's datagrams, in the agents' order, onto ns-3 in one batch (sim/cpp/bridge.h)."""
+        batch = bytearray()
         for agent in self.agents.values():
-            for dg in agent.port.take():
-                bridge.Send(agent.index, dg.data, self._ns_addr[dg.addr[0]], dg.addr[1], dg.tos)
+            if agent.port.outbox:
+                for dg in agent.port.take():
+                    batch += _RECORD.pack(agent.index, self._ip_int[dg.addr[0]], dg.addr[1], dg.tos, len(dg.data))
+                    batch += dg.data
+        if batch:
+            self.bridge.SendBatch(bytes(batch))
 
     def _deliver(self, now: float) -> int:
         """Dispatch the datagrams that arrived to their agents; the agents that got a packet
         (a valid one: the rest only count) are marked in `self._heard`."""
         b = self.bridge
-        n = int(b.in_host.size())
-        if not n:
+        size = int(b.InboxSize())
+        if not size:
             return 0
+        inbox = bytearray(size)
+        b.TakeInbox(inbox)
+        raw = bytes(inbox)
         agents = list(self.agents.values())
-        for i in range(n):
-            agent = agents[int(b.in_host[i])]
-            src = (self._by_ip.get(int(b.in_src[i]), "0.0.0.0"), int(b.in_port[i]))
-            pkt = agent.port.parse(bytes(b.in_data[i]), src, int(b.in_tos[i]))
+        head, unpack, at, n = _RECORD.size, _RECORD.unpack_from, 0, 0
+        while at < size:
+            host, src_ip, src_port, tos, length = unpack(raw, at)
+            at += head
+            agent = agents[host]
+            src = (self._by_ip.get(src_ip, "0.0.0.0"), src_port)
+            pkt = agent.port.parse(raw[at:at + length], src, tos)
+            at += length
+            n += 1
             if pkt is not None:
                 agent.router.dispatch(pkt, now)
                 self._heard.add(agent.name)
-        b.Clear()
         return n
 
     def run(self, limit_s: float) -> str | None:
