@@ -13,8 +13,11 @@ the join handshake (addresses are known), training (gradients are sized, random 
 alike every round, so their norm stays put), a controller (the flags decide, as in
 `ltp_incast`'s arms) and PCN.
 
-Every datagram crosses into Python (about 20 us of Python per packet and agent): a fine speed at
-the emulation's scale, slow at datacenter scale (docs/ns3.md, "Speed").
+Every datagram is handled in Python by the agents' own code, so the driver spends as little as it
+can around it (docs/ns3.md, "Speed"): datagrams cross to and from ns-3 in one batch per pause
+each way, and at each pause only the routers and state machines that can act are called (an
+agent that got a packet, whose set of sessions changed, or one of whose timers came), not every
+agent at every arrival. What goes on the wire is the same either way (tests/unit/sim/test_lossy_wire.py).
 """
 from __future__ import annotations
 
