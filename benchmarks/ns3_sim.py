@@ -75,7 +75,10 @@ def lossy_round(params: int, workers: int, rate_gbps: float) -> None:
 def lossy_round_at(ref: str, params: int, workers: int, rate_gbps: float) -> str:
     """`lossy_round` as commit `ref`'s files run it (extracted with git archive, run in a child
     process on the same machine): its printed figures."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=True).stdout
+    try:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        raise SystemExit(f"--before {ref}: git cannot export that commit here (--before '' skips the comparison)") from None
     with tempfile.TemporaryDirectory(prefix="gradlane-before-") as tree:
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(tree)
