@@ -6,15 +6,22 @@ Round: `--workers` workers push `--params` float32 each to the PS through the in
 topology's two simulated switches (all links `--rate-gbps`), then the PS pulls back as much.
 The same round with gradlane's loss-tolerant transport (ltp_incast's `gradlane` arm flags, the
 agents' own protocol code driven from Python per packet: sim/lossy.py) moves `--lossy-params`
-per worker (default 1 M: Python's per-packet cost makes 25 M take minutes; the figure per
-wall-second says how long).
-Run: .venv/bin/python benchmarks/ns3_sim.py [--params 25000000] [--lossy-params 1000000]
-     [--workers 8] [--rate-gbps 10]
+per worker (default ResNet-50's 25.6 M; 0 skips it). Beside it, in the same run, a smaller
+lossy round (`--compare-params`, default 1 M) with this tree's driver and with the driver of
+`--before` (a git commit, default the one before the driver's speed-up; '' skips it), run from
+that commit's files in a child process: datagrams per wall-second before and after.
+Run: .venv/bin/python benchmarks/ns3_sim.py [--params 25000000] [--lossy-params 25557032]
+     [--compare-params 1000000] [--before 97ac500] [--workers 8] [--rate-gbps 10]
 """
 from __future__ import annotations
 
 import argparse
+import io
+import re
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,6 +38,9 @@ from topo.topologies import TopoParams, build_topology  # noqa: E402
 
 SEGMENT = 1448
 LAYER_PARAMS = 2_500_000     # the lossy round's gradient is cut into layers of at most this many
+RESNET50_PARAMS = 25_557_032
+BEFORE_SPEEDUP = "97ac500"   # the last commit whose driver crossed into ns-3 per datagram, ticking every agent
+_FIGURES = re.compile(r"([\d.]+) s wall; .*\n\s+([\d,]+) datagrams/wall-s")
 
 
 def lossy_round(params: int, workers: int, rate_gbps: float) -> None:
@@ -57,9 +67,48 @@ def lossy_round(params: int, workers: int, rate_gbps: float) -> None:
     print(f"  {out.packets / out.wall_s:,.0f} datagrams/wall-s through the agents' Python code (sent + received), "
           f"{r.data_packets / out.wall_s:,.0f} DATA packets/wall-s end to end, {hops / out.wall_s:,.0f} "
           f"packet-hops/wall-s through the simulated switches")
-    per_param = out.wall_s / params
-    print(f"  at this speed one round of {workers} x 25,000,000 parameters takes about "
-          f"{per_param * 25_000_000 / 60:.0f} min of wall time")
+    if params < RESNET50_PARAMS:
+        print(f"  at this speed one round of {workers} x {RESNET50_PARAMS:,} parameters takes about "
+              f"{out.wall_s / params * RESNET50_PARAMS / 60:.0f} min of wall time")
+
+
+def lossy_round_at(ref: str, params: int, workers: int, rate_gbps: float) -> str:
+    """`lossy_round` as commit `ref`'s files run it (extracted with git archive, run in a child
+    process on the same machine): its printed figures."""
+    try:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        raise SystemExit(f"--before {ref}: git cannot export that commit here (--before '' skips the comparison)") from None
+    with tempfile.TemporaryDirectory(prefix="gradlane-before-") as tree:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(tree)
+        code = ("import sys; sys.path.insert(0, '.'); from sim import engine; engine.cpp(); "
+                f"from benchmarks.ns3_sim import lossy_round; lossy_round({params}, {workers}, {rate_gbps!r})")
+        done = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"the lossy round at {ref} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return done.stdout
+
+
+def compare_drivers(ref: str, params: int, workers: int, rate_gbps: float) -> None:
+    """The same lossy round with `ref`'s driver and this tree's, one after the other."""
+    before = lossy_round_at(ref, params, workers, rate_gbps)
+    out = io.StringIO()
+    stdout, sys.stdout = sys.stdout, out
+    try:
+        lossy_round(params, workers, rate_gbps)
+    finally:
+        sys.stdout = stdout
+    figures = []
+    for name, text in ((f"before ({ref})", before), ("after (this tree)", out.getvalue())):
+        print(f"  {name}: " + text.strip().splitlines()[0])
+        found = _FIGURES.search(text)
+        if found is None:
+            raise SystemExit(f"no figures in the {name} round's output: {text!r}")
+        figures.append((float(found.group(1)), int(found.group(2).replace(",", ""))))
+    (wall0, rate0), (wall1, rate1) = figures
+    print(f"  the driver, {workers} x {params:,} parameters: {rate0:,} -> {rate1:,} datagrams/wall-s through "
+          f"the agents' code, {wall0:.1f} -> {wall1:.1f} s wall ({wall0 / wall1:.2f}x)")
 
 
 def bare_link(total_bytes: int, rate_gbps: float) -> tuple[float, float]:
@@ -100,8 +149,12 @@ def main() -> int:
     p.add_argument("--params", type=int, default=25_000_000, help="float32 parameters per worker")
     p.add_argument("--workers", type=int, default=8)
     p.add_argument("--rate-gbps", type=float, default=10.0)
-    p.add_argument("--lossy-params", type=int, default=1_000_000,
+    p.add_argument("--lossy-params", type=int, default=RESNET50_PARAMS,
                    help="float32 parameters per worker of the gradlane round (0: skip it)")
+    p.add_argument("--compare-params", type=int, default=1_000_000,
+                   help="float32 parameters per worker of the before/after gradlane round (0: skip it)")
+    p.add_argument("--before", default=BEFORE_SPEEDUP,
+                   help="git commit whose lossy driver runs the comparison round ('': skip it)")
     args = p.parse_args()
     t0 = time.monotonic()
     engine.cpp()
@@ -133,6 +186,9 @@ def main() -> int:
     print(f"  baseline, ns-3 alone (BulkSend, one link, {bare_bytes / 1e6:.0f} MB, ns-3's TCP defaults): "
           f"{bare_bytes / SEGMENT / bare_wall:,.0f} data segments/wall-s, {bare_simulated * 1e3:.1f} ms "
           f"simulated in {bare_wall:.1f} s wall")
+    if args.compare_params > 0 and args.before:
+        print("the loss-tolerant driver before and after, same gradlane round, one after the other:")
+        compare_drivers(args.before, args.compare_params, args.workers, args.rate_gbps)
     if args.lossy_params > 0:
         lossy_round(args.lossy_params, args.workers, args.rate_gbps)
     return 0

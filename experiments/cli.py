@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import experiments
@@ -38,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the experiments and exit")
     p.add_argument("--quick", action="store_true", help="smoke run (the config's quick: overrides), ~1-2 min")
     p.add_argument("--reps", type=int, metavar="N", help="repetitions per arm (default: the config's)")
+    p.add_argument("--arms", metavar="A,B", help="run only these arms of the config (comma-separated names)")
     p.add_argument("--config", metavar="FILE", help="config file (default experiments/configs/NAME.yaml)")
     p.add_argument("--resume", metavar="DIR", help="continue an interrupted run in DIR (its saved config)")
     p.add_argument("--out", default="results", metavar="DIR", help="results root (default results)")
@@ -57,12 +59,18 @@ def _load_config(name: str, args: argparse.Namespace) -> configs.ExperimentConfi
         if args.reps < 1:
             raise ExperimentError("--reps must be at least 1")
         overrides["repetitions"] = args.reps
+    if args.arms is not None:
+        overrides["only_arms"] = [a.strip() for a in args.arms.split(",") if a.strip()]
+        if not overrides["only_arms"]:
+            raise ExperimentError("--arms names no arm")
     path = Path(args.config) if args.config else configs.default_path(name)
     if args.backend == "ns3" and not args.config:
         from sim import harness  # noqa: PLC0415 (ns-3 only when asked for)
         if name in harness.NS3_ONLY_CONFIGS:
             path = harness.REPO / harness.NS3_ONLY_CONFIGS[name]
     cfg = configs.load(path, quick=args.quick, overrides=overrides)
+    if args.arms is not None:     # recorded, so that the summary's command names them
+        cfg = replace(cfg, params={**cfg.params, "arms_selected": overrides["only_arms"]})
     if cfg.name != name:
         raise ExperimentError(f"{path}: name '{cfg.name}' is not experiment '{name}'")
     module = experiments.get(name)

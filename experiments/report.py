@@ -75,10 +75,13 @@ def config_file(config: ExperimentConfig) -> str:
 def command_line(config: ExperimentConfig) -> str:
     """How to reproduce this run."""
     quick = " --quick" if config.is_quick else ""
+    selected = config.params.get("arms_selected")
+    arms = [f"--arms {','.join(selected)}"] if selected else []
     if config.params.get("backend") == "ns3":
-        return f"python -m experiments {config.name}{quick} --backend ns3 --config {config_file(config)}"
+        return (f"python -m experiments {config.name}{quick} --backend ns3 --config {config_file(config)}"
+                + "".join(f" {a}" for a in arms))
     args = [*([f"--config {config_file(config)}"] if config.variant else []),
-            *(["--quick"] if config.is_quick else [])]
+            *(["--quick"] if config.is_quick else []), *arms]
     if not args:
         return f"make experiment NAME={config.name}"
     joined = " ".join(args)

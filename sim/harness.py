@@ -136,8 +136,8 @@ def setup(cfg: ExperimentConfig) -> ExperimentConfig:
         dlcp.check(cfg)
     if cfg.name == "dblp_microbursts":
         microbursts.burst_direction(cfg)
-        keep = [with_path_timers(cfg, arm) if arm.params.get("timers_from_path") and "path_timers" not in arm.params
-                else arm for arm in keep]
+    keep = [with_path_timers(cfg, arm) if arm.params.get("timers_from_path") and "path_timers" not in arm.params
+            else arm for arm in keep]
     for arm in keep:
         if arm.transport == "tcp":
             tcp_settings(arm)
@@ -279,9 +279,19 @@ def with_path_timers(cfg: ExperimentConfig, arm: Arm) -> Arm:
     chunk = cfg.chunk_elems or DEFAULT_CHUNK_ELEMS
     packets = sum(-(-n // chunk) for n in lossy_arm.layer_sizes(cfg)) * cfg.workers_of(arm)
     settings = cfg.topology_of(arm)
-    flags = path_timers.timer_flags(float(arm.params["rtt_ms"]) / 1000.0, float(settings.bottleneck_pps),
+    flags = path_timers.timer_flags(float(arm.params["rtt_ms"]) / 1000.0, bottleneck_pps(cfg, settings),
                                     int(settings.queue_depth), packets)
     return replace(arm, agent_args=(*arm.agent_args, *flags), params={**arm.params, "path_timers": flags})
+
+
+def bottleneck_pps(cfg: ExperimentConfig, settings: TopologySettings) -> float:
+    """The bottleneck's rate in packets/s: `topology.bottleneck_pps`, else (every link at one
+    rate) the links' rate, `bw_mbps` or the simulator's, in `SimOptions.packet_bytes` packets."""
+    if settings.bottleneck_pps:
+        return float(settings.bottleneck_pps)
+    options = sim_options(cfg)
+    bps = settings.bw_mbps * 1e6 if settings.bw_mbps else options.rate_gbps * 1e9
+    return bps / (8 * options.packet_bytes)
 
 
 def run_regime_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,

@@ -14,14 +14,18 @@ alike every round, so their norm stays put), a controller (the flags decide, as 
 `ltp_incast`'s arms) and PCN. `run_lossy_jobs` runs several jobs at once (each its own PS,
 workers, bridge and `--job` id) under one driver loop, as `dlcp_ablation`'s fabric does.
 
-Every datagram crosses into Python (about 20 us of Python per packet and agent): a fine speed at
-the emulation's scale, slow at datacenter scale (docs/ns3.md, "Speed").
+Every datagram is handled in Python by the agents' own code, so the driver spends as little as it
+can around it (docs/ns3.md, "Speed"): datagrams cross to and from ns-3 in one batch per pause
+each way, and at each pause only the routers and state machines that can act are called (an
+agent that got a packet, whose set of sessions changed, or one of whose timers came), not every
+agent at every arrival. What goes on the wire is the same either way (tests/unit/sim/test_lossy_wire.py).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import ipaddress
+import struct
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -48,6 +52,9 @@ from sim.network import SimNetwork
 UDP_PORT = 19527                 # the agents' default
 PULL_REQ_EVERY_PROBES = 5        # hosts/exchange/udp_worker.py: a worker that got no pull asks again
 INFINITY = float("inf")
+# a datagram's head in sim/cpp/bridge.h's batches: host, IPv4 address, port, TOS, length
+_RECORD = struct.Struct("=IIHBH")
+_ALARM_SLACK = 1e-6       # s: a tick a little early costs nothing, one too late changes the run
 
 
 @lru_cache(maxsize=None)
@@ -79,15 +86,36 @@ def transport_config(transport: str, agent_args: list[str], num_layers: int,
         raise SimError(f"agent flags {' '.join(agent_args)!r}: {exc}") from None
 
 
+class _SimRouter(Router):
+    """The agents' router, telling the driver when its set of sessions changed (a session added,
+    with any packets it had waiting, or sessions pruned): the driver then ticks it in full."""
+
+    def __init__(self, endpoint: Port) -> None:
+        super().__init__(endpoint)
+        self.changed = True
+
+    def add(self, session: Any) -> None:
+        self.changed = True
+        super().add(session)
+
+    def prune(self, below_round: int) -> None:
+        self.changed = True
+        super().prune(below_round)
+
+
 @dataclass
 class Agent:
-    """One host's port and router, and where its datagrams go in ns-3."""
+    """One host's port and router, and where its datagrams go in ns-3. `wake` is what its
+    router's last tick returned, `alarm` the earliest time one of its sessions may give up on
+    a silent peer (PeerTimeout), as of that tick."""
 
     name: str
     index: int                 # the bridge's socket
     addr: tuple[str, int]
     port: Port
-    router: Router
+    router: _SimRouter
+    wake: float = -INFINITY
+    alarm: float = -INFINITY
 
 
 @dataclass
@@ -295,7 +323,7 @@ class _Job:
         self.bridge = _bridge_class()()
         self.jitter_s = jitter_s
         self._jitter = net.ns.CreateObject[net.ns.UniformRandomVariable]()
-        self._ns_addr: dict[str, Any] = {}
+        self._ip_int: dict[str, int] = {}
         self._by_ip: dict[int, str] = {}
         self.agents: dict[tuple[str, int], Agent] = {}
         ps_agent = self._agent(ps, wire.PS_RANK)
@@ -309,15 +337,23 @@ class _Job:
         self.rounds: list[LossyRound] = []
         self._pulled: dict[int, int] = {}                  # round -> workers that have its pull
         self._pushes: dict[int, list[SendSession]] = {}    # round -> the workers' closed pushes
+        self._ended = 0                                    # rounds whose every worker has its pull
+        # The driver ticks a router and steps a state machine only when that can do something
+        # (docs/ns3.md, "Speed"): an agent that got no packet, whose sessions' set did not
+        # change and none of whose timers came, would send nothing and change nothing.
+        self._heard: set[str] = set()        # agents that got a packet since the last pass
+        self._ticked: set[str] = set()       # agents whose router ticked in this pass
+        self._stepped: set[Any] = set()      # machines stepped in this pass's first step
+        self._step_wake: dict[Any, float] = {}
 
     def _agent(self, host: str, rank: int) -> Agent:
         ns_addr = self.net.address(host)
         ip = str(ipaddress.IPv4Address(int(ns_addr.Get())))
-        self._ns_addr[ip] = ns_addr
+        self._ip_int[ip] = int(ns_addr.Get())
         self._by_ip[int(ns_addr.Get())] = ip
         port = Port(self.config.job_id, rank, self.clock, plain=self.config.plain, mac_key=self.config.mac_key)
         agent = Agent(host, int(self.bridge.AddHost(self.net.node(host), UDP_PORT)), (ip, UDP_PORT), port,
-                      Router(port))
+                      _SimRouter(port))
         options = self.net.options          # the host software time model (SimOptions.host_rx_us)
         if options.host_rx_us or options.host_tx_us:
             self.bridge.SetServiceTime(agent.index, options.host_rx_us * 1e-6, options.host_tx_us * 1e-6)
@@ -390,27 +426,43 @@ class _Job:
             rec.worker_breakdown[part] = rec.worker_breakdown.get(part, 0.0) + (value - rec.worker_breakdown.get(part, 0.0)) / n
         if self._pulled[round_] == len(self.workers):
             self.rounds[round_].end = now
+            self._ended += 1
 
     # -- the driver loop --------------------------------------------------------------------
     def _flush(self) -> None:
-        bridge = self.bridge
+        """Every agent's datagrams, in the agents' order, onto ns-3 in one batch (sim/cpp/bridge.h)."""
+        batch = bytearray()
         for agent in self.agents.values():
-            for dg in agent.port.take():
-                bridge.Send(agent.index, dg.data, self._ns_addr[dg.addr[0]], dg.addr[1], dg.tos)
+            if agent.port.outbox:
+                for dg in agent.port.take():
+                    batch += _RECORD.pack(agent.index, self._ip_int[dg.addr[0]], dg.addr[1], dg.tos, len(dg.data))
+                    batch += dg.data
+        if batch:
+            self.bridge.SendBatch(bytes(batch))
 
     def _deliver(self, now: float) -> int:
+        """Dispatch the datagrams that arrived to their agents; the agents that got a packet
+        (a valid one: the rest only count) are marked in `self._heard`."""
         b = self.bridge
-        n = int(b.in_host.size())
-        if not n:
+        size = int(b.InboxSize())
+        if not size:
             return 0
+        inbox = bytearray(size)
+        b.TakeInbox(inbox)
+        raw = bytes(inbox)
         agents = list(self.agents.values())
-        for i in range(n):
-            agent = agents[int(b.in_host[i])]
-            src = (self._by_ip.get(int(b.in_src[i]), "0.0.0.0"), int(b.in_port[i]))
-            pkt = agent.port.parse(bytes(b.in_data[i]), src, int(b.in_tos[i]))
+        head, unpack, at, n = _RECORD.size, _RECORD.unpack_from, 0, 0
+        while at < size:
+            host, src_ip, src_port, tos, length = unpack(raw, at)
+            at += head
+            agent = agents[host]
+            src = (self._by_ip.get(src_ip, "0.0.0.0"), src_port)
+            pkt = agent.port.parse(raw[at:at + length], src, tos)
+            at += length
+            n += 1
             if pkt is not None:
                 agent.router.dispatch(pkt, now)
-        b.Clear()
+                self._heard.add(agent.name)
         return n
 
     def run(self, limit_s: float) -> str | None:
@@ -422,19 +474,30 @@ class _Job:
         its error or None, the next timer)."""
         now = self._now
         machines = [self.server, *self.workers]
+        self._step_wake = self._step_wake or {m: -INFINITY for m in machines}
         try:
-            wake = min(m.step(now) for m in machines)
-            wake = min([wake, *(a.router.tick(now) for a in self.agents.values())])
-            wake = min([wake, *(m.step(now) for m in machines)])
+            wake = self._step(machines, now, first=True)
+            for agent in self.agents.values():
+                router = agent.router
+                if (router.changed or agent.name in self._heard or now >= agent.wake
+                        or now >= agent.alarm):
+                    router.changed = False
+                    agent.wake = router.tick(now)
+                    agent.alarm = _alarm(router)
+                    self._ticked.add(agent.name)
+                wake = min(wake, agent.wake)
+            wake = min(wake, self._step(machines, now, first=False))
         except PeerTimeout as exc:
             return True, f"{exc} (simulated time {now:.3f} s)", INFINITY
+        self._heard.clear()
+        self._ticked.clear()
         self._flush()
-        if sum(r.end is not None for r in self.rounds) == self.planned:
+        if self._ended == self.planned:
             if self.server.group is not None:     # the last pull's STOPs are still on the way
                 self.scattered(self.server.group)
             return True, None, INFINITY
         if now >= limit_s:
-            return True, f"{sum(r.end is not None for r in self.rounds)} of {self.planned} rounds within {limit_s:g} s of simulated time", INFINITY
+            return True, f"{self._ended} of {self.planned} rounds within {limit_s:g} s of simulated time", INFINITY
         if wake < INFINITY:
             self.bridge.WakeAt(min(wake, limit_s))
         return False, None, wake
@@ -444,6 +507,22 @@ class _Job:
         how many arrived."""
         self._advance(wake)
         return self._deliver(self._now)
+
+    def _step(self, machines: list[Any], now: float, first: bool) -> float:
+        """Step the state machines that may have something to do: their agent got a packet,
+        their time came, or (the second step) they stepped or their agent's sessions ticked
+        in this pass; the earliest time one wants to be stepped again."""
+        wake = INFINITY
+        for m in machines:
+            name = m.agent.name
+            if (name in self._heard or now >= self._step_wake[m]
+                    or (not first and (m in self._stepped or name in self._ticked))):
+                self._step_wake[m] = m.step(now)
+                self._stepped.add(m)
+            wake = min(wake, self._step_wake[m])
+        if not first:
+            self._stepped.clear()
+        return wake
 
 
 def _drive(jobs: list[_Job], limit_s: float) -> list[str | None]:
@@ -479,6 +558,23 @@ def _drive(jobs: list[_Job], limit_s: float) -> list[str | None]:
                 if wake == INFINITY:
                     errors[i] = f"the job stalled at simulated time {before:.3f} s (nothing in flight, no timer)"
     return [errors.get(i) for i in range(len(jobs))]
+
+
+def _alarm(router: Router) -> float:
+    """The earliest time one of `router`'s sessions may raise PeerTimeout on a silent peer (a
+    bound from below: ticking the router earlier is only wasted work), as a tick would find it."""
+    at = INFINITY
+    for session in router.sessions.values():
+        senders = (session.by_rank.values() if isinstance(session, SendGroup)
+                   else [session] if isinstance(session, SendSession) else [])
+        for s in senders:
+            if not s.done:
+                at = min(at, s.last_heard + s.options.peer_timeout)
+        if isinstance(session, RecvSession):
+            for state in session.senders.values():
+                if state.closed_by is None and state.first_data is None:
+                    at = min(at, max(session.opened, state.last_heard or 0.0) + session.options.absent_timeout)
+    return at - _ALARM_SLACK if at < INFINITY else at
 
 
 def run_lossy_rounds(net: SimNetwork, ps: str, workers: list[str], config: TransportConfig,

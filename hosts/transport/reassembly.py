@@ -31,7 +31,7 @@ class TensorBuffer:
         if self.chunks[layer][seq]:
             return False
         vals = np.frombuffer(payload, dtype=">f4")
-        if not np.all(np.isfinite(vals)):
+        if not np.isfinite(vals).all():
             raise PacketError("nonfinite", f"chunk {layer}/{seq} carries NaN or infinity")
         self.values[layer][offset:offset + count] = vals
         self.delivered[layer][offset:offset + count] = True

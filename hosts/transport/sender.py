@@ -150,6 +150,7 @@ class SendSession:
             self.window.loss_budget = self.budget.total
         self._window_start = dataclasses.replace(self.window.stats) if self.window else None
         self._outstanding = np.zeros(len(chunks), dtype=bool)   # sent, neither ACKed nor known lost
+        self._in_flight: int | None = 0     # _outstanding's count; None: count it again
         self._probe_padding = bytes(probe_padding(plan))   # pays for the answer's BITMAPs
         self._tx = np.zeros(len(chunks), dtype=np.int64)         # transmission number, last send
         self._tx_count = 0
@@ -191,6 +192,8 @@ class SendSession:
                                chunk.seq, chunk.offset, policy_epoch=self.options.policy_epoch)
         self.endpoint.send(hdr + payload, self.peer, tos)
         self._sent_once[idx] = True
+        if self._in_flight is not None and not self._outstanding[idx]:
+            self._in_flight += 1
         self._outstanding[idx] = True
         self._tx_count += 1
         self._tx[idx] = self._tx_count
@@ -214,7 +217,7 @@ class SendSession:
                 return self._next_send
             if sent >= self.options.burst:
                 return now
-            outstanding = int(self._outstanding.sum()) if self.window is not None else 0
+            outstanding = self._outstanding_count() if self.window is not None else 0
             if self.window is not None and not self.window.allows(outstanding):
                 # Window full: wait for ACKs; a probe after silence finds what was lost.
                 if self._next_probe == INFINITY:
@@ -242,6 +245,12 @@ class SendSession:
             self._probe_at = now
             self._next_probe = now + self._loss_timer()
         return self._next_probe
+
+    def _outstanding_count(self) -> int:
+        """Chunks in flight (`_outstanding`), counted again only after a bulk change."""
+        if self._in_flight is None:
+            self._in_flight = int(self._outstanding.sum())
+        return self._in_flight
 
     def _loss_timer(self) -> float:
         """How long the sender waits in silence before it probes: the probe interval, or with a
@@ -286,6 +295,7 @@ class SendSession:
         missing = lo + np.flatnonzero(candidates)
         if len(missing):
             self._outstanding[missing] = False
+            self._in_flight = None
             if self.window is not None:
                 self.window.on_loss(self._known_lost(), now)
             if (not force and not self._sent_once.all()
@@ -310,6 +320,7 @@ class SendSession:
                     latest_send = max(latest_send, float(self._sent_at[idx]))
             self.arrived[idx] = True
             self._outstanding[idx] = False
+            self._in_flight = None
             highest = max(highest, int(self._tx[idx]))
         if self.window is not None and newly:
             if latest_send > -INFINITY:
@@ -318,6 +329,7 @@ class SendSession:
             # Overtaken chunks stop holding the window. They are no loss signal: a lost ACK
             # looks the same; the receiver's BITMAP is what tells loss beyond the bound.
             self._outstanding &= ~(self._tx < highest - REORDER_THRESHOLD)
+            self._in_flight = None
         if self._silence and newly and self._next_probe != INFINITY:
             self._next_probe = now + self._loss_timer()
 
@@ -340,6 +352,7 @@ class SendSession:
                 base = self._base[hdr.layer_id]
                 self.arrived[base:base + count] |= bits
                 self._outstanding[base:base + count] &= ~bits
+                self._in_flight = None
                 # A probe is answered with one BITMAP per layer, in layer order: decide on
                 # resends with all of them in (a lost last one waits for the next probe).
                 if hdr.layer_id == self.plan.num_layers - 1:

@@ -114,3 +114,14 @@ def test_bad_model_or_variant_is_a_one_line_config_error(extra, words):
     with pytest.raises(ConfigError, match=words) as err:
         configs.from_dict({**BASE, **extra}, "t.yaml")
     assert "\n" not in str(err.value)
+
+
+def test_arms_selects_arms_and_the_command_names_them():
+    from experiments import cli, report
+
+    args = cli._parser().parse_args(["ltp_incast", "--arms", "mlt,tcp-cubic"])
+    cfg = cli._load_config("ltp_incast", args)
+    assert [a.name for a in cfg.arms] == ["mlt", "tcp-cubic"]
+    assert report.command_line(cfg) == 'make experiment NAME=ltp_incast ARGS="--arms mlt,tcp-cubic"'
+    with pytest.raises(ConfigError, match="no arm named nope"):
+        cli._load_config("ltp_incast", cli._parser().parse_args(["ltp_incast", "--arms", "mlt,nope"]))

@@ -73,3 +73,18 @@ def test_magnitude_class_scale():
     plan = ChunkPlan([8], 4)
     small, large = plan.split([np.array([0.01] * 4 + [1.0] * 4, dtype=np.float32)])
     assert small.mag_class < large.mag_class
+
+
+def test_split_classes_every_chunk_as_magnitude_class_does():
+    # split reduces all full chunks of a layer at once: the float32 means, and so the classes,
+    # must be those of each chunk on its own
+    rng = np.random.default_rng(7)
+    layers = [rng.normal(0, 0.01, 100_003), rng.standard_cauchy(36_001), rng.lognormal(0, 3, 7_207),
+              np.array([1.0, np.inf, -2.0, np.nan, 0.5] * 200)]
+    layers = [a.astype(np.float32) for a in layers]
+    for size in (360, 100, 7):
+        plan = ChunkPlan([len(a) for a in layers], size)
+        chunks = plan.split(layers)
+        means = [float(np.mean(np.abs(a))) for a in layers]
+        assert [c.mag_class for c in chunks] == [magnitude_class(c.values, means[c.layer]) for c in chunks]
+        assert len({c.mag_class for c in chunks}) >= 6
