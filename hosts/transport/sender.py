@@ -335,15 +335,14 @@ class SendSession:
             if hdr.kind == wire.KIND_ACK:
                 self._on_ack(pkt.payload, hdr, now)
             elif hdr.kind == wire.KIND_BITMAP:
-                first, n = self._bitmap_window(hdr, len(pkt.payload))
-                bits = wire.unpack_bitmap(pkt.payload, n)
-                lo = self._base[hdr.layer_id] + first
-                self.arrived[lo:lo + n] |= bits
-                self._outstanding[lo:lo + n] &= ~bits
-                # A probe is answered with one BITMAP per layer segment, in layer order: decide
-                # on resends with all of them in (a lost last one waits for the next probe).
-                last = self.plan.num_layers - 1
-                if hdr.layer_id == last and first + n == self.plan.chunk_counts[last]:
+                first, count = self._bitmap_window(hdr, len(pkt.payload))
+                bits = wire.unpack_bitmap(pkt.payload, count)
+                base = self._base[hdr.layer_id] + first
+                self.arrived[base:base + count] |= bits
+                self._outstanding[base:base + count] &= ~bits
+                # A probe is answered with one BITMAP per layer, in layer order: decide on
+                # resends with all of them in (a lost last one waits for the next probe).
+                if base + count == len(self.arrived):     # the last layer's last segment
                     self._requeue_missing(now)
             elif hdr.kind == wire.KIND_STOP:
                 self.done = True
@@ -369,7 +368,8 @@ class SendSession:
 
     def _bitmap_window(self, hdr: wire.Header, payload_bytes: int) -> tuple[int, int]:
         """The chunks of its layer a BITMAP covers, (first, count): from its chunk_seq, as many
-        as its bits, to the layer's end at most; PacketError if it covers none."""
+        as its bits, to the layer's end at most (a layer too large for one datagram is answered
+        in segments, in order: hosts/transport/probe_answer.py); PacketError if it covers none."""
         count = self.plan.chunk_counts[self._layer(hdr.layer_id)]
         if hdr.chunk_seq >= count:
             raise PacketError("corrupt", f"BITMAP from chunk {hdr.chunk_seq} of layer "
