@@ -293,3 +293,23 @@ def test_holes_in_every_segment_of_a_large_layer_are_all_repaired():
     assert send.stats.retransmissions == 14 and send.stats.closed_by == "complete"
     assert recv.fractions()[0] == [1.0, 1.0, 1.0]
     assert all(np.array_equal(a, b) for a, b in zip(recv.senders[0].buffer.values, layers))
+
+
+def test_a_bitmap_segment_is_merged_at_its_chunk_and_one_outside_its_layer_is_dropped():
+    net = Wire()
+    send = SendSession(net.ports[WORKER], PS, wire.PS_RANK, PLAN, _layers(0), 0, pull=False,
+                       options=SendOptions())
+    port = net.ports[WORKER]
+
+    def bitmap(layer: int, first: int, payload: bytes) -> None:
+        dg = wire.pack_header(wire.KIND_BITMAP, 0, JOB, wire.PS_RANK, layer, 0,
+                              payload_len=len(payload), chunk_seq=first) + payload
+        send.on_packet(port.parse(dg, PS), 0.0)
+
+    bitmap(0, 8, wire.pack_bitmap([True] * 8))              # chunks 8..15 of layer 0
+    bitmap(1, 8, wire.pack_bitmap([True] * 8))              # cut at layer 1's end: 8, 9
+    assert np.flatnonzero(send.arrived).tolist() == [*range(8, 16), 48, 49]
+    bitmap(0, 40, b"\xff")                                  # layer 0 has chunks 0..39
+    bitmap(0, 0, b"")
+    assert port.counters["drop_corrupt"] == 1 and port.counters["drop_truncated"] == 1
+    assert int(send.arrived.sum()) == 10
