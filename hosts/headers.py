@@ -87,7 +87,8 @@ class GradHello(Packet):
 
 
 class GradBitmap(Packet):
-    """BITMAP payload: bit i (LSB first in each byte) = chunk chunk_seq + i of layer_id arrived."""
+    """BITMAP payload: bit i (LSB first in each byte) = chunk chunk_seq + i of layer_id arrived
+    (a window of 8 x payload_len chunks, cut at the layer's end)."""
 
     name = "GradBitmap"
     fields_desc = [StrField("bitmap", b"")]

@@ -171,7 +171,8 @@ def unpack_ack_marks(payload: bytes | memoryview) -> list[tuple[int, int, bool]]
 
 
 def pack_bitmap(bits: "np.ndarray | list[bool]") -> bytes:
-    """BITMAP payload: bit i of the layer's chunk list in byte i // 8, least significant first."""
+    """BITMAP payload: bit i of the window's chunks (from the header's chunk_seq) in byte
+    i // 8, least significant first."""
     return np.packbits(np.asarray(bits, dtype=bool), bitorder="little").tobytes()
 
 

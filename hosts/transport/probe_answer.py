@@ -1,10 +1,13 @@
 """How much a receiver may answer to PROBEs: a bounded rate per sender, and never more bytes
 than the PROBE carried times ANSWER_FACTOR.
 
-A PROBE's answer is one BITMAP per layer, often more bytes than a header-only PROBE. So a
-sender pads its PROBE with zeros (`probe_padding`) until the whole answer fits the budget;
-an unpadded or spoofed PROBE gets only as many BITMAPs as its own size pays for (the next
-PROBE gets the next layers), and PROBEs beyond the rate get nothing.
+A PROBE's answer is one BITMAP per layer segment: a layer of at most SEGMENT_CHUNKS chunks is
+one segment (its whole bitmap at chunk_seq 0), a larger one several, each at its first chunk
+(chunk_seq), so that every BITMAP fits one datagram, a --packet-mac trailer included. The
+answer is often more bytes than a header-only PROBE. So a sender pads its PROBE with zeros
+(`probe_padding`) until the whole answer fits the budget (or one datagram's worth); an unpadded
+or spoofed PROBE gets only as many BITMAPs as its own size pays for (the next PROBE gets the
+next segments), and PROBEs beyond the rate get nothing.
 """
 from __future__ import annotations
 
@@ -19,16 +22,27 @@ ANSWERS_PER_SECOND = 200.0    # ten times the default probe rate (--probe-ms 20)
 ANSWER_BURST = 8.0
 
 
+# Chunks one BITMAP covers at most: its payload fills a datagram with room for a MAC trailer
+# (a multiple of 8, so every segment but a layer's last fills whole bytes).
+SEGMENT_CHUNKS = 8 * (wire.MAX_DATA_PAYLOAD - TAG_BYTES)
+
+
 def bitmap_bytes(chunks: int) -> int:
-    """Datagram bytes of one layer's BITMAP."""
+    """Datagram bytes of one BITMAP covering `chunks` chunks (one segment)."""
     return wire.HEADER_LEN + (chunks + 7) // 8
+
+
+def segments(chunks: int) -> list[tuple[int, int]]:
+    """A layer of `chunks` chunks as BITMAP segments: (first chunk, chunks), in order."""
+    return [(first, min(SEGMENT_CHUNKS, chunks - first))
+            for first in range(0, chunks, SEGMENT_CHUNKS)]
 
 
 def probe_padding(plan: ChunkPlan) -> int:
     """Zero bytes a PROBE carries so that the BITMAPs of every layer fit its answer budget
     (at most a full datagram, with room for a --packet-mac trailer: larger answers take several
     PROBEs)."""
-    answer = sum(bitmap_bytes(c) for c in plan.chunk_counts)
+    answer = sum(bitmap_bytes(n) for c in plan.chunk_counts for _, n in segments(c))
     return min(max(math.ceil(answer / ANSWER_FACTOR) - wire.HEADER_LEN, 0),
                wire.MAX_DATA_PAYLOAD - TAG_BYTES)
 
@@ -39,12 +53,12 @@ def valid_padding(payload: bytes) -> bool:
 
 
 class ProbeAnswers:
-    """One sender's PROBE answers: a token bucket (rate and burst) and which layer comes next."""
+    """One sender's PROBE answers: a token bucket (rate and burst) and which segment comes next."""
 
     def __init__(self) -> None:
         self._tokens = ANSWER_BURST
         self._at: float | None = None
-        self._next_layer = 0
+        self._next = (0, 0)       # (layer, index of its segment)
 
     def allow(self, now: float) -> bool:
         """Whether a PROBE arriving at `now` may be answered at all (takes a token)."""
@@ -56,19 +70,21 @@ class ProbeAnswers:
         self._tokens -= 1.0
         return True
 
-    def layers(self, plan: ChunkPlan, probe_bytes: int) -> list[int]:
-        """The layers whose BITMAPs fit the budget of a PROBE of `probe_bytes` (datagram),
-        in turn from where the last answer stopped; at least one, if even that one fits."""
+    def segments(self, plan: ChunkPlan, probe_bytes: int) -> list[tuple[int, int, int]]:
+        """The segments (layer, first chunk, chunks) whose BITMAPs fit the budget of a PROBE of
+        `probe_bytes` (datagram), in turn from where the last answer stopped, each layer's in
+        order; at most one round of all layers, at least one segment if even that one fits."""
         budget = ANSWER_FACTOR * probe_bytes
-        out: list[int] = []
-        n = plan.num_layers
-        for i in range(n):
-            layer = (self._next_layer + i) % n
-            cost = bitmap_bytes(plan.chunk_counts[layer])
+        order = [(layer, k, seg) for layer in range(plan.num_layers)
+                 for k, seg in enumerate(segments(plan.chunk_counts[layer]))]
+        start = next((i for i, (layer, k, _) in enumerate(order) if (layer, k) >= self._next), 0)
+        out: list[tuple[int, int, int]] = []
+        for i in range(len(order)):
+            layer, k, (first, n) = order[(start + i) % len(order)]
+            cost = bitmap_bytes(n)
             if cost > budget:
                 break
             budget -= cost
-            out.append(layer)
-        if out:
-            self._next_layer = (out[-1] + 1) % n
+            out.append((layer, first, n))
+            self._next = (layer, k + 1)
         return out

@@ -119,11 +119,12 @@ class RecvSession:
                 self._send_stop(state, now, force=True)
             else:
                 self._flush_acks(state, now)
-                for layer in state.probe_answers.layers(self.plan,
-                                                        wire.HEADER_LEN + len(pkt.payload)):
+                for layer, first, n in state.probe_answers.segments(
+                        self.plan, wire.HEADER_LEN + len(pkt.payload)):
+                    bits = state.buffer.chunks[layer][first:first + n]
                     self.endpoint.send_control(wire.KIND_BITMAP, state.addr, self.round,
-                                               self.flags, layer,
-                                               wire.pack_bitmap(state.buffer.chunks[layer]))
+                                               self.flags, layer, wire.pack_bitmap(bits),
+                                               chunk_seq=first)
         else:
             counters["drop_unexpected_kind"] += 1
 

@@ -347,15 +347,15 @@ class SendSession:
             if hdr.kind == wire.KIND_ACK:
                 self._on_ack(pkt.payload, hdr, now)
             elif hdr.kind == wire.KIND_BITMAP:
-                count = self.plan.chunk_counts[self._layer(hdr.layer_id)]
+                first, count = self._bitmap_window(hdr, len(pkt.payload))
                 bits = wire.unpack_bitmap(pkt.payload, count)
-                base = self._base[hdr.layer_id]
+                base = self._base[hdr.layer_id] + first
                 self.arrived[base:base + count] |= bits
                 self._outstanding[base:base + count] &= ~bits
                 self._in_flight = None
                 # A probe is answered with one BITMAP per layer, in layer order: decide on
                 # resends with all of them in (a lost last one waits for the next probe).
-                if hdr.layer_id == self.plan.num_layers - 1:
+                if base + count == len(self.arrived):     # the last layer's last segment
                     self._requeue_missing(now)
             elif hdr.kind == wire.KIND_STOP:
                 self.done = True
@@ -378,6 +378,18 @@ class SendSession:
                 "cc_mark_cuts": now.reductions - start.reductions,
                 "cc_loss_cuts": now.loss_halvings - start.loss_halvings,
                 "cc_idle_cuts": now.idle_restarts - start.idle_restarts}
+
+    def _bitmap_window(self, hdr: wire.Header, payload_bytes: int) -> tuple[int, int]:
+        """The chunks of its layer a BITMAP covers, (first, count): from its chunk_seq, as many
+        as its bits, to the layer's end at most (a layer too large for one datagram is answered
+        in segments, in order: hosts/transport/probe_answer.py); PacketError if it covers none."""
+        count = self.plan.chunk_counts[self._layer(hdr.layer_id)]
+        if hdr.chunk_seq >= count:
+            raise PacketError("corrupt", f"BITMAP from chunk {hdr.chunk_seq} of layer "
+                                         f"{hdr.layer_id} of {count} chunks")
+        if not payload_bytes:
+            raise PacketError("truncated", f"empty BITMAP of layer {hdr.layer_id}")
+        return hdr.chunk_seq, min(8 * payload_bytes, count - hdr.chunk_seq)
 
     def _layer(self, layer: int) -> int:
         if layer >= self.plan.num_layers:

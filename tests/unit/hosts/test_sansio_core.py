@@ -15,6 +15,9 @@ from hosts.transport.bounds import LayerBounds, LossBudget
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.congestion import INITIAL_RTO
 from hosts.transport.port import Port
+from hosts.transport.packet_mac import TAG_BYTES
+from hosts.transport.probe_answer import (SEGMENT_CHUNKS, ProbeAnswers, bitmap_bytes,
+                                          probe_padding)
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.router import Router
 from hosts.transport.sender import SendOptions, SendSession
@@ -249,3 +252,64 @@ def test_the_deadline_closes_a_receiver_whose_sender_went_quiet():
     assert recv.closed_by() == {0: "deadline"}
     stops = [wire.unpack_header(d.data) for d in net.ports[PS].take()]
     assert stops[-1].kind == wire.KIND_STOP
+
+
+# A layer three BITMAPs long between two small ones, one element per chunk.
+WIDE_PLAN = ChunkPlan([7, 3 * SEGMENT_CHUNKS, 5], 1)
+
+
+def test_a_probe_answer_covers_a_large_layer_in_segments_in_turn_with_the_others():
+    answers = ProbeAnswers()
+    probe = wire.HEADER_LEN + probe_padding(WIDE_PLAN)    # pays for two full segments
+    seg = SEGMENT_CHUNKS
+    assert bitmap_bytes(seg) == wire.HEADER_LEN + wire.MAX_DATA_PAYLOAD - TAG_BYTES
+    got = [answers.segments(WIDE_PLAN, probe) for _ in range(3)]
+    # each answer goes on where the last stopped, and wraps round to the first layer
+    assert got == [[(0, 0, 7), (1, 0, seg)], [(1, seg, seg), (1, 2 * seg, seg)],
+                   [(2, 0, 5), (0, 0, 7), (1, 0, seg)]]
+    # a layer that fits one BITMAP is answered whole, at chunk 0
+    small = ChunkPlan([2000, 500, 100], 50)
+    assert ProbeAnswers().segments(small, 10_000) == [(0, 0, 40), (1, 0, 10), (2, 0, 2)]
+
+
+def test_holes_in_every_segment_of_a_large_layer_are_all_repaired():
+    """A reliable push of a layer of 3 x SEGMENT_CHUNKS chunks (34,176) that loses 4 chunks of
+    each of its segments in the first pass: every BITMAP segment is merged at its offset, and
+    exactly the 12 lost chunks (and those of the small layers) are resent."""
+    seg = SEGMENT_CHUNKS
+    holes = {(1, k * seg + j) for k in range(3) for j in (0, 1, seg // 2, seg - 1)} | {(0, 3), (2, 4)}
+    net = Wire(per_packet=0.0, loss=lambda rng, hdr: (not hdr.flags & wire.FLAG_RETX
+                                                      and (hdr.layer_id, hdr.chunk_seq) in holes))
+    rng = np.random.default_rng(0)
+    layers = [rng.normal(size=n).astype(np.float32) for n in WIDE_PLAN.layer_sizes]
+    recv = RecvSession(net.ports[PS], WIDE_PLAN, 0, pull=False, senders=[0], required=(1.0,) * 3,
+                       options=ReceiveOptions(deadline=30.0))
+    send = SendSession(net.ports[WORKER], PS, wire.PS_RANK, WIDE_PLAN, layers, 0, pull=False,
+                       options=SendOptions(burst=4096))
+    net.routers[PS].add(recv)
+    net.routers[WORKER].add(send)
+    net.run(lambda: send.done and recv.done)
+    assert net.data_dropped == len(holes) == 14
+    assert send.stats.retransmissions == 14 and send.stats.closed_by == "complete"
+    assert recv.fractions()[0] == [1.0, 1.0, 1.0]
+    assert all(np.array_equal(a, b) for a, b in zip(recv.senders[0].buffer.values, layers))
+
+
+def test_a_bitmap_segment_is_merged_at_its_chunk_and_one_outside_its_layer_is_dropped():
+    net = Wire()
+    send = SendSession(net.ports[WORKER], PS, wire.PS_RANK, PLAN, _layers(0), 0, pull=False,
+                       options=SendOptions())
+    port = net.ports[WORKER]
+
+    def bitmap(layer: int, first: int, payload: bytes) -> None:
+        dg = wire.pack_header(wire.KIND_BITMAP, 0, JOB, wire.PS_RANK, layer, 0,
+                              payload_len=len(payload), chunk_seq=first) + payload
+        send.on_packet(port.parse(dg, PS), 0.0)
+
+    bitmap(0, 8, wire.pack_bitmap([True] * 8))              # chunks 8..15 of layer 0
+    bitmap(1, 8, wire.pack_bitmap([True] * 8))              # cut at layer 1's end: 8, 9
+    assert np.flatnonzero(send.arrived).tolist() == [*range(8, 16), 48, 49]
+    bitmap(0, 40, b"\xff")                                  # layer 0 has chunks 0..39
+    bitmap(0, 0, b"")
+    assert port.counters["drop_corrupt"] == 1 and port.counters["drop_truncated"] == 1
+    assert int(send.arrived.sum()) == 10

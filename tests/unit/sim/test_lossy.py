@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from controller.policy import load_policy
+from hosts.transport.probe_answer import SEGMENT_CHUNKS
 from sim import harness
 from sim.errors import SimError
 from sim.lossy import run_lossy_rounds, transport_config
 from sim.rounds import model_layer_sizes
-from sim.network import SimNetwork
+from sim.network import SimNetwork, SimOptions
 from topo.topologies import TopoParams, build_topology
 
 SIZES = model_layer_sizes("128,64")
@@ -64,3 +65,26 @@ def test_bad_agent_flags_are_named():
         transport_config("ltp", ["--window", "-1"], 3, 360, 1)
     with pytest.raises(SimError, match="--no-such-flag are not the agents' transport flags"):
         transport_config("ltp", ["--no-such-flag"], 3, 360, 1)
+
+
+def test_a_layer_larger_than_one_bitmap_is_repaired_without_a_peer_timeout():
+    """A reliable pull of a layer of 24,000 chunks (one element each: three BITMAP segments,
+    more than a single BITMAP could cover within a PROBE's answer budget) across 1 % random loss
+    at 10 Gb/s: the PS learns every hole from the segments and the round ends in simulated
+    milliseconds (before segments, the layer was never answered and the round ended at the
+    worker's 10 s peer timeout)."""
+    sizes = [100, 24_000, 50]
+    assert -(-sizes[1] // SEGMENT_CHUNKS) == 3
+    topo = build_topology("incast", TopoParams(workers=1, background=0, bottleneck_pps=833_333.3,
+                                               queue_depth=64, loss_pct=1.0))
+    harness.seed_ns3(1)
+    config = transport_config("ltp", [*FLAGS, "--reliable-pull"], len(sizes), 1, 1)
+    net = SimNetwork(topo, load_policy("controller/policies/default.yaml"), SimOptions(rate_gbps=10.0))
+    try:
+        out = run_lossy_rounds(net, "ps", ["w1"], config, sizes, 1, limit_s=20.0, seed=1)
+    finally:
+        net.close()
+    assert out.complete, out.error
+    (r,) = out.rounds
+    assert r.end is not None and r.end - r.start < 1.0
+    assert out.counters["w1"]["retx_received"] > 0      # the pull's holes were resent
