@@ -1,7 +1,6 @@
 """Transport layers for a gradient sized by its parameter count (`params.sim_gradient_params`):
 the count split in the proportions of ResNet-50's stages (conv1 with its batch norm, layer1 to
 layer4, fc), so that per-layer bounds, priorities and the tensor bound have layers to act on.
-A stage too large for one BITMAP datagram is cut into equal parts (`fit_bitmaps`).
 
 ResNet-50's stage sizes are computed here from its architecture (He et al., CVPR '16:
 bottleneck blocks of 1x1, 3x3, 1x1 convolutions without bias, each followed by a batch norm
@@ -54,16 +53,3 @@ def split_parameters(count: int) -> list[int]:
         sizes[sizes.index(max(sizes))] -= 1
     return sizes
 
-
-def fit_bitmaps(sizes: list[int], chunk_elems: int, bitmap_payload: int) -> list[int]:
-    """`sizes` with every layer of more chunks (of `chunk_elems`) than one BITMAP of
-    `bitmap_payload` bytes covers cut into the fewest equal parts that fit (in order; the parts
-    differ by at most one element). A receiver answers a PROBE with one BITMAP per layer, each
-    within the answer budget of a PROBE of at most one datagram (hosts/transport/probe_answer.py):
-    a larger layer is never answered, so its sender never learns what to resend."""
-    limit = 8 * bitmap_payload * chunk_elems
-    out: list[int] = []
-    for n in sizes:
-        parts = -(-n // limit)
-        out.extend(n // parts + (1 if i < n % parts else 0) for i in range(parts))
-    return out

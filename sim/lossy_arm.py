@@ -8,9 +8,8 @@ from controller.policy import load_policy
 from experiments.api import ArmResult
 from experiments.config import Arm, ExperimentConfig
 from experiments.stats import percentile
-from hosts.wire import MAX_DATA_PAYLOAD
 from sim.errors import SimError
-from sim.layer_split import fit_bitmaps, split_parameters
+from sim.layer_split import split_parameters
 from sim.lossy import run_lossy_rounds, transport_config
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_layer_sizes
@@ -21,17 +20,13 @@ BACKEND = "ns3"
 
 def layer_sizes(cfg: ExperimentConfig) -> list[int]:
     """Per transport layer, the elements: `params.sim_gradient_params` split in ResNet-50's stage
-    proportions (`sim.layer_split`) when set, a stage whose BITMAP would not fit one datagram cut
-    into parts that do (at 360 elements per chunk, stages above 4.1 M parameters: ResNet-50's
-    layer3 and layer4), else the config's bundled model (kind, hidden, filters)."""
+    proportions (`sim.layer_split`) when set, else the config's bundled model (kind, hidden, filters)."""
     count = cfg.params.get("sim_gradient_params")   # checked by sim.harness.setup
     if count is not None:
         try:
-            stages = split_parameters(count)
+            return split_parameters(count)
         except ValueError as exc:
             raise SimError(f"params.sim_gradient_params: {exc}") from None
-        chunk = transport_config("ltp", [], len(stages), cfg.chunk_elems, cfg.seed).chunk_elems
-        return fit_bitmaps(stages, chunk, MAX_DATA_PAYLOAD)
     return model_layer_sizes(cfg.model.hidden, kind=cfg.model.kind, filters=cfg.model.filters)
 
 

@@ -1,7 +1,7 @@
 """A gradient sized by its parameter count gets ResNet-50's stages as transport layers."""
 import pytest
 
-from sim.layer_split import fit_bitmaps, resnet50_stages, split_parameters
+from sim.layer_split import resnet50_stages, split_parameters
 
 
 def test_resnet50_stages_sum_to_its_parameter_count():
@@ -19,8 +19,3 @@ def test_a_count_is_split_in_the_stages_proportions():
     with pytest.raises(ValueError, match="6 layers"):
         split_parameters(5)
 
-
-def test_a_layer_too_large_for_one_bitmap_is_cut_into_equal_parts():
-    # 10 elements per chunk, 2-byte BITMAPs: 16 chunks = 160 elements per layer at most
-    assert fit_bitmaps([160, 161, 7, 480], 10, 2) == [160, 81, 80, 7, 160, 160, 160]
-    assert fit_bitmaps(resnet50_stages(), 360, 1440)[:3] == resnet50_stages()[:3]

@@ -167,12 +167,7 @@ def test_tuned_rto_is_not_floored_at_a_millisecond():
 def test_gradients_sized_by_parameter_count():
     cfg = configs.load(CONFIG_DIR / "ns3" / "ltp_incast.yaml")
     assert harness.gradient_bytes(cfg) == 4 * 25_557_032
-    # the lossy arms' layers: ResNet-50's stages, layer3 and layer4 cut so that each layer's
-    # BITMAP fits one datagram (11,520 chunks of 360)
-    stages, sizes = resnet50_stages(), lossy_arm.layer_sizes(cfg)
-    assert sizes[:3] == stages[:3] and sizes[-1] == stages[-1]
-    assert sum(sizes[3:5]) == stages[3] and sum(sizes[5:9]) == stages[4] and len(sizes) == 10
-    assert max(-(-n // 360) for n in sizes) <= 8 * 1440
+    assert lossy_arm.layer_sizes(cfg) == resnet50_stages()     # the lossy arms' layers
     for bad in (0, 2.5, "many"):
         with pytest.raises(SimError, match="sim_gradient_params"):
             harness.setup(replace(cfg, params={**cfg.params, "sim_gradient_params": bad}))
