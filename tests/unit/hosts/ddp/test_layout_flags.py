@@ -66,3 +66,17 @@ def test_the_job_flags_become_per_layer_bounds_of_the_layout():
         parse_flags("--nope")
     with pytest.raises(ConfigError, match="use one"):
         transport_config(parse_flags("--layer-bounds 0.1 --name-bound 'stem*=0'"), layout, 1)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--ranks", "2"], "no training script"),
+    (["--ranks", "0", "--", "x.py"], "--ranks 0 must be at least 1"),
+    (["--ranks", "2", "--backend", "gloo", "--bound", "0.1", "--", "x.py"],
+     "--backend gloo takes no transport flags"),
+    (["--ranks", "2", "--hole-fill", "nope", "--", "x.py"], "transport flags: argument --hole-fill"),
+])
+def test_the_launcher_refuses_bad_input_in_one_line_before_starting_anything(capsys, argv, message):
+    from hosts.ddp import launch
+    assert launch.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
