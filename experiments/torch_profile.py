@@ -17,6 +17,7 @@ Run: python -m experiments.torch_profile --model resnet --out DIR [--seeds 1,2] 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import sys
 import time
@@ -115,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hidden", default="64")
     ap.add_argument("--filters", type=int, default=16)
     ap.add_argument("--out", required=True, help="directory for profile.json, .png, summary.md")
+    ap.add_argument("--layers", help="comma-separated fnmatch patterns: profile only the "
+                                     "parameters whose names match one (default: every one)")
     ap.add_argument("--seeds", default="1,2")
     ap.add_argument("--rates", default=",".join(map(str, DEFAULT_RATES)))
     ap.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE)
@@ -139,13 +142,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"experiments.torch_profile: error: {exc}", file=sys.stderr)
         return 2
     names = spec.layer_names()
+    chosen = list(range(len(names)))
+    if args.layers:
+        patterns = [p.strip() for p in args.layers.split(",") if p.strip()]
+        chosen = [i for i, n in enumerate(names) if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+        if not chosen:
+            print(f"experiments.torch_profile: error: --layers {args.layers!r} matches no "
+                  f"parameter of {args.model}", file=sys.stderr)
+            return 2
     common = dict(workers=args.workers, batch=args.batch, rounds=args.rounds, lr=args.lr,
                   momentum=args.momentum, chunk_elems=args.chunk_elems)
     started = time.monotonic()
     base = {s: train(spec, s, **common) for s in seeds}
     accuracy: dict[str, dict[str, list[float]]] = {}
     drops: list[dict[float, float]] = []
-    for layer, name in enumerate(names):
+    for layer in chosen:
+        name = names[layer]
         accuracy[name] = {}
         per_rate = {}
         for rate in rates:
@@ -155,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name} {rate:.0%}: drop {100 * per_rate[rate]:+.2f} points", flush=True)
         drops.append(per_rate)
     tolerances = [tolerance_of(d, args.tolerance) for d in drops]
+    sizes = [spec.build(*_shape(spec), seeds[0]).layer_sizes()[i] for i in chosen]
+    names = [names[i] for i in chosen]
     command = "python -m experiments.torch_profile " + " ".join(argv if argv is not None else sys.argv[1:])
     doc = {"command": command, "model": spec.describe(), "settings": common, "seeds": seeds,
            "rates": rates, "tolerance": args.tolerance,
@@ -175,7 +189,6 @@ def main(argv: list[str] | None = None) -> int:
              f"{tolerances[lo]:.0%} ({100 * (tolerances[hi] - tolerances[lo]):.0f} points).", "",
              "| layer | elements | " + " | ".join(f"drop at {r:.0%}" for r in rates) + " | tolerance |",
              "|---|---|" + "---|" * len(rates) + "---|"]
-    sizes = spec.build(*_shape(spec), seeds[0]).layer_sizes()
     for name, size, d, t in zip(names, sizes, drops, tolerances):
         lines.append(f"| `{name}` | {size} | " + " | ".join(f"{100 * d[r]:+.2f}" for r in rates)
                      + f" | {t:.0%} |")
