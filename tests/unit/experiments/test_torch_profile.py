@@ -28,6 +28,7 @@ def test_loss_in_one_layer_changes_the_run_and_no_loss_repeats_it():
     (["--rates", "0.1,1.5"], "--rates must lie in (0, 1)"),
     (["--seeds", "a"], "--seeds 'a' is not a comma-separated list"),
     (["--rounds", "0"], "must be positive"),
+    (["--model", "torch-mlp", "--layers", "conv*"], "--layers 'conv*' matches no parameter"),
 ])
 def test_bad_flags_get_one_line_and_status_2(tmp_path, capsys, argv, message):
     assert torch_profile.main(["--out", str(tmp_path), *argv]) == 2
