@@ -2,9 +2,10 @@
 
 Architecture
 ------------
-:class:`NetworkController` is the one object the daemon, ``gradctl --direct``, ``topo`` and the
-tests hold. It owns no logic of its own: it builds six parts around one shared
-:class:`~controller.context.ControllerContext` (the topology, the P4Runtime codec, the
+:class:`NetworkController` is the one object its users hold: the daemon (``daemon.py``, which
+serves ``api.py`` on its socket), ``gradctl --direct`` and the tests. Beyond start-up (slot
+assignment, then saving the state) it has no logic of its own: it builds six parts around one
+shared :class:`~controller.context.ControllerContext` (the topology, the P4Runtime codec, the
 :class:`~controller.state.ControllerState` that the state file keeps, the running jobs, one
 lock, and the switches) and forwards each public method to the part that does the work:
 
