@@ -196,3 +196,50 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
 """ + BLOCKS, "const_branch.p4")
     names = [a.preamble.name for a in result.p4info.actions]
     assert "I.live" in names and "I.dead" not in names
+
+
+# BMv2's `exit` primitive marks the packet and its action goes on (the embedded switch does the
+# same): an action's primitives after an exit must be left out or jumped over.
+@pytest.mark.parametrize("cond", ["!false", "hdr.h.a == 8w0"])
+def test_exit_in_a_branch_of_a_table_action_skips_the_rest_of_the_action(cond: str) -> None:
+    out = _run("""
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action a() {
+        hdr.h.b = 1;
+        if (COND) { exit; }
+        hdr.h.b = 0xBB;
+    }
+    table t { key = { hdr.h.a : exact; } actions = { a; } default_action = a(); }
+    apply { sm.egress_spec = 1; t.apply(); hdr.h.c = 3; }
+}
+""".replace("COND", cond))
+    assert out == bytes([0, 1, 0, 0x80])
+
+
+def test_exit_after_a_conditional_return_in_a_table_action() -> None:
+    src = """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action a() {
+        hdr.h.b = 1;
+        if (hdr.h.a == 8w1) { return; }
+        exit;
+        hdr.h.b = 0xBB;
+    }
+    table t { key = { hdr.h.a : exact; } actions = { a; } default_action = a(); }
+    apply { sm.egress_spec = 1; t.apply(); hdr.h.c = 3; }
+}
+"""
+    assert _run(src, bytes([1, 0, 0, 0])) == bytes([1, 1, 3, 0x80])  # returned: ingress goes on
+    assert _run(src, bytes([0, 0, 0, 0])) == bytes([0, 1, 0, 0x80])  # exited
+
+
+def test_no_primitive_follows_an_unconditional_exit_in_an_action() -> None:
+    result = compile_text(HEADER + """
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action a() { hdr.h.b = 1; if (!false) { exit; } hdr.h.b = 0xBB; }
+    table t { key = { hdr.h.a : exact; } actions = { a; } default_action = a(); }
+    apply { sm.egress_spec = 1; t.apply(); }
+}
+""" + BLOCKS, "const_branch.p4")
+    action, = [a for a in result.bmv2_json["actions"] if a["name"] == "I.a"]
+    assert [p["op"] for p in action["primitives"]] == ["assign", "exit"]
