@@ -16,7 +16,7 @@ SWITCH_LOG ?=
 export P4C SWITCH SWITCH_LOG
 
 .PHONY: experiment experiments all setup build run demo test test-unit test-conformance test-integration test-topology lint bench bench-ns3 fuzz stop \
-        clean check-env check-reference chaos soak
+        clean check-env check-reference check-compiler chaos soak
 
 all: build
 
@@ -84,6 +84,13 @@ check-reference: setup
 	$(PY) scripts/check_reference.py $(ARGS)
 	$(PY) scripts/check_parity.py
 	for p in $(DIFF_PROGRAMS); do $(PY) scripts/differential_forwarding.py --program $$p || exit 1; done
+
+# Run before landing a change to p4target/compiler/ (not in CI: it needs a p4c checkout, P4C_SRC):
+# p4c's v1model STF samples compiled by our compiler on the embedded switch, and on real BMv2
+# through p4c's runner where the reference is installed, against the recorded pass list
+# (scripts/p4c_samples_record.json); exits 1 on a regression. ARGS=--record after a fix.
+check-compiler: setup
+	$(PY) scripts/check_compiler.py $(ARGS)
 
 # Experiments (root; on a shared machine under /tmp/gradlane-net.lock): `make experiment
 # NAME=ltp_incast [ARGS="--quick --reps 5 --publish"]`, `make experiments` runs all of them.
