@@ -1,7 +1,7 @@
 """Files another user can reach (a folder it may write): a planted job key is refused, the atomic
 writer sets a secret's mode on its descriptor (a temporary swapped for a symlink mid-write
 changes nothing), and an agent's PID file goes through that writer, never through a
-predictable temporary. The planting user is uid 65534, in a child process."""
+predictable temporary. The planting user is uid 65534 (tests/support/other_user.py)."""
 from __future__ import annotations
 
 import os
@@ -18,24 +18,8 @@ from hosts.errors import ConfigError
 from hosts.exchange.job_key import create_key_file, load_or_create, read_key_file
 from p4target import atomic_files
 from p4target.atomic_files import AtomicWriteError, write_file
+from support.other_user import NOBODY, check_as_nobody
 
-NOBODY = 65534
-
-
-def _as_nobody(action) -> None:
-    """Run `action()` in a forked child that has become uid/gid 65534; fail if it fails."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 1
-        try:
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            action()
-            code = 0
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "the planting child failed"
 
 
 @pytest.fixture
@@ -67,13 +51,7 @@ def open_folder(reachable) -> Path:
 
 def test_a_key_file_planted_by_another_user_is_refused(shared):
     path = shared / "job1.key"
-
-    def plant() -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.write(fd, (b"ab" * 32) + b"\n")
-        os.close(fd)
-
-    _as_nobody(plant)
+    check_as_nobody('umask 077; printf "%s\\n" "$2" > "$1"', str(path), "ab" * 32)
     assert os.stat(path).st_uid == NOBODY and stat.S_IMODE(os.stat(path).st_mode) == 0o600
     with pytest.raises(ConfigError, match="belongs to uid 65534"):
         load_or_create(str(path), create=True)  # the PS: the name exists, so it would read it
@@ -107,11 +85,7 @@ def test_the_atomic_writer_never_changes_a_file_a_swapped_temporary_points_to(op
         if tmp is None:  # the folder's fsync, after the rename
             return
 
-        def swap() -> None:
-            os.rename(tmp, stolen)
-            os.symlink(shadow, tmp)
-
-        _as_nobody(swap)
+        check_as_nobody('mv "$1" "$2" && ln -s "$3" "$1"', str(tmp), str(stolen), str(shadow))
 
     monkeypatch.setattr(atomic_files.os, "fsync", swap_at_fsync)
     with pytest.raises(AtomicWriteError, match="was replaced while being written"):
@@ -135,33 +109,13 @@ def test_a_secret_is_never_readable_by_others_while_it_is_written(open_folder, m
     assert seen[0] == 0o600 and stat.S_IMODE(os.stat(target).st_mode) == 0o600
 
 
-def _read_as_nobody(path: Path) -> None:
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 2
-        try:
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            try:
-                path.read_bytes()
-                code = 0
-            except PermissionError:
-                code = 1
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if os.WEXITSTATUS(status) == 1:
-        raise PermissionError(path)
-    assert os.WEXITSTATUS(status) == 0
-
-
 def test_an_agents_pid_file_does_not_follow_a_planted_temporary(shared, reachable):
     victim = reachable / "victim"
     victim.write_text("precious\n")
     os.chmod(victim, 0o666)
     pid_file = shared / "ps.pid"
     predictable = shared / f"ps.pid.{os.getpid()}.tmp"  # the name the old writer used
-    _as_nobody(lambda: os.symlink(victim, predictable))
+    check_as_nobody('ln -s "$1" "$2"', str(victim), str(predictable))
     write_pid_file(str(pid_file))
     assert victim.read_text() == "precious\n"
     assert pid_file.read_text() == f"{os.getpid()}\n" and not pid_file.is_symlink()
@@ -172,7 +126,7 @@ def test_an_agents_pid_file_replaces_a_symlink_planted_at_its_name(open_folder, 
     victim.write_text("precious\n")
     os.chmod(victim, 0o666)
     pid_file = open_folder / "worker.pid"
-    _as_nobody(lambda: os.symlink(victim, pid_file))
+    check_as_nobody('ln -s "$1" "$2"', str(victim), str(pid_file))
     write_pid_file(str(pid_file))
     assert victim.read_text() == "precious\n"
     assert not pid_file.is_symlink() and pid_file.read_text() == f"{os.getpid()}\n"

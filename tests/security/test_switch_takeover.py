@@ -1,13 +1,14 @@
 """Another local user cannot drive a running switch through its side doors: the embedded switch's
-Thrift server closes connections from other users (uid 65534 here, in a forked child) before
-any call, and backup P4Runtime streams, however many, never lock a restarted controller out."""
+Thrift server closes connections from other users (uid 65534 here) before any call, and backup P4Runtime streams, however many, never lock a restarted controller out."""
 from __future__ import annotations
 
-import encodings.idna  # noqa: F401 - the uid 65534 child cannot import it (root's Python is 0700)
 import json
 import os
 import queue
+import shutil
+import tempfile
 import threading
+import time
 
 import grpc
 import pytest
@@ -18,9 +19,9 @@ from thrift.transport import TSocket, TTransport
 
 from controller.client import SwitchConnection
 from p4target.engine.sample_programs import l3_router
+from support.other_user import SEND_AND_READ, check_as_nobody
 from support.switch_process import SwitchProcess
 
-NOBODY = 65534
 HOSTILE_STREAMS = 15
 
 
@@ -31,29 +32,31 @@ def _thrift_client(port: int) -> tuple[TTransport.TTransportBase, Standard.Clien
     return sock, Standard.Client(proto)
 
 
-def _load_as(uid: int, port: int, config: str) -> int:
-    """In a forked child running as `uid`: load and swap `config` over Thrift. Exit status 0:
-    both calls went through; 3: the server closed the connection; 4: another failure."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 4
-        try:
-            os.setgid(uid)
-            os.setuid(uid)
-            sock, std = _thrift_client(port)
-            std.bm_load_new_config(config)
-            std.bm_swap_configs()
-            sock.close()
-            code = 0
-        except TTransport.TTransportException:
-            code = 3
-        except BaseException as exc:
-            os.write(2, f"{type(exc).__name__}: {exc}\n".encode())
-            code = 4
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.WEXITSTATUS(status)
+def _load_bytes(config: str) -> bytes:
+    """bm_load_new_config(config) then bm_swap_configs, as a client writes them on the wire."""
+    buf = TTransport.TMemoryBuffer()
+    std = Standard.Client(TMultiplexedProtocol.TMultiplexedProtocol(TBinaryProtocol.TBinaryProtocol(buf), "standard"))
+    std.send_bm_load_new_config(config)
+    std.send_bm_swap_configs()
+    return buf.getvalue()
+
+
+@pytest.fixture
+def load_file():
+    """The two calls in a file uid 65534 can read (pytest's tmp_path is private to root)."""
+    folder = tempfile.mkdtemp(prefix="gradlane-security-")
+    os.chmod(folder, 0o755)
+    path = os.path.join(folder, "load.bin")
+    with open(path, "wb") as fh:
+        fh.write(_load_bytes(json.dumps(l3_router())))
+    os.chmod(path, 0o644)
+    yield path
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _reply_bytes_as_nobody(port: int, path: str) -> int:
+    """Reply bytes uid 65534 gets for the calls in `path` (0: closed unanswered)."""
+    return int(check_as_nobody(SEND_AND_READ, str(port), path).strip())
 
 
 @pytest.fixture
@@ -65,27 +68,31 @@ def switch():
         sw.stop()
 
 
-def test_another_user_cannot_load_a_pipeline_over_thrift(switch):
-    config = json.dumps(l3_router())
-    assert _load_as(NOBODY, switch.thrift_port(), config) == 3
+def test_another_user_cannot_load_a_pipeline_over_thrift(switch, load_file):
+    assert _reply_bytes_as_nobody(switch.thrift_port(), load_file) == 0
     sock, std = _thrift_client(switch.thrift_port())
     try:
         assert std.bm_get_config() == ""  # still no pipeline
-    finally:
-        sock.close()
-    assert _load_as(os.geteuid(), switch.thrift_port(), config) == 0  # the switch's own user may
-    sock, std = _thrift_client(switch.thrift_port())
-    try:
+        std.bm_load_new_config(json.dumps(l3_router()))  # the switch's own user may
+        std.bm_swap_configs()
         assert json.loads(std.bm_get_config())["parsers"]
     finally:
         sock.close()
 
 
-def test_thrift_any_user_serves_everyone_as_bmv2():
+def test_thrift_any_user_serves_everyone_as_bmv2(load_file):
     sw = SwitchProcess(["--no-p4", "--thrift-port", "0", "--thrift-any-user"])
     try:
         sw.wait_ready()
-        assert _load_as(NOBODY, sw.thrift_port(), json.dumps(l3_router())) == 0
+        assert _reply_bytes_as_nobody(sw.thrift_port(), load_file) > 0
+        sock, std = _thrift_client(sw.thrift_port())
+        try:
+            deadline = time.monotonic() + 10  # the swap is answered after the byte the child read
+            while not std.bm_get_config() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert json.loads(std.bm_get_config())["parsers"]  # uid 65534 loaded it
+        finally:
+            sock.close()
     finally:
         sw.stop()
 
