@@ -78,7 +78,8 @@ def _frame(rng: random.Random) -> bytes:
 class LocalSwitch:
     """An embedded switch process on loopback running gradlane.p4; stop() ends it by PID."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, tls: "tuple[list[str], grpc.ChannelCredentials] | None" = None) -> None:
+        """`tls`: the switch's TLS target flags and the credentials to connect with (else plaintext)."""
         from p4target.compiler import compile_file
         program = compile_file(str(ROOT / "p4src" / "gradlane.p4"), include_dirs=[str(ROOT / "p4src")])
         self.p4info = program.p4info
@@ -92,14 +93,16 @@ class LocalSwitch:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "p4target", "switch", str(self.json_path), "--thrift-port", "0",
              "--log-file", str(self.log_path), "-L", "warn", "--",
-             "--grpc-server-addr", self.address, "--cpu-port", str(CPU_PORT), "--priority-queues", "8"],
+             "--grpc-server-addr", self.address, "--cpu-port", str(CPU_PORT), "--priority-queues", "8",
+             *(tls[0] if tls else [])],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        self.thrift_port: int | None = None
         ready = threading.Event()
         threading.Thread(target=self._watch, args=(ready,), daemon=True).start()
         if not ready.wait(60) or self.proc.poll() is not None:
             self.stop()
             raise RuntimeError(f"the switch did not start (log {self.log_path})")
-        self.channel = grpc.insecure_channel(self.address)
+        self.channel = grpc.secure_channel(self.address, tls[1]) if tls else grpc.insecure_channel(self.address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._requests: "list[p4runtime_pb2.StreamMessageRequest]" = []
         self._cv = threading.Condition()
@@ -118,6 +121,8 @@ class LocalSwitch:
     def _watch(self, ready: threading.Event) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            if "Thrift server listening on port" in line:
+                self.thrift_port = int(line.rsplit(" ", 1)[1])
             if "switch ready" in line:
                 ready.set()
 
