@@ -11,6 +11,7 @@ or an INTERNAL status.
 from __future__ import annotations
 
 import random
+import re
 import socket
 import struct
 import subprocess
@@ -176,8 +177,11 @@ class LocalSwitch:
         except OSError:
             err = []
         for i, line in enumerate(err):
-            if line.startswith("Traceback") and not (i and "Exception deserializing request" in err[i - 1]):
-                out.append(" | ".join(err[max(0, i - 1):i + 12])[-400:])
+            if not line.startswith("Traceback") or (i and _benign_traceback(err[i - 1], err[i:i + 40])):
+                continue
+            if i >= 2 and not err[i - 1].strip() and ("During handling" in err[i - 2] or "direct cause" in err[i - 2]):
+                continue  # the next link of a chained traceback: its first link was classified
+            out.append(" | ".join(err[max(0, i - 1):i + 12])[-400:])
         return out
 
     def tx_packets(self) -> int:
@@ -206,6 +210,19 @@ class LocalSwitch:
         if self.proc.stdout:
             self.proc.stdout.close()
         self._stderr.close()
+
+
+def _benign_traceback(before: str, lines: list[str]) -> bool:
+    """Tracebacks that report an input refused as it should be: grpcio's own report of request
+    bytes that are not a protobuf message (unary or stream; answered INTERNAL or the stream
+    closed), and the Thrift library's log of an error it answers the client with (an exception
+    of the service, not one of our handler's failures, which it reports as `Name: Error: ...`)."""
+    if "Exception deserializing request" in before or "Exception deserializing message" in before:
+        return True
+    if "TApplication exception in handler" in before:
+        last = next((line for line in lines[1:] if not line.startswith(" ")), "")
+        return re.search(r": \w+(Error|Exception): ", last) is None
+    return False
 
 
 def _install_routes(sw: LocalSwitch) -> None:

@@ -157,3 +157,14 @@ def test_a_restarted_controller_reconnects_past_hostile_backup_streams(switch):
         controller.close()
         for h in hostile:
             h.close()
+
+
+def test_a_thrift_call_missing_an_argument_is_refused_not_crashed(thrift):
+    """Found by `make fuzz` (control): a message without the config field reached the handler
+    as None and failed inside it (TypeError) instead of being refused."""
+    from thrift.Thrift import TApplicationException
+    target, std = thrift
+    with pytest.raises(TApplicationException, match="bm_load_new_config: argument 1 is missing") as err:
+        std.bm_load_new_config(None)
+    assert err.value.type == TApplicationException.PROTOCOL_ERROR
+    assert json.loads(std.bm_get_config())["parsers"]  # the running pipeline is untouched

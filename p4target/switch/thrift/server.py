@@ -65,6 +65,10 @@ class _LockedHandler:
         log, lock, service = self._log, self._lock, self._service
 
         def call(*args: Any) -> Any:
+            missing = [i for i, a in enumerate(args, 1) if a is None]
+            if missing:  # a message without the field: Thrift leaves it None, no handler expects that
+                raise TApplicationException(TApplicationException.PROTOCOL_ERROR,
+                                            f"{name}: argument {missing[0]} is missing")
             if not name.startswith(_QUIET_CALLS) and log.enabled("info"):
                 shown = ", ".join(_show(a) for a in args)
                 log.info(f"thrift {service}.{name}({shown})")
