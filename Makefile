@@ -35,11 +35,16 @@ $(BUILD)/$(PROGRAM).json: $(wildcard p4src/*.p4) $(COMPILER_SOURCES) | setup
 
 build: $(BUILD)/$(PROGRAM).json
 
+# P4Runtime runs over TLS with a per-run CA (logs/pki); `make run PLAINTEXT=1` turns it off (a
+# testbed without PKI: any local user can then program the switches; docs/security.md).
+PLAINTEXT ?=
+RUN_FLAGS := $(if $(PLAINTEXT),--plaintext)
+
 run: build
-	$(PY) -m topo.run --topo $(TOPO) --build $(BUILD) --jobs $(JOBS)
+	$(PY) -m topo.run --topo $(TOPO) --build $(BUILD) --jobs $(JOBS) $(RUN_FLAGS)
 
 demo: build
-	$(PY) -m topo.run --topo $(TOPO) --build $(BUILD) --demo
+	$(PY) -m topo.run --topo $(TOPO) --build $(BUILD) --demo $(RUN_FLAGS)
 
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests
@@ -68,7 +73,8 @@ bench-ns3: setup
 	$(PY) -m benchmarks ns3_sim
 
 # bounded fuzzers (not in CI): frames and P4Runtime requests against a local embedded switch,
-# policy files against the loader and gradctl, gradient packets against a local PS (loopback)
+# policy files against the loader and gradctl, gradient packets against a local PS (loopback),
+# the control plane (P4Runtime streams and arbitration over TLS, unauthenticated clients, Thrift)
 FUZZ_SECONDS ?= 300
 fuzz: setup
 	$(PY) -m fuzz --seconds $(FUZZ_SECONDS)

@@ -17,6 +17,7 @@ from controller import errors
 from controller.client import ElectionId, SwitchConnection
 from controller.context import ControllerContext, ManagedSwitch
 from controller.network import SwitchPlan
+from controller.tls import ClientTls
 
 DAEMON_ELECTION_ID: ElectionId = (0, 100)
 DIRECT_ELECTION_ID: ElectionId = (0, 200)   # gradctl --direct outranks a (dead) daemon
@@ -29,14 +30,18 @@ class Connections:
     """One connection per switch of ``ctx.topology``, registered in ``ctx.switches``."""
 
     def __init__(self, ctx: ControllerContext, election_id: ElectionId, timeout: float, *,
-                 program: Program, plan: Callable[[str], SwitchPlan], reconnect: bool = True) -> None:
+                 program: Program, plan: Callable[[str], SwitchPlan], reconnect: bool = True,
+                 tls: ClientTls | None = None) -> None:
+        """`tls`: the run's client certificate (controller.tls) for every switch; None: plaintext."""
         self.ctx = ctx
         self.program = program
         self.reconnect_enabled = reconnect
+        credentials = tls.credentials() if tls is not None else None
         for name, sw in ctx.topology.switches.items():
             conn = SwitchConnection(name, sw.grpc_addr, sw.device_id, election_id, timeout,
                                     on_stream_lost=self._on_stream_lost,
-                                    on_primary_regained=self._on_primary_regained)
+                                    on_primary_regained=self._on_primary_regained,
+                                    credentials=credentials)
             ctx.switches[name] = ManagedSwitch(name, conn, plan(name))
 
     def bring_up_all(self, push_pipeline: bool, sync: bool) -> dict[str, str | None]:

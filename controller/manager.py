@@ -60,6 +60,7 @@ from controller.p4info import P4Info
 from controller.policy import JobState, Policy, RuleKey, SlotInfo, assign_slots
 from controller.state import ControllerState
 from controller.statistics import Statistics
+from controller.tls import ClientTls
 from controller.topology import Topology
 
 __all__ = ["ADAPTATIONS_KEPT", "DAEMON_ELECTION_ID", "DIRECT_ELECTION_ID", "NETWORK_TABLES",
@@ -74,7 +75,7 @@ class NetworkController:
                  device_config: bytes | None, *, election_id: ElectionId = DAEMON_ELECTION_ID,
                  options: NetworkOptions = NetworkOptions(), timeout: float = 3.0,
                  state_file: Path | None = None, log: Log | None = None,
-                 set_queues: bool = True, reconnect: bool = True) -> None:
+                 set_queues: bool = True, reconnect: bool = True, tls: ClientTls | None = None) -> None:
         self.topology = topology
         self.p4info_msg = p4info
         self.p4info = P4Info(p4info)
@@ -104,7 +105,7 @@ class NetworkController:
         self.statistics = Statistics(ctx)
         self.connections = Connections(ctx, election_id, timeout, reconnect=reconnect,
                                        program=self.desired_state.sync_switch,
-                                       plan=self.desired_state.plan)
+                                       plan=self.desired_state.plan, tls=tls)
 
     def _counters_restarted(self) -> None:
         self.laws.forget_readings()

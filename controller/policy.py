@@ -242,11 +242,16 @@ def _phases(raw: Any, path: str) -> tuple[Phase, ...]:
         high = _bound(ph["high"], f"{p}.high")
         if low > high:
             raise _fail(f"{p}.low", f"must not exceed high ({high:g}), got {low:g}")
-        for j, other in enumerate(out):
-            if rounds[0] <= other.rounds[1] and other.rounds[0] <= rounds[1]:
-                raise _fail(f"{p}.rounds", f"overlaps {path}[{j}].rounds "
-                                           f"({other.rounds[0]}-{other.rounds[1]})")
         out.append(Phase(rounds, low, high))
+    # overlaps in one pass over the phases sorted by start (no pairwise work on a long list);
+    # the error names the later phase of the pair, as listed, and the earlier one it overlaps
+    order = sorted(range(len(out)), key=lambda i: (out[i].rounds[0], i))
+    for a, b in zip(order, order[1:]):
+        if out[b].rounds[0] <= out[a].rounds[1]:
+            later, earlier = max(a, b), min(a, b)
+            other = out[earlier]
+            raise _fail(f"{path}[{later}].rounds", f"overlaps {path}[{earlier}].rounds "
+                                                   f"({other.rounds[0]}-{other.rounds[1]})")
     return tuple(out)
 
 
@@ -338,12 +343,33 @@ def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
     raw_jobs = doc.get("jobs", []) or []
     if not isinstance(raw_jobs, list):
         raise _fail("jobs", f"must be a list, got {_kind(raw_jobs)}")
+    _check_counts(raw_jobs)
     jobs: list[Job] = []
     for ji, rj in enumerate(raw_jobs):
         jobs.append(_job(rj, f"jobs[{ji}]", defaults, jobs))
     if not jobs and not allow_empty:
         raise _fail("jobs", f"no jobs in the policy: {EMPTY_POLICY_HINT}")
     return Policy(tuple(jobs), copy.deepcopy(doc))
+
+
+def _check_counts(raw_jobs: list) -> None:
+    """The table sizes, checked on the raw lists before any element is validated or compared:
+    a document of a million flows or rules is refused at once, whatever its contents."""
+    n_rules = n_flows = 0
+    for ji, rj in enumerate(raw_jobs):
+        if not isinstance(rj, dict):
+            continue   # the job's own validation names it
+        rules, flows = rj.get("layers"), rj.get("ddl_flows")
+        n_rules += len(rules) if isinstance(rules, list) else 0
+        n_flows += len(flows) if isinstance(flows, list) else 0
+        if n_flows > N.DDL_FLOW_TABLE_SIZE:
+            raise _fail(f"jobs[{ji}].ddl_flows", f"more than {N.DDL_FLOW_TABLE_SIZE} DDL flows in all "
+                                                 "(the switch's ddl_flow table)")
+        if n_rules > N.NUM_SLOTS:
+            raise _fail(f"jobs[{ji}].layers", f"more than {N.NUM_SLOTS} rules in all (the switch's slots)")
+    if len(raw_jobs) > N.NUM_SLOTS:
+        raise _fail("jobs", f"{len(raw_jobs)} jobs, more than the switch's {N.NUM_SLOTS} slots "
+                            "(each job needs a rule)")
 
 
 def _defaults(raw: Any) -> dict[str, Any]:
@@ -399,16 +425,17 @@ def _job(raw: Any, path: str, defaults: dict[str, Any], earlier: list[Job]) -> J
 
 
 def _check_new_flows(flows: tuple[DdlFlow, ...], path: str, earlier: list[Job]) -> None:
-    """No DDL flow of job ``path`` matches one of an earlier job or an earlier one of its own."""
+    """No DDL flow of job ``path`` matches one of an earlier job or an earlier one of its own
+    (one lookup per flow: the first definition of each match)."""
+    first: dict[tuple, str] = {}
+    for k, other in enumerate(earlier):
+        for oi, theirs in enumerate(other.ddl_flows):
+            first.setdefault(theirs.match, f"jobs[{k}].ddl_flows[{oi}]")
     for fi, flow in enumerate(flows):
-        for k, other in enumerate(earlier):
-            for oi, theirs in enumerate(other.ddl_flows):
-                if theirs.match == flow.match:
-                    raise _fail(f"{path}.ddl_flows[{fi}]",
-                                f"is the same flow as jobs[{k}].ddl_flows[{oi}]")
-        for oi, theirs in enumerate(flows[:fi]):
-            if theirs.match == flow.match:
-                raise _fail(f"{path}.ddl_flows[{fi}]", f"is the same flow as {path}.ddl_flows[{oi}]")
+        here = f"{path}.ddl_flows[{fi}]"
+        seen = first.setdefault(flow.match, here)
+        if seen != here:
+            raise _fail(here, f"is the same flow as {seen}")
 
 
 def _rules(raw: Any, job_path: str, defaults: dict[str, Any],

@@ -49,11 +49,13 @@ def log_flags(log_path: str, level: str) -> list[str]:
 def switch_command(tool: Tool, desc: topology.Switch, ports: dict[int, str], json_path: str | None, *,
                    pcap_dir: str | None = None, impairments: tuple[str, ...] = (),
                    port_rates: dict[int, float] | None = None,
-                   log_level: str = DEFAULT_SWITCH_LOG) -> list[str]:
+                   log_level: str = DEFAULT_SWITCH_LOG, tls: tuple[str, ...] = ()) -> list[str]:
     """The argv of one switch process (simple_switch_grpc flags). Its servers listen on
     loopback only: P4Runtime on `desc.grpc_addr` (127.0.0.1 from `topologies`), Thrift on
     127.0.0.1 via our `--thrift-ip` where the switch is the embedded one (BMv2's Thrift server
-    has no such flag and listens on every address). It logs to `desc.log` at `log_level`."""
+    has no such flag and listens on every address; the embedded one serves only its own user).
+    `tls`: the TLS target flags (`RunPki.switch_flags`), the same for BMv2 and the embedded
+    switch; empty for plaintext P4Runtime. It logs to `desc.log` at `log_level`."""
     argv = list(tool.argv)
     for port, iface in sorted(ports.items()):
         argv += ["-i", f"{port}@{iface}"]
@@ -71,7 +73,7 @@ def switch_command(tool: Tool, desc: topology.Switch, ports: dict[int, str], jso
             argv += ["--port-rate", f"{port}:{pps:g}"]
     argv += [json_path] if json_path else ["--no-p4"]
     argv += ["--", "--grpc-server-addr", desc.grpc_addr, "--cpu-port", str(desc.cpu_port),
-             "--priority-queues", str(desc.priority_queues)]
+             "--priority-queues", str(desc.priority_queues), *tls]
     return argv
 
 
@@ -82,7 +84,7 @@ class P4Switch(Switch):
                  json_path: str | None = None, record: RunRecord | None = None,
                  impairments: tuple[str, ...] = (), pcap_dir: str | None = None,
                  port_rates: dict[int, float] | None = None,
-                 start_timeout: float = 60.0, **params: Any) -> None:
+                 start_timeout: float = 60.0, tls: tuple[str, ...] = (), **params: Any) -> None:
         if desc is None or tool is None:
             raise SwitchStartError(f"switch {name}: P4Switch needs desc= and tool=")
         params.setdefault("inNamespace", False)
@@ -95,6 +97,7 @@ class P4Switch(Switch):
         self.port_rates = dict(port_rates or {})
         self.pcap_dir = pcap_dir
         self.start_timeout = start_timeout
+        self.tls = tls
         self.log_level = switch_log_level()
         self.process: subprocess.Popen[bytes] | None = None
         self._started_at = 0.0
@@ -105,7 +108,8 @@ class P4Switch(Switch):
         """The switch's full argv (simple_switch_grpc flags)."""
         ports = {port: intf.name for port, intf in self.intfs.items() if intf.name != "lo" and port > 0}
         return switch_command(self.tool, self.desc, ports, self.json_path, pcap_dir=self.pcap_dir,
-                              impairments=self.impairments, port_rates=self.port_rates, log_level=self.log_level)
+                              impairments=self.impairments, port_rates=self.port_rates, log_level=self.log_level,
+                              tls=self.tls)
 
     # -- Mininet hooks ---------------------------------------------------------------------
     def start(self, controllers: list[Any]) -> None:

@@ -4,7 +4,9 @@ Every flag `simple_switch --help` and `simple_switch_grpc --help` list is read w
 syntax (`program_options`) and rules: general flags first, target flags after `--`. Flags that
 only shape BMv2's logging are accepted and have no effect; the few whose effect this switch
 cannot provide are refused with a message saying so. `--thrift-ip` is ours (BMv2 has no way to
-choose the Thrift address; it listens on all of them, our default too).
+choose the Thrift address; it listens on all of them, our default too), and so is
+`--thrift-any-user`: without it the Thrift server serves only clients on this machine that run
+as the switch's user or root (BMv2 serves anyone who reaches the port).
 """
 from __future__ import annotations
 
@@ -56,6 +58,7 @@ class SwitchOptions:
     log_file_max_files: int = DEFAULT_LOG_FILE_MAX_FILES
     thrift_port: int = DEFAULT_THRIFT_PORT
     thrift_ip: str = DEFAULT_THRIFT_IP
+    thrift_any_user: bool = False  # ours: serve Thrift clients of every user and host (BMv2 does)
     use_files_wait: int | None = None
     grpc_server_addr: str = DEFAULT_GRPC_ADDR
     grpc_addr_given: bool = False  # --grpc-server-addr given: failing to listen there is fatal
@@ -100,6 +103,7 @@ def _general_syntax() -> OptionSyntax:
         Spec("max-port-count"),
         # ours
         Spec("thrift-ip", ours=True),
+        Spec("thrift-any-user", takes_value=False, ours=True),
         Spec("impair", repeatable=True, ours=True),
         Spec("port-rate", repeatable=True, ours=True),
     ])
@@ -294,7 +298,7 @@ def _ports_and_files(g: dict, interfaces: int) -> dict[str, Any]:
     _check_ip(thrift_ip)
     return {"device_id": device_id,
             "thrift_port": DEFAULT_THRIFT_PORT if thrift_port is None else thrift_port,
-            "thrift_ip": thrift_ip,
+            "thrift_ip": thrift_ip, "thrift_any_user": "thrift-any-user" in g,
             "use_files_wait": use_files,
             "pcap_dir": str(g["pcap"]) if "pcap" in g else None,
             "max_port_count": max_ports}
