@@ -49,7 +49,7 @@ class UdpServerExchange:
         self.mux.handlers[wire.KIND_HELLO] = self._on_hello
         self.mux.admit = self._admit
         self.names = {r: f"worker rank {r}" for r in range(workers)}
-        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
+        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunking_key(), config)
         self.join = JoinServer(config.job_key, config.job_id, workers, self.fingerprint,
                                self.counters)
         self.membership = Membership(workers)   # the PS sets its flags' limits
