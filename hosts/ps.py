@@ -190,6 +190,8 @@ def serve(args: argparse.Namespace) -> None:
                       time_s=round(gathered.seconds + pull_s, 6),
                       push_s=round(gathered.seconds, 6), pull_s=round(pull_s, 6),
                       compute_s=round(compute_s, 6), control_s=round(control_s, 6),
+                      push_spread_ms=(None if gathered.start_spread is None
+                                      else round(gathered.start_spread * 1000, 3)),
                       resends=delta.get("retx_received", 0) + delta.get("retransmissions", 0),
                       delivered=[round(f, 4) for f in gathered.mean_fractions()],
                       delivered_min=[round(f, 4) for f in gathered.min_fractions()],

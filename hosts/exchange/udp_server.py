@@ -214,7 +214,8 @@ class UdpServerExchange:
             fractions=session.fractions(), closed_by=session.closed_by(), seconds=seconds,
             deadline=session.options.deadline, telemetry=session.telemetry.as_dict(),
             adaptation=None if adaptation is None else adaptation.as_dict(),
-            max_qdepth=session.max_qdepth, lost=lost)
+            max_qdepth=session.max_qdepth, lost=lost,
+            start_spread=max(firsts) - min(firsts) if len(firsts) > 1 else None)
 
     def scatter(self, round_: int, layers: list[np.ndarray], last: bool,
                 next_required: tuple[float, ...] | None,

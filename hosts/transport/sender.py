@@ -216,8 +216,9 @@ class SendSession:
         self.endpoint.counters["data_packets_sent"] += 1
         self.stats.bytes_sent += len(hdr) + len(payload)
 
-    def tick(self, now: float) -> float:
-        """Send what pacing allows, probe when everything went out; the next time to call."""
+    def tick(self, now: float, burst: int | None = None) -> float:
+        """Send what pacing allows (at most `burst` DATA, default options.burst), probe when
+        everything went out; the next time to call."""
         if self.done:
             return INFINITY
         if now - self.last_heard > self.options.peer_timeout:
@@ -229,7 +230,7 @@ class SendSession:
         while self._pos < len(self._queue):
             if pps > 0 and self._next_send > now:
                 return self._next_send
-            if sent >= self.options.burst:
+            if sent >= (self.options.burst if burst is None else burst):
                 return now
             outstanding = self._outstanding_count() if self.window is not None else 0
             if self.window is not None and not self.window.allows(outstanding):
@@ -490,7 +491,18 @@ class SendGroup:
         return not self.done
 
     def tick(self, now: float) -> float:
-        return min((s.tick(now) for s in self.by_rank.values() if s.active), default=INFINITY)
+        """Tick every session, one DATA packet each in turn (up to each one's burst): the
+        peers' transfers go out interleaved and end together, so the next round's pushes start
+        together (one session after the other, the last peer's pull ended a whole pull later)."""
+        active = [s for s in self.by_rank.values() if s.active]
+        wake = {id(s): INFINITY for s in active}
+        for _ in range(max((s.options.burst for s in active), default=0)):
+            before = sum(s.stats.data_packets for s in active)
+            for s in active:
+                wake[id(s)] = s.tick(now, burst=1)
+            if sum(s.stats.data_packets for s in active) == before:
+                break
+        return min(wake.values(), default=INFINITY)
 
     def on_packet(self, pkt: Received, now: float) -> None:
         session = self.by_rank.get(pkt.header.worker_rank)

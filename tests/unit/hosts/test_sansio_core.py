@@ -20,7 +20,7 @@ from hosts.transport.probe_answer import (SEGMENT_CHUNKS, ProbeAnswers, bitmap_b
                                           probe_padding)
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.router import Router
-from hosts.transport.sender import SendOptions, SendSession
+from hosts.transport.sender import SendGroup, SendOptions, SendSession
 
 JOB = 3
 PS = ("10.0.0.1", 19527)
@@ -374,3 +374,14 @@ def test_an_ack_repeats_the_previous_acks_entries():
     acks = [wire.unpack_ack_entries(wire.unpack_header(d.data) and d.data[wire.HEADER_LEN:])
             for d in port.take() if wire.unpack_header(d.data).kind == wire.KIND_ACK]
     assert acks == [[(0, 0), (0, 1)], [(0, 2), (0, 3), (0, 0), (0, 1)]]
+
+
+def test_a_send_group_interleaves_its_peers_so_their_transfers_end_together():
+    port = Port(JOB, wire.PS_RANK, lambda: 0.0)
+    peers = {0: ("10.0.0.2", 19527), 1: ("10.0.0.3", 19527)}
+    group = SendGroup([SendSession(port, addr, rank, PLAN, _layers(0), 0, pull=True,
+                                   options=SendOptions(burst=8))
+                       for rank, addr in peers.items()])
+    assert group.tick(0.0) == 0.0                  # bursts spent: call again at once
+    out = [d.addr for d in port.take()]
+    assert out == [peers[0], peers[1]] * 8         # one each in turn, not 8 then 8
