@@ -20,8 +20,7 @@ from topo import agents
 from topo.errors import ProcessStartError, RunError, TopoError, ToolchainError
 from topo.network import GradNetwork, NetworkOptions
 from topo.pidfile import RunRecord, delete_interface, is_same_process
-from topo.processes import ManagedProcess
-from topo.switch_node import log_tail
+from topo.processes import ManagedProcess, log_tail
 from topo.stop import stop_recorded
 from topo.supervisor import Supervisor
 from topo.topologies import TopoParams, build_topology

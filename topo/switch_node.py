@@ -11,7 +11,6 @@ spends its CPU doing so. `start()` only launches it; `wait_ready()` is the healt
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -23,34 +22,9 @@ from mininet.node import Switch
 from controller import topology
 from topo.errors import SwitchStartError
 from topo.pidfile import RunRecord, process_start_time, terminate
+from topo.processes import dying_with_parent, log_tail
 from topo.toolchain import (DEFAULT_SWITCH_LOG, LOG_FILE_BACKUPS, LOG_FILE_MAX_BYTES, Tool, switch_log_files,
                             switch_log_level)
-
-
-def dying_with_parent(argv: list[str]) -> list[str]:
-    """`argv` prefixed so that the process gets SIGTERM when the process that started it dies.
-
-    util-linux's `setpriv --pdeathsig` sets the signal and execs, so the PID stays the program's.
-    Not a Popen `preexec_fn`: that forces a plain fork(), which runs gRPC's fork handlers in the
-    child; grpcio >= 1.81 then restarts its poller there and aborts on EBADF once close_fds
-    closes the poller's epoll descriptor (grpc/grpc#43055). Without setpriv, no death signal.
-    Raises FileNotFoundError when `argv[0]` is not an executable, as Popen would.
-    """
-    if shutil.which(argv[0]) is None:
-        raise FileNotFoundError(2, "no such executable", argv[0])
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else list(argv)
-
-
-def log_tail(path: str | Path, lines: int = 15) -> str:
-    """The last `lines` lines of a log file (or a note that it is empty/missing)."""
-    try:
-        text = Path(path).read_text(errors="replace").rstrip("\n")
-    except OSError:
-        return f"    (no log at {path})"
-    if not text:
-        return f"    ({path} is empty)"
-    return "\n".join("    " + line for line in text.splitlines()[-lines:])
 
 
 def port_accepts(port: int, host: str = "127.0.0.1") -> bool:
