@@ -309,7 +309,7 @@ class SendSession:
             lo = self._base[layer]
             hi = lo + self.plan.chunk_counts[layer]
         candidates = ~self.arrived[lo:hi] & ~self._queued[lo:hi]
-        if not force and (self.window is not None or self.rtt.samples):
+        if not force and self.window is not None:
             # Control packets ride the switches' highest-priority queue and overtake DATA that
             # waits in lower ones: a chunk sent less than a round trip before the probe may
             # still be queued behind it. It stays in flight until a later probe.
