@@ -34,7 +34,8 @@ from hosts import wire
 from hosts.cli import agent_main, check_port
 from hosts.errors import ConfigError, ControllerUnreachable
 from hosts.exchange import job_key
-from hosts.exchange.config import add_transport_arguments, config_from_args, following
+from hosts.exchange.config import (add_transport_arguments, config_from_args, following,
+                                   with_chunk_plan)
 from hosts.exchange.factory import server_exchange
 from hosts.exchange.membership import Membership, add_fault_arguments, check_fault_arguments
 from hosts.jsonlog import JsonLog
@@ -43,7 +44,6 @@ from hosts.training import dataset
 from hosts.training.aggregate import PushAggregator
 from hosts.training.mlp import MomentumSGD
 from hosts.training.model_args import add_model_arguments, model_spec
-from hosts.transport.chunking import ChunkPlan
 from hosts.transport.bounds import sub_chunk_notes, violated_layers
 from hosts.transport.phase import PhaseSchedule
 
@@ -82,7 +82,6 @@ def serve(args: argparse.Namespace) -> None:
     spec = model_spec(args)
     data = spec.load_data(args.seed)
     model = spec.build(data.num_features, data.num_classes, args.seed)
-    plan = ChunkPlan(model.layer_sizes(), args.chunk_elems)
     job_key.require_flag(args.job_key)
     config = config_from_args(args, model.num_layers, args.seed, create_key=True)
     per_epoch = dataset.rounds_per_epoch(data, args.workers, args.batch)
@@ -99,6 +98,7 @@ def serve(args: argparse.Namespace) -> None:
     reporter = PolicyReporter(client, view) if client is not None and view is not None else None
     if view is not None:
         config = following(config, view.at(0), flag_hole_fill)
+    config, plan = with_chunk_plan(config, model.layer_sizes())
     push_bounds = config.bounds.push
     aggregator = PushAggregator(config.hole_fill)
     log = JsonLog(args.log, role="ps", transport=config.kind)
@@ -190,6 +190,8 @@ def serve(args: argparse.Namespace) -> None:
                       time_s=round(gathered.seconds + pull_s, 6),
                       push_s=round(gathered.seconds, 6), pull_s=round(pull_s, 6),
                       compute_s=round(compute_s, 6), control_s=round(control_s, 6),
+                      push_spread_ms=(None if gathered.start_spread is None
+                                      else round(gathered.start_spread * 1000, 3)),
                       resends=delta.get("retx_received", 0) + delta.get("retransmissions", 0),
                       delivered=[round(f, 4) for f in gathered.mean_fractions()],
                       delivered_min=[round(f, 4) for f in gathered.min_fractions()],

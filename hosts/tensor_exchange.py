@@ -19,7 +19,8 @@ from hosts import wire
 from hosts.cli import check_port, parse_hostport, run_agent
 from hosts.errors import ConfigError, PeerTimeout
 from hosts.exchange import tcp_options
-from hosts.exchange.config import TransportConfig, add_transport_arguments, config_from_args
+from hosts.exchange.config import (TransportConfig, add_transport_arguments, config_from_args,
+                                   with_chunk_plan)
 from hosts.exchange.tcp import FrameStream, encode_layers, read_layers
 from hosts.jsonlog import JsonLog
 from hosts.transport.bounds import LossBudget, sub_chunk_notes
@@ -247,8 +248,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"--layers {args.layers!r} is not a comma-separated list of sizes") from None
         if args.rounds < 1:
             raise ConfigError("--rounds must be at least 1")
-        plan = ChunkPlan(sizes, args.chunk_elems)
-        config = config_from_args(args, plan.num_layers, args.seed)
+        if not sizes:
+            raise ConfigError("--layers names no layer")
+        config, plan = with_chunk_plan(config_from_args(args, len(sizes), args.seed), sizes)
         log = JsonLog(args.log, role=f"tensor-{args.cmd}", transport=config.kind)
         log.write("bounds", scope=config.bounds.scope, notes=sub_chunk_notes(config.bounds, plan))
         try:

@@ -42,6 +42,9 @@ FLAG_CRITICAL = 0x10
 # No network assistance: switches treat the packet as ordinary traffic (no gradient
 # classification, priority or loss budget; per-flow hashing). The MLT baseline sets it.
 FLAG_PLAIN = 0x20
+# The sender can send no more until this DATA is acknowledged (its window is full, or its pass
+# or resend ended): the receiver acknowledges at once instead of holding the ACK (hosts only).
+FLAG_ACK_NOW = 0x40
 
 # version/kind, flags, job, rank, layer, round, mag_class, policy_epoch, payload_len, chunk_seq,
 # elem_offset, tele_max_qdepth, tele_hops, tele_qdelay_us

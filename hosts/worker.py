@@ -22,7 +22,8 @@ from hosts import wire
 from hosts.cli import agent_main, check_port, resolve_ipv4
 from hosts.errors import ConfigError, ControllerUnreachable, PeerTimeout
 from hosts.exchange import job_key
-from hosts.exchange.config import add_transport_arguments, config_from_args, following
+from hosts.exchange.config import (add_transport_arguments, config_from_args, following,
+                                   with_chunk_plan)
 from hosts.exchange.factory import worker_exchange
 from hosts.exchange.membership import add_fault_arguments, check_fault_arguments
 from hosts.jsonlog import JsonLog
@@ -30,7 +31,6 @@ from hosts.policy_client import HostPolicy, PolicyClient
 from hosts.training import dataset
 from hosts.training.model_args import add_model_arguments, model_spec
 from hosts.transport.bounds import sub_chunk_notes, violated_layers
-from hosts.transport.chunking import ChunkPlan
 from hosts.transport.holes import keep_previous
 
 
@@ -63,7 +63,6 @@ def work(args: argparse.Namespace) -> None:
     data = spec.load_data(args.seed)
     x, y = dataset.shard(data, args.rank, args.workers)
     model = spec.build(data.num_features, data.num_classes, args.seed)
-    plan = ChunkPlan(model.layer_sizes(), args.chunk_elems)
     job_key.require_flag(args.job_key)
     config = config_from_args(args, model.num_layers, args.seed + args.rank)
     per_epoch = dataset.rounds_per_epoch(data, args.workers, args.batch)
@@ -75,6 +74,7 @@ def work(args: argparse.Namespace) -> None:
     generation = client.fetch().at(0) if client is not None else None
     if generation is not None:
         config = following(config, generation, flag_hole_fill)
+    config, plan = with_chunk_plan(config, model.layer_sizes())
     exchange = worker_exchange(config, plan, args.rank, ps, local)
     log.write("start", workers=args.workers, ps=f"{ps[0]}:{ps[1]}",
               pull_bounds=list(config.bounds.pull), config=config.summary())

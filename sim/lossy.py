@@ -36,7 +36,8 @@ import numpy as np
 from hosts import wire
 from hosts.errors import ConfigError, PeerTimeout
 from hosts.training.aggregate import PushAggregator
-from hosts.exchange.config import TransportConfig, add_transport_arguments, config_from_args
+from hosts.exchange.config import (TransportConfig, add_transport_arguments, config_from_args,
+                                   with_chunk_plan)
 from hosts.transport.bounds import LossBudget, violated_layers
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.deadline import Deadline
@@ -593,7 +594,7 @@ def run_lossy_rounds(net: SimNetwork, ps: str, workers: list[str], config: Trans
         raise SimError("rounds must be at least 1")
     if not config.udp:
         raise SimError(f"transport {config.kind} is not gradlane's UDP transport (ltp, mlt)")
-    plan = ChunkPlan(layer_sizes, config.chunk_elems)
+    config, plan = with_chunk_plan(config, layer_sizes)     # as the agents cut their chunks
     job = _Job(net, ps, workers, config, plan, rounds, jitter_s, seed, on_round_start, worker_pace_pps)
     t0 = time.monotonic()
     error = job.run(limit_s)
@@ -623,7 +624,7 @@ def run_lossy_jobs(net: SimNetwork, jobs: list[LossyJob], limit_s: float) -> lis
     for j in jobs:
         if not j.workers or j.rounds < 1 or not j.config.udp:
             raise SimError(f"job of PS {j.ps}: needs workers, rounds >= 1 and a UDP transport (ltp, mlt)")
-    built = [_Job(net, j.ps, j.workers, j.config, ChunkPlan(j.layer_sizes, j.config.chunk_elems), j.rounds,
+    built = [_Job(net, j.ps, j.workers, *with_chunk_plan(j.config, j.layer_sizes), j.rounds,
                   j.jitter_s, j.seed) for j in jobs]
     for job, spec in zip(built, jobs):
         job.first_start = spec.start_s

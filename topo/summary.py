@@ -186,6 +186,7 @@ def transport_line(result: TrainingResult) -> str:
         if cfg.get("phase_aware"):
             parts.append(f"phase-aware (check every {cfg.get('phase_check_rounds')} rounds"
                          + (", per layer)" if cfg.get("phase_per_layer") else ")"))
+    parts += [f"{key} {cfg[key]}" for key in ("chunking", "pull") if cfg.get(key)]
     return "; ".join(parts)
 
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from hosts.errors import ConfigError
 from hosts.exchange import job_key, tcp_options
 from hosts.policy_client import HostPolicy
-from hosts.transport.bounds import SCOPES, LayerBounds, parse_bound_list
-from hosts.transport.chunking import ORDERS
+from hosts.transport.bounds import SCOPES, LayerBounds, LossBudget, parse_bound_list
+from hosts.transport.chunk_size import MTU_CHUNK_ELEMS, default_chunk_sizes
+from hosts.transport.chunking import ORDERS, ChunkPlan
 from hosts.transport.congestion import RULES as CC_RULES
 from hosts.transport.congestion import SWITCH_ECN_THRESHOLD
 from hosts.transport.deadline import NO_DEADLINE, DeadlineSettings
@@ -69,6 +70,11 @@ class TransportConfig:
                            repr=False)
     packet_mac: bool = False
     ack_delay: float = 0.002     # seconds a receiver holds an ACK of fewer than ack_every chunks
+    # No --chunk-elems: `chunk_elems` is the MTU's, and with_chunk_plan cuts small-bound layers
+    # finer (hosts/transport/chunk_size.py); `chunking` says what was chosen and why.
+    chunk_auto: bool = False
+    chunking: str = ""
+    pull_budget_chunks: int | None = None   # chunks the pull may leave missing (with_chunk_plan)
 
     @property
     def mac_key(self) -> bytes | None:
@@ -87,7 +93,9 @@ class TransportConfig:
     def summary(self) -> dict:
         """What a run's results record about the transport."""
         out = {"transport": self.kind, "pace_pps": self.send.pace_pps,
-               "bounds_from": "controller" if self.controller else "flags"}
+               "bounds_from": "controller" if self.controller else "flags",
+               "chunking": self.chunking or f"{self.chunk_elems} float32 per DATA packet",
+               "pull": self.pull_kind()}
         if self.udp:
             out.update(hole_fill=self.hole_fill.value, plain=self.plain, packet_mac=self.packet_mac,
                        priority_hints=self.send.priority_hints,
@@ -105,6 +113,22 @@ class TransportConfig:
             out.update(tcp_cc=self.tcp_cc or f"default ({tcp_options.default_congestion_control()})",
                        tcp_ecn={True: "on", False: "off", None: "default"}[self.tcp_ecn])
         return out
+
+    def pull_kind(self) -> str:
+        """Which pull this transport runs, for a summary: reliable, or bounded (holes keep the
+        worker's previous parameters)."""
+        if not self.udp:
+            return "reliable (TCP)"
+        pull = self.bounds.pull
+        if self.reliable_pull or not any(pull):
+            return "reliable (every parameter delivered)"
+        low, high = min(pull), max(pull)
+        share = f"{high:.4g}" if low == high else f"{low:.4g}..{high:.4g}"
+        if self.pull_budget_chunks == 0:
+            return (f"bounded ({share} per {self.bounds.scope}) but under one chunk: runs "
+                    f"reliable")
+        return (f"bounded ({share} per {self.bounds.scope}; lost parameters keep their "
+                f"previous values)")
 
 
 def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
@@ -173,7 +197,11 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                    help="adaptive ceiling (2000)")
     g.add_argument("--deadline-mult", type=float, default=3.0,
                    help="adaptive multiple of the smoothed transfer time (3)")
-    g.add_argument("--chunk-elems", type=int, default=64, help="float32 values per DATA packet")
+    g.add_argument("--chunk-elems", type=int, default=None,
+                   help="float32 values per DATA packet, every layer (default: as many as fill a "
+                        f"1500-byte MTU, {MTU_CHUNK_ELEMS}, or {(MAX_DATA_PAYLOAD - TAG_BYTES) // 4} "
+                        "with --packet-mac; a layer whose push bound covers less than one such "
+                        "chunk gets chunks as large as its bound covers, so the bound can act)")
     g.add_argument("--pace-pps", type=float, default=0.0,
                    help="packets/s per sender (0 = unpaced); tcp: SO_MAX_PACING_RATE of as many "
                         "full segments per second")
@@ -273,8 +301,13 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
                               f"deadline; drop {', '.join(extra)}")
     if kind == "tcp" and args.packet_mac:
         raise ConfigError("--packet-mac needs a UDP transport (--transport ltp or mlt)")
-    if args.packet_mac and args.chunk_elems * 4 > MAX_DATA_PAYLOAD - TAG_BYTES:
-        raise ConfigError(f"--chunk-elems {args.chunk_elems} with --packet-mac: a DATA packet and "
+    chunk_auto = args.chunk_elems is None
+    chunk_elems = ((MAX_DATA_PAYLOAD - (TAG_BYTES if args.packet_mac else 0)) // 4 if chunk_auto
+                   else args.chunk_elems)
+    if not 1 <= chunk_elems <= MTU_CHUNK_ELEMS:
+        raise ConfigError(f"--chunk-elems {chunk_elems} is outside 1..{MTU_CHUNK_ELEMS}")
+    if args.packet_mac and chunk_elems * 4 > MAX_DATA_PAYLOAD - TAG_BYTES:
+        raise ConfigError(f"--chunk-elems {chunk_elems} with --packet-mac: a DATA packet and "
                           f"its MAC must fit a 1500-byte MTU (at most "
                           f"{(MAX_DATA_PAYLOAD - TAG_BYTES) // 4} elements)")
     scope = args.bound_scope or ("layer" if layer_bounds is not None else "tensor")
@@ -320,7 +353,7 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
     pull_deadline = NO_DEADLINE if args.reliable_pull else DeadlineSettings(initial=_ms(pull_ms), **common)
     key = {} if args.job_key is None else {"job_key": job_key.load_or_create(args.job_key, create_key)}
     return TransportConfig(
-        kind=kind, job_id=args.job, chunk_elems=args.chunk_elems, send=send,
+        kind=kind, job_id=args.job, chunk_elems=chunk_elems, chunk_auto=chunk_auto, send=send,
         push_deadline=push_deadline, pull_deadline=pull_deadline,
         peer_timeout=args.peer_timeout, join_timeout=args.join_timeout,
         hole_fill=HoleFill.parse(args.hole_fill or DEFAULT_HOLE_FILL), bounds=bounds, reliable_pull=args.reliable_pull,
@@ -349,8 +382,26 @@ def following(config: TransportConfig, policy: HostPolicy, flag_hole_fill: HoleF
     return dataclasses.replace(config, bounds=bounds, send=send, hole_fill=hole_fill, **deadlines)
 
 
-def fingerprint(layer_sizes: list[int], chunk_elems: int, config: TransportConfig) -> int:
-    """32-bit digest of what PS and workers must agree on: layer sizes, chunking, transport, job,
+def with_chunk_plan(config: TransportConfig,
+                    layer_sizes: list[int]) -> tuple[TransportConfig, ChunkPlan]:
+    """The chunk plan of a model under `config` (after the controller's first policy
+    generation, whose push bounds size the default chunks), and `config` recording it."""
+    if not config.chunk_auto:
+        plan = ChunkPlan(layer_sizes, config.chunk_elems)
+        chunking = f"{config.chunk_elems} float32 per DATA packet (--chunk-elems)"
+    else:
+        sizes = default_chunk_sizes(layer_sizes, config.bounds.push, config.bounds.scope,
+                                    config.chunk_elems)
+        plan = ChunkPlan(layer_sizes, list(sizes.per_layer))
+        chunking = sizes.describe()
+    pull = LossBudget.of(config.bounds.pull, plan, config.bounds.scope).total
+    return dataclasses.replace(config, chunking=chunking, pull_budget_chunks=pull), plan
+
+
+def fingerprint(layer_sizes: list[int], chunk_elems: int | list[int],
+                config: TransportConfig) -> int:
+    """32-bit digest of what PS and workers must agree on: layer sizes, chunking (ChunkPlan's
+    chunking_key), transport, job,
     the pull contract (reliable or bounded) and the bound scope (tensor or per layer)."""
     text = json.dumps([layer_sizes, chunk_elems, config.kind, config.job_id, config.reliable_pull,
                        config.bounds.scope])

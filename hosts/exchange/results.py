@@ -20,6 +20,9 @@ class Gathered:
     adaptation: dict | None = None   # the deadline's change for the next round, if reported
     max_qdepth: int | None = None   # deepest switch queue the push met (telemetry), None if unknown
     lost: list[int] = field(default_factory=list)   # ranks the round went on without (absent)
+    # seconds between the first and the last worker's first push DATA at the PS (UDP; None
+    # with fewer than two workers heard, or over TCP)
+    start_spread: float | None = None
 
     def mean_fractions(self) -> list[float]:
         per_rank = list(self.fractions.values())

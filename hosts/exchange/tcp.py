@@ -143,7 +143,7 @@ class TcpServerExchange:
             raise ConfigError(f"cannot bind TCP {bind[0]}:{bind[1]}: {exc.strerror}") from None
         self.listener.listen(workers + 4)
         self.streams: dict[int, FrameStream] = {}
-        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
+        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunking_key(), config)
         self.join = JoinServer(config.job_key, config.job_id, workers, self.fingerprint,
                                self.counters)
 
@@ -264,7 +264,7 @@ class TcpWorkerExchange:
         tcp_options.pace(sock, config.send.pace_pps)
         self.stream = FrameStream(sock, f"parameter server {ps[0]}:{ps[1]}", config.peer_timeout,
                                   self.counters)
-        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
+        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunking_key(), config)
         self._round0 = True
 
     def join(self) -> None:
@@ -290,7 +290,8 @@ class TcpWorkerExchange:
                 raise PeerTimeout(f"{self.stream.peer_name} answered HELLO out of order")
         if client.ps_fingerprint != self.fingerprint:
             raise ConfigError(f"{self.stream.peer_name} runs a different configuration (model "
-                              f"layer sizes, --chunk-elems, --transport or --job differ)")
+                              f"layer sizes, --chunk-elems or the push bounds that size the "
+                              f"default chunks, --transport or --job differ)")
 
     def push(self, round_: int, layers: list[np.ndarray]) -> dict:
         t0 = time.monotonic()

@@ -49,7 +49,7 @@ class UdpServerExchange:
         self.mux.handlers[wire.KIND_HELLO] = self._on_hello
         self.mux.admit = self._admit
         self.names = {r: f"worker rank {r}" for r in range(workers)}
-        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
+        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunking_key(), config)
         self.join = JoinServer(config.job_key, config.job_id, workers, self.fingerprint,
                                self.counters)
         self.membership = Membership(workers)   # the PS sets its flags' limits
@@ -214,7 +214,8 @@ class UdpServerExchange:
             fractions=session.fractions(), closed_by=session.closed_by(), seconds=seconds,
             deadline=session.options.deadline, telemetry=session.telemetry.as_dict(),
             adaptation=None if adaptation is None else adaptation.as_dict(),
-            max_qdepth=session.max_qdepth, lost=lost)
+            max_qdepth=session.max_qdepth, lost=lost,
+            start_spread=max(firsts) - min(firsts) if len(firsts) > 1 else None)
 
     def scatter(self, round_: int, layers: list[np.ndarray], last: bool,
                 next_required: tuple[float, ...] | None,

@@ -48,7 +48,7 @@ class UdpWorkerExchange:
         self.pcn = (PcnClient(self.mux, ps, config.pcn_threshold, config.pcn_timeout)
                     if config.pcn else None)
         self._ps_name = f"parameter server {ps[0]}:{ps[1]}"
-        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunk_elems, config)
+        self.fingerprint = fingerprint(plan.layer_sizes, plan.chunking_key(), config)
         self._join = JoinClient(config.job_key, config.job_id, rank, self.fingerprint)
         self.first_push = 0   # the PS's welcome: the first round we push
         self.push_window = new_window(config.send)   # kept over rounds, as TCP's connection is
@@ -107,7 +107,8 @@ class UdpWorkerExchange:
             self.mux.run(lambda: self._join.joined or time.monotonic() >= resend)
         if self._join.ps_fingerprint != self.fingerprint:
             raise ConfigError(f"{self._ps_name} runs a different configuration (model layer "
-                              f"sizes, --chunk-elems, --transport or --job differ)")
+                              f"sizes, --chunk-elems or the push bounds that size the default "
+                              f"chunks, --transport or --job differ)")
         return self.first_push
 
     def catch_up(self, round_: int) -> Pulled:

@@ -130,7 +130,8 @@ class LossBudget:
     @classmethod
     def of(cls, bounds: tuple[float, ...], plan: ChunkPlan, scope: str) -> "LossBudget":
         budget = budget_elements(bounds, plan)
-        per_layer = tuple(int(b // plan.chunk_elems) for b in budget)
+        per_layer = tuple(int(b // c) for b, c in zip(budget, plan.layer_chunk_elems))
+        # pooled: counted in the largest chunks, so any chunks that many may be missing
         total = int(sum(budget) // plan.chunk_elems) if scope == "tensor" else sum(per_layer)
         return cls(scope, per_layer, total, frozenset(i for i, b in enumerate(bounds) if b == 0.0))
 
@@ -153,8 +154,8 @@ def sub_chunk_notes(bounds: LayerBounds, plan: ChunkPlan) -> list[str]:
     ("push layer 2: bound 0.4% < 1 chunk: reliable")."""
     notes = []
     for stage, values in (("push", bounds.push), ("pull", bounds.pull)):
-        smallest = [min(plan.chunk_elems, n - (c - 1) * plan.chunk_elems)
-                    for n, c in zip(plan.layer_sizes, plan.chunk_counts)]
+        smallest = [min(e, n - (c - 1) * e)
+                    for n, c, e in zip(plan.layer_sizes, plan.chunk_counts, plan.layer_chunk_elems)]
         budget = budget_elements(values, plan)
         if bounds.scope == "tensor":
             open_layers = [i for i, b in enumerate(values) if b > 0.0]

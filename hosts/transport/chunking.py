@@ -1,6 +1,7 @@
 """Split per-layer tensors into fixed-size chunks that carry their layer, offset and magnitude class."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,16 +26,34 @@ class Chunk:
 
 
 class ChunkPlan:
-    """How every layer of a tensor set is cut into chunks; identical on sender and receiver."""
+    """How every layer of a tensor set is cut into chunks; identical on sender and receiver.
 
-    def __init__(self, layer_sizes: list[int], chunk_elems: int) -> None:
+    `chunk_elems`: one size for every layer, or one per layer (hosts/transport/chunk_size.py
+    picks them by default). `chunk_elems` the attribute is the largest of them."""
+
+    def __init__(self, layer_sizes: list[int], chunk_elems: int | Sequence[int]) -> None:
         if not layer_sizes or any(n <= 0 for n in layer_sizes):
             raise ConfigError(f"layer sizes must be positive, got {layer_sizes}")
-        if not 1 <= chunk_elems <= MAX_DATA_PAYLOAD // 4:
-            raise ConfigError(f"chunk size {chunk_elems} elements is outside 1..{MAX_DATA_PAYLOAD // 4}")
+        per_layer = ([int(chunk_elems)] * len(layer_sizes) if isinstance(chunk_elems, (int, np.integer))
+                     else [int(c) for c in chunk_elems])
+        if len(per_layer) != len(layer_sizes):
+            raise ConfigError(f"{len(per_layer)} chunk sizes for {len(layer_sizes)} layers")
+        for size in per_layer:
+            if not 1 <= size <= MAX_DATA_PAYLOAD // 4:
+                raise ConfigError(f"chunk size {size} elements is outside 1..{MAX_DATA_PAYLOAD // 4}")
         self.layer_sizes = list(layer_sizes)
-        self.chunk_elems = chunk_elems
-        self.chunk_counts = [-(-n // chunk_elems) for n in layer_sizes]
+        self.layer_chunk_elems = per_layer
+        self.chunk_elems = max(per_layer)
+        self.chunk_counts = [-(-n // c) for n, c in zip(layer_sizes, per_layer)]
+
+    @property
+    def uniform(self) -> bool:
+        """Every layer is cut into chunks of the same size."""
+        return len(set(self.layer_chunk_elems)) == 1
+
+    def chunking_key(self) -> int | list[int]:
+        """What PS and workers must agree on about the cut: the size, or the per-layer sizes."""
+        return self.chunk_elems if self.uniform else list(self.layer_chunk_elems)
 
     @property
     def num_layers(self) -> int:
@@ -45,10 +64,11 @@ class ChunkPlan:
         return sum(self.chunk_counts)
 
     def offset(self, layer: int, seq: int) -> int:
-        return seq * self.chunk_elems
+        return seq * self.layer_chunk_elems[layer]
 
     def length(self, layer: int, seq: int) -> int:
-        return min(self.chunk_elems, self.layer_sizes[layer] - seq * self.chunk_elems)
+        size = self.layer_chunk_elems[layer]
+        return min(size, self.layer_sizes[layer] - seq * size)
 
     def check(self, layers: list[np.ndarray]) -> None:
         """ConfigError unless `layers` matches this plan's layer sizes."""
@@ -60,8 +80,8 @@ class ChunkPlan:
         """Every chunk of `layers` (layer order, then offset) with its magnitude class."""
         self.check(layers)
         chunks = []
-        size = self.chunk_elems
         for layer, arr in enumerate(layers):
+            size = self.layer_chunk_elems[layer]
             flat = np.ascontiguousarray(arr, dtype=np.float32).ravel()
             magnitude = np.abs(flat)
             layer_mean = float(np.mean(magnitude))

@@ -13,7 +13,8 @@ marked window halves), and if anything was marked, cwnd <- cwnd (1 - alpha / 2).
 congestion signal only beyond the bound: when more chunks are known lost than the receiver
 may leave missing (`loss_budget`), the window halves as Reno's does. An observation window is
 as many acknowledged packets as the window held when it began (about one round trip).
-Rule ``reno``: every loss event halves the window (at most once per `loss_gap` s); CE and delay
+Rule ``reno``: every loss event halves the window (at most once per `loss_gap` s or smoothed
+round trip, whichever is longer: losses found within a round trip are one event); CE and delay
 are ignored. Loss is what the receiver's BITMAPs show (a chunk overtaken in the ACKs only stops
 holding the window: its ACK may have been the one lost).
 Both: +1 per acknowledged packet below the slow-start threshold, +1/cwnd above it; never below
@@ -164,8 +165,8 @@ class Window:
         """`lost` chunks are known missing at the receiver now (its BITMAPs)."""
         if lost <= 0 or (self.rule == "ecn" and lost <= self.loss_budget):
             return
-        if now - self._last_loss_cut <= self.loss_gap:
-            return
+        if now - self._last_loss_cut <= max(self.loss_gap, self.rtt.srtt):
+            return      # one cut per loss event: losses within a round trip are the same one
         self.ssthresh = max(self.cwnd / 2.0, MIN_WINDOW)
         self.cwnd = self.ssthresh
         self._last_loss_cut = now

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import select
 import socket
+import struct
 import time
 
 from hosts.errors import ConfigError
@@ -36,7 +37,7 @@ class Endpoint(Port):
             raise ConfigError(f"cannot bind UDP {bind[0]}:{bind[1]}: {exc.strerror}") from None
         self.sock.setblocking(False)
         self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
-        self._tos = -1
+        self._tos_cmsg: dict[int, list[tuple[int, int, bytes]]] = {}
         self._buf = bytearray(MAX_DATAGRAM)
         self._ancillary = socket.CMSG_SPACE(4)
 
@@ -48,12 +49,14 @@ class Endpoint(Port):
         self.sock.close()
 
     def transmit(self, data: bytes, addr: tuple[str, int], tos: int) -> None:
-        """Put one datagram on the socket with IPv4 TOS `tos` (set only when it changes)."""
-        if tos != self._tos:
-            self.sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
-            self._tos = tos
+        """Put one datagram on the socket with IPv4 TOS `tos`, given with the datagram
+        (IP_TOS ancillary data: one system call per datagram, however often the TOS changes;
+        a setsockopt per change cost a second call for nearly every DATA packet)."""
+        cmsg = self._tos_cmsg.get(tos)
+        if cmsg is None:
+            cmsg = self._tos_cmsg[tos] = [(socket.IPPROTO_IP, socket.IP_TOS, struct.pack("i", tos))]
         try:
-            self.sock.sendto(data, addr)
+            self.sock.sendmsg([data], cmsg, 0, addr)
         except BlockingIOError:
             self.counters["send_blocked"] += 1
             return

@@ -18,7 +18,8 @@ INFINITY = float("inf")
 class ReceiveOptions:
     """deadline: seconds after a sender's first DATA at which its transfer closes regardless.
     absent_timeout: seconds an expected sender may stay silent before PeerTimeout.
-    ack_every / ack_delay: an ACK goes out after this many chunks or this many seconds."""
+    ack_every / ack_delay: an ACK goes out after this many chunks or this many seconds, or at
+    once on a DATA flagged ACK_NOW (its sender waits for that ACK to send more)."""
 
     deadline: float = 0.5
     absent_timeout: float = 10.0
@@ -41,6 +42,10 @@ class SenderState:
     pending_marks: list[bool] = field(default_factory=list)   # CE seen, per pending ACK entry
     pending_qdelay_us: int = 0    # largest path queueing delay among the pending entries
     pending_qdepth: int = 0
+    # the entries of the last ACK, repeated in the next one: a single lost ACK then costs the
+    # sender no resend of chunks that arrived (it repairs on the ACKs' evidence)
+    repeat_acks: list[tuple[int, int]] = field(default_factory=list)
+    repeat_marks: list[bool] = field(default_factory=list)
     last_ack: float = 0.0
     last_stop: float = -INFINITY
     probe_answers: ProbeAnswers = field(default_factory=ProbeAnswers)
@@ -49,7 +54,8 @@ class SenderState:
 class RecvSession:
     """Collects one round (push or pull) from a set of expected senders.
 
-    Each chunk is placed at its offset and acknowledged out of order; each ACK entry echoes
+    Each chunk is placed at its offset and acknowledged out of order (each ACK repeats the
+    previous ACK's entries, so one lost ACK hides no arrival); each ACK entry echoes
     whether its DATA arrived CE-marked, and the ACK's telemetry fields the largest queueing
     delay and depth the switches stamped into the DATA it acknowledges (the sender's congestion
     signals). A sender's transfer closes (STOP) once its bound is met (per layer or over the
@@ -163,15 +169,19 @@ class RecvSession:
         state.pending_qdepth = max(state.pending_qdepth, hdr.tele_max_qdepth)
         if state.buffer.meets(self.required, self.options.scope):
             self._close(state, "complete" if state.buffer.complete() else "bound", now)
-        elif len(state.pending_acks) >= self.options.ack_every:
+        elif len(state.pending_acks) >= self.options.ack_every or hdr.flags & wire.FLAG_ACK_NOW:
             self._flush_acks(state, now)
 
     def _flush_acks(self, state: SenderState, now: float) -> None:
         if state.pending_acks and state.addr is not None:
+            entries = state.pending_acks + state.repeat_acks
+            marks = state.pending_marks + state.repeat_marks
             self.endpoint.send_control(
                 wire.KIND_ACK, state.addr, self.round, self.flags,
-                payload=wire.pack_ack_entries(state.pending_acks, state.pending_marks),
+                payload=wire.pack_ack_entries(entries, marks),
                 tele_qdepth=state.pending_qdepth, tele_qdelay_us=state.pending_qdelay_us)
+            state.repeat_acks = list(state.pending_acks)
+            state.repeat_marks = list(state.pending_marks)
         self._clear_acks(state)
         state.last_ack = now
 

@@ -10,7 +10,7 @@ from hosts import wire
 from hosts.errors import PacketError, PeerTimeout
 from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import Chunk, ChunkPlan, send_order
-from hosts.transport.congestion import SWITCH_ECN_THRESHOLD, Window
+from hosts.transport.congestion import SWITCH_ECN_THRESHOLD, RttEstimate, Window
 from hosts.transport.port import Port, Received
 from hosts.transport.probe_answer import probe_padding
 
@@ -76,8 +76,12 @@ def new_window(options: SendOptions) -> Window | None:
 
 
 # A chunk still unacknowledged when this many later transmissions were acknowledged stops
-# holding the window (lost, or its ACK was); it is resent only if a BITMAP shows it missing.
+# holding the window (lost, or its ACK was, or it waits in a lower-priority queue).
 REORDER_THRESHOLD = 3
+# Fast repair (RACK, RFC 8985): a chunk sent before one that was acknowledged since is lost once
+# it has been out for that chunk's round trip plus this fraction of the smoothed RTT (the
+# reordering a switch's priority queues may add); then it is resent at once, no probe awaited.
+REORDER_WINDOW = 0.25
 
 
 @dataclass
@@ -157,6 +161,13 @@ class SendSession:
         self._sent_at = np.zeros(len(chunks))                    # time of the last send
         self._resent = np.zeros(len(chunks), dtype=bool)
         self._probe_at = -INFINITY                               # when the last PROBE went out
+        # the round trip the loss timers use: the window's (kept over rounds) or this session's
+        self.rtt = self.window.rtt if self.window is not None else RttEstimate()
+        self._rack_sent = -INFINITY    # send time of the latest-sent chunk known delivered
+        self._rack_rtt = 0.0           # and its round trip
+        self._rack_wake = INFINITY     # when a chunk sent before it will count as lost
+        self.fast_repairs = 0          # chunks resent on the ACKs' evidence, before any probe
+        self._lost = np.zeros(len(chunks), dtype=bool)   # last send known lost (ACKs or BITMAP)
 
     @property
     def active(self) -> bool:
@@ -177,9 +188,11 @@ class SendSession:
         flags = self.stage_flags | (wire.FLAG_DROPPABLE if droppable else 0)
         return flags, wire.data_tos(chunk.mag_class, droppable)
 
-    def _send_chunk(self, idx: int, now: float) -> None:
+    def _send_chunk(self, idx: int, now: float, ack_now: bool = False) -> None:
         chunk = self._chunks[idx]
         flags, tos = self._marks[idx]
+        if ack_now:
+            flags |= wire.FLAG_ACK_NOW
         retx = self._sent_once[idx]
         if retx:
             flags |= wire.FLAG_RETX
@@ -192,6 +205,7 @@ class SendSession:
                                chunk.seq, chunk.offset, policy_epoch=self.options.policy_epoch)
         self.endpoint.send(hdr + payload, self.peer, tos)
         self._sent_once[idx] = True
+        self._lost[idx] = False
         if self._in_flight is not None and not self._outstanding[idx]:
             self._in_flight += 1
         self._outstanding[idx] = True
@@ -202,8 +216,9 @@ class SendSession:
         self.endpoint.counters["data_packets_sent"] += 1
         self.stats.bytes_sent += len(hdr) + len(payload)
 
-    def tick(self, now: float) -> float:
-        """Send what pacing allows, probe when everything went out; the next time to call."""
+    def tick(self, now: float, burst: int | None = None) -> float:
+        """Send what pacing allows (at most `burst` DATA, default options.burst), probe when
+        everything went out; the next time to call."""
         if self.done:
             return INFINITY
         if now - self.last_heard > self.options.peer_timeout:
@@ -215,7 +230,7 @@ class SendSession:
         while self._pos < len(self._queue):
             if pps > 0 and self._next_send > now:
                 return self._next_send
-            if sent >= self.options.burst:
+            if sent >= (self.options.burst if burst is None else burst):
                 return now
             outstanding = self._outstanding_count() if self.window is not None else 0
             if self.window is not None and not self.window.allows(outstanding):
@@ -230,7 +245,10 @@ class SendSession:
                 continue
             if self.window is not None:
                 self.window.on_send(now, outstanding)   # decays after idle (between rounds)
-            self._send_chunk(idx, now)
+            # The last packet before the sender must wait (window full, or nothing left to
+            # send) asks for its ACK at once: no window waits for the receiver's ACK timer.
+            self._send_chunk(idx, now, ack_now=self._pos == len(self._queue) or (
+                self.window is not None and not self.window.allows(outstanding + 1)))
             sent += 1
             if pps > 0:
                 self._next_send = max(self._next_send, now - 1.0 / pps) + 1.0 / pps
@@ -238,13 +256,17 @@ class SendSession:
                 self._next_probe = now + self._probe_delay()
         if self._next_probe == INFINITY:
             self._next_probe = now + self._probe_delay()
+        if now >= self._rack_wake:
+            self._detect_lost(now)
+            if self._pos < len(self._queue):
+                return now                 # resend at once
         if now >= self._next_probe:
             self.endpoint.send_control(wire.KIND_PROBE, self.peer, self.round, self.stage_flags,
                                        payload=self._probe_padding)
             self.stats.probes += 1
             self._probe_at = now
             self._next_probe = now + self._loss_timer()
-        return self._next_probe
+        return min(self._next_probe, self._rack_wake)
 
     def _outstanding_count(self) -> int:
         """Chunks in flight (`_outstanding`), counted again only after a bulk change."""
@@ -291,10 +313,11 @@ class SendSession:
             # Control packets ride the switches' highest-priority queue and overtake DATA that
             # waits in lower ones: a chunk sent less than a round trip before the probe may
             # still be queued behind it. It stays in flight until a later probe.
-            candidates &= self.window.rtt.surely_arrived_by(self._sent_at[lo:hi]) <= self._probe_at
+            candidates &= self.rtt.surely_arrived_by(self._sent_at[lo:hi]) <= self._probe_at
         missing = lo + np.flatnonzero(candidates)
         if len(missing):
             self._outstanding[missing] = False
+            self._lost[missing] = True
             self._in_flight = None
             if self.window is not None:
                 self.window.on_loss(self._known_lost(), now)
@@ -305,6 +328,49 @@ class SendSession:
             self._queue = self._queue[self._pos:] + missing.tolist()
             self._pos = 0
             self._next_probe = INFINITY
+
+    def _detect_lost(self, now: float) -> None:
+        """RACK: chunks in flight sent before the latest-sent chunk known delivered are lost
+        once out longer than its round trip plus the reordering window; resend them now, unless
+        the budget covers every chunk known lost (the receiver closes without them once the
+        chunks in flight arrive; a later loss is judged again). Only a BITMAP (the open receiver's word) makes a covered loss be resent."""
+        self._rack_wake = INFINITY
+        if self._rack_sent == -INFINITY:
+            return
+        # (a chunk the reordering rule freed from the window is still a candidate)
+        earlier = (self._sent_once & ~self.arrived & ~self._queued & ~self._lost
+                   & (self._sent_at < self._rack_sent))
+        if not earlier.any():
+            return
+        due = self._sent_at + self._rack_rtt + REORDER_WINDOW * self.rtt.srtt
+        lost = earlier & (due <= now)
+        waiting = earlier & ~lost
+        if waiting.any():
+            self._rack_wake = float(due[waiting].min())
+        missing = np.flatnonzero(lost)
+        if not len(missing):
+            return
+        self._outstanding[missing] = False
+        self._lost[missing] = True
+        self._in_flight = None
+        if self.window is not None:
+            self.window.on_loss(self._known_lost(), now)
+        gone = self._lost & ~self.arrived & ~self._queued
+        counts = [int(gone[b:b + c].sum()) for b, c in zip(self._base, self.plan.chunk_counts)]
+        resend = []
+        for idx in missing.tolist():
+            if self.budget.covers(counts):
+                break   # the rest may stay missing: the chunks in flight will meet the bound
+            resend.append(idx)
+            counts[int(np.searchsorted(self._base, idx, side="right")) - 1] -= 1
+        if not resend:
+            return
+        missing = np.array(resend)
+        self.fast_repairs += len(missing)
+        self._queued[missing] = True
+        self._queue = self._queue[self._pos:] + missing.tolist()
+        self._pos = 0
+        self._next_probe = INFINITY
 
     def _on_ack(self, payload: bytes, hdr: wire.Header, now: float) -> None:
         newly = marked = not_ect = 0
@@ -322,9 +388,13 @@ class SendSession:
             self._outstanding[idx] = False
             self._in_flight = None
             highest = max(highest, int(self._tx[idx]))
+        if newly and latest_send > -INFINITY:
+            self.rtt.sample(now - latest_send)
+            if latest_send > self._rack_sent:
+                self._rack_sent, self._rack_rtt = latest_send, now - latest_send
+        if newly:
+            self._detect_lost(now)
         if self.window is not None and newly:
-            if latest_send > -INFINITY:
-                self.window.rtt.sample(now - latest_send)
             self.window.on_ack(newly, marked, hdr.tele_qdelay_us, hdr.tele_max_qdepth, not_ect)
             # Overtaken chunks stop holding the window. They are no loss signal: a lost ACK
             # looks the same; the receiver's BITMAP is what tells loss beyond the bound.
@@ -421,7 +491,18 @@ class SendGroup:
         return not self.done
 
     def tick(self, now: float) -> float:
-        return min((s.tick(now) for s in self.by_rank.values() if s.active), default=INFINITY)
+        """Tick every session, one DATA packet each in turn (up to each one's burst): the
+        peers' transfers go out interleaved and end together, so the next round's pushes start
+        together (one session after the other, the last peer's pull ended a whole pull later)."""
+        active = [s for s in self.by_rank.values() if s.active]
+        wake = {id(s): INFINITY for s in active}
+        for _ in range(max((s.options.burst for s in active), default=0)):
+            before = sum(s.stats.data_packets for s in active)
+            for s in active:
+                wake[id(s)] = s.tick(now, burst=1)
+            if sum(s.stats.data_packets for s in active) == before:
+                break
+        return min(wake.values(), default=INFINITY)
 
     def on_packet(self, pkt: Received, now: float) -> None:
         session = self.by_rank.get(pkt.header.worker_rank)

@@ -34,8 +34,15 @@ def _policy(tmp_path, bound: float, phases: str = "") -> str:
     return str(path)
 
 
+# The chunking these tests' timing was written for: with the default MTU-sized chunks a round
+# moves 5.6x fewer packets, and a 24-round job ended before a policy set after round 6 applied
+# (the controller keeps 32 rounds of reports, so a longer job loses the rounds before it).
+CHUNKS = ("--chunk-elems", "64")
+
+
 def _start(session, rounds: int, *extra: str) -> tuple[TrainingJob, str]:
-    spec = session.job_spec(1, rounds=rounds, workers=2, extra_ps=extra)
+    spec = session.job_spec(1, rounds=rounds, workers=2, extra_ps=(*CHUNKS, *extra),
+                            extra_worker=CHUNKS)
     assert spec.controller, "the job's agents must follow the controller"
     job = TrainingJob(session.net, session.topo, session.config.topology_path, session.record,
                       session.config.log_dir, spec, session.host_sysctls())

@@ -26,6 +26,7 @@ from experiments.backends.ns3.simulation import SimulatedRun, Simulation
 from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.records import Results, ResultsDir
 from experiments.stats import percentile
+from hosts.transport.chunk_size import MTU_CHUNK_ELEMS
 from sim import engine, isolate, path_timers, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
@@ -35,7 +36,7 @@ from topo.topologies import TopoParams, build_topology
 BACKEND = "ns3"
 REPO = Path(__file__).resolve().parents[3]
 NS3_SEED = 1                 # ns-3's seed stays fixed; the repetition's seed is the run number
-DEFAULT_CHUNK_ELEMS = 64    # the agents' --chunk-elems default
+DEFAULT_CHUNK_ELEMS = MTU_CHUNK_ELEMS    # the agents' default chunk (hosts/transport/chunk_size.py)
 START_JITTER_MS = 1.0        # default spread of the workers' push starts per round (params.sim_start_jitter_ms)
 
 

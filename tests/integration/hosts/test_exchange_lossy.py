@@ -7,13 +7,17 @@ from hosts import wire
 from hosts.lossy_relay import LossyRelay
 
 LAYERS = "4160,650"
+# The chunking these tests were written for (65 + 11 chunks), on both sides: without the flag
+# the default chunks depend on each side's bounds, and here the sides' bound flags differ.
+CHUNKS = ("--chunk-elems", "64")
 
 
 def _exchange(agents, tmp_path, loss, rounds, recv_flags, send_flags, blackhole=None):
     port = agents.free_port()
     rlog, slog = tmp_path / "recv.jsonl", tmp_path / "send.jsonl"
     recv = agents.start("hosts.tensor_exchange", "recv", "--bind", "127.0.0.1", "--port", str(port),
-                        "--layers", LAYERS, "--rounds", str(rounds), "--log", str(rlog), *recv_flags)
+                        "--layers", LAYERS, "--rounds", str(rounds), "--log", str(rlog), *CHUNKS,
+                        *recv_flags)
     end = time.monotonic() + 30      # start sending once the receiver listens
     while time.monotonic() < end and "listening" not in (rlog.read_text() if rlog.exists() else ""):
         time.sleep(0.05)
@@ -22,7 +26,7 @@ def _exchange(agents, tmp_path, loss, rounds, recv_flags, send_flags, blackhole=
         send = agents.start("hosts.tensor_exchange", "send", "--to",
                             f"127.0.0.1:{relay.address[1]}", "--bind", "127.0.0.1",
                             "--layers", LAYERS, "--rounds", str(rounds), "--log", str(slog),
-                            *send_flags)
+                            *CHUNKS, *send_flags)
         s_rc, _, s_err = agents.wait(send, 60)
         r_rc, _, r_err = agents.wait(recv, 60)
         dropped = relay.counters["dropped_up"]
