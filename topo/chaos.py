@@ -28,6 +28,9 @@ from topo.training import TrainingJob, TrainingResult, json_lines
 
 KINDS = ("switch", "controller", "worker")
 ARMS = ("ltp", "mlt", "tcp")
+# TCP rounds are several times shorter here (no deadline, no probes): a tcp job trains this many
+# times --rounds so that a killed worker (seconds to start again) is back before the job ends.
+ROUNDS_FACTOR = {"tcp": 4}
 # Agent flags of chaos jobs: a dead worker is left behind after 3 s, not the default 10.
 AGENT_FLAGS = ("--peer-timeout", "3")
 
@@ -152,14 +155,15 @@ def run_chaos(args: argparse.Namespace) -> int:
         switches = list(session.topo.switches)
         while time.monotonic() < end:
             arm = arms[session.jobs % len(arms)]
-            job_id = session.start_job(rounds=args.rounds, workers=3, transport=arm)
-            print(f"job {job_id}: --transport {arm}", flush=True)
+            rounds = args.rounds * ROUNDS_FACTOR.get(arm, 1)
+            job_id = session.start_job(rounds=rounds, workers=3, transport=arm)
+            print(f"job {job_id}: --transport {arm}, {rounds} rounds", flush=True)
             injector = FaultInjector(session, job_id)
             next_fault = rng.randint(3, args.every)
             result: TrainingResult | None = None
             try:
                 # the last faults leave a killed worker time to be left behind and come back
-                while next_fault < args.rounds - 25 and time.monotonic() < end:
+                while next_fault < rounds - 25 and time.monotonic() < end:
                     injector.wait_round(next_fault)
                     kind = rng.choice(KINDS)
                     print(f"job {job_id} round {next_fault}: killing "
@@ -182,7 +186,7 @@ def run_chaos(args: argparse.Namespace) -> int:
             all_rows += rows
             tally = per_arm.setdefault(arm, {"finished": 0, "lost": 0})
             print(render(result, None, faults=injector.faults()), flush=True)
-            if result.ok and rounds_completed(result) == args.rounds:
+            if result.ok and rounds_completed(result) == rounds:
                 finished += 1
                 tally["finished"] += 1
             else:
