@@ -32,11 +32,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from topo.agents import RELIABLE_FLAGS  # noqa: E402
 from topo.session import RunConfig, RunSession  # noqa: E402
 from topo.summary import final_accuracy, rounds_completed  # noqa: E402
 from topo.topologies import TopoParams  # noqa: E402
 
-RELIABLE = ("--bound", "0", "--reliable-pull", "--deadline", "fixed", "--deadline-ms", "600000")
 # one-sided 95 % quantiles of Student's t, by degrees of freedom
 T95 = {1: 6.314, 2: 2.920, 3: 2.353, 4: 2.132, 5: 2.015, 6: 1.943, 7: 1.895, 8: 1.860, 9: 1.833}
 
@@ -49,7 +49,7 @@ def one_run(arm: str, loss: float, build: str, rounds: int, seed: int, log_root:
                     params=TopoParams(workers=2, background=0, bottleneck_pps=2000,
                                       loss_pct=loss if arm == "lossy" else 0.0),
                     policy=str(REPO / "controller/policies/default.yaml"))
-    flags = (*(RELIABLE if arm == "reliable" else ()), "--seed", str(seed))
+    flags = (*(RELIABLE_FLAGS if arm == "reliable" else ()), "--seed", str(seed))
     with RunSession(cfg) as session:
         result = session.train(rounds=rounds, workers=2, timeout=600, extra_ps=flags,
                                extra_worker=flags)

@@ -222,7 +222,7 @@ class RunSession:
         common: tuple[str, ...] = ("--transport", transport, *self.config.agent_args)
         if self.config.tcp_ecn:
             common = (*common, "--tcp-ecn", self.config.tcp_ecn)
-        controller = self.policy_socket(job_id, transport, common)
+        controller = self.policy_socket(job_id, transport, (*common, *extra_ps, *extra_worker))
         share = self.pace_pps(n_workers)
         # The workers are the senders that share the bottleneck; the PS's pull is not paced.
         pace = () if share is None else ("--pace-pps", f"{share:.0f}")

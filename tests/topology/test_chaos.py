@@ -2,6 +2,7 @@
 chosen rounds: the job finishes, its summary lists each fault with its time to recovery and
 the rounds it cost, every violation is counted, and the accuracy stays within 2 points of a
 fault-free run with the same seed (same-seed runs differ by timing once loss acts)."""
+from topo.agents import RELIABLE_FLAGS
 from topo.chaos import AGENT_FLAGS, FaultInjector
 from topo.fault_report import fault_rows
 from topo.summary import final_accuracy, render, rounds_completed
@@ -16,9 +17,11 @@ def _ps_records(result: TrainingResult) -> list[dict]:
 
 
 def test_a_job_survives_a_switch_the_controller_and_a_worker_dying(network):
+    # the fault-free reference delivers every value (RELIABLE_FLAGS): the same for every run
     clean_session = network("incast", **PARAMS)
+    reference = (*AGENT_FLAGS, *RELIABLE_FLAGS)
     clean = clean_session.train(rounds=ROUNDS, workers=3, timeout=400,
-                                extra_ps=AGENT_FLAGS, extra_worker=AGENT_FLAGS)
+                                extra_ps=reference, extra_worker=reference)
     assert clean.ok, {n: open(p).read()[-1500:] for n, p in clean.logs.items()}
     clean_session.stop()
 

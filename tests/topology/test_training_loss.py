@@ -1,6 +1,7 @@
 """Training over a Mininet path with injected loss (user-space, in the embedded switch, since
 this kernel has no netem) reaches an accuracy within 2 points of the same job on a loss-free path,
 and every round closed by its bound got at least (1 - bound) of the whole gradient."""
+from topo.agents import RELIABLE_FLAGS
 from topo.summary import final_accuracy, rounds_completed, tensor_delivery
 
 # Six epochs: at two (40 rounds) the model was still climbing and two loss-free runs differed
@@ -13,10 +14,11 @@ ROUNDS = 120
 MAX_ACCURACY_GAP = 0.02
 
 
-def _train(network, loss_pct: float):
+def _train(network, loss_pct: float, flags: tuple[str, ...] = ()):
     session = network("incast", workers=2, background=0, bottleneck_pps=2000, loss_pct=loss_pct)
     try:
-        result = session.train(rounds=ROUNDS, workers=2, timeout=400)
+        result = session.train(rounds=ROUNDS, workers=2, timeout=400, extra_ps=flags,
+                               extra_worker=flags)
         assert result.ok, {name: open(path).read()[-1500:] for name, path in result.logs.items()}
         return result, session.impairment_lines
     finally:
@@ -24,7 +26,7 @@ def _train(network, loss_pct: float):
 
 
 def test_lossy_path_trains_within_one_point_of_loss_free(network):
-    clean, _ = _train(network, 0.0)
+    clean, _ = _train(network, 0.0, RELIABLE_FLAGS)
     lossy, impairments = _train(network, 3.0)
     assert any("loss" in line for line in impairments), impairments
     assert rounds_completed(clean) >= ROUNDS and rounds_completed(lossy) >= ROUNDS
