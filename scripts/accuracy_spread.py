@@ -17,7 +17,8 @@ The summary gives per arm the mean, standard deviation, min and max of the final
 of the final training loss, and for each non-reference arm its gap to the reference (one
 deterministic value): the largest drop below it and a one-sided 95 % bound on the mean gap
 (Student's t with n - 1 degrees of freedom). Run: `python scripts/accuracy_spread.py --arms
-reliable,policy,lossy --runs 5` (as root, from the repository).
+reliable,policy,lossy --runs 5` (as root, from the repository; on a shared machine under
+`flock /tmp/gradlane-net.lock`).
 """
 from __future__ import annotations
 
@@ -57,7 +58,12 @@ def one_run(arm: str, loss: float, build: str, rounds: int, seed: int, log_root:
     epochs = [r for r in ps if r.get("event") == "epoch"]
     rounds_ = [r for r in ps if r.get("event") == "round"]
     delivered = [r.get("delivered_tensor") for r in rounds_ if r.get("delivered_tensor") is not None]
-    return {"arm": arm, "run": index, "ok": result.ok, "rounds": rounds_completed(result),
+    # another network on the machine may take the switches' interfaces away mid-run (run this
+    # under `flock /tmp/gradlane-net.lock` on a shared machine): such a run is not counted
+    lost = sum(Path(log).read_text(errors="replace").count("No such device")
+               for log in log_dir.glob("s*.log"))
+    return {"arm": arm, "run": index, "ok": result.ok and not lost, "interfaces_lost": lost,
+            "rounds": rounds_completed(result),
             "accuracy": final_accuracy(result), "train_loss": epochs[-1]["loss"] if epochs else None,
             "mean_delivered": round(sum(delivered) / len(delivered), 5) if delivered else None,
             "logs": str(log_dir)}
