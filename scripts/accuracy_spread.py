@@ -25,6 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import socket
 import statistics
 import sys
 import tempfile
@@ -69,6 +71,57 @@ def one_run(arm: str, loss: float, build: str, rounds: int, seed: int, log_root:
             "logs": str(log_dir)}
 
 
+def loopback_run(arm: str, loss: float, rounds: int, seed: int, log_root: Path,
+                 index: int) -> dict:
+    """The same job on 127.0.0.1 (no Mininet, no switch): PS and 2 workers as processes, the
+    lossy arm through hosts.lossy_relay with relay seed 3 in every run, so that only the
+    packets' timing differs from run to run (no switch queue decides anything here)."""
+    import subprocess
+    from hosts.exchange.job_key import create_key_file
+    from hosts.lossy_relay import LossyRelay
+
+    folder = log_root / f"loopback-{arm}-{index}"
+    folder.mkdir(parents=True)
+    key = folder / "job.key"
+    create_key_file(str(key))
+    flags = (*(RELIABLE_FLAGS if arm == "reliable" else ()), "--seed", str(seed),
+             "--job-key", str(key), "--rounds", str(rounds))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def start(module: str, *args: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", module, *args, *flags], cwd=REPO, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    ps = start("hosts.ps", "--workers", "2", "--bind", "127.0.0.1", "--port", str(port),
+               "--log", str(folder / "ps.jsonl"))
+    relay = LossyRelay(("127.0.0.1", 0), ("127.0.0.1", port), loss / 100, seed=3).start() \
+        if arm == "lossy" else None
+    target = relay.address[1] if relay is not None else port
+    workers = [start("hosts.worker", "--rank", str(r), "--workers", "2", "--ps", "127.0.0.1",
+                     "--ps-port", str(target), "--bind", "127.0.0.1", "--port", "0",
+                     "--log", str(folder / f"w{r}.jsonl")) for r in range(2)]
+    try:
+        codes = [p.wait(timeout=600) for p in (ps, *workers)]
+    finally:
+        for p in (ps, *workers):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if relay is not None:
+            relay.stop()
+    recs = [json.loads(line) for line in (folder / "ps.jsonl").read_text().splitlines() if line.strip()]
+    epochs = [r for r in recs if r.get("event") == "epoch"]
+    delivered = [r["delivered_tensor"] for r in recs if r.get("event") == "round"]
+    return {"arm": f"loopback-{arm}", "run": index, "ok": all(c == 0 for c in codes) and bool(epochs),
+            "rounds": len(delivered), "accuracy": epochs[-1]["accuracy"] if epochs else None,
+            "train_loss": epochs[-1]["loss"] if epochs else None,
+            "mean_delivered": round(sum(delivered) / len(delivered), 5) if delivered else None,
+            "logs": str(folder)}
+
+
 def _stats(values: list[float]) -> dict:
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
     return {"n": len(values), "mean": round(statistics.fmean(values), 5), "sd": round(sd, 5),
@@ -78,8 +131,9 @@ def _stats(values: list[float]) -> dict:
 def summary(runs: list[dict]) -> dict:
     """Per arm: accuracy and training-loss statistics; gaps to the reliable reference."""
     out: dict = {}
-    ref = [r["accuracy"] for r in runs if r["arm"] == "reliable" and r["ok"]]
     for arm in dict.fromkeys(r["arm"] for r in runs):
+        ref = [r["accuracy"] for r in runs if r["ok"] and r["arm"] == arm.replace(
+            "lossy", "reliable").replace("policy", "reliable")]
         mine = [r for r in runs if r["arm"] == arm and r["ok"]]
         if not mine:
             out[arm] = {"n": 0}
@@ -87,7 +141,7 @@ def summary(runs: list[dict]) -> dict:
         acc = [r["accuracy"] for r in mine]
         out[arm] = {"accuracy": _stats(acc), "train_loss": _stats([r["train_loss"] for r in mine]),
                     "failed": sum(1 for r in runs if r["arm"] == arm and not r["ok"])}
-        if arm != "reliable" and ref:
+        if not arm.endswith("reliable") and ref:
             gaps = [a - ref[0] for a in acc]
             mean, sd = statistics.fmean(gaps), statistics.stdev(gaps) if len(gaps) > 1 else 0.0
             t = T95.get(len(gaps) - 1, 1.645)
@@ -107,16 +161,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", help="JSON lines of every run (default: stdout only)")
+    ap.add_argument("--loopback", action="store_true",
+                    help="the job on 127.0.0.1 instead (reliable and lossy arms; no root)")
     args = ap.parse_args(argv)
     arms = args.arms.split(",")
-    if args.runs < 1 or any(a not in ("reliable", "policy", "lossy") for a in arms):
+    if args.runs < 1 or any(a not in ("reliable", "policy", "lossy") for a in arms) \
+            or (args.loopback and "policy" in arms):
         print("accuracy_spread: error: --runs >= 1, --arms of reliable, policy, lossy", file=sys.stderr)
         return 2
     runs: list[dict] = []
     root = Path(tempfile.mkdtemp(prefix="gradlane-spread-"))
     for arm in arms:
         for i in range(args.runs):
-            run = one_run(arm, args.loss, args.build, args.rounds, args.seed, root, i)
+            if args.loopback:
+                run = loopback_run(arm, args.loss, args.rounds, args.seed, root, i)
+            else:
+                run = one_run(arm, args.loss, args.build, args.rounds, args.seed, root, i)
             runs.append(run)
             print(json.dumps(run), flush=True)
             if args.out:
