@@ -152,6 +152,7 @@ class PolicyApplier:
                 rt.pending = None
         for j, gen in generations.items():
             jobs[j] = gen
+            self.ctx.state.record_epoch(j, gen.epoch, gen.effective_round, cause)
             self.ctx.log(f"job {j}: epoch {gen.epoch} applies from round {gen.effective_round} "
                          f"({gen.last_adaptation['what'] if gen.last_adaptation else 'change'}, "
                          f"by {cause})")

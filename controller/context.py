@@ -17,7 +17,7 @@ from p4.v1 import p4runtime_pb2
 
 from controller.client import SwitchConnection
 from controller.entries import Codec, Entity
-from controller.jobs import JobTracker
+from controller.jobs import JobRuntime, JobTracker
 from controller.network import NetworkOptions, SwitchPlan
 from controller.state import ControllerState
 from controller.statefile import read_state, write_state
@@ -66,6 +66,8 @@ class ControllerContext:
         self.settled = threading.Condition(self.lock)   # notified on every job report
         self.stopping = threading.Event()
         self.jobs = JobTracker()
+        for job_id, e in state.epochs.items():   # a restarted daemon goes on from its epochs
+            self.jobs.jobs[job_id] = JobRuntime(job_id, epoch=e.epoch, effective_round=e.effective_round)
         self.switches: dict[str, ManagedSwitch] = {}    # filled by the connections
 
     def save_state(self) -> None:

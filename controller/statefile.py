@@ -19,7 +19,8 @@ from controller.policy import parse_policy
 from p4target.atomic_files import write_file
 
 MAX_STATE_BYTES = 4 << 20
-_KEYS = {"policy", "slots", "job_states", "ecn_overrides", "pcn_thresholds", "adaptations"}
+_KEYS = {"policy", "slots", "job_states", "ecn_overrides", "pcn_thresholds", "adaptations", "epochs"}
+_EPOCH_MAX = (1 << 32) - 1
 
 
 def backup_path(path: Path) -> Path:
@@ -80,6 +81,30 @@ def check_shape(doc: Any) -> None:
     adaptations = doc.get("adaptations", [])
     if not (isinstance(adaptations, list) and all(isinstance(a, dict) for a in adaptations)):
         raise _shape("adaptations: must be a list of objects")
+    _check_epochs(doc.get("epochs", {}))
+
+
+def _check_epochs(epochs: Any) -> None:
+    """Each job's {"epoch": N >= 1, "effective_round": R, "history": [{epoch, effective_round,
+    by}, ...]}, its history never going backwards and ending at its epoch."""
+    if not isinstance(epochs, dict):
+        raise _shape("epochs: must be an object")
+    for job, e in epochs.items():
+        where = f"epochs.{short(job)}"
+        if not (str(job).isdigit() and isinstance(e, dict) and set(e) <= {"epoch", "effective_round", "history"}
+                and _is_int(e.get("epoch"), 1, _EPOCH_MAX) and _is_int(e.get("effective_round"), 0, _EPOCH_MAX)
+                and isinstance(e.get("history", []), list)):
+            raise _shape(f"{where}: must be {{\"epoch\": N >= 1, \"effective_round\": N, \"history\": [...]}}")
+        history = e.get("history", [])
+        for i, h in enumerate(history):
+            if not (isinstance(h, dict) and set(h) == {"epoch", "effective_round", "by"}
+                    and _is_int(h["epoch"], 1, _EPOCH_MAX) and _is_int(h["effective_round"], 0, _EPOCH_MAX)
+                    and isinstance(h["by"], str) and len(h["by"]) <= 32):
+                raise _shape(f"{where}.history[{i}]: must be {{epoch, effective_round, by}}")
+            if i and h["epoch"] < history[i - 1]["epoch"]:
+                raise _shape(f"{where}.history[{i}]: epoch {h['epoch']} goes backwards")
+        if history and history[-1]["epoch"] != e["epoch"]:
+            raise _shape(f"{where}: epoch {e['epoch']} is not the last of its history")
 
 
 def refuse_symlink(path: Path) -> None:

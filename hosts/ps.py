@@ -105,7 +105,7 @@ def serve(args: argparse.Namespace) -> None:
     if view is not None:
         log.write("policy", round=0, effective_round=view.effective_round, **view.at(0).summary())
     exchange = server_exchange(config, plan, args.workers, (args.bind, args.port))
-    membership: Membership | None = getattr(exchange, "membership", None)   # UDP only
+    membership: Membership | None = getattr(exchange, "membership", None)
     if membership is not None:
         membership.min_workers, membership.horizon = args.min_workers, args.outage_horizon
     log.write("start", workers=args.workers, port=args.port, model=spec.describe(),

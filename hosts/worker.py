@@ -83,7 +83,7 @@ def work(args: argparse.Namespace) -> None:
     rnd = 0
     epoch: int | None = None
     try:
-        rnd = exchange.join() or 0   # TCP: always from the start
+        rnd = exchange.join() or 0
         if rnd > 0:   # the job runs already (this worker restarted): the current model first
             log.write("rejoin", first_push=rnd, pulls_whole=rnd - 1)
             pulled = exchange.catch_up(rnd - 1)
@@ -108,8 +108,6 @@ def work(args: argparse.Namespace) -> None:
                 push = exchange.push(rnd, grads)
                 pulled = exchange.pull(rnd)
             except PeerTimeout as exc:
-                if not config.udp:
-                    raise
                 rnd, pulled = _ride_out(exchange, log, rnd, str(exc), args.outage_horizon)
                 model.set_flat(pulled.values)
                 if pulled.last:
@@ -191,7 +189,7 @@ def _follow(client: PolicyClient, generation: HostPolicy, exchange, rnd: int,
     return view.at(rnd)
 
 
-def _ride_out(exchange, log: JsonLog, round_: int, error: str,   # noqa: ANN001 - a UDP exchange
+def _ride_out(exchange, log: JsonLog, round_: int, error: str,   # noqa: ANN001 - an exchange
               horizon: float) -> tuple[int, object]:
     """The PS went silent in ``round_``: join it again (the same HELLO as at the start) and take
     the current model whole, retrying until ``horizon`` s have passed; (the round to push next,

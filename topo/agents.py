@@ -103,6 +103,10 @@ def worker_argv(job: JobSpec, rank: int, ps_ip: str, key_file: str) -> list[str]
 
 # Agent flags that set bounds themselves: with any of them, topo runs the agents on their flags.
 BOUND_FLAGS = ("--bound", "--layer-bounds", "--pull-bound")
+# ltp with nothing allowed to go missing: push bound 0, LTP's reliable pull, and no deadline
+# that could close a round early. Every value arrives, so a run is the same, bit for bit, for
+# the same --seed whatever the packets' timing: the loss-free reference of the accuracy tests.
+RELIABLE_FLAGS = ("--bound", "0", "--reliable-pull", "--deadline", "fixed", "--deadline-ms", "600000")
 
 BACKGROUND_PORT = 5001
 

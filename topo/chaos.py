@@ -1,9 +1,10 @@
 """Fault injection into a running training job, by PID: kill a switch, the controller, or a
 worker (which is started again once the job went on without it), at a chosen round.
 
-`FaultInjector` drives the chaos topology test; `python -m topo.chaos` (`make chaos`, not in CI)
-runs training jobs back to back for a few minutes with random faults of every kind and prints
-the faults injected and survived, what each cost, and the jobs finished and lost.
+`FaultInjector` drives the chaos topology tests; `python -m topo.chaos` (`make chaos`, not in
+CI) runs training jobs back to back for a few minutes, one arm after the other (ltp, mlt, tcp),
+with random faults of every kind and prints the faults injected and survived, what each cost,
+and the jobs finished and lost, per arm and in all.
 """
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ from topo.topologies import TopoParams
 from topo.training import TrainingJob, TrainingResult, json_lines
 
 KINDS = ("switch", "controller", "worker")
+ARMS = ("ltp", "mlt", "tcp")
+# TCP rounds are several times shorter here (no deadline, no probes): a tcp job trains this many
+# times --rounds so that a killed worker (seconds to start again) is back before the job ends.
+ROUNDS_FACTOR = {"tcp": 4}
 # Agent flags of chaos jobs: a dead worker is left behind after 3 s, not the default 10.
 AGENT_FLAGS = ("--peer-timeout", "3")
 
@@ -128,6 +133,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--every", type=int, default=12, metavar="ROUNDS",
                    help="rounds between faults, on average (default 12)")
     p.add_argument("--seed", type=int, default=1, help="seed of the fault schedule")
+    p.add_argument("--arms", default=",".join(ARMS),
+                   help=f"transports of the jobs, in turn (default {','.join(ARMS)})")
     p.add_argument("--build", default="build", help="folder with gradlane.json and its P4Info")
     p.add_argument("--log-dir", default="logs", help="logs (default logs)")
     return p
@@ -142,16 +149,21 @@ def run_chaos(args: argparse.Namespace) -> int:
     end = time.monotonic() + args.minutes * 60
     finished = lost = 0
     all_rows: list[dict[str, Any]] = []
+    per_arm: dict[str, dict[str, int]] = {}
+    arms = args.arms.split(",")
     with RunSession(cfg) as session:
         switches = list(session.topo.switches)
         while time.monotonic() < end:
-            job_id = session.start_job(rounds=args.rounds, workers=3)
+            arm = arms[session.jobs % len(arms)]
+            rounds = args.rounds * ROUNDS_FACTOR.get(arm, 1)
+            job_id = session.start_job(rounds=rounds, workers=3, transport=arm)
+            print(f"job {job_id}: --transport {arm}, {rounds} rounds", flush=True)
             injector = FaultInjector(session, job_id)
             next_fault = rng.randint(3, args.every)
             result: TrainingResult | None = None
             try:
                 # the last faults leave a killed worker time to be left behind and come back
-                while next_fault < args.rounds - 25 and time.monotonic() < end:
+                while next_fault < rounds - 25 and time.monotonic() < end:
                     injector.wait_round(next_fault)
                     kind = rng.choice(KINDS)
                     print(f"job {job_id} round {next_fault}: killing "
@@ -169,13 +181,18 @@ def run_chaos(args: argparse.Namespace) -> int:
             finally:
                 result = session.finish_job(job_id, timeout=600)
             rows = fault_rows(injector.faults(), result)
+            for row in rows:
+                row["arm"] = arm
             all_rows += rows
+            tally = per_arm.setdefault(arm, {"finished": 0, "lost": 0})
             print(render(result, None, faults=injector.faults()), flush=True)
-            if result.ok and rounds_completed(result) == args.rounds:
+            if result.ok and rounds_completed(result) == rounds:
                 finished += 1
+                tally["finished"] += 1
             else:
                 lost += 1
-            print(f"job {job_id}: {'finished' if result.ok else 'LOST'}, accuracy "
+                tally["lost"] += 1
+            print(f"job {job_id} ({arm}): {'finished' if result.ok else 'LOST'}, accuracy "
                   f"{final_accuracy(result)}", flush=True)
     survived = sum(1 for r in all_rows if r["recovery_s"] is not None)
     print("\nchaos summary")
@@ -187,6 +204,11 @@ def run_chaos(args: argparse.Namespace) -> int:
             print(f"  {kind}: {len(mine)} injected, {len(rec)} survived; recovery "
                   f"mean {sum(rec) / max(1, len(rec)):.2f} s, max {max(rec, default=0):.2f} s; "
                   f"rounds lost {sum(r['rounds_cost'] for r in mine)}")
+    for arm, tally in per_arm.items():
+        mine = [r for r in all_rows if r["arm"] == arm]
+        print(f"  arm {arm}: {len(mine)} faults injected, "
+              f"{sum(1 for r in mine if r['recovery_s'] is not None)} survived; jobs finished "
+              f"{tally['finished']}, lost {tally['lost']}")
     print(f"faults injected {len(all_rows)}, survived {survived}; rounds lost "
           f"{sum(r['rounds_cost'] for r in all_rows)}; jobs finished {finished}, lost {lost}")
     return 0 if lost == 0 and survived == len(all_rows) else 1
@@ -197,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.minutes <= 0 or args.rounds < 40 or args.every < 3:
         print("topo.chaos: error: need --minutes > 0, --rounds >= 40, --every >= 3", file=sys.stderr)
+        return 2
+    bad = [a for a in args.arms.split(",") if a not in ARMS]
+    if bad:
+        print(f"topo.chaos: error: --arms {args.arms}: {', '.join(bad)} is not one of "
+              f"{', '.join(ARMS)}", file=sys.stderr)
         return 2
     setLogLevel("warning")
     try:

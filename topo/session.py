@@ -219,15 +219,17 @@ class RunSession:
 
     def job_spec(self, job_id: int, rounds: int | None = None, workers: int | None = None,
                  extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = (),
-                 group: int = 0) -> agents.JobSpec:
-        """The agents' flags of one job: the run's transport and agent flags, the pacing (of the
-        workers of every transport when asked, never otherwise), then the caller's extras."""
+                 group: int = 0, transport: str | None = None) -> agents.JobSpec:
+        """The agents' flags of one job: the run's transport (or ``transport``) and agent flags,
+        the pacing (of the workers of every transport when asked, never otherwise), then the
+        caller's extras."""
+        transport = transport or self.config.transport
         n_workers = workers or (len(self.topo.hosts_with_role("worker"))
                                 // max(1, host_groups(self.topo)))
-        common: tuple[str, ...] = ("--transport", self.config.transport, *self.config.agent_args)
+        common: tuple[str, ...] = ("--transport", transport, *self.config.agent_args)
         if self.config.tcp_ecn:
             common = (*common, "--tcp-ecn", self.config.tcp_ecn)
-        controller = self.policy_socket(job_id, common)
+        controller = self.policy_socket(job_id, transport, (*common, *extra_ps, *extra_worker))
         share = self.pace_pps(n_workers)
         # The workers are the senders that share the bottleneck; the PS's pull is not paced.
         pace = () if share is None else ("--pace-pps", f"{share:.0f}")
@@ -237,11 +239,11 @@ class RunSession:
                               extra_worker=(*common, *pace, *extra_worker), group=group,
                               controller=controller)
 
-    def policy_socket(self, job_id: int, agent_args: tuple[str, ...]) -> str | None:
+    def policy_socket(self, job_id: int, transport: str, agent_args: tuple[str, ...]) -> str | None:
         """The controller socket a job's agents follow, or None: only for our transport (ltp),
         only when the agents get no bound flags (explicit flags keep today's behaviour), and
         only for a job the running policy names (any other job gets the default class)."""
-        if self.config.transport != "ltp" or self.controller is None:
+        if transport != "ltp" or self.controller is None:
             return None
         if any(a.split("=")[0] in agents.BOUND_FLAGS for a in agent_args):
             return None
@@ -261,9 +263,11 @@ class RunSession:
         return self.finish_job(job_id, timeout)
 
     def start_job(self, rounds: int | None = None, workers: int | None = None,
-                  extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = ()) -> int:
+                  extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = (),
+                  transport: str | None = None) -> int:
         """Start a training job on the first free host group, beside any running one; its id.
-        Job ids count up from 1 over the run (the policy names jobs by these ids)."""
+        Job ids count up from 1 over the run (the policy names jobs by these ids). Its
+        transport is the run's unless ``transport`` names another."""
         assert self.record is not None
         self.reap_jobs()
         busy = {job.job.group for job in self.running.values()}
@@ -272,7 +276,8 @@ class RunSession:
             raise RunError(f"every host group of topology {self.topo.name} runs a job "
                            f"(jobs {', '.join(map(str, sorted(self.running)))}): wait for one, "
                            f"or start the network with more groups (--jobs)")
-        spec = self.job_spec(self.jobs + 1, rounds, workers, extra_ps, extra_worker, group=free[0])
+        spec = self.job_spec(self.jobs + 1, rounds, workers, extra_ps, extra_worker, group=free[0],
+                             transport=transport)
         job = TrainingJob(self.net, self.topo, self.config.topology_path, self.record,
                           self.config.log_dir, spec, self.host_sysctls())
         self.jobs += 1

@@ -23,12 +23,12 @@ def add_fault_arguments(ap: argparse.ArgumentParser, ps: bool) -> None:
     """The flags of riding out faults: the outage horizon (both sides), --min-workers (PS)."""
     g = ap.add_argument_group("faults")
     g.add_argument("--outage-horizon", type=float, default=DEFAULT_HORIZON_S, metavar="S",
-                   help="ltp/mlt: how long an agent rides out a network outage or a lost peer "
+                   help="how long an agent rides out a network outage or a lost peer "
                         "before it gives up (default 30 s). A worker that lost its PS joins "
                         f"again within it; {'the PS waits as long for workers to come back' if ps else 'the PS waits as long'}")
     if ps:
         g.add_argument("--min-workers", type=int, default=1, metavar="N",
-                       help="ltp/mlt: the fewest workers the job may shrink to when workers die "
+                       help="the fewest workers the job may shrink to when workers die "
                             "(their absence timeout is --peer-timeout); below it for longer "
                             "than --outage-horizon the PS stops with an error (default 1)")
 

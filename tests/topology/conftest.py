@@ -82,10 +82,12 @@ def network(build_dir, switch_works, tmp_path):
 
     sessions: list[RunSession] = []
 
-    def start(topo_name: str, policy: str | None = None, pcap: bool = False, **params) -> RunSession:
+    def start(topo_name: str, policy: str | None = None, pcap: bool = False,
+              transport: str = "ltp", **params) -> RunSession:
         cfg = RunConfig(topo_name=topo_name, build_dir=build_dir, log_dir=str(tmp_path / "logs"),
                         params=TopoParams(**params), pcap=pcap, pcap_dir=str(tmp_path / "pcaps"),
-                        policy=policy or str(REPO / "controller/policies/default.yaml"))
+                        policy=policy or str(REPO / "controller/policies/default.yaml"),
+                        transport=transport)
         session = RunSession(cfg)
         sessions.append(session)
         return session.start()

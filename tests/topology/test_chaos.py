@@ -1,7 +1,8 @@
 """One training job survives a switch, the controller and a worker being killed (by PID) at
 chosen rounds: the job finishes, its summary lists each fault with its time to recovery and
 the rounds it cost, every violation is counted, and the accuracy stays within 2 points of a
-fault-free run with the same seed (same-seed runs differ by timing once loss acts)."""
+fault-free reference with the same seed (the reliable arm, the same in every run: 0.955432)."""
+from topo.agents import RELIABLE_FLAGS
 from topo.chaos import AGENT_FLAGS, FaultInjector
 from topo.fault_report import fault_rows
 from topo.summary import final_accuracy, render, rounds_completed
@@ -16,9 +17,11 @@ def _ps_records(result: TrainingResult) -> list[dict]:
 
 
 def test_a_job_survives_a_switch_the_controller_and_a_worker_dying(network):
+    # the fault-free reference delivers every value (RELIABLE_FLAGS): the same for every run
     clean_session = network("incast", **PARAMS)
+    reference = (*AGENT_FLAGS, *RELIABLE_FLAGS)
     clean = clean_session.train(rounds=ROUNDS, workers=3, timeout=400,
-                                extra_ps=AGENT_FLAGS, extra_worker=AGENT_FLAGS)
+                                extra_ps=reference, extra_worker=reference)
     assert clean.ok, {n: open(p).read()[-1500:] for n, p in clean.logs.items()}
     clean_session.stop()
 
@@ -65,7 +68,8 @@ def test_a_job_survives_a_switch_the_controller_and_a_worker_dying(network):
               for res in (clean, result)]
     print(f"accuracy fault-free {acc_clean:.4f} (train loss {losses[0]:.4f}), with faults "
           f"{acc_chaos:.4f} (train loss {losses[1]:.4f})")
-    # 2 points, not 1: since issue 22 the default policy lets switches drop up to 10 % of the
-    # tensor and rounds close by that bound, so two runs with the same seed differ by timing:
-    # a fresh-clone run ended 1.1 points apart (0.958, 0.947), earlier ones 0.0 apart.
+    # 2 points, not 1: the reference is deterministic (0.955432 for --seed 1, 60 rounds, 3
+    # workers), but the chaos arm follows the default policy (switches may drop up to 10 % of
+    # the tensor, rounds close by that bound at timing-dependent moments) and loses the rounds
+    # the faults cost; its noise floor in Mininet is above 1 point (docs/faults.md).
     assert abs(acc_clean - acc_chaos) <= 0.02
