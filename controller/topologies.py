@@ -1,8 +1,14 @@
-"""The built-in topologies: incast, leaf-spine and the PCN paper's tree.
+"""The built-in topologies, one builder for Mininet (`topo`) and ns-3 (`sim`): incast,
+leaf-spine, the PCN paper's tree, and a sized leaf-spine fabric (DLCP's 144 hosts).
 
 Address plan: switch with device id i owns 10.0.i.0/24, gateway 10.0.i.254, router MAC
 00:00:0a:00:ii:fe; its k-th host is 10.0.i.k with MAC 08:00:00:00:ii:kk. Switch ports number
 the hosts first (1, 2, ...), then the switch-to-switch links.
+
+It lives beside the description it builds (`controller.topology`), below both `topo` and
+`sim`: the simulator may not import `topo`, and the emulation needs no simulator to build a
+network. Errors are `TopologyError`; `topo.topologies` and `sim.topologies` say them in their
+own terms.
 """
 from __future__ import annotations
 
@@ -11,7 +17,8 @@ from typing import Callable
 
 from controller.errors import TopologyError
 from controller.topology import Host, Link, Switch, Topology
-from topo.errors import DescriptionError
+
+MAX_HOSTS_PER_LEAF = 200
 
 
 @dataclass(frozen=True)
@@ -34,9 +41,10 @@ class TopoParams:
 class _Plan:
     """Accumulates switches, hosts and links with the address plan above."""
 
-    def __init__(self, name: str, params: TopoParams) -> None:
+    def __init__(self, name: str, params: TopoParams, *, logs: bool = True) -> None:
         self.topo = Topology(name=name)
         self.params = params
+        self.logs = logs           # each switch logs to log_dir/<name>.log (a simulation: no log)
         self._next_port: dict[str, int] = {}
         self._host_count: dict[str, int] = {}
 
@@ -45,7 +53,7 @@ class _Plan:
         p = self.params
         self.topo.switches[name] = Switch(
             name=name, device_id=dev, grpc_addr=f"127.0.0.1:{p.grpc_base + dev}", thrift_port=p.thrift_base + dev,
-            router_mac=f"00:00:0a:00:{dev:02x}:fe", log=f"{p.log_dir}/{name}.log",
+            router_mac=f"00:00:0a:00:{dev:02x}:fe", log=f"{p.log_dir}/{name}.log" if self.logs else None,
             queue_depth=queue_depth or p.queue_depth)
         self._next_port[name] = 1
         self._host_count[name] = 0
@@ -55,18 +63,18 @@ class _Plan:
         self._next_port[switch] = port + 1
         return port
 
-    def host(self, name: str, switch: str, role: str) -> None:
+    def host(self, name: str, switch: str, role: str, *, delay_ms: float = 0) -> None:
         dev = self.topo.switches[switch].device_id
         k = self._host_count[switch] = self._host_count[switch] + 1
         port = self._port(switch)
         self.topo.hosts[name] = Host(
             name=name, ip=f"10.0.{dev}.{k}", prefix_len=24, mac=f"08:00:00:00:{dev:02x}:{k:02x}",
             gateway=f"10.0.{dev}.254", switch=switch, switch_port=port, role=role)
-        self.topo.links.append(Link(a=name, b=switch, b_port=port, bw_mbps=self.params.bw_mbps))
+        self.topo.links.append(Link(a=name, b=switch, b_port=port, bw_mbps=self.params.bw_mbps, delay_ms=delay_ms))
 
-    def trunk(self, a: str, b: str, *, bottleneck: bool = False) -> Link:
+    def trunk(self, a: str, b: str, *, bottleneck: bool = False, delay_ms: float = 0) -> Link:
         p = self.params
-        link = Link(a=a, b=b, a_port=self._port(a), b_port=self._port(b), bw_mbps=p.bw_mbps)
+        link = Link(a=a, b=b, a_port=self._port(a), b_port=self._port(b), bw_mbps=p.bw_mbps, delay_ms=delay_ms)
         if bottleneck:
             link.a_queue_rate_pps = p.bottleneck_pps
             link.delay_ms = p.delay_ms
@@ -135,6 +143,32 @@ def pcn_tree(params: TopoParams) -> Topology:
     return plan.topo
 
 
+def fabric(leaves: int, spines: int, hosts_per_leaf: int, *, rate_mbps: float | None = None,
+           queue_depth: int = 64, delay_ms: float = 0.0) -> Topology:
+    """A leaf-spine fabric of any size, for the simulator: leaves leaf1..leafL and spines
+    spine1..spineS, every leaf linked to every spine, `hosts_per_leaf` hosts on each leaf (host
+    1 of leaf 1 is the PS 'ps', every other host h<leaf>x<k> a worker); every link at
+    `rate_mbps` with `delay_ms`, no switch logs. Validated; TopologyError when out of range."""
+    if not 1 <= leaves <= 64 or not 1 <= spines <= 16:
+        raise TopologyError(f"leaf-spine {leaves} leaves x {spines} spines: need 1..64 leaves, 1..16 spines")
+    if not 1 <= hosts_per_leaf <= MAX_HOSTS_PER_LEAF:
+        raise TopologyError(f"hosts_per_leaf {hosts_per_leaf} is not in 1..{MAX_HOSTS_PER_LEAF}")
+    plan = _Plan("leafspine", TopoParams(queue_depth=queue_depth, bw_mbps=rate_mbps), logs=False)
+    for i in range(1, leaves + 1):
+        plan.switch(f"leaf{i}")
+    for j in range(1, spines + 1):
+        plan.switch(f"spine{j}")
+    for i in range(1, leaves + 1):
+        for k in range(1, hosts_per_leaf + 1):
+            name = "ps" if (i, k) == (1, 1) else f"h{i}x{k}"
+            plan.host(name, f"leaf{i}", "ps" if name == "ps" else "worker", delay_ms=delay_ms)
+    for i in range(1, leaves + 1):
+        for j in range(1, spines + 1):
+            plan.trunk(f"leaf{i}", f"spine{j}", delay_ms=delay_ms)
+    plan.topo.validate("leaf-spine")
+    return plan.topo
+
+
 TOPOLOGIES: dict[str, Callable[[TopoParams], Topology]] = {
     "incast": incast,
     "leafspine": leafspine,
@@ -143,22 +177,19 @@ TOPOLOGIES: dict[str, Callable[[TopoParams], Topology]] = {
 
 
 def build_topology(name: str, params: TopoParams | None = None) -> Topology:
-    """The named built-in topology, validated; raises DescriptionError for an unknown name."""
+    """The named built-in topology, validated; TopologyError for an unknown name or bad params."""
     try:
         factory = TOPOLOGIES[name]
     except KeyError:
-        raise DescriptionError(f"unknown topology '{name}' (choose from {', '.join(TOPOLOGIES)})") from None
+        raise TopologyError(f"unknown topology '{name}' (choose from {', '.join(TOPOLOGIES)})") from None
     params = params or TopoParams()
     if params.workers < 1 or params.background < 0:
-        raise DescriptionError("need at least 1 worker and >= 0 background hosts")
+        raise TopologyError("need at least 1 worker and >= 0 background hosts")
     if not 1 <= params.jobs <= 8:
-        raise DescriptionError(f"jobs {params.jobs}: need 1..8 host groups")
+        raise TopologyError(f"jobs {params.jobs}: need 1..8 host groups")
     if params.jobs > 1 and name != "incast":
-        raise DescriptionError(f"several jobs' host groups exist in the incast topology only, "
-                               f"not in '{name}'")
+        raise TopologyError(f"several jobs' host groups exist in the incast topology only, "
+                            f"not in '{name}'")
     topo = factory(params)
-    try:
-        topo.validate(f"topology '{name}'")
-    except TopologyError as exc:
-        raise DescriptionError(str(exc)) from None
+    topo.validate(f"topology '{name}'")
     return topo

@@ -59,6 +59,13 @@ def test_package_keeps_its_layer(package):
     assert violations(package, FORBIDDEN[package]) == []
 
 
+def test_the_ns3_backend_imports_no_topo():
+    # its topologies come from controller.topologies, the builder Mininet's networks use too
+    found = violations("experiments", {"topo"})
+    assert [v for v in found if v.startswith("experiments/backends/ns3/")] == []
+    assert any(v.startswith("experiments/backends/emulation.py") for v in found)   # the walk sees them
+
+
 def test_walk_sees_function_level_and_relative_imports(tmp_path):
     pkg = tmp_path / "hosts"
     (pkg / "sub").mkdir(parents=True)

@@ -11,7 +11,7 @@ from sim.errors import SimError
 from sim.lossy import run_lossy_rounds, transport_config
 from sim.rounds import model_layer_sizes
 from sim.network import SimNetwork, SimOptions
-from topo.topologies import TopoParams, build_topology
+from controller.topologies import TopoParams, build_topology
 
 SIZES = model_layer_sizes("128,64")
 FLAGS = ["--bound", "0.1", "--bound-scope", "tensor", "--order", "interleave", "--cc", "ecn",

@@ -22,7 +22,7 @@ from sim.layer_split import split_parameters
 from sim.network import SimNetwork, SimOptions
 from sim.path_timers import timer_flags
 from sim.rounds import model_layer_sizes
-from topo.topologies import TopoParams, build_topology
+from controller.topologies import TopoParams, build_topology
 
 SIZES = model_layer_sizes("128,64")
 FLAGS = ["--bound", "0.1", "--bound-scope", "tensor", "--order", "interleave", "--cc", "ecn",
