@@ -10,6 +10,8 @@ running this module: `python -m tests.unit.sim.test_lossy_wire` prints them.
 """
 from __future__ import annotations
 
+import pytest
+
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -139,6 +141,7 @@ def test_mlt_sends_what_it_sent_before_the_speedup():
     assert wire_run("mlt") == PINNED["mlt"]
 
 
+@pytest.mark.slow
 def test_paced_gradlane_repairs_random_loss_at_10_gbps_as_before_the_speedup():
     assert wire_run("ltp-10g") == PINNED["ltp-10g"]
 

@@ -107,3 +107,11 @@ def test_the_ns3_backend_loads_no_mininet():
     proc = subprocess.run([sys.executable, "-c", NS3_PATH], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("ok")
+
+
+def test_a_unit_test_cannot_build_ns3():
+    from sim import engine, network  # noqa: PLC0415
+    with pytest.raises(AssertionError, match="tests/sim"):
+        network.SimNetwork(None, None)      # tests/unit/conftest.py refuses ns-3
+    with pytest.raises(AssertionError, match="tests/sim"):
+        engine.cpp()
