@@ -15,7 +15,7 @@ SWITCH ?= $(shell command -v simple_switch_grpc 2>/dev/null || echo "$(PY) -m p4
 SWITCH_LOG ?=
 export P4C SWITCH SWITCH_LOG
 
-.PHONY: experiment experiments all setup build run demo test test-unit test-conformance test-integration test-topology lint bench bench-ns3 fuzz stop \
+.PHONY: experiment experiments all setup build run demo test test-unit test-sim test-conformance test-integration test-topology lint bench bench-ns3 fuzz stop \
         clean check-env check-reference check-compiler chaos soak
 
 all: build
@@ -51,6 +51,9 @@ test: setup
 
 test-unit: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
+
+test-sim: setup
+	$(PY) -m pytest -q -p no:cacheprovider tests/sim
 
 test-conformance: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/conformance

@@ -35,7 +35,7 @@ from sim import engine, tcp  # noqa: E402
 from sim.lossy import run_lossy_rounds, transport_config  # noqa: E402
 from sim.network import SimNetwork, SimOptions  # noqa: E402
 from sim.rounds import run_tcp_rounds  # noqa: E402
-from topo.topologies import TopoParams, build_topology  # noqa: E402
+from controller.topologies import TopoParams, build_topology  # noqa: E402
 
 SEGMENT = 1448
 LAYER_PARAMS = 2_500_000     # the lossy round's gradient is cut into layers of at most this many

@@ -359,7 +359,7 @@ def _check(cfg: ExperimentConfig) -> None:
 
 
 def _check_topology(topo: TopologySettings, where: str) -> None:
-    from topo.topologies import TOPOLOGIES
+    from controller.topologies import TOPOLOGIES
 
     if topo.name not in TOPOLOGIES:
         raise ConfigError(f"{where}: name '{topo.name}' is not one of {', '.join(sorted(TOPOLOGIES))}")

@@ -40,8 +40,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))     # run as a script: the repository's packages, scripts.bmv2_stf
 
 DEFAULT_PREFIX = Path(os.environ.get("P4REF_PREFIX", "/opt/p4ref"))
 FIXTURES = ROOT / "tests" / "differential" / "fixtures"
@@ -473,7 +472,7 @@ class RealBmv2:
     QUIET = 0.15
 
     def __init__(self, prefix: Path) -> None:
-        from bmv2_stf import _Nanomsg
+        from scripts.bmv2_stf import _Nanomsg
         binary = prefix / "bin" / "simple_switch_grpc"
         if not binary.exists():
             raise Unavailable(f"{binary} is not there")
@@ -490,7 +489,7 @@ class RealBmv2:
 
     def send(self, port: int, data: bytes) -> list[tuple[int, bytes]] | None:
         """The packet's outputs, sorted; None when the switch process ended meanwhile."""
-        from bmv2_stf import packet_in_message, parse_packet_out
+        from scripts.bmv2_stf import packet_in_message, parse_packet_out
         self.packets.send(packet_in_message(port, data))
         out = []
         while True:

@@ -1,164 +1,20 @@
-"""The built-in topologies: incast, leaf-spine and the PCN paper's tree.
-
-Address plan: switch with device id i owns 10.0.i.0/24, gateway 10.0.i.254, router MAC
-00:00:0a:00:ii:fe; its k-th host is 10.0.i.k with MAC 08:00:00:00:ii:kk. Switch ports number
-the hosts first (1, 2, ...), then the switch-to-switch links.
-"""
+"""The built-in topologies as the emulation names them: `controller.topologies` builds them
+(one builder for Mininet and ns-3: incast, leaf-spine, the PCN tree and the address plan);
+here a bad name or bad knobs are `DescriptionError`s, as every error of `topo` is a TopoError."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
+from controller import topologies as _shared
 from controller.errors import TopologyError
-from controller.topology import Host, Link, Switch, Topology
+from controller.topologies import TOPOLOGIES, TopoParams
+from controller.topology import Topology
 from topo.errors import DescriptionError
 
-
-@dataclass(frozen=True)
-class TopoParams:
-    """Knobs every topology takes (command-line options of `topo.run`)."""
-
-    workers: int = 3
-    background: int = 2
-    jobs: int = 1              # host groups (incast): a PS and `workers` workers per job
-    bottleneck_pps: float | None = 1000.0
-    queue_depth: int = 64
-    delay_ms: float = 0.0
-    loss_pct: float = 0.0
-    bw_mbps: float | None = None
-    grpc_base: int = 50000
-    thrift_base: int = 9090
-    log_dir: str = "logs"
-
-
-class _Plan:
-    """Accumulates switches, hosts and links with the address plan above."""
-
-    def __init__(self, name: str, params: TopoParams) -> None:
-        self.topo = Topology(name=name)
-        self.params = params
-        self._next_port: dict[str, int] = {}
-        self._host_count: dict[str, int] = {}
-
-    def switch(self, name: str, queue_depth: int | None = None) -> None:
-        dev = len(self.topo.switches) + 1
-        p = self.params
-        self.topo.switches[name] = Switch(
-            name=name, device_id=dev, grpc_addr=f"127.0.0.1:{p.grpc_base + dev}", thrift_port=p.thrift_base + dev,
-            router_mac=f"00:00:0a:00:{dev:02x}:fe", log=f"{p.log_dir}/{name}.log",
-            queue_depth=queue_depth or p.queue_depth)
-        self._next_port[name] = 1
-        self._host_count[name] = 0
-
-    def _port(self, switch: str) -> int:
-        port = self._next_port[switch]
-        self._next_port[switch] = port + 1
-        return port
-
-    def host(self, name: str, switch: str, role: str) -> None:
-        dev = self.topo.switches[switch].device_id
-        k = self._host_count[switch] = self._host_count[switch] + 1
-        port = self._port(switch)
-        self.topo.hosts[name] = Host(
-            name=name, ip=f"10.0.{dev}.{k}", prefix_len=24, mac=f"08:00:00:00:{dev:02x}:{k:02x}",
-            gateway=f"10.0.{dev}.254", switch=switch, switch_port=port, role=role)
-        self.topo.links.append(Link(a=name, b=switch, b_port=port, bw_mbps=self.params.bw_mbps))
-
-    def trunk(self, a: str, b: str, *, bottleneck: bool = False) -> Link:
-        p = self.params
-        link = Link(a=a, b=b, a_port=self._port(a), b_port=self._port(b), bw_mbps=p.bw_mbps)
-        if bottleneck:
-            link.a_queue_rate_pps = p.bottleneck_pps
-            link.delay_ms = p.delay_ms
-            link.loss_pct = p.loss_pct
-        self.topo.links.append(link)
-        return link
-
-
-def incast(params: TopoParams) -> Topology:
-    """Workers w1..wN and background senders b1..bB on s1; the PS and background sink bs on s2;
-    the s1 -> s2 link is the bottleneck (queue rate `bottleneck_pps`, delay and loss).
-    With `jobs` J > 1, J host groups share that bottleneck: workers w1..w(J x N) (group g has
-    the g-th N of them) and parameter servers ps, ps2, .., psJ on s2."""
-    plan = _Plan("incast", params)
-    plan.switch("s1")
-    plan.switch("s2")
-    for i in range(1, params.workers * params.jobs + 1):
-        plan.host(f"w{i}", "s1", "worker")
-    for i in range(1, params.background + 1):
-        plan.host(f"b{i}", "s1", "background")
-    plan.host("ps", "s2", "ps")
-    plan.host("bs", "s2", "background")
-    for g in range(2, params.jobs + 1):
-        plan.host(f"ps{g}", "s2", "ps")
-    plan.trunk("s1", "s2", bottleneck=True)
-    return plan.topo
-
-
-def leafspine(params: TopoParams) -> Topology:
-    """Leaves l1, l2 and spines sp1, sp2, every leaf linked to every spine. Workers split over
-    the leaves (w1 on l1, w2 on l2, ...), the PS on l2, background host b1 on l1 and sink bs on l2;
-    traffic l1 -> l2 has two equal-cost paths (one per spine), each uplink of l1 a bottleneck."""
-    plan = _Plan("leafspine", params)
-    for name in ("l1", "l2", "sp1", "sp2"):
-        plan.switch(name)
-    for i in range(1, params.workers + 1):
-        plan.host(f"w{i}", "l1" if i % 2 else "l2", "worker")
-    plan.host("ps", "l2", "ps")
-    for i in range(1, params.background + 1):
-        plan.host(f"b{i}", "l1", "background")
-    plan.host("bs", "l2", "background")
-    for leaf in ("l1", "l2"):
-        for spine in ("sp1", "sp2"):
-            plan.trunk(leaf, spine, bottleneck=(leaf == "l1"))
-    return plan.topo
-
-
-def pcn_tree(params: TopoParams) -> Topology:
-    """The PCN paper's tree: root r1 with the PS and background sink bs; leaves l1, l2 each with
-    one worker and three background senders; each leaf's uplink is the shared bottleneck
-    (queue depth 60 as in the paper unless `queue_depth` says otherwise)."""
-    plan = _Plan("pcn", params)
-    depth = params.queue_depth if params.queue_depth != TopoParams.queue_depth else 60
-    plan.switch("r1", queue_depth=depth)
-    plan.switch("l1", queue_depth=depth)
-    plan.switch("l2", queue_depth=depth)
-    plan.host("ps", "r1", "ps")
-    plan.host("bs", "r1", "background")
-    workers = max(params.workers, 2)
-    for i in range(1, workers + 1):
-        plan.host(f"w{i}", "l1" if i % 2 else "l2", "worker")
-    for i in range(1, 7):
-        plan.host(f"b{i}", "l1" if i <= 3 else "l2", "background")
-    plan.trunk("l1", "r1", bottleneck=True)
-    plan.trunk("l2", "r1", bottleneck=True)
-    return plan.topo
-
-
-TOPOLOGIES: dict[str, Callable[[TopoParams], Topology]] = {
-    "incast": incast,
-    "leafspine": leafspine,
-    "pcn": pcn_tree,
-}
+__all__ = ["TOPOLOGIES", "TopoParams", "build_topology"]
 
 
 def build_topology(name: str, params: TopoParams | None = None) -> Topology:
-    """The named built-in topology, validated; raises DescriptionError for an unknown name."""
+    """The named built-in topology, validated; DescriptionError for an unknown name or bad knobs."""
     try:
-        factory = TOPOLOGIES[name]
-    except KeyError:
-        raise DescriptionError(f"unknown topology '{name}' (choose from {', '.join(TOPOLOGIES)})") from None
-    params = params or TopoParams()
-    if params.workers < 1 or params.background < 0:
-        raise DescriptionError("need at least 1 worker and >= 0 background hosts")
-    if not 1 <= params.jobs <= 8:
-        raise DescriptionError(f"jobs {params.jobs}: need 1..8 host groups")
-    if params.jobs > 1 and name != "incast":
-        raise DescriptionError(f"several jobs' host groups exist in the incast topology only, "
-                               f"not in '{name}'")
-    topo = factory(params)
-    try:
-        topo.validate(f"topology '{name}'")
+        return _shared.build_topology(name, params)
     except TopologyError as exc:
         raise DescriptionError(str(exc)) from None
-    return topo

@@ -59,6 +59,13 @@ def test_package_keeps_its_layer(package):
     assert violations(package, FORBIDDEN[package]) == []
 
 
+def test_the_ns3_backend_imports_no_topo():
+    # its topologies come from controller.topologies, the builder Mininet's networks use too
+    found = violations("experiments", {"topo"})
+    assert [v for v in found if v.startswith("experiments/backends/ns3/")] == []
+    assert any(v.startswith("experiments/backends/emulation.py") for v in found)   # the walk sees them
+
+
 def test_walk_sees_function_level_and_relative_imports(tmp_path):
     pkg = tmp_path / "hosts"
     (pkg / "sub").mkdir(parents=True)
@@ -100,3 +107,11 @@ def test_the_ns3_backend_loads_no_mininet():
     proc = subprocess.run([sys.executable, "-c", NS3_PATH], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("ok")
+
+
+def test_a_unit_test_cannot_build_ns3():
+    from sim import engine, network  # noqa: PLC0415
+    with pytest.raises(AssertionError, match="tests/sim"):
+        network.SimNetwork(None, None)      # tests/unit/conftest.py refuses ns-3
+    with pytest.raises(AssertionError, match="tests/sim"):
+        engine.cpp()

@@ -19,7 +19,10 @@ from types import ModuleType
 from typing import Any, Callable
 
 import experiments
+from controller.errors import TopologyError
 from controller.policy import load_policy
+from controller.topologies import TopoParams, build_topology
+from controller.topology import Topology
 from experiments.api import ArmResult, Figure, Summary
 from experiments.backends.ns3 import lossy_arm
 from experiments.backends.ns3.simulation import SimulatedRun, Simulation
@@ -31,7 +34,6 @@ from sim import engine, isolate, path_timers, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_parameters, run_tcp_rounds
-from topo.topologies import TopoParams, build_topology
 
 BACKEND = "ns3"
 REPO = Path(__file__).resolve().parents[3]
@@ -168,12 +170,15 @@ def _repo_path(source: str) -> str:
         return source
 
 
-def topology(settings: TopologySettings, workers: int) -> Any:
-    """The topology description of `settings` with `workers` workers."""
-    return build_topology(settings.name, TopoParams(
-        workers=workers, background=settings.background, bottleneck_pps=settings.bottleneck_pps,
-        queue_depth=settings.queue_depth, delay_ms=settings.delay_ms, loss_pct=settings.loss_pct,
-        bw_mbps=settings.bw_mbps))
+def topology(settings: TopologySettings, workers: int) -> Topology:
+    """The topology description of `settings` with `workers` workers (the emulation's builder)."""
+    try:
+        return build_topology(settings.name, TopoParams(
+            workers=workers, background=settings.background, bottleneck_pps=settings.bottleneck_pps,
+            queue_depth=settings.queue_depth, delay_ms=settings.delay_ms, loss_pct=settings.loss_pct,
+            bw_mbps=settings.bw_mbps))
+    except TopologyError as exc:
+        raise SimError(str(exc)) from None
 
 
 def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,

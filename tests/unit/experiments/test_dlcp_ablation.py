@@ -12,7 +12,7 @@ from experiments import dlcp_ablation as dlcp
 from experiments import report
 from experiments.records import Results, ResultsDir
 from experiments.training import job_policy
-from topo.topologies import TopoParams, build_topology
+from controller.topologies import TopoParams, build_topology
 
 POLICY = "controller/policies/default.yaml"
 

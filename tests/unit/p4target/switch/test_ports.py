@@ -151,7 +151,9 @@ def test_delay_holds_frames_and_jitter_stays_within_bounds(tmp_path):
     for i in range(20):
         sp.transmit(1, frame(i))
         sp.transmit(2, frame(i))
-    time.sleep(0.4)
+    deadline = time.monotonic() + 10        # the delayed frames have all gone out
+    while time.monotonic() < deadline and any(c["transmitted"] < 20 for c in sp.counters().values()):
+        time.sleep(0.01)
     sp.stop()
     out1, out2 = out_records(tmp_path, 1), out_records(tmp_path, 2)
     assert len(out1) == 20 and len(out2) == 20

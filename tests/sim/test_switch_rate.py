@@ -14,7 +14,7 @@ from sim import tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import run_tcp_rounds
-from topo.topologies import TopoParams, build_topology
+from controller.topologies import TopoParams, build_topology
 
 GRADIENT = 144_800          # 100 segments of 1448 bytes per worker
 

@@ -11,6 +11,8 @@ on purpose, when the transport's repair changed what it sends (see PINNED).
 """
 from __future__ import annotations
 
+import pytest
+
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -23,7 +25,7 @@ from sim.layer_split import split_parameters
 from sim.network import SimNetwork, SimOptions
 from sim.path_timers import timer_flags
 from sim.rounds import model_layer_sizes
-from topo.topologies import TopoParams, build_topology
+from controller.topologies import TopoParams, build_topology
 
 SIZES = model_layer_sizes("128,64")
 FLAGS = ["--bound", "0.1", "--bound-scope", "tensor", "--order", "interleave", "--cc", "ecn",
@@ -145,6 +147,7 @@ def test_mlt_sends_what_it_sent_before_the_speedup():
     assert wire_run("mlt") == PINNED["mlt"]
 
 
+@pytest.mark.slow
 def test_paced_gradlane_repairs_random_loss_at_10_gbps_as_before_the_speedup():
     assert wire_run("ltp-10g") == PINNED["ltp-10g"]
 

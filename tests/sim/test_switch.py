@@ -10,7 +10,7 @@ from controller.policy import load_policy, parse_policy
 from hosts import wire
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import run_tcp_rounds
-from topo.topologies import TopoParams, build_topology
+from controller.topologies import TopoParams, build_topology
 
 GRADIENT_PORT = 19527
 PLAIN_PORT = 9999

@@ -9,7 +9,7 @@ from experiments.backends.ns3 import harness
 from sim import tcp
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import run_tcp_rounds
-from topo.topologies import TopoParams, build_topology
+from controller.topologies import TopoParams, build_topology
 
 LOSS_PCT = 2.0
 

@@ -56,6 +56,7 @@ def test_ltp_incast_arms_write_records(tmp_path):
     assert len(rounds) == 3 * len(runs) and all(r["round_time_s"] > 0 for r in rounds)
 
 
+@pytest.mark.slow
 def test_pcn_start_empties_the_queue_before_the_tcp_burst(tmp_path):
     cfg = harness.setup(configs.load(configs.default_path("pcn"), quick=True))
     cfg = replace(cfg, params={**cfg.params, "bursts": 1, "warmup_s": 3.0, "burst_bytes": 100_000})

@@ -15,7 +15,7 @@ from sim.errors import SimError
 from sim.lossy import run_lossy_rounds, transport_config
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_layer_sizes
-from topo.topologies import TopoParams, build_topology
+from controller.topologies import TopoParams, build_topology
 
 SIZES = model_layer_sizes("128,64")           # 49 DATA packets of 360 values per push and pull
 FLAGS = ["--bound", "0.1", "--bound-scope", "tensor", "--window", "10", "--reliable-pull"]

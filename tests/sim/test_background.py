@@ -44,6 +44,7 @@ def _flows(seed: int, load: float = 0.3) -> list[dict]:
         net.close()
 
 
+@pytest.mark.slow
 def test_flows_arrive_complete_and_repeat_with_their_seed():
     flows = _flows(3)
     # 6 hosts x 0.3 x 10 Gb/s / (8 x 57.5 kB) = 39,000 flows/s: about 160 in 4 ms

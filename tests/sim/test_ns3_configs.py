@@ -39,6 +39,7 @@ def test_every_ns3_config_is_known():
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.slow
 def test_regime_map_quick_on_ns3(tmp_path, capsys):
     runs = {r["arm"]: r for r in _quick("regimes", tmp_path)}
     capsys.readouterr()
@@ -63,6 +64,7 @@ def test_regime_map_quick_on_ns3(tmp_path, capsys):
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.slow
 def test_paper_scale_incast_quick_on_ns3(tmp_path, capsys):
     runs = _quick("ltp_incast", tmp_path)
     capsys.readouterr()
@@ -73,6 +75,7 @@ def test_paper_scale_incast_quick_on_ns3(tmp_path, capsys):
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.slow
 def test_pcn_tree_at_10_gbps_quick_on_ns3(tmp_path, capsys):
     runs = {r["arm"]: r for r in _quick("pcn", tmp_path)}
     capsys.readouterr()
@@ -90,6 +93,7 @@ def test_pcn_tree_at_10_gbps_quick_on_ns3(tmp_path, capsys):
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.slow
 def test_microbursts_at_10_gbps_quick_on_ns3(tmp_path, capsys):
     runs = {r["arm"]: r for r in _quick("dblp_microbursts", tmp_path)}
     capsys.readouterr()
@@ -106,6 +110,7 @@ def test_microbursts_at_10_gbps_quick_on_ns3(tmp_path, capsys):
 
 
 @pytest.mark.timeout(400)
+@pytest.mark.slow
 def test_dlcp_fabric_quick_on_ns3(tmp_path, capsys):
     runs = {r["arm"]: r for r in _quick("dlcp_ablation", tmp_path)}
     capsys.readouterr()

@@ -25,6 +25,7 @@ def test_a_value_and_a_sim_error_come_back():
         isolate.call(_refuse)
 
 
+@pytest.mark.slow
 def test_a_child_that_aborts_is_a_crash_not_the_end():
     crash = isolate.call(os.abort)
     assert isinstance(crash, isolate.Crash)
@@ -32,6 +33,7 @@ def test_a_child_that_aborts_is_a_crash_not_the_end():
     assert isolate.call(sum, [1, 2]) == 3
 
 
+@pytest.mark.slow
 def test_an_aborted_run_fails_and_the_experiment_goes_on(tmp_path, monkeypatch):
     cfg = harness.setup(configs.load(configs.default_path("ltp_incast"), quick=True))
     cfg = replace(cfg, rounds=2, topology=replace(cfg.topology, workers=2))

@@ -10,7 +10,7 @@ from sim.errors import SimError
 from sim.lossy import run_lossy_rounds, transport_config
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_layer_sizes
-from topo.topologies import TopoParams, build_topology
+from controller.topologies import TopoParams, build_topology
 
 SIZES = model_layer_sizes("128,64")
 FLAGS = ["--bound", "0.008", "--probe-on-silence"]

@@ -6,7 +6,7 @@ import pytest
 from controller.policy import load_policy
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
-from topo.topologies import TopoParams, build_topology
+from controller.topologies import TopoParams, build_topology
 
 
 def test_base_rtt_adds_propagation_and_serialization_per_hop():

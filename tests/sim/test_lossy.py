@@ -11,7 +11,7 @@ from sim.errors import SimError
 from sim.lossy import run_lossy_rounds, transport_config
 from sim.rounds import model_layer_sizes
 from sim.network import SimNetwork, SimOptions
-from topo.topologies import TopoParams, build_topology
+from controller.topologies import TopoParams, build_topology
 
 SIZES = model_layer_sizes("128,64")
 FLAGS = ["--bound", "0.1", "--bound-scope", "tensor", "--order", "interleave", "--cc", "ecn",
@@ -67,6 +67,7 @@ def test_bad_agent_flags_are_named():
         transport_config("ltp", ["--no-such-flag"], 3, 360, 1)
 
 
+@pytest.mark.slow
 def test_a_layer_larger_than_one_bitmap_is_repaired_without_a_peer_timeout():
     """A reliable pull of a layer of 24,000 chunks (one element each: three BITMAP segments,
     more than a single BITMAP could cover within a PROBE's answer budget) across 1 % random loss
