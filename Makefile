@@ -16,7 +16,7 @@ SWITCH_LOG ?=
 export P4C SWITCH SWITCH_LOG
 
 .PHONY: experiment experiments all setup build run demo test test-unit test-conformance test-integration test-topology lint bench bench-ns3 fuzz stop \
-        clean check-env check-reference chaos soak
+        clean check-env check-reference check-compiler chaos soak
 
 all: build
 
@@ -35,11 +35,16 @@ $(BUILD)/$(PROGRAM).json: $(wildcard p4src/*.p4) $(COMPILER_SOURCES) | setup
 
 build: $(BUILD)/$(PROGRAM).json
 
+# P4Runtime runs over TLS with a per-run CA (logs/pki); `make run PLAINTEXT=1` turns it off (a
+# testbed without PKI: any local user can then program the switches; docs/security.md).
+PLAINTEXT ?=
+RUN_FLAGS := $(if $(PLAINTEXT),--plaintext)
+
 run: build
-	$(PY) -m topo.run --topo $(TOPO) --build $(BUILD) --jobs $(JOBS)
+	$(PY) -m topo.run --topo $(TOPO) --build $(BUILD) --jobs $(JOBS) $(RUN_FLAGS)
 
 demo: build
-	$(PY) -m topo.run --topo $(TOPO) --build $(BUILD) --demo
+	$(PY) -m topo.run --topo $(TOPO) --build $(BUILD) --demo $(RUN_FLAGS)
 
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests
@@ -68,7 +73,8 @@ bench-ns3: setup
 	$(PY) -m benchmarks ns3_sim
 
 # bounded fuzzers (not in CI): frames and P4Runtime requests against a local embedded switch,
-# policy files against the loader and gradctl, gradient packets against a local PS (loopback)
+# policy files against the loader and gradctl, gradient packets against a local PS (loopback),
+# the control plane (P4Runtime streams and arbitration over TLS, unauthenticated clients, Thrift)
 FUZZ_SECONDS ?= 300
 fuzz: setup
 	$(PY) -m fuzz --seconds $(FUZZ_SECONDS)
@@ -84,6 +90,13 @@ check-reference: setup
 	$(PY) scripts/check_reference.py $(ARGS)
 	$(PY) scripts/check_parity.py
 	for p in $(DIFF_PROGRAMS); do $(PY) scripts/differential_forwarding.py --program $$p || exit 1; done
+
+# Run before landing a change to p4target/compiler/ (not in CI: it needs a p4c checkout, P4C_SRC):
+# p4c's v1model STF samples compiled by our compiler on the embedded switch, and on real BMv2
+# through p4c's runner where the reference is installed, against the recorded pass list
+# (scripts/p4c_samples_record.json); exits 1 on a regression. ARGS=--record after a fix.
+check-compiler: setup
+	$(PY) scripts/check_compiler.py $(ARGS)
 
 # Experiments (root; on a shared machine under /tmp/gradlane-net.lock): `make experiment
 # NAME=ltp_incast [ARGS="--quick --reps 5 --publish"]`, `make experiments` runs all of them.

@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from controller.policy import load_policy  # noqa: E402
 from experiments import config as configs  # noqa: E402
-from sim import engine, harness, tcp  # noqa: E402
+from experiments.backends.ns3 import harness  # noqa: E402
+from sim import engine, tcp  # noqa: E402
 from sim.lossy import run_lossy_rounds, transport_config  # noqa: E402
 from sim.network import SimNetwork, SimOptions  # noqa: E402
 from sim.rounds import run_tcp_rounds  # noqa: E402

@@ -96,8 +96,12 @@ class SwitchConnection:
     def __init__(self, name: str, address: str, device_id: int,
                  election_id: ElectionId = (0, 1), timeout: float = 5.0,
                  on_stream_lost: StreamLostCallback | None = None,
-                 on_primary_regained: StreamLostCallback | None = None) -> None:
+                 on_primary_regained: StreamLostCallback | None = None,
+                 credentials: grpc.ChannelCredentials | None = None) -> None:
+        """`credentials`: TLS channel credentials (controller.tls, the run's client certificate);
+        None: a plaintext channel, for switches started without TLS."""
         self.name = name
+        self.credentials = credentials
         self.address = address
         self.device_id = device_id
         self.election_id = election_id
@@ -135,18 +139,23 @@ class SwitchConnection:
         """
         self.close()
         self._closing = False
-        channel = grpc.insecure_channel(self.address, options=[
+        options = [
             ("grpc.max_send_message_length", 64 << 20),
             ("grpc.max_receive_message_length", 64 << 20),
             ("grpc.max_metadata_size", MAX_METADATA_BYTES),
             ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES),
-        ])
+        ]
+        channel = grpc.secure_channel(self.address, self.credentials, options=options) \
+            if self.credentials is not None else grpc.insecure_channel(self.address, options=options)
         try:
             grpc.channel_ready_future(channel).result(timeout=self.timeout)
         except grpc.FutureTimeoutError:
             channel.close()
+            how = ("over TLS with the run's client certificate: is the switch started with this run's "
+                   "certificates, or without TLS (then --plaintext)?" if self.credentials is not None else
+                   "in plaintext: a switch started with TLS refuses it")
             raise errors.UnreachableError(
-                f"no P4Runtime server at {self.address} (timed out after {self.timeout:g}s)",
+                f"no P4Runtime server at {self.address} (timed out after {self.timeout:g}s; tried {how})",
                 self.name) from None
         self._channel = channel
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)

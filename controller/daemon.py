@@ -1,12 +1,16 @@
 """The controller daemon: primary controller of every switch, serving gradctl on a unix socket.
 
     python -m controller.daemon --topology logs/T.topology.json --p4info build/gradlane.p4info.txtpb \\
-        --bmv2-json build/gradlane.json [--policy FILE] [--listen logs/controller.sock] [--once]
+        --bmv2-json build/gradlane.json [--policy FILE] [--listen logs/controller.sock] [--once] \\
+        [--pki DIR | --plaintext]
 
 It connects to every switch as primary (one election id), pushes the pipeline, programs the
 network, applies the policy, and keeps switches that restart in step. Unreachable switches are
 reported and retried in the background. ``--once`` programs everything and exits (status 1 when a
-switch could not be programmed). The PID file goes under logs/.
+switch could not be programmed). The PID file goes under logs/. The switches are reached over
+TLS with the run's client certificate (``--pki DIR``, default the ``pki/`` folder beside the
+topology description; controller/tls.py), or in plaintext with ``--plaintext``: one of the two
+must hold, nothing falls back.
 """
 from __future__ import annotations
 
@@ -28,7 +32,9 @@ from controller.manager import DAEMON_ELECTION_ID, NetworkController
 from controller.network import NetworkOptions
 from controller.p4info import load_p4info
 from controller.policy import load_policy
+from controller.tls import add_tls_arguments, resolve_client_tls
 from controller.topology import Topology
+from p4target.atomic_files import AtomicWriteError, write_text
 
 DEFAULT_SOCKET = "logs/controller.sock"
 DEFAULT_PID_FILE = "logs/controller.pid"
@@ -80,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-file", default=None,
                    help="controller state (policy, slots, PCN overrides); default logs/<topo>.controller.json")
     p.add_argument("--timeout", type=float, default=3.0, help="per-RPC and connect timeout (s)")
+    add_tls_arguments(p)
     p.add_argument("--no-queues", action="store_true", help="do not set queue rate/depth over Thrift")
     p.add_argument("--ecn-normal", type=int, default=NetworkOptions.ecn_normal,
                    help="default ECN marking threshold (packets)")
@@ -102,11 +109,12 @@ def run(args: argparse.Namespace) -> int:
     p4info = load_p4info_file(args.p4info)
     config = read_bmv2_json(args.bmv2_json)
     policy = load_policy(args.policy) if args.policy else None
+    tls = resolve_client_tls(args.pki, args.plaintext, args.topology)
     state_file = Path(args.state_file or f"logs/{topo.name}.controller.json")
     options = NetworkOptions(ecn_normal=args.ecn_normal, ecn_pcn=args.ecn_pcn)
     ctl = NetworkController(topo, p4info, config, election_id=DAEMON_ELECTION_ID, options=options,
                             timeout=args.timeout, state_file=state_file, log=_log,
-                            set_queues=not args.no_queues, reconnect=not args.once)
+                            set_queues=not args.no_queues, reconnect=not args.once, tls=tls)
     server: ApiServer | None = None
     pid_file = Path(args.pid_file)
     stop = threading.Event()
@@ -114,7 +122,10 @@ def run(args: argparse.Namespace) -> int:
         if not args.once:
             server = ApiServer(ctl, Path(args.listen) if args.listen else default_socket())
             pid_file.parent.mkdir(parents=True, exist_ok=True)
-            pid_file.write_text(f"{os.getpid()}\n")
+            try:   # through the atomic writer: a symlink planted at the path is replaced, not followed
+                write_text(pid_file, f"{os.getpid()}\n")
+            except AtomicWriteError as exc:
+                raise errors.ConfigError(f"--pid-file: {exc}") from None
             signal.signal(signal.SIGTERM, lambda *_: stop.set())
             signal.signal(signal.SIGINT, lambda *_: stop.set())
         if server is not None:

@@ -122,7 +122,19 @@ def _yaml_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     return yaml.SafeLoader.construct_yaml_int(loader, node)
 
 
+def _yaml_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
+    """YAML 1.1 floats, sexagesimal ones (`1:30.5`) included, whose value must fit a float: PyYAML
+    sums the sexagesimal parts times powers of 60 and overflows on long ones."""
+    try:
+        return yaml.SafeLoader.construct_yaml_float(loader, node)
+    except (OverflowError, ValueError):
+        mark = node.start_mark
+        raise DocumentError(f"number {short(node.value, 40)} does not fit a float "
+                            f"(line {mark.line + 1} column {mark.column + 1})") from None
+
+
 _BoundedLoader.add_constructor("tag:yaml.org,2002:int", _yaml_int)
+_BoundedLoader.add_constructor("tag:yaml.org,2002:float", _yaml_float)
 
 
 def loads_yaml(text: str) -> Any:
@@ -135,6 +147,8 @@ def loads_yaml(text: str) -> Any:
         doc = loader.get_single_data()
     except RecursionError:
         raise DocumentError(f"nested deeper than {MAX_DEPTH} levels") from None
+    except OverflowError:   # any other number PyYAML's constructors cannot hold
+        raise DocumentError("a number in the document does not fit") from None
     except yaml.YAMLError as exc:
         raise DocumentError(f"not valid YAML: {one_line(str(exc))}") from None
     finally:

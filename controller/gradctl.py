@@ -3,12 +3,16 @@
 gradctl talks to the controller daemon over its unix socket (``--socket``, default
 $GRADLANE_CONTROLLER_SOCKET or logs/controller.sock). Without a daemon, ``--direct`` with
 ``--topology`` and ``--p4info`` acts on the switches itself, taking mastership with a higher
-election id; it refuses while a daemon answers, so two controllers never fight over a switch.
+election id; it refuses while a daemon answers or while the daemon's socket exists but cannot
+be reached (another user's daemon), so two controllers never fight over a switch. It connects
+with the run's client certificate (``--pki DIR``, default ``pki/`` beside ``--topology``), or
+with ``--plaintext`` to switches started without TLS.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -18,6 +22,7 @@ from controller import api, errors
 from controller.daemon import default_socket, load_p4info_file, read_bmv2_json
 from controller.manager import DIRECT_ELECTION_ID, NetworkController
 from controller.policy import load_policy
+from controller.tls import add_tls_arguments, resolve_client_tls
 from controller.topology import Topology
 
 
@@ -123,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     direct.add_argument("--timeout", type=float, default=3.0, help="RPC timeout in seconds (with --direct)")
     direct.add_argument("--state-file", help="controller state to use and update (with --direct; "
                                              "default logs/<topo>.controller.json, as the daemon's)")
+    add_tls_arguments(direct)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -253,14 +259,31 @@ def policy_set_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def check_no_daemon(sock: Path) -> None:
+    """DaemonError unless no daemon can be on `sock`: one answers there, or the socket exists but
+    cannot be reached (another user's daemon, whose socket is 0600; a stuck or crashed one), so
+    `--direct` never takes the switches from a daemon it merely cannot see."""
+    try:
+        running = api.call(sock, "ping", timeout=3.0)
+    except errors.RemoteError:
+        running = {}   # something answered, if not to ping
+    except errors.DaemonError as exc:
+        if not os.path.lexists(sock):
+            return
+        raise errors.DaemonError(f"{exc}: --direct refuses while that socket exists (a daemon of another "
+                                 "user, or a stuck one, would fight it over the switches; remove the "
+                                 "socket if no daemon runs)") from None
+    pid = running.get("pid", "?") if isinstance(running, dict) else "?"
+    raise errors.DaemonError(f"a controller daemon (pid {pid}) runs on {sock}; "
+                             "drop --direct so the two do not fight over the switches")
+
+
 def run_direct(args: argparse.Namespace, cmd: str, cargs: dict[str, Any], sock: Path) -> Any:
     """Execute a command in process, as primary with a higher election id than the daemon's."""
     if not args.topology or not args.p4info:
         raise errors.ConfigError("--direct needs --topology and --p4info")
-    running = api.ping(sock)
-    if running is not None:
-        raise errors.DaemonError(f"a controller daemon (pid {running.get('pid')}) runs on {sock}; "
-                                 "drop --direct so the two do not fight over the switches")
+    check_no_daemon(sock)
+    tls = resolve_client_tls(args.pki, args.plaintext, args.topology)
     topo = Topology.load(args.topology)
     config = read_bmv2_json(args.bmv2_json) if args.bmv2_json else None
     state_file = Path(args.state_file or f"logs/{topo.name}.controller.json")
@@ -270,7 +293,7 @@ def run_direct(args: argparse.Namespace, cmd: str, cargs: dict[str, Any], sock: 
                                  "(give --state-file, or install one with `policy apply FILE`)")
     ctl = NetworkController(topo, load_p4info_file(args.p4info), config,
                             election_id=DIRECT_ELECTION_ID, timeout=args.timeout,
-                            state_file=state_file, set_queues=False, reconnect=False)
+                            state_file=state_file, set_queues=False, reconnect=False, tls=tls)
     try:
         # switches without a pipeline get one (and the network) only when --bmv2-json is given
         ctl.start(push_pipeline=config is not None, sync=config is not None)

@@ -4,7 +4,7 @@ A job's policy has an ``epoch`` that grows on every change of what its switches 
 change of a running job applies from an ``effective_round`` no host has started yet; until the
 job's parameter server reports that round, the job's previous entries stay on the switches for
 the previous epoch (docs/contracts.md, Job policy). This module keeps that bookkeeping and the
-reports; :class:`controller.manager.NetworkController` does the switch writes.
+reports; :class:`controller.applier.PolicyApplier` does the switch writes.
 """
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ import copy
 import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from controller import p4names as N
 from controller.documents import DocumentError, load_file, short
@@ -38,7 +38,6 @@ PREVIOUS_ENTRY_PRIORITY = 2   # a pending change's previous entries, matched on 
 MAG_CLASSES = N.MAG_CLASS_MAX + 1
 
 _TOP_KEYS = {"version", "defaults", "jobs"}
-_DEFAULT_KEYS = {"priority", "drop_eligible", "drop_threshold", "mag_classes"}
 _FEATURE_KEYS = ("spray", "prioritize", "selective_drop")
 _JOB_KEYS = {"job", "name", "layers", "phases", "hole_fill", "early_close", "pcn", "ddl_flows",
              *_FEATURE_KEYS}
@@ -243,11 +242,16 @@ def _phases(raw: Any, path: str) -> tuple[Phase, ...]:
         high = _bound(ph["high"], f"{p}.high")
         if low > high:
             raise _fail(f"{p}.low", f"must not exceed high ({high:g}), got {low:g}")
-        for j, other in enumerate(out):
-            if rounds[0] <= other.rounds[1] and other.rounds[0] <= rounds[1]:
-                raise _fail(f"{p}.rounds", f"overlaps {path}[{j}].rounds "
-                                           f"({other.rounds[0]}-{other.rounds[1]})")
         out.append(Phase(rounds, low, high))
+    # overlaps in one pass over the phases sorted by start (no pairwise work on a long list);
+    # the error names the later phase of the pair, as listed, and the earlier one it overlaps
+    order = sorted(range(len(out)), key=lambda i: (out[i].rounds[0], i))
+    for a, b in zip(order, order[1:]):
+        if out[b].rounds[0] <= out[a].rounds[1]:
+            later, earlier = max(a, b), min(a, b)
+            other = out[earlier]
+            raise _fail(f"{path}[{later}].rounds", f"overlaps {path}[{earlier}].rounds "
+                                                   f"({other.rounds[0]}-{other.rounds[1]})")
     return tuple(out)
 
 
@@ -306,6 +310,21 @@ def _ddl_flows(raw: Any, path: str) -> tuple[DdlFlow, ...]:
 EMPTY_POLICY_HINT = ("it would delete every installed class (to do that on purpose: "
                      "`gradctl policy clear --yes`)")
 
+# A rule's fields the `defaults` section may set for every rule: how each is checked, and its
+# value when neither the rule nor `defaults` names it.
+_DEFAULTABLE: dict[str, tuple[Callable[[Any, str], Any], Any]] = {
+    "priority": (lambda v, path: _int(v, path, 0, 7), 0),
+    "drop_eligible": (_bool, True),
+    "drop_threshold": (lambda v, path: _int(v, path, 0, 0xFFFFFFFF), DEFAULT_DROP_THRESHOLD),
+    "mag_classes": (lambda v, path: _pair(v, path, 0, N.MAG_CLASS_MAX), [0, N.MAG_CLASS_MAX]),
+}
+_DEFAULT_KEYS = set(_DEFAULTABLE)
+# A job's fields that name one of a few choices: the choices, and the value when absent.
+_CHOICES: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "hole_fill": (HOLE_FILLS, None),             # None: the hosts' own flag
+    "early_close": (EARLY_CLOSE_LAWS, "telemetry"),
+}
+
 
 def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
     """Validate a policy document (the parsed YAML/JSON) into a :class:`Policy`.
@@ -320,98 +339,146 @@ def parse_policy(doc: Any, *, allow_empty: bool = False) -> Policy:
     _check_keys(doc, _TOP_KEYS, "")
     if "version" in doc and doc["version"] != 1:
         raise _fail("version", f"must be 1, got {short(doc['version'])}")
-    defaults = _check_keys(doc.get("defaults", {}) or {}, _DEFAULT_KEYS, "defaults")
-    d_prio = _int(defaults.get("priority", 0), "defaults.priority", 0, 7)
-    d_elig = _bool(defaults.get("drop_eligible", True), "defaults.drop_eligible")
-    d_thr = _int(defaults.get("drop_threshold", DEFAULT_DROP_THRESHOLD), "defaults.drop_threshold",
-                 0, 0xFFFFFFFF)
-    d_mag = _pair(defaults.get("mag_classes", [0, N.MAG_CLASS_MAX]), "defaults.mag_classes",
-                  0, N.MAG_CLASS_MAX)
+    defaults = _defaults(doc.get("defaults", {}) or {})
     raw_jobs = doc.get("jobs", []) or []
     if not isinstance(raw_jobs, list):
         raise _fail("jobs", f"must be a list, got {_kind(raw_jobs)}")
+    _check_counts(raw_jobs)
     jobs: list[Job] = []
-    n_rules = 0
-    n_flows = 0
     for ji, rj in enumerate(raw_jobs):
-        jp = f"jobs[{ji}]"
-        _check_keys(rj, _JOB_KEYS, jp)
-        if "job" not in rj:
-            raise _fail(f"{jp}.job", "missing (the job id, 0..65535)")
-        job_id = _int(rj["job"], f"{jp}.job", 0, (1 << N.JOB_ID_BITS) - 1)
-        for k, other in enumerate(jobs):
-            if other.job_id == job_id:
-                raise _fail(f"{jp}.job", f"job {job_id} is already defined by jobs[{k}]")
-        name = rj.get("name", f"job{job_id}")
-        if not isinstance(name, str) or not name:
-            raise _fail(f"{jp}.name", f"must be a non-empty string, got {_kind(name)}")
-        job_phases = _phases(rj["phases"], f"{jp}.phases") if "phases" in rj else ()
-        features = Features(*(_bool(rj.get(k, True), f"{jp}.{k}") for k in _FEATURE_KEYS))
-        hole_fill = rj.get("hole_fill")
-        if hole_fill is not None and hole_fill not in HOLE_FILLS:
-            raise _fail(f"{jp}.hole_fill", f"must be one of {', '.join(HOLE_FILLS)}, got {short(hole_fill)}")
-        early_close = rj.get("early_close", "telemetry")
-        if early_close not in EARLY_CLOSE_LAWS:
-            raise _fail(f"{jp}.early_close", f"must be one of {', '.join(EARLY_CLOSE_LAWS)}, "
-                                             f"got {short(early_close)}")
-        pcn = _pcn(rj["pcn"], f"{jp}.pcn") if "pcn" in rj else None
-        ddl_flows = _ddl_flows(rj["ddl_flows"], f"{jp}.ddl_flows") if "ddl_flows" in rj else ()
-        for fi, flow in enumerate(ddl_flows):
-            for k, other in enumerate(jobs):
-                for oi, theirs in enumerate(other.ddl_flows):
-                    if theirs.match == flow.match:
-                        raise _fail(f"{jp}.ddl_flows[{fi}]",
-                                    f"is the same flow as jobs[{k}].ddl_flows[{oi}]")
-            for oi, theirs in enumerate(ddl_flows[:fi]):
-                if theirs.match == flow.match:
-                    raise _fail(f"{jp}.ddl_flows[{fi}]", f"is the same flow as {jp}.ddl_flows[{oi}]")
-        n_flows += len(ddl_flows)
-        if n_flows > N.DDL_FLOW_TABLE_SIZE:
-            raise _fail(f"{jp}.ddl_flows", f"more than {N.DDL_FLOW_TABLE_SIZE} DDL flows in all "
-                                           "(the switch's ddl_flow table)")
-        raw_rules = rj.get("layers")
-        if not isinstance(raw_rules, list) or not raw_rules:
-            raise _fail(f"{jp}.layers", "must be a non-empty list of layer rules")
-        rules: list[Rule] = []
-        for ri, rr in enumerate(raw_rules):
-            rp = f"{jp}.layers[{ri}]"
-            _check_keys(rr, _RULE_KEYS, rp)
-            for key in ("range", "loss_bound"):
-                if key not in rr:
-                    raise _fail(f"{rp}.{key}", "missing")
-            layers = _pair(rr["range"], f"{rp}.range", 0, N.LAYER_ID_MAX)
-            mags = _pair(rr["mag_classes"], f"{rp}.mag_classes", 0, N.MAG_CLASS_MAX) \
-                if "mag_classes" in rr else d_mag
-            loss = _bound(rr["loss_bound"], f"{rp}.loss_bound")
-            pull = _bound(rr["pull_bound"], f"{rp}.pull_bound") if "pull_bound" in rr else loss
-            # a bound-0 (critical) rule never inherits the job's relaxing phases
-            phases = _phases(rr["phases"], f"{rp}.phases") if "phases" in rr \
-                else (job_phases if loss > 0 else ())
-            tightest_push = min([loss] + [ph.low for ph in phases])
-            if pull > tightest_push:
-                raise _fail(f"{rp}.pull_bound",
-                            f"must not exceed the push bound {tightest_push:g} (pull is tighter), "
-                            f"got {pull:g}")
-            rule = Rule(layers, mags, loss, pull,
-                        _int(rr.get("priority", d_prio), f"{rp}.priority", 0, 7),
-                        _bool(rr.get("drop_eligible", d_elig), f"{rp}.drop_eligible"),
-                        _int(rr.get("drop_threshold", d_thr), f"{rp}.drop_threshold", 0, 0xFFFFFFFF),
-                        phases)
-            for k, other in enumerate(rules):
-                if (layers[0] <= other.layers[1] and other.layers[0] <= layers[1]
-                        and mags[0] <= other.mag_classes[1] and other.mag_classes[0] <= mags[1]):
-                    raise _fail(rp, f"overlaps {jp}.layers[{k}] (layers {other.layers[0]}-"
-                                    f"{other.layers[1]}, mag_classes {other.mag_classes[0]}-"
-                                    f"{other.mag_classes[1]})")
-            rules.append(rule)
-        n_rules += len(rules)
-        if n_rules > N.NUM_SLOTS:
-            raise _fail(f"{jp}.layers", f"more than {N.NUM_SLOTS} rules in all (the switch's slots)")
-        jobs.append(Job(job_id, name, tuple(rules), features, hole_fill, early_close, pcn,
-                        ddl_flows))
+        jobs.append(_job(rj, f"jobs[{ji}]", defaults, jobs))
     if not jobs and not allow_empty:
         raise _fail("jobs", f"no jobs in the policy: {EMPTY_POLICY_HINT}")
     return Policy(tuple(jobs), copy.deepcopy(doc))
+
+
+def _check_counts(raw_jobs: list) -> None:
+    """The table sizes, checked on the raw lists before any element is validated or compared:
+    a document of a million flows or rules is refused at once, whatever its contents."""
+    n_rules = n_flows = 0
+    for ji, rj in enumerate(raw_jobs):
+        if not isinstance(rj, dict):
+            continue   # the job's own validation names it
+        rules, flows = rj.get("layers"), rj.get("ddl_flows")
+        n_rules += len(rules) if isinstance(rules, list) else 0
+        n_flows += len(flows) if isinstance(flows, list) else 0
+        if n_flows > N.DDL_FLOW_TABLE_SIZE:
+            raise _fail(f"jobs[{ji}].ddl_flows", f"more than {N.DDL_FLOW_TABLE_SIZE} DDL flows in all "
+                                                 "(the switch's ddl_flow table)")
+        if n_rules > N.NUM_SLOTS:
+            raise _fail(f"jobs[{ji}].layers", f"more than {N.NUM_SLOTS} rules in all (the switch's slots)")
+    if len(raw_jobs) > N.NUM_SLOTS:
+        raise _fail("jobs", f"{len(raw_jobs)} jobs, more than the switch's {N.NUM_SLOTS} slots "
+                            "(each job needs a rule)")
+
+
+def _defaults(raw: Any) -> dict[str, Any]:
+    """The `defaults` section with every field checked (and filled in)."""
+    section = _check_keys(raw, _DEFAULT_KEYS, "defaults")
+    return {key: check(section.get(key, builtin), f"defaults.{key}")
+            for key, (check, builtin) in _DEFAULTABLE.items()}
+
+
+def _defaulted(raw: dict, path: str, key: str, defaults: dict[str, Any]) -> Any:
+    """A rule's field ``key``: its own value, checked, else the policy's default."""
+    check, _ = _DEFAULTABLE[key]
+    return check(raw[key], f"{path}.{key}") if key in raw else defaults[key]
+
+
+def _choice(raw: dict, path: str, key: str) -> str | None:
+    """A job's field ``key`` that must be one of its choices (or absent)."""
+    choices, default = _CHOICES[key]
+    value = raw.get(key, default)
+    if value != default and value not in choices:
+        raise _fail(f"{path}.{key}", f"must be one of {', '.join(choices)}, got {short(value)}")
+    return value
+
+
+def _job(raw: Any, path: str, defaults: dict[str, Any], earlier: list[Job]) -> Job:
+    """Job ``path`` of the policy; ``earlier`` are the jobs before it (ids and DDL flows must
+    differ, and together they must fit the switch's tables)."""
+    _check_keys(raw, _JOB_KEYS, path)
+    if "job" not in raw:
+        raise _fail(f"{path}.job", "missing (the job id, 0..65535)")
+    job_id = _int(raw["job"], f"{path}.job", 0, (1 << N.JOB_ID_BITS) - 1)
+    for k, other in enumerate(earlier):
+        if other.job_id == job_id:
+            raise _fail(f"{path}.job", f"job {job_id} is already defined by jobs[{k}]")
+    name = raw.get("name", f"job{job_id}")
+    if not isinstance(name, str) or not name:
+        raise _fail(f"{path}.name", f"must be a non-empty string, got {_kind(name)}")
+    job_phases = _phases(raw["phases"], f"{path}.phases") if "phases" in raw else ()
+    features = Features(*(_bool(raw.get(k, True), f"{path}.{k}") for k in _FEATURE_KEYS))
+    hole_fill = _choice(raw, path, "hole_fill")
+    early_close = _choice(raw, path, "early_close")
+    pcn = _pcn(raw["pcn"], f"{path}.pcn") if "pcn" in raw else None
+    ddl_flows = _ddl_flows(raw["ddl_flows"], f"{path}.ddl_flows") if "ddl_flows" in raw else ()
+    _check_new_flows(ddl_flows, path, earlier)
+    if sum(len(j.ddl_flows) for j in earlier) + len(ddl_flows) > N.DDL_FLOW_TABLE_SIZE:
+        raise _fail(f"{path}.ddl_flows", f"more than {N.DDL_FLOW_TABLE_SIZE} DDL flows in all "
+                                         "(the switch's ddl_flow table)")
+    rules = _rules(raw.get("layers"), path, defaults, job_phases)
+    if sum(len(j.rules) for j in earlier) + len(rules) > N.NUM_SLOTS:
+        raise _fail(f"{path}.layers", f"more than {N.NUM_SLOTS} rules in all (the switch's slots)")
+    assert early_close is not None
+    return Job(job_id, name, rules, features, hole_fill, early_close, pcn, ddl_flows)
+
+
+def _check_new_flows(flows: tuple[DdlFlow, ...], path: str, earlier: list[Job]) -> None:
+    """No DDL flow of job ``path`` matches one of an earlier job or an earlier one of its own
+    (one lookup per flow: the first definition of each match)."""
+    first: dict[tuple, str] = {}
+    for k, other in enumerate(earlier):
+        for oi, theirs in enumerate(other.ddl_flows):
+            first.setdefault(theirs.match, f"jobs[{k}].ddl_flows[{oi}]")
+    for fi, flow in enumerate(flows):
+        here = f"{path}.ddl_flows[{fi}]"
+        seen = first.setdefault(flow.match, here)
+        if seen != here:
+            raise _fail(here, f"is the same flow as {seen}")
+
+
+def _rules(raw: Any, job_path: str, defaults: dict[str, Any],
+           job_phases: tuple[Phase, ...]) -> tuple[Rule, ...]:
+    """The `layers` rules of one job; no two may overlap (layers x magnitude classes)."""
+    if not isinstance(raw, list) or not raw:
+        raise _fail(f"{job_path}.layers", "must be a non-empty list of layer rules")
+    rules: list[Rule] = []
+    for ri, rr in enumerate(raw):
+        rp = f"{job_path}.layers[{ri}]"
+        rule = _rule(rr, rp, defaults, job_phases)
+        layers, mags = rule.layers, rule.mag_classes
+        for k, other in enumerate(rules):
+            if (layers[0] <= other.layers[1] and other.layers[0] <= layers[1]
+                    and mags[0] <= other.mag_classes[1] and other.mag_classes[0] <= mags[1]):
+                raise _fail(rp, f"overlaps {job_path}.layers[{k}] (layers {other.layers[0]}-"
+                                f"{other.layers[1]}, mag_classes {other.mag_classes[0]}-"
+                                f"{other.mag_classes[1]})")
+        rules.append(rule)
+    return tuple(rules)
+
+
+def _rule(raw: Any, path: str, defaults: dict[str, Any], job_phases: tuple[Phase, ...]) -> Rule:
+    """One layer rule; without its own `phases` it takes the job's unless its bound is 0."""
+    _check_keys(raw, _RULE_KEYS, path)
+    for key in ("range", "loss_bound"):
+        if key not in raw:
+            raise _fail(f"{path}.{key}", "missing")
+    layers = _pair(raw["range"], f"{path}.range", 0, N.LAYER_ID_MAX)
+    mags = _defaulted(raw, path, "mag_classes", defaults)
+    loss = _bound(raw["loss_bound"], f"{path}.loss_bound")
+    pull = _bound(raw["pull_bound"], f"{path}.pull_bound") if "pull_bound" in raw else loss
+    # a bound-0 (critical) rule never inherits the job's relaxing phases
+    phases = _phases(raw["phases"], f"{path}.phases") if "phases" in raw \
+        else (job_phases if loss > 0 else ())
+    tightest_push = min([loss] + [ph.low for ph in phases])
+    if pull > tightest_push:
+        raise _fail(f"{path}.pull_bound",
+                    f"must not exceed the push bound {tightest_push:g} (pull is tighter), "
+                    f"got {pull:g}")
+    return Rule(layers, mags, loss, pull, *(_defaulted(raw, path, key, defaults)
+                                            for key in ("priority", "drop_eligible", "drop_threshold")),
+                phases)
 
 
 def load_policy(path: str | Path) -> Policy:

@@ -14,7 +14,7 @@ from types import ModuleType
 from experiments.errors import UnknownExperimentError
 
 REQUIRED = ("FIGURES", "run_arm", "summarize", "plot")
-_HARNESS = {"api", "conditions", "config", "errors", "plots", "records", "report", "runner", "stats",
+_HARNESS = {"api", "conditions", "config", "errors", "plots", "records", "report", "stats",
             "training", "cli"}
 
 

@@ -5,13 +5,13 @@ import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import experiments
 from experiments import config as configs
 from experiments import report
 from experiments.errors import ExperimentError
 from experiments.records import ResultsDir
-from experiments.runner import Runner
 from sim.errors import SimError
 from topo.errors import TopoError
 
@@ -65,9 +65,10 @@ def _load_config(name: str, args: argparse.Namespace) -> configs.ExperimentConfi
             raise ExperimentError("--arms names no arm")
     path = Path(args.config) if args.config else configs.default_path(name)
     if args.backend == "ns3" and not args.config:
-        from sim import harness  # noqa: PLC0415 (ns-3 only when asked for)
-        if name in harness.NS3_ONLY_CONFIGS:
-            path = harness.REPO / harness.NS3_ONLY_CONFIGS[name]
+        from experiments.backends.ns3 import harness  # noqa: PLC0415 (ns-3 only when asked for)
+        simulation = harness.simulation(name)
+        if simulation is not None and simulation.config:
+            path = harness.REPO / simulation.config
     cfg = configs.load(path, quick=args.quick, overrides=overrides)
     if args.arms is not None:     # recorded, so that the summary's command names them
         cfg = replace(cfg, params={**cfg.params, "arms_selected": overrides["only_arms"]})
@@ -75,7 +76,7 @@ def _load_config(name: str, args: argparse.Namespace) -> configs.ExperimentConfi
         raise ExperimentError(f"{path}: name '{cfg.name}' is not experiment '{name}'")
     module = experiments.get(name)
     if args.backend == "ns3":
-        from sim import harness  # noqa: PLC0415 (ns-3 only when asked for)
+        from experiments.backends.ns3 import harness  # noqa: PLC0415 (ns-3 only when asked for)
         return harness.setup(cfg)
     setup = getattr(module, "setup", None)
     return setup(cfg) if setup else cfg
@@ -98,18 +99,23 @@ def run_one(name: str, args: argparse.Namespace) -> int:
         rd = ResultsDir.create(args.out, cfg.label)
         configs.save(cfg, rd.config_path)
     simulated = cfg.params.get("backend") == "ns3"
+    reported: Any = module          # what the summary and plots are made by
     if simulated:
-        from sim import harness  # noqa: PLC0415
-        module = harness.SimulatedModule(module)
+        from experiments.backends.ns3 import harness  # noqa: PLC0415 (ns-3 only when asked for)
+        simulation = harness.simulation(name)
+        if simulation is None:
+            raise ExperimentError(f"experiment {name} is not simulated yet")
+        reported = harness.SimulatedReport(module, simulation)
     if not args.report_only:
         try:
             if simulated:
                 harness.run(cfg, rd)
             else:
+                from experiments.backends.emulation import Runner  # noqa: PLC0415 (Mininet only when emulating)
                 Runner(module, cfg, rd, build_dir=args.build, log_dir=args.log_dir).run()
         except KeyboardInterrupt:
             return EXIT_INTERRUPTED
-    summary_path, plots = report.finish(module, cfg, rd)
+    summary_path, plots = report.finish(reported, cfg, rd)
     print(f"[{name}] summary: {summary_path}; plots: {', '.join(p.name for p in plots) or 'none'}", flush=True)
     print(summary_path.read_text(), flush=True)
     if args.publish:
@@ -139,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             worst = 0
             names = experiments.names()
             if args.backend == "ns3":
-                from sim import harness  # noqa: PLC0415
-                names = [n for n in names if n in harness.SIMULATED_EXPERIMENTS]
+                from experiments.backends.ns3 import harness  # noqa: PLC0415
+                names = harness.simulated_names()
             for name in names:
                 code = run_one(name, args)
                 if code == EXIT_INTERRUPTED:

@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
 from experiments import plots  # noqa: E402
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table  # noqa: E402
+from experiments.backends.ns3.simulation import Simulation  # noqa: E402
 from experiments.config import ExperimentConfig  # noqa: E402
 from experiments.records import Results  # noqa: E402
 from experiments.stats import fmt_num  # noqa: E402
@@ -248,7 +249,7 @@ def burst_duration(ctx: ArmContext) -> float:
         ref = ctx.config.arm(ref_name)
     except Exception:
         raise ExperimentParamError(f"params.reference_arm {ref_name!r} is not an arm of the config") from None
-    from experiments.runner import job_settings  # the runner's own per-arm job settings
+    from experiments.backends.emulation import job_settings  # the runner's own per-arm job settings
 
     session = ctx.session
     own = session.config
@@ -415,3 +416,9 @@ def _time_series(results: Results, path: Path, rep: int | None = None) -> Path:
     fig.savefig(path, dpi=plots.DPI)
     plt.close(fig)
     return path
+
+
+def simulated() -> Simulation:
+    """How an arm runs in ns-3 (`--backend ns3`): experiments/backends/ns3/dblp_microbursts.py."""
+    from experiments.backends.ns3 import dblp_microbursts as ns3  # noqa: PLC0415 (ns-3's modules only when asked for)
+    return ns3.SIMULATION

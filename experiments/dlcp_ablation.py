@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 
-from experiments import dlcp_simulated, plots
+from experiments import plots
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
+from experiments.backends.ns3.simulation import Simulation
 from experiments.conditions import flatten_counters
 from experiments.config import Arm, ExperimentConfig
 from experiments.records import Results
@@ -53,15 +54,6 @@ FIGURES = [
     Figure("accuracy_delta", "final accuracy, gradlane - best baseline", "no extra epochs within the bound",
            "points", "same rounds and seeds for every arm"),
 ]
-
-# simulated (--backend ns3, sim/dlcp.py): the network's figures at DLCP's scale, no training
-SIM_TITLE = ("DLCP ablation on a loaded leaf-spine, simulated: gradient push tail, round times and background "
-             "FCTs, one mechanism removed at a time")
-SIM_FIGURES = dlcp_simulated.FIGURES
-summarize_simulated = dlcp_simulated.summarize
-plot_simulated = dlcp_simulated.plot
-scale_text_simulated = dlcp_simulated.scale_text
-SIM_ROUND_BREAKDOWN = False     # several jobs' rounds at once: the per-job breakdown does not apply
 
 # -- arms -------------------------------------------------------------------------------------
 def features_of(arm: Arm) -> dict[str, bool]:
@@ -405,3 +397,9 @@ def plot(results: Results, config: ExperimentConfig, out_dir: Path) -> list[Path
     out.append(plots.round_time_cdf(results, out_dir / "round_time_cdf.png", arms))
     out.append(plots.time_to_accuracy(results, out_dir / "accuracy_over_time.png", arms, target=target))
     return out
+
+
+def simulated() -> Simulation:
+    """How an arm runs in ns-3 (`--backend ns3`): experiments/backends/ns3/dlcp_ablation.py."""
+    from experiments.backends.ns3 import dlcp_ablation as ns3  # noqa: PLC0415 (ns-3's modules only when asked for)
+    return ns3.SIMULATION

@@ -1,4 +1,4 @@
-"""dlcp_ablation's figures when simulated (`--backend ns3`, sim/dlcp.py): DLCP's 144-host
+"""dlcp_ablation's figures when simulated (`--backend ns3`, experiments/backends/ns3/dlcp_ablation.py): DLCP's 144-host
 loaded leaf-spine with sized gradients, so the figures are the network's: round times, each
 worker's gradient push time (DLCP's "tail FCT"), the background flows' completion times and the
 drops, per arm and against TCP DCTCP (DLCP's baseline). Time to accuracy is n/a here: the
@@ -16,6 +16,9 @@ from experiments.records import Results
 from experiments.stats import fmt_num, percentile
 from experiments.stats import summarize as stat_of
 
+TITLE = ("DLCP ablation on a loaded leaf-spine, simulated: gradient push tail, round times and background "
+         "FCTs, one mechanism removed at a time")
+ROUND_BREAKDOWN = False     # several jobs' rounds at once: the per-job breakdown does not apply
 DCTCP = "tcp-dctcp"
 FEATURE_KEYS = {"prioritize": "priority", "selective_drop": "selective_drop", "spray": "spray"}
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from experiments import plots
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
+from experiments.backends.ns3.simulation import Simulation
 from experiments.config import ExperimentConfig
 from experiments.records import Results
 from experiments.stats import Stat, fmt_num, percentile
@@ -309,3 +310,9 @@ def plot(results: Results, config: ExperimentConfig, out_dir: Path) -> list[Path
     out.append(plots.lines(series, out_dir / "worker_trend.png", "workers", "rounds/s",
                            "Throughput vs number of workers", log_y=True))
     return out
+
+
+def simulated() -> Simulation:
+    """How an arm runs in ns-3 (`--backend ns3`): experiments/backends/ns3/ltp_incast.py."""
+    from experiments.backends.ns3 import ltp_incast as ns3  # noqa: PLC0415 (ns-3's modules only when asked for)
+    return ns3.SIMULATION

@@ -20,6 +20,7 @@ from typing import Any
 
 from experiments import plots
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
+from experiments.backends.ns3.simulation import Simulation
 from experiments.config import ExperimentConfig
 from experiments.errors import ExperimentError
 from controller.errors import PolicyError
@@ -357,3 +358,9 @@ def plot(results: Results, config: ExperimentConfig, out_dir: Path) -> list[Path
                               f"{key.rsplit('_', 1)[0].replace('_', ' ')} ({_UNIT[key]})",
                               f"{fig.label.split(',')[0]} (paper: {fig.paper})", flagged=flagged))
     return out
+
+
+def simulated() -> Simulation:
+    """How an arm runs in ns-3 (`--backend ns3`): experiments/backends/ns3/pcn.py."""
+    from experiments.backends.ns3 import pcn as ns3  # noqa: PLC0415 (ns-3's modules only when asked for)
+    return ns3.SIMULATION

@@ -19,6 +19,7 @@ from typing import Any
 
 from experiments import plots, route_rto
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
+from experiments.backends.ns3.simulation import Simulation
 from experiments.config import Arm, ExperimentConfig
 from experiments.errors import ConfigError
 from experiments.mathis import rtt_for_bdp, tcp_share
@@ -396,3 +397,9 @@ def plot(results: Results, config: ExperimentConfig, out_dir: Path) -> list[Path
                              "Mathis: TCP's share of the bottleneck (8 flows)", "loss %", "BDP (packets)",
                              center=None, cmap="Blues"))
     return out
+
+
+def simulated() -> Simulation:
+    """How an arm runs in ns-3 (`--backend ns3`): experiments/backends/ns3/regimes.py."""
+    from experiments.backends.ns3 import regimes as ns3  # noqa: PLC0415 (ns-3's modules only when asked for)
+    return ns3.SIMULATION

@@ -1,7 +1,7 @@
 """`make fuzz`: run the bounded fuzzers one after another and print what each tried and found.
 
 python -m fuzz [--seconds S] [--scale X] [--seed N] [NAME ...]   (names: frames, p4runtime,
-policies, gradients, join-first, spoofed). Exit status 1 when any fuzzer saw a crash, a hang or a
+policies, gradients, join-first, spoofed, control). Exit status 1 when any fuzzer saw a crash, a hang or a
 traceback.
 """
 from __future__ import annotations
@@ -15,7 +15,8 @@ from fuzz.report import Report, print_reports
 # name -> (default count, share of the time budget)
 DEFAULTS: dict[str, tuple[int, float]] = {
     "frames": (200_000, 0.25), "p4runtime": (20_000, 0.2), "policies": (3_000, 0.2),
-    "gradients": (100_000, 0.15), "join-first": (20_000, 0.1), "spoofed": (50_000, 0.1)}
+    "gradients": (100_000, 0.15), "join-first": (20_000, 0.1), "spoofed": (50_000, 0.1),
+    "control": (3_000, 0.15)}
 
 
 def _runner(name: str) -> Callable[[int, float, int], Report]:
@@ -31,6 +32,9 @@ def _runner(name: str) -> Callable[[int, float, int], Report]:
     if name == "join-first":
         from fuzz.join_first import run as run_join_first
         return run_join_first
+    if name == "control":
+        from fuzz.control_plane import run as run_control
+        return run_control
     if name == "spoofed":
         from fuzz.spoofed import run as run_spoofed
         return run_spoofed

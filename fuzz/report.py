@@ -15,27 +15,29 @@ class Report:
     crashes: int = 0
     hangs: int = 0
     tracebacks: int = 0
+    breaches: int = 0  # an unauthenticated request answered, or a controller locked out
     examples: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
     def failures(self) -> int:
-        return self.crashes + self.hangs + self.tracebacks
+        return self.crashes + self.hangs + self.tracebacks + self.breaches
 
     def fail(self, kind: str, example: str) -> None:
-        """Record a failure of ``kind`` (crash, hang or traceback)."""
-        setattr(self, kind + ("es" if kind == "crash" else "s"),
-                getattr(self, kind + ("es" if kind == "crash" else "s")) + 1)
+        """Record a failure of ``kind`` (crash, hang, traceback or breach)."""
+        counter = kind + ("es" if kind in ("crash", "breach") else "s")
+        setattr(self, counter, getattr(self, counter) + 1)
         if len(self.examples) < 5:
             self.examples.append(f"{kind}: {example[:300]}")
 
 
 def print_reports(reports: list[Report]) -> None:
     """The summary table and the first examples of every failure."""
-    print(f"{'FUZZER':<12} {'TRIED':>8} {'CRASHES':>8} {'HANGS':>6} {'TRACEBACKS':>10} {'SECONDS':>8}  OUTCOMES")
+    print(f"{'FUZZER':<12} {'TRIED':>8} {'CRASHES':>8} {'HANGS':>6} {'TRACEBACKS':>10} {'BREACHES':>8} "
+          f"{'SECONDS':>8}  OUTCOMES")
     for r in reports:
         top = ", ".join(f"{k} {v}" for k, v in r.outcomes.most_common(6))
-        print(f"{r.name:<12} {r.tried:>8} {r.crashes:>8} {r.hangs:>6} {r.tracebacks:>10} "
+        print(f"{r.name:<12} {r.tried:>8} {r.crashes:>8} {r.hangs:>6} {r.tracebacks:>10} {r.breaches:>8} "
               f"{r.seconds:>8.1f}  {top}")
     for r in reports:
         for ex in r.examples:

@@ -11,6 +11,7 @@ or an INTERNAL status.
 from __future__ import annotations
 
 import random
+import re
 import socket
 import struct
 import subprocess
@@ -78,7 +79,8 @@ def _frame(rng: random.Random) -> bytes:
 class LocalSwitch:
     """An embedded switch process on loopback running gradlane.p4; stop() ends it by PID."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, tls: "tuple[list[str], grpc.ChannelCredentials] | None" = None) -> None:
+        """`tls`: the switch's TLS target flags and the credentials to connect with (else plaintext)."""
         from p4target.compiler import compile_file
         program = compile_file(str(ROOT / "p4src" / "gradlane.p4"), include_dirs=[str(ROOT / "p4src")])
         self.p4info = program.p4info
@@ -92,14 +94,16 @@ class LocalSwitch:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "p4target", "switch", str(self.json_path), "--thrift-port", "0",
              "--log-file", str(self.log_path), "-L", "warn", "--",
-             "--grpc-server-addr", self.address, "--cpu-port", str(CPU_PORT), "--priority-queues", "8"],
+             "--grpc-server-addr", self.address, "--cpu-port", str(CPU_PORT), "--priority-queues", "8",
+             *(tls[0] if tls else [])],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
+        self.thrift_port: int | None = None
         ready = threading.Event()
         threading.Thread(target=self._watch, args=(ready,), daemon=True).start()
         if not ready.wait(60) or self.proc.poll() is not None:
             self.stop()
             raise RuntimeError(f"the switch did not start (log {self.log_path})")
-        self.channel = grpc.insecure_channel(self.address)
+        self.channel = grpc.secure_channel(self.address, tls[1]) if tls else grpc.insecure_channel(self.address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._requests: "list[p4runtime_pb2.StreamMessageRequest]" = []
         self._cv = threading.Condition()
@@ -118,6 +122,8 @@ class LocalSwitch:
     def _watch(self, ready: threading.Event) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            if "Thrift server listening on port" in line:
+                self.thrift_port = int(line.rsplit(" ", 1)[1])
             if "switch ready" in line:
                 ready.set()
 
@@ -171,8 +177,11 @@ class LocalSwitch:
         except OSError:
             err = []
         for i, line in enumerate(err):
-            if line.startswith("Traceback") and not (i and "Exception deserializing request" in err[i - 1]):
-                out.append(" | ".join(err[max(0, i - 1):i + 12])[-400:])
+            if not line.startswith("Traceback") or (i and _benign_traceback(err[i - 1], err[i:i + 40])):
+                continue
+            if i >= 2 and not err[i - 1].strip() and ("During handling" in err[i - 2] or "direct cause" in err[i - 2]):
+                continue  # the next link of a chained traceback: its first link was classified
+            out.append(" | ".join(err[max(0, i - 1):i + 12])[-400:])
         return out
 
     def tx_packets(self) -> int:
@@ -201,6 +210,19 @@ class LocalSwitch:
         if self.proc.stdout:
             self.proc.stdout.close()
         self._stderr.close()
+
+
+def _benign_traceback(before: str, lines: list[str]) -> bool:
+    """Tracebacks that report an input refused as it should be: grpcio's own report of request
+    bytes that are not a protobuf message (unary or stream; answered INTERNAL or the stream
+    closed), and the Thrift library's log of an error it answers the client with (an exception
+    of the service, not one of our handler's failures, which it reports as `Name: Error: ...`)."""
+    if "Exception deserializing request" in before or "Exception deserializing message" in before:
+        return True
+    if "TApplication exception in handler" in before:
+        last = next((line for line in lines[1:] if not line.startswith(" ")), "")
+        return re.search(r": \w+(Error|Exception): ", last) is None
+    return False
 
 
 def _install_routes(sw: LocalSwitch) -> None:

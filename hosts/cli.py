@@ -10,6 +10,7 @@ import sys
 from typing import Callable
 
 from hosts.errors import ConfigError, HostsError
+from p4target.atomic_files import AtomicWriteError, write_text
 
 _PR_SET_PDEATHSIG = 1
 
@@ -31,6 +32,16 @@ def die_with_parent() -> None:
         pass
 
 
+def write_pid_file(path: str) -> None:
+    """This process's PID in `path`, through the one atomic writer (an unpredictable temporary
+    created exclusively, then renamed over `path`: a symlink planted at either name is never
+    followed). ConfigError naming the file when it cannot be written."""
+    try:
+        write_text(path, f"{os.getpid()}\n")
+    except AtomicWriteError as exc:
+        raise ConfigError(f"--pid-file: {exc}") from None
+
+
 def run_agent(body: Callable[[], None], pid_file: str | None = None,
               prog: str | None = None, preload: Callable[[], None] | None = None) -> int:
     """Run an agent's main body: writes/removes the PID file, turns SIGTERM into a clean exit
@@ -46,13 +57,7 @@ def run_agent(body: Callable[[], None], pid_file: str | None = None,
     signal.signal(signal.SIGINT, _on_signal)
     try:
         if pid_file:
-            try:   # written whole, then renamed: a reader never sees it empty
-                tmp = f"{pid_file}.{os.getpid()}.tmp"
-                with open(tmp, "w") as f:
-                    f.write(f"{os.getpid()}\n")
-                os.replace(tmp, pid_file)
-            except OSError as exc:
-                raise ConfigError(f"cannot write --pid-file {pid_file}: {exc.strerror}") from None
+            write_pid_file(pid_file)
         body()
         return 0
     except Terminated:

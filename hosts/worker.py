@@ -59,9 +59,9 @@ def work(args: argparse.Namespace) -> None:
     if args.rank >= wire.PS_RANK:
         raise ConfigError(f"--rank {args.rank} is reserved")
     check_fault_arguments(args)
-    data = dataset.load(args.seed)
-    x, y = dataset.shard(data, args.rank, args.workers)
     spec = model_spec(args)
+    data = spec.load_data(args.seed)
+    x, y = dataset.shard(data, args.rank, args.workers)
     model = spec.build(data.num_features, data.num_classes, args.seed)
     plan = ChunkPlan(model.layer_sizes(), args.chunk_elems)
     job_key.require_flag(args.job_key)

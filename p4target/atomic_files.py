@@ -5,7 +5,10 @@ The one atomic writer of the project (the controller's state file, run records, 
 experiment state and policies use it too; p4target is the layer everyone may import). The
 temporary is created exclusively under an unpredictable name (mkstemp: O_EXCL, so a symlink
 planted beside the target is never followed), and the rename replaces a symlink at the target
-itself instead of writing through it.
+itself instead of writing through it. The permissions are set on the open descriptor
+(fchmod) before the data is written, never by name; and the rename happens only if the
+temporary's name still is the file written (same device and inode), so a temporary moved away
+and replaced by a symlink in a folder others can write is an error, not a file put in place.
 """
 from __future__ import annotations
 
@@ -42,6 +45,18 @@ def _sync_dir(folder: str) -> None:
         os.close(fd)
 
 
+def _check_unchanged(tmp: str, identity: tuple[int, int], path: PathLike) -> None:
+    """AtomicWriteError unless the name `tmp` still is the file this writer created: another user
+    who may write the folder could have moved it away and put a symlink in its place."""
+    try:
+        info = os.lstat(tmp)
+    except OSError as exc:
+        raise AtomicWriteError(f"cannot write {path}: its temporary {tmp} went away ({exc.strerror})") from None
+    if (info.st_dev, info.st_ino) != identity:
+        raise AtomicWriteError(f"cannot write {path}: its temporary {tmp} was replaced while being written "
+                               "(another user can write that folder)")
+
+
 def write_files(files: Iterable[tuple[PathLike, bytes]], durable: bool = False,
                 mode: int | None = None) -> None:
     """Write every (path, data) or none: stage all as temporaries, then rename them into place.
@@ -53,6 +68,7 @@ def write_files(files: Iterable[tuple[PathLike, bytes]], durable: bool = False,
     rename is the only step that can then fail, and it rarely does on one file system).
     """
     staged: list[tuple[str, PathLike]] = []
+    written: dict[str, tuple[int, int]] = {}  # temporary -> (st_dev, st_ino) of what was written
     mode = new_file_mode() if mode is None else mode
     try:
         for path, data in files:
@@ -67,15 +83,20 @@ def write_files(files: Iterable[tuple[PathLike, bytes]], durable: bool = False,
             staged.append((tmp, path))
             try:
                 with os.fdopen(fd, "wb") as fh:
+                    # on the descriptor, never by path: the name could be swapped for a symlink
+                    # before a chmod by name, which would then change the file it points to
+                    os.fchmod(fh.fileno(), mode)
+                    info = os.fstat(fh.fileno())
+                    written[tmp] = (info.st_dev, info.st_ino)
                     fh.write(data)
                     if durable:
                         fh.flush()
                         os.fsync(fh.fileno())
-                os.chmod(tmp, mode)
             except OSError as exc:
                 raise AtomicWriteError(f"cannot write {path}: {exc.strerror}") from None
         while staged:
             tmp, path = staged[0]
+            _check_unchanged(tmp, written[tmp], path)
             try:
                 os.replace(tmp, path)
             except OSError as exc:

@@ -1,6 +1,6 @@
 """Background traffic in a simulated fabric: TCP flows between random host pairs, Poisson
 arrivals at a load of the hosts' link rate, sizes from an empirical CDF (`sim/cpp/background.h :
-TcpBackground`: every packet's work in C++), and what their completion times were.
+TcpBackground`: every packet's work in C++), and each flow's start, end and size (`flows`).
 
 The load is per sending host: with `n` hosts each offering `load` x its link rate on average,
 flows arrive at n x load x rate / (8 x mean size) per second, the mean taken from the CDF as
@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from experiments.stats import percentile
 from sim import tcp
 from sim.errors import SimError
 from sim.network import SimNetwork
@@ -27,8 +26,6 @@ MSS = 1460
 WEB_SEARCH_CDF: tuple[tuple[float, float], ...] = tuple((p * MSS, c) for p, c in (
     (6, 0.0), (6, 0.15), (13, 0.2), (19, 0.3), (33, 0.4), (53, 0.53), (133, 0.6), (667, 0.7),
     (1333, 0.8), (3333, 0.9), (6667, 0.97), (20000, 1.0)))
-# FCT size classes (bytes, upper bounds): small, medium, large as DCTCP's and pFabric's figures split them
-SIZE_CLASSES = (("small <100 kB", 100e3), ("medium 100 kB-10 MB", 10e6), ("large >10 MB", float("inf")))
 
 
 @dataclass(frozen=True)
@@ -112,24 +109,4 @@ def flows(app: Any) -> list[dict[str, Any]]:
         start = float(app.start[i])
         out.append({"start": start, "end": end if end >= 0 else None, "bytes": int(app.size[i]),
                     "fct_s": end - start if end >= 0 else None, "src": int(app.src[i]), "dst": int(app.dst[i])})
-    return out
-
-
-def fct_stats(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """FCT figures of background flows: mean and p99 (s) over completed flows, per size class
-    too, and how many arrived and completed."""
-    done = [r for r in records if r["fct_s"] is not None]
-    fcts = [r["fct_s"] for r in done]
-    out: dict[str, Any] = {"flows": len(records), "completed": len(done),
-                           "fct_mean_s": sum(fcts) / len(fcts) if fcts else None,
-                           "fct_p50_s": percentile(fcts, 50), "fct_p99_s": percentile(fcts, 99),
-                           "offered_bytes": sum(r["bytes"] for r in records), "by_size": {}}
-    low = 0.0
-    for label, high in SIZE_CLASSES:
-        cls = [r for r in records if low < r["bytes"] <= high]
-        times = [r["fct_s"] for r in cls if r["fct_s"] is not None]
-        out["by_size"][label] = {"flows": len(cls), "completed": len(times),
-                                 "fct_mean_s": sum(times) / len(times) if times else None,
-                                 "fct_p99_s": percentile(times, 99)}
-        low = high
     return out

@@ -37,12 +37,15 @@ def require(module: str, what: str) -> None:
 
 
 def controller_argv(topology: str, p4info: str, bmv2_json: str, policy: str | None,
-                    log_dir: str) -> list[str]:
-    """The controller daemon's command line; its socket, PID file and state live in `log_dir`."""
+                    log_dir: str, pki: str | None = None) -> list[str]:
+    """The controller daemon's command line; its socket, PID file and state live in `log_dir`.
+    `pki`: the run's certificate folder (topo.pki) the daemon connects to the switches with;
+    None: the switches run without TLS (`--plaintext`)."""
     argv = [sys.executable, "-u", "-m", CONTROLLER_MODULE, "--topology", topology, "--p4info", p4info,
             "--bmv2-json", bmv2_json, "--listen", controller_socket(log_dir),
             "--pid-file", f"{log_dir}/controller.pid",
             "--state-file", controller_state_file(topology, log_dir)]
+    argv += ["--pki", pki] if pki else ["--plaintext"]
     if policy:
         argv += ["--policy", policy]
     return argv

@@ -29,6 +29,7 @@ class NetworkOptions:
     bursts: tuple[str, ...] = ()
     static_arp: bool = False
     start_timeout: float = 60.0
+    tls: tuple[str, ...] = ()  # the switches' TLS flags (topo.pki); empty: plaintext P4Runtime
 
 
 def interface_name(node: str, port: int) -> str:
@@ -97,7 +98,8 @@ class GradNetwork:
             node = net.addSwitch(name, cls=P4Switch, desc=sw, tool=self.tool, json_path=self.options.json_path,
                                  record=self.record, impairments=plan.switch_specs.get(name, ()),
                                  port_rates={port: pps for port, pps in rates.items() if pps},
-                                 pcap_dir=self.options.pcap_dir, start_timeout=self.options.start_timeout)
+                                 pcap_dir=self.options.pcap_dir, start_timeout=self.options.start_timeout,
+                                 tls=self.options.tls)
             self.record.add_process(node.pid, f"{name}-shell", "node-shell")
         for name, host in self.topo.hosts.items():
             router_mac = self.topo.switches[host.switch].router_mac if self.options.static_arp else None

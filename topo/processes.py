@@ -6,6 +6,7 @@ execs, so the recorded PID is the agent's own). Every one dies with the run (PR_
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -13,7 +14,32 @@ from typing import Any, Callable
 
 from topo.errors import ProcessStartError
 from topo.pidfile import RunRecord, process_start_time, terminate
-from topo.switch_node import dying_with_parent, log_tail
+
+
+def dying_with_parent(argv: list[str]) -> list[str]:
+    """`argv` prefixed so that the process gets SIGTERM when the process that started it dies.
+
+    util-linux's `setpriv --pdeathsig` sets the signal and execs, so the PID stays the program's.
+    Not a Popen `preexec_fn`: that forces a plain fork(), which runs gRPC's fork handlers in the
+    child; grpcio >= 1.81 then restarts its poller there and aborts on EBADF once close_fds
+    closes the poller's epoll descriptor (grpc/grpc#43055). Without setpriv, no death signal.
+    Raises FileNotFoundError when `argv[0]` is not an executable, as Popen would.
+    """
+    if shutil.which(argv[0]) is None:
+        raise FileNotFoundError(2, "no such executable", argv[0])
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else list(argv)
+
+
+def log_tail(path: str | Path, lines: int = 15) -> str:
+    """The last `lines` lines of a log file (or a note that it is empty/missing)."""
+    try:
+        text = Path(path).read_text(errors="replace").rstrip("\n")
+    except OSError:
+        return f"    (no log at {path})"
+    if not text:
+        return f"    ({path} is empty)"
+    return "\n".join("    " + line for line in text.splitlines()[-lines:])
 
 
 class ManagedProcess:

@@ -58,6 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-controller", action="store_true",
                    help="start the network only (switches unprogrammed; for debugging the target)")
     p.add_argument("--timeout", type=float, default=600.0, help="demo job time limit, s (default 600)")
+    p.add_argument("--plaintext", action="store_true",
+                   help="P4Runtime without TLS (a testbed without PKI; any local user can then program "
+                        "the switches). Default: a fresh CA per run, TLS with client certificates, "
+                        "certificates in LOG_DIR/pki")
     t = p.add_argument_group("training jobs (every job of the run)")
     t.add_argument("--transport", default="ltp", choices=TRANSPORTS,
                    help="ltp (ours), mlt (software-MLT baseline: one fixed bound, PLAIN packets) "
@@ -115,7 +119,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
     return RunConfig(topo_name=args.topo, build_dir=args.build, log_dir=args.log_dir, params=params,
                      policy=policy, pcap=args.pcap, bursts=tuple(args.burst), rounds=args.rounds,
                      controller=not args.no_controller, transport=args.transport, pace=args.pace,
-                     tcp_ecn=args.tcp_ecn, agent_args=agent_args, min_workers=args.min_workers)
+                     tcp_ecn=args.tcp_ecn, agent_args=agent_args, min_workers=args.min_workers,
+                     plaintext=args.plaintext)
 
 
 def overview(session: RunSession) -> str:
@@ -140,6 +145,7 @@ def overview(session: RunSession) -> str:
     out.append("hosts:")
     for name, host in topo.hosts.items():
         out.append(f"  {name:<4} {host.ip}/{host.prefix_len:<3} {host.role:<10} on {host.switch} port {host.switch_port}")
+    out.append(control_plane_line(session))
     imp = session.impairment_lines or ["none requested"]
     out.append("link impairments: " + "; ".join(imp))
     if session.controller is not None:
@@ -151,6 +157,15 @@ def overview(session: RunSession) -> str:
     out.append(f"description: {cfg.topology_path}; run record: {cfg.log_dir}/run.pids.json"
                + ("; pcaps in pcaps/" if cfg.pcap else ""))
     return "\n".join(out)
+
+
+def control_plane_line(session: RunSession) -> str:
+    """How the switches' P4Runtime is protected in this run."""
+    if session.pki is None:
+        return ("control plane: P4Runtime in plaintext (--plaintext): any local user can program the "
+                "switches; see docs/security.md")
+    return (f"control plane: P4Runtime over TLS, client certificates of this run's CA only "
+            f"({session.pki.folder}; --plaintext turns it off)")
 
 
 CLI_HELP = """\

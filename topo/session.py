@@ -20,8 +20,8 @@ from topo import agents
 from topo.errors import ProcessStartError, RunError, TopoError, ToolchainError
 from topo.network import GradNetwork, NetworkOptions
 from topo.pidfile import RunRecord, delete_interface, is_same_process
-from topo.processes import ManagedProcess
-from topo.switch_node import log_tail
+from topo.pki import RunPki, create_run_pki
+from topo.processes import ManagedProcess, log_tail
 from topo.stop import stop_recorded
 from topo.supervisor import Supervisor
 from topo.topologies import TopoParams, build_topology
@@ -61,6 +61,9 @@ class RunConfig:
     supervise: bool = True
     # The fewest workers a job may shrink to when workers die (the PS's --min-workers).
     min_workers: int | None = None
+    # P4Runtime without TLS (a testbed without PKI): any local user could then program the
+    # switches. Default: a per-run CA, TLS with client certificates (topo/pki.py).
+    plaintext: bool = False
 
     @property
     def bmv2_json(self) -> str:
@@ -94,6 +97,7 @@ class RunSession:
         self.running: dict[int, TrainingJob] = {}   # job id -> a job started beside others
         self.background: list[ManagedProcess] = []
         self.supervisor: Supervisor | None = None
+        self.pki: RunPki | None = None
 
     # -- bring-up --------------------------------------------------------------------------
     def start(self) -> "RunSession":
@@ -114,12 +118,14 @@ class RunSession:
             self.stale = stop_recorded(cfg.log_dir).stopped
             self._forget_controller_state()
             self.record = RunRecord.create(cfg.log_dir, self.topo.name)
+            self.pki = None if cfg.plaintext else create_run_pki(cfg.log_dir)
             pcap_dir = str(Path(cfg.pcap_dir).absolute()) if cfg.pcap else None
             if pcap_dir:
                 Path(pcap_dir).mkdir(parents=True, exist_ok=True)
             self.network = GradNetwork(self.topo, self.record, NetworkOptions(
                 json_path=cfg.bmv2_json, pcap_dir=pcap_dir, bursts=cfg.bursts, static_arp=cfg.static_arp,
-                start_timeout=cfg.switch_timeout), switch_tool())
+                start_timeout=cfg.switch_timeout, tls=tuple(self.pki.switch_flags()) if self.pki else ()),
+                switch_tool())
             plan = self.network.plan_links()
             self.impairment_lines = plan.summary(self.topo)
             self.topo.save(cfg.topology_path)
@@ -157,7 +163,8 @@ class RunSession:
     def _start_controller(self) -> None:
         cfg = self.config
         assert self.record is not None
-        argv = agents.controller_argv(cfg.topology_path, cfg.p4info, cfg.bmv2_json, cfg.policy, cfg.log_dir)
+        argv = agents.controller_argv(cfg.topology_path, cfg.p4info, cfg.bmv2_json, cfg.policy, cfg.log_dir,
+                                      pki=str(self.pki.folder) if self.pki else None)
         proc = ManagedProcess("controller", "controller", argv, Path(cfg.log_dir) / "controller.log", self.record)
         self.controller = proc.start()
         ready = re.compile(agents.CONTROLLER_READY, re.MULTILINE)

@@ -11,7 +11,6 @@ spends its CPU doing so. `start()` only launches it; `wait_ready()` is the healt
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -23,34 +22,9 @@ from mininet.node import Switch
 from controller import topology
 from topo.errors import SwitchStartError
 from topo.pidfile import RunRecord, process_start_time, terminate
+from topo.processes import dying_with_parent, log_tail
 from topo.toolchain import (DEFAULT_SWITCH_LOG, LOG_FILE_BACKUPS, LOG_FILE_MAX_BYTES, Tool, switch_log_files,
                             switch_log_level)
-
-
-def dying_with_parent(argv: list[str]) -> list[str]:
-    """`argv` prefixed so that the process gets SIGTERM when the process that started it dies.
-
-    util-linux's `setpriv --pdeathsig` sets the signal and execs, so the PID stays the program's.
-    Not a Popen `preexec_fn`: that forces a plain fork(), which runs gRPC's fork handlers in the
-    child; grpcio >= 1.81 then restarts its poller there and aborts on EBADF once close_fds
-    closes the poller's epoll descriptor (grpc/grpc#43055). Without setpriv, no death signal.
-    Raises FileNotFoundError when `argv[0]` is not an executable, as Popen would.
-    """
-    if shutil.which(argv[0]) is None:
-        raise FileNotFoundError(2, "no such executable", argv[0])
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else list(argv)
-
-
-def log_tail(path: str | Path, lines: int = 15) -> str:
-    """The last `lines` lines of a log file (or a note that it is empty/missing)."""
-    try:
-        text = Path(path).read_text(errors="replace").rstrip("\n")
-    except OSError:
-        return f"    (no log at {path})"
-    if not text:
-        return f"    ({path} is empty)"
-    return "\n".join("    " + line for line in text.splitlines()[-lines:])
 
 
 def port_accepts(port: int, host: str = "127.0.0.1") -> bool:
@@ -75,11 +49,13 @@ def log_flags(log_path: str, level: str) -> list[str]:
 def switch_command(tool: Tool, desc: topology.Switch, ports: dict[int, str], json_path: str | None, *,
                    pcap_dir: str | None = None, impairments: tuple[str, ...] = (),
                    port_rates: dict[int, float] | None = None,
-                   log_level: str = DEFAULT_SWITCH_LOG) -> list[str]:
+                   log_level: str = DEFAULT_SWITCH_LOG, tls: tuple[str, ...] = ()) -> list[str]:
     """The argv of one switch process (simple_switch_grpc flags). Its servers listen on
     loopback only: P4Runtime on `desc.grpc_addr` (127.0.0.1 from `topologies`), Thrift on
     127.0.0.1 via our `--thrift-ip` where the switch is the embedded one (BMv2's Thrift server
-    has no such flag and listens on every address). It logs to `desc.log` at `log_level`."""
+    has no such flag and listens on every address; the embedded one serves only its own user).
+    `tls`: the TLS target flags (`RunPki.switch_flags`), the same for BMv2 and the embedded
+    switch; empty for plaintext P4Runtime. It logs to `desc.log` at `log_level`."""
     argv = list(tool.argv)
     for port, iface in sorted(ports.items()):
         argv += ["-i", f"{port}@{iface}"]
@@ -97,7 +73,7 @@ def switch_command(tool: Tool, desc: topology.Switch, ports: dict[int, str], jso
             argv += ["--port-rate", f"{port}:{pps:g}"]
     argv += [json_path] if json_path else ["--no-p4"]
     argv += ["--", "--grpc-server-addr", desc.grpc_addr, "--cpu-port", str(desc.cpu_port),
-             "--priority-queues", str(desc.priority_queues)]
+             "--priority-queues", str(desc.priority_queues), *tls]
     return argv
 
 
@@ -108,7 +84,7 @@ class P4Switch(Switch):
                  json_path: str | None = None, record: RunRecord | None = None,
                  impairments: tuple[str, ...] = (), pcap_dir: str | None = None,
                  port_rates: dict[int, float] | None = None,
-                 start_timeout: float = 60.0, **params: Any) -> None:
+                 start_timeout: float = 60.0, tls: tuple[str, ...] = (), **params: Any) -> None:
         if desc is None or tool is None:
             raise SwitchStartError(f"switch {name}: P4Switch needs desc= and tool=")
         params.setdefault("inNamespace", False)
@@ -121,6 +97,7 @@ class P4Switch(Switch):
         self.port_rates = dict(port_rates or {})
         self.pcap_dir = pcap_dir
         self.start_timeout = start_timeout
+        self.tls = tls
         self.log_level = switch_log_level()
         self.process: subprocess.Popen[bytes] | None = None
         self._started_at = 0.0
@@ -131,7 +108,8 @@ class P4Switch(Switch):
         """The switch's full argv (simple_switch_grpc flags)."""
         ports = {port: intf.name for port, intf in self.intfs.items() if intf.name != "lo" and port > 0}
         return switch_command(self.tool, self.desc, ports, self.json_path, pcap_dir=self.pcap_dir,
-                              impairments=self.impairments, port_rates=self.port_rates, log_level=self.log_level)
+                              impairments=self.impairments, port_rates=self.port_rates, log_level=self.log_level,
+                              tls=self.tls)
 
     # -- Mininet hooks ---------------------------------------------------------------------
     def start(self, controllers: list[Any]) -> None:

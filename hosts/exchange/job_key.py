@@ -31,8 +31,9 @@ def create_key_file(path: str) -> bytes:
 
 
 def read_key_file(path: str) -> bytes:
-    """The key in `path`: hex text of at least 16 bytes, in a regular file that is not a symlink
-    and that neither group nor others may read or write. ConfigError naming what is wrong."""
+    """The key in `path`: hex text of at least 16 bytes, in a regular file that is not a symlink,
+    belongs to the effective user, and that neither group nor others may read or write.
+    ConfigError naming what is wrong."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
@@ -42,6 +43,9 @@ def read_key_file(path: str) -> bytes:
         info = os.fstat(fh.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise ConfigError(f"--job-key {path} is not a regular file")
+        if info.st_uid != os.geteuid():
+            raise ConfigError(f"--job-key {path} belongs to uid {info.st_uid}, not to this user "
+                              f"(uid {os.geteuid()}): another user could have planted it; remove it")
         if info.st_mode & 0o077:
             raise ConfigError(f"--job-key {path} is accessible to others (mode "
                               f"{stat.S_IMODE(info.st_mode):04o}); chmod 600 it")
@@ -57,7 +61,9 @@ def read_key_file(path: str) -> bytes:
 
 
 def load_or_create(path: str, create: bool) -> bytes:
-    """The key of `path`; when `create` and the file does not exist yet, a fresh one in it."""
+    """The key of `path`; when `create` and the file does not exist yet, a fresh one in it. A
+    key this call created is used as created (never read back: the name could have been
+    replaced since); a file found in place is read with every check of `read_key_file`."""
     if create and not os.path.lexists(path):
         try:
             return create_key_file(path)

@@ -32,6 +32,7 @@ class _Predicator:
     def __init__(self, ctx: Context, node: Any) -> None:
         self.ctx = ctx
         self.node = node
+        self.exited = False  # an unconditional exit was emitted: nothing after it runs
 
     def _unsupported(self, what: str, hint: str = "") -> UnsupportedError:
         return UnsupportedError.at(getattr(self.node, "loc", None), what, hint)
@@ -52,6 +53,8 @@ class _Predicator:
     def items(self, items: list[Item], pred: dict | None, frame: _Frame, top: bool) -> list[dict]:
         out: list[dict] = []
         for it in items:
+            if self.exited:
+                break  # BMv2 runs an action's primitives after `exit`: leave them out
             guard = self._guard(pred, frame)
             if isinstance(it, ReturnItem):
                 if top:
@@ -88,6 +91,7 @@ class _Predicator:
                 if guard is not None:
                     raise self._unsupported("exit under a condition inside an action")
                 out.append(prim("exit"))
+                self.exited = True
             else:
                 raise fail(self.node, "tables cannot be applied inside an action")
         return out
@@ -96,7 +100,9 @@ class _Predicator:
 def action_primitives(ctx: Context, items: list[Item], node: Any) -> list[dict]:
     """A table action's body as BMv2 primitives: predicated assignments when every branch only
     assigns, else BMv2's `_jump_if_zero` / `_jump` (extern calls or exit under a condition)."""
-    if _branches_do_more_than_assign(items, inside_branch=False):
+    if _branches_do_more_than_assign(items, inside_branch=False) or \
+            (_contains(items, ExitItem) and _contains(items, ReturnItem, inside_branch=True)):
+        # (an exit after a conditional return runs under that return's flag: a condition)
         return _Jumps(ctx, node).emit_body(items)
     return predicate(ctx, items, node)
 
@@ -117,6 +123,20 @@ def _branches_do_more_than_assign(items: list[Item], inside_branch: bool) -> boo
     return False
 
 
+def _contains(items: list[Item], kind: type, inside_branch: bool = False) -> bool:
+    """Whether ``items`` hold a ``kind`` item (only inside an `if`'s branch, if asked)."""
+    for it in items:
+        if isinstance(it, kind) and not inside_branch:
+            return True
+        if isinstance(it, SubBlock) and _contains(it.items, kind, inside_branch):
+            return True
+        if isinstance(it, IfItem) and (_contains(it.then, kind) or _contains(it.otherwise, kind)):
+            return True
+        if isinstance(it, LoopItem) and _contains(it.body, kind):
+            return True
+    return False
+
+
 class _Jumps:
     """Structured items -> primitives with jumps to absolute primitive indices."""
 
@@ -125,6 +145,7 @@ class _Jumps:
         self.node = node
         self.out: list[dict] = []
         self.loops: list[tuple[list[int], list[int]]] = []  # (break jumps, continue jumps)
+        self.exits: list[int] = []  # the jumps after each `exit`, to the end of the action
 
     def _here(self) -> dict:
         return hexstr(len(self.out))
@@ -132,7 +153,7 @@ class _Jumps:
     def emit_body(self, items: list[Item]) -> list[dict]:
         returns: list[int] = []
         self._emit(items, returns)
-        for i in returns:
+        for i in returns + self.exits:
             self.out[i]["parameters"] = [self._here()]
         return self.out
 
@@ -167,7 +188,10 @@ class _Jumps:
                 returns.append(len(self.out))
                 self.out.append({"op": "_jump", "parameters": [None]})
             elif isinstance(it, ExitItem):
+                # BMv2's `exit` marks the packet and the action goes on: jump past the rest
                 self.out.append(prim("exit"))
+                self.exits.append(len(self.out))
+                self.out.append({"op": "_jump", "parameters": [None]})
             else:
                 raise fail(self.node, "tables cannot be applied inside an action")
 

@@ -108,7 +108,7 @@ class StatementLowering:
             self.env.define(s.name, ConstValue(self.ctx.scope.const_eval(s.value, self.ex._const_lookup, t), t))
             return []
         if isinstance(s, ast.IfStatement):
-            return [self.if_statement(s)]
+            return self.if_statement(s)
         if isinstance(s, ast.SwitchStatement):
             return [self.switch_statement(s)]
         if isinstance(s, ast.ExitStatement):
@@ -130,21 +130,29 @@ class StatementLowering:
             return [Prims(self.assign_value(self.return_target, s.value, s)), ReturnItem()]
         raise UnsupportedError.at(s.loc, f"statement {type(s).__name__} here")
 
-    def if_statement(self, s: ast.IfStatement) -> Item:
+    def if_statement(self, s: ast.IfStatement) -> list[Item]:
+        """An ``if``: an `IfItem` (a `HitItem` on a table's hit/miss), or, when its condition
+        is a constant, the live branch's own items in its place.
+
+        The live branch is spliced into the enclosing block, not wrapped in a `SubBlock`: a
+        `return` in it leaves the enclosing action, function or control and an ``exit`` ends
+        the pipeline's controls, exactly as when the ``if`` is kept (P4 gives a block statement
+        no meaning of its own for ``return``/``exit``; p4c's constant folding likewise puts the
+        live branch where the ``if`` was). The dead branch is not lowered at all, so its direct
+        action calls do not reach P4Info, as in p4c."""
         apply_call = _table_apply_in(s.condition)
         if apply_call is None:
             hoister = CallHoister(self)
             if hoister.has_call(s.condition):
+                # the calls run first, then the `if` on their saved result, in the same block
                 cond = hoister.value(s.condition)
                 rest = ast.IfStatement(loc=s.loc, condition=cond, then=s.then, otherwise=s.otherwise)
-                return SubBlock(hoister.items + [self.if_statement(rest)])
+                return hoister.items + self.if_statement(rest)
         cond = self.ex.lower_bool(s.condition) if apply_call is None else None
         truth = constant_truth(cond) if cond is not None else None
         if truth is not None:
-            # a constant condition: only the live branch is compiled (its direct action calls
-            # alone reach P4Info, as in p4c, which folds the dead branch away)
             live = s.then if truth else s.otherwise
-            return SubBlock(self.with_env(self.env.child()).statement(live) if live else [])
+            return self.with_env(self.env.child()).statement(live) if live else []
         then = self.with_env(self.env.child()).statement(s.then)
         otherwise = self.with_env(self.env.child()).statement(s.otherwise) if s.otherwise else []
         if apply_call is not None:
@@ -153,8 +161,8 @@ class StatementLowering:
             hit = member == "hit"
             if negate:
                 hit = not hit
-            return HitItem(table, call, then, otherwise) if hit else HitItem(table, call, otherwise, then)
-        return IfItem(cond, then, otherwise)
+            return [HitItem(table, call, then, otherwise) if hit else HitItem(table, call, otherwise, then)]
+        return [IfItem(cond, then, otherwise)]
 
     def _hoist_calls(self, s: ast.Statement) -> list[Item] | None:
         """``s`` preceded by the calls inside its expressions (see `call_order`), or None when
@@ -180,7 +188,8 @@ class StatementLowering:
             rest = dataclasses.replace(s, call=hoister.call(s.call, want_result=False))
         else:
             return None
-        return [SubBlock(hoister.items + self.statement(rest))]
+        # in the statement's own block (a `SubBlock` would stop a `return` in `rest` there)
+        return hoister.items + self.statement(rest)
 
     def switch_statement(self, s: ast.SwitchStatement) -> Item:
         e = s.expression

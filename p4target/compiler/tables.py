@@ -143,78 +143,9 @@ class TableBuilder:
         ex = ExpressionLowering(ctx.scope, env)
         info = TableInfo(annotations=ctx.annotations_text(d.annotations))
         pre: list[dict] = []
-        keys: list[dict] = []
-        key_types: list[Any] = []
-        selector_inputs: list[dict] = []
-        key_prop = d.property("key")
-        for el in (key_prop.elements if isinstance(key_prop, ast.KeyProperty) else ()):
-            mk = el.match_kind
-            if mk not in ctx.scope.match_kinds:
-                raise fail(el, f"unknown match kind '{mk}'")
-            name = _annotated_name(el.annotations)
-            if name is None and not _names_itself(el.expression):
-                raise fail(el, f"{source_text(el.expression)}: a complex key expression needs a "
-                               "@name annotation (the control plane's name for it)")
-            name = name or source_text(el.expression)
-            if mk == "selector":
-                j, t = ex.lower(el.expression)
-                selector_inputs.append(j if j.get("type") == "field" else
-                                       {"type": "expression", "value": j, "bitwidth": bit_width(t)})
-                continue
-            target, width, t = self._key_target(ex, self._run_calls(el.expression, env, pre), pre, sym)
-            keys.append({"match_type": mk, "name": name, "target": target, "mask": None})
-            info.key_match_kinds.append(mk)
-            key_types.append(t)
-            _note_serializable_enum(self.ctx, t)
-            info.key_names.append(name)
-            info.key_annotations.append(ctx.annotations_text(el.annotations))
-            info.key_bitwidths.append(width)
-            info.key_type_names.append(new_type_name(t))
-        # actions
-        acts_prop = d.property("actions")
-        if not isinstance(acts_prop, ast.ActionsProperty):
-            raise fail(d, f"table '{d.name}' has no actions")
-        action_ids: list[int] = []
-        action_names: list[str] = []
-        by_p4_name: dict[str, tuple[int, str, list]] = {}
-        for ref in acts_prop.actions:
-            a = env.lookup(ref.name)
-            if not isinstance(a, ActionSymbol):
-                raise fail(ref, f"'{ref.name}' is not an action")
-            lowered = self.actions.lower(a, env, ref.args, ref)
-            aid, aname, _ = lowered
-            if aid not in action_ids:
-                action_ids.append(aid)
-                action_names.append(aname)
-            by_p4_name[ref.name] = lowered
-            scope = "TABLE_AND_DEFAULT"
-            if ast.find_annotation(ref.annotations, "defaultonly"):
-                scope = "DEFAULT_ONLY"
-            elif ast.find_annotation(ref.annotations, "tableonly"):
-                scope = "TABLE_ONLY"
-            info.action_scopes[aname] = scope
-            info.action_ref_annotations[aname] = _action_ref_annotations(ctx, ref.annotations)
-        # default action
-        dprop = d.property("default_action")
-        if isinstance(dprop, ast.DefaultActionProperty):
-            ref = dprop.action
-            if ref.name not in by_p4_name:
-                raise fail(ref, f"default action '{ref.name}' is not in the actions of table '{d.name}'")
-            aid, aname, params = by_p4_name[ref.name]
-            const_default = dprop.is_const
-            data = self._action_data(ex, ref, params, skip=len(ref.args) - len(params))
-        else:
-            noact = ctx.global_env.lookup("NoAction")
-            if not isinstance(noact, ActionSymbol):
-                raise fail(d, "NoAction is not declared (include core.p4)")
-            aid, aname, _ = self.actions.lower(noact, ctx.global_env, (), d)
-            if aid not in action_ids:
-                action_ids.append(aid)
-                action_names.append(aname)
-                info.action_scopes[aname] = "DEFAULT_ONLY"
-            const_default, data = False, []
-            by_p4_name.setdefault("NoAction", (aid, aname, []))
-        info.const_default_action = const_default
+        keys, key_types, selector_inputs = self._keys(sym, env, ex, info, pre)
+        action_ids, action_names, by_p4_name = self._actions(d, env, info)
+        aid, const_default, data = self._default_action(d, ex, info, action_ids, action_names, by_p4_name)
         size_prop = d.property("size")
         size = DEFAULT_TABLE_SIZE
         if isinstance(size_prop, ast.ExpressionProperty):
@@ -248,6 +179,97 @@ class TableBuilder:
         ctx.tables[sym.name] = info
         _note_explicit_id(ctx, sym.name, d.annotations)
         return table, pre, {p4: lowered[1] for p4, lowered in by_p4_name.items()}
+
+    def _keys(self, sym: TableSymbol, env: Env, ex: ExpressionLowering, info: TableInfo,
+              pre: list[dict]) -> tuple[list[dict], list[Any], list[dict]]:
+        """The table's JSON keys, their P4 types and its selector inputs; the key facts go into
+        ``info``, primitives computing key temporaries into ``pre``."""
+        ctx = self.ctx
+        keys: list[dict] = []
+        key_types: list[Any] = []
+        selector_inputs: list[dict] = []
+        key_prop = sym.decl.property("key")
+        for el in (key_prop.elements if isinstance(key_prop, ast.KeyProperty) else ()):
+            mk = el.match_kind
+            if mk not in ctx.scope.match_kinds:
+                raise fail(el, f"unknown match kind '{mk}'")
+            name = _annotated_name(el.annotations)
+            if name is None and not _names_itself(el.expression):
+                raise fail(el, f"{source_text(el.expression)}: a complex key expression needs a "
+                               "@name annotation (the control plane's name for it)")
+            name = name or source_text(el.expression)
+            if mk == "selector":
+                j, t = ex.lower(el.expression)
+                selector_inputs.append(j if j.get("type") == "field" else
+                                       {"type": "expression", "value": j, "bitwidth": bit_width(t)})
+                continue
+            target, width, t = self._key_target(ex, self._run_calls(el.expression, env, pre), pre, sym)
+            keys.append({"match_type": mk, "name": name, "target": target, "mask": None})
+            info.key_match_kinds.append(mk)
+            key_types.append(t)
+            _note_serializable_enum(self.ctx, t)
+            info.key_names.append(name)
+            info.key_annotations.append(ctx.annotations_text(el.annotations))
+            info.key_bitwidths.append(width)
+            info.key_type_names.append(new_type_name(t))
+        return keys, key_types, selector_inputs
+
+    def _actions(self, d: ast.TableDecl, env: Env,
+                 info: TableInfo) -> tuple[list[int], list[str], dict[str, tuple[int, str, list]]]:
+        """The table's actions, lowered: their BMv2 ids and names (each once, in order) and,
+        per P4 name, (id, name, action data parameters); scopes and annotations into ``info``."""
+        acts_prop = d.property("actions")
+        if not isinstance(acts_prop, ast.ActionsProperty):
+            raise fail(d, f"table '{d.name}' has no actions")
+        action_ids: list[int] = []
+        action_names: list[str] = []
+        by_p4_name: dict[str, tuple[int, str, list]] = {}
+        for ref in acts_prop.actions:
+            a = env.lookup(ref.name)
+            if not isinstance(a, ActionSymbol):
+                raise fail(ref, f"'{ref.name}' is not an action")
+            lowered = self.actions.lower(a, env, ref.args, ref)
+            aid, aname, _ = lowered
+            if aid not in action_ids:
+                action_ids.append(aid)
+                action_names.append(aname)
+            by_p4_name[ref.name] = lowered
+            scope = "TABLE_AND_DEFAULT"
+            if ast.find_annotation(ref.annotations, "defaultonly"):
+                scope = "DEFAULT_ONLY"
+            elif ast.find_annotation(ref.annotations, "tableonly"):
+                scope = "TABLE_ONLY"
+            info.action_scopes[aname] = scope
+            info.action_ref_annotations[aname] = _action_ref_annotations(self.ctx, ref.annotations)
+        return action_ids, action_names, by_p4_name
+
+    def _default_action(self, d: ast.TableDecl, ex: ExpressionLowering, info: TableInfo,
+                        action_ids: list[int], action_names: list[str],
+                        by_p4_name: dict[str, tuple[int, str, list]]) -> tuple[int, bool, list[str]]:
+        """(action id, const, action data) of the default action; without one, NoAction (added
+        to the table's actions, default-only, when it is not among them)."""
+        ctx = self.ctx
+        dprop = d.property("default_action")
+        if isinstance(dprop, ast.DefaultActionProperty):
+            ref = dprop.action
+            if ref.name not in by_p4_name:
+                raise fail(ref, f"default action '{ref.name}' is not in the actions of table '{d.name}'")
+            aid, aname, params = by_p4_name[ref.name]
+            const_default = dprop.is_const
+            data = self._action_data(ex, ref, params, skip=len(ref.args) - len(params))
+        else:
+            noact = ctx.global_env.lookup("NoAction")
+            if not isinstance(noact, ActionSymbol):
+                raise fail(d, "NoAction is not declared (include core.p4)")
+            aid, aname, _ = self.actions.lower(noact, ctx.global_env, (), d)
+            if aid not in action_ids:
+                action_ids.append(aid)
+                action_names.append(aname)
+                info.action_scopes[aname] = "DEFAULT_ONLY"
+            const_default, data = False, []
+            by_p4_name.setdefault("NoAction", (aid, aname, []))
+        info.const_default_action = const_default
+        return aid, const_default, data
 
     def _run_calls(self, e: ast.Expression, env: Env, pre: list[dict]) -> ast.Expression:
         """A key expression whose function calls run (into ``pre``) before the lookup."""

@@ -30,7 +30,7 @@ class AssertFailure(Exception):
 class PacketState:
     """Per-packet state: the PHV plus the bookkeeping of v1model's primitives."""
     __slots__ = ("F", "V", "NX", "VL", "data", "off", "length", "length_reg", "clone", "resubmit", "recirc",
-                 "digests", "truncate", "now_us", "orig", "logs", "passes")
+                 "digests", "truncate", "now_us", "orig", "logs", "passes", "exited")
 
     def __init__(self, F: list, V: list, NX: list) -> None:
         self.F = F
@@ -52,6 +52,7 @@ class PacketState:
         self.orig = b""
         self.logs = None
         self.passes = 0  # resubmit/recirculation count, bounded to stop endless loops
+        self.exited = False  # an `exit` primitive ran: the current pipeline stops before its next node
 
     def copy(self) -> "PacketState":
         p = PacketState(self.F[:], self.V[:], self.NX[:])

@@ -49,6 +49,8 @@ options:
   --thrift-port N              BMv2 runtime Thrift port (simple_switch_CLI), default 9090, 0: any
   --thrift-ip ADDR             ours (BMv2 has no such flag): the address the Thrift server
                                listens on, default 0.0.0.0 as BMv2; 127.0.0.1 for loopback only
+  --thrift-any-user            ours: serve every Thrift client; by default only clients on this
+                               machine running as the switch's user or root are served
   --impair PORT:SPEC           ours: egress link impairment, e.g. 2:delay=5ms,jitter=1ms,loss=0.01,
                                burst=2s+200ms@0.7,rateburst=3s+100ms@200 (repeatable);
                                burst: from 2s for 200ms drop 70%; rateburst: from 3s for

@@ -4,13 +4,16 @@ Every flag `simple_switch --help` and `simple_switch_grpc --help` list is read w
 syntax (`program_options`) and rules: general flags first, target flags after `--`. Flags that
 only shape BMv2's logging are accepted and have no effect; the few whose effect this switch
 cannot provide are refused with a message saying so. `--thrift-ip` is ours (BMv2 has no way to
-choose the Thrift address; it listens on all of them, our default too).
+choose the Thrift address; it listens on all of them, our default too), and so is
+`--thrift-any-user`: without it the Thrift server serves only clients on this machine that run
+as the switch's user or root (BMv2 serves anyone who reaches the port).
 """
 from __future__ import annotations
 
 import ipaddress
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from p4target.switch.errors import OptionError
 from p4target.switch.links.impairments import parse_impairment
@@ -55,6 +58,7 @@ class SwitchOptions:
     log_file_max_files: int = DEFAULT_LOG_FILE_MAX_FILES
     thrift_port: int = DEFAULT_THRIFT_PORT
     thrift_ip: str = DEFAULT_THRIFT_IP
+    thrift_any_user: bool = False  # ours: serve Thrift clients of every user and host (BMv2 does)
     use_files_wait: int | None = None
     grpc_server_addr: str = DEFAULT_GRPC_ADDR
     grpc_addr_given: bool = False  # --grpc-server-addr given: failing to listen there is fatal
@@ -99,6 +103,7 @@ def _general_syntax() -> OptionSyntax:
         Spec("max-port-count"),
         # ours
         Spec("thrift-ip", ours=True),
+        Spec("thrift-any-user", takes_value=False, ours=True),
         Spec("impair", repeatable=True, ours=True),
         Spec("port-rate", repeatable=True, ours=True),
     ])
@@ -199,34 +204,60 @@ def _tls(target: dict) -> TlsFiles | None:
 
 def parse_options(argv: list[str]) -> SwitchOptions:
     """Parse simple_switch / simple_switch_grpc flags as BMv2 does (target flags after `--`);
-    raises OptionError naming the bad flag."""
+    raises OptionError naming the bad flag. Each section below checks its flags in BMv2's
+    order and adds what BMv2 would print about them to ``notes``."""
     general = _general_syntax().parse(argv)
     g = general.values
-    notes: list[str] = []
     for name in ("help", "version", "json-version"):
         if name in g:
             return SwitchOptions(no_p4=True, show=name)
-    for name, why in _UNSUPPORTED.items():
+    _refuse_unsupported(g)
+    notes: list[str] = []
+    fields = _program(general.positionals, "no-p4" in g, notes)
+    fields["interfaces"] = _interfaces(g)
+    fields.update(_logging(g, notes))
+    fields.update(_ports_and_files(g, len(fields["interfaces"])))
+    for name in _LOGGING_ONLY:
         if name in g:
+            notes.append(f"--{name} has no effect on this switch (BMv2 logging/debugging only)")
+    fields.update(_link_extensions(g))
+    fields.update(_target(general.after_separator, notes))
+    return SwitchOptions(**fields, notes=tuple(notes))
+
+
+def _refuse_unsupported(values: dict) -> None:
+    for name, why in _UNSUPPORTED.items():
+        if name in values:
             raise OptionError(why)
 
-    positionals = list(general.positionals)
-    no_p4 = "no-p4" in g
-    json_path = positionals.pop(0) if positionals else None
+
+def _program(positionals: list[str], no_p4: bool, notes: list[str]) -> dict[str, Any]:
+    """The BMv2 JSON file (the first positional) or `--no-p4`."""
+    rest = list(positionals)
+    json_path = rest.pop(0) if rest else None
     if no_p4 and json_path is not None:
         notes.append("Warning: ignoring input config as '--no-p4' was used")
         json_path = None
     if not no_p4 and json_path is None:
         raise OptionError("missing program: give a BMv2 JSON file or --no-p4")
-    if positionals:  # BMv2 hands them to the target parser, which knows no positionals
-        raise OptionError(f"unexpected argument '{positionals[0]}' after the JSON file")
+    if rest:  # BMv2 hands them to the target parser, which knows no positionals
+        raise OptionError(f"unexpected argument '{rest[0]}' after the JSON file")
+    return {"json_path": json_path, "no_p4": no_p4}
 
+
+def _interfaces(g: dict) -> dict[int, str]:
+    """`-i PORT@IFACE`, each port once."""
     interfaces: dict[int, str] = {}
     for text in g.get("interface", []):  # type: ignore[union-attr]
         port, iface = _parse_interface(str(text))
         if port in interfaces:
             raise OptionError(f"port {port} given twice (-i {port}@{interfaces[port]} and -i {text})")
         interfaces[port] = iface
+    return interfaces
+
+
+def _logging(g: dict, notes: list[str]) -> dict[str, Any]:
+    """Where and how much the switch logs (the rotation flags count with `--log-file` only)."""
     if "log-console" in g and "log-file" in g:
         raise OptionError("--log-console and --log-file are exclusive")
     log_level = str(g.get("log-level", "trace"))
@@ -239,7 +270,17 @@ def parse_options(argv: list[str]) -> SwitchOptions:
     if max_size == 0 and "log-file" in g:
         raise OptionError("--log-file-max-size must be greater than 0")
     max_files = _int(g, "log-file-max-files")
-    dump = _int(g, "dump-packet-data") or 0
+    return {"log_file": str(g["log-file"]) if "log-file" in g else None,
+            "log_console": "log-console" in g,
+            "log_level": log_level,
+            "log_file_max_size": DEFAULT_LOG_FILE_MAX_SIZE if not max_size else max_size,
+            "log_file_max_files": DEFAULT_LOG_FILE_MAX_FILES if max_files is None else max_files,
+            "log_flush": "log-flush" in g,
+            "dump_packet_data": _int(g, "dump-packet-data") or 0}
+
+
+def _ports_and_files(g: dict, interfaces: int) -> dict[str, Any]:
+    """Device id, Thrift address, packet files and the port count limit."""
     device_id = _int(g, "device-id") or 0
     thrift_port = _int(g, "thrift-port", -(2**31), INT_MAX)
     if thrift_port is not None and not 0 <= thrift_port < 65536:
@@ -251,27 +292,36 @@ def parse_options(argv: list[str]) -> SwitchOptions:
     if max_ports is not None and max_ports < 0:
         raise OptionError("invalid --max-port-count argument, cannot be negative")
     max_ports = DEFAULT_MAX_PORT_COUNT if max_ports is None else max_ports
-    if len(interfaces) > max_ports:
-        raise OptionError(f"{len(interfaces)} interfaces given, more than --max-port-count {max_ports}")
+    if interfaces > max_ports:
+        raise OptionError(f"{interfaces} interfaces given, more than --max-port-count {max_ports}")
     thrift_ip = str(g.get("thrift-ip", DEFAULT_THRIFT_IP))
     _check_ip(thrift_ip)
-    for name in _LOGGING_ONLY:
-        if name in g:
-            notes.append(f"--{name} has no effect on this switch (BMv2 logging/debugging only)")
+    return {"device_id": device_id,
+            "thrift_port": DEFAULT_THRIFT_PORT if thrift_port is None else thrift_port,
+            "thrift_ip": thrift_ip, "thrift_any_user": "thrift-any-user" in g,
+            "use_files_wait": use_files,
+            "pcap_dir": str(g["pcap"]) if "pcap" in g else None,
+            "max_port_count": max_ports}
+
+
+def _link_extensions(g: dict) -> dict[str, Any]:
+    """Our `--impair` and `--port-rate` (not BMv2 flags), each spec checked."""
     impairments = tuple(str(x) for x in g.get("impair", []))  # type: ignore[union-attr]
     for spec in impairments:
         parse_impairment(spec)
     port_rates = tuple(parse_port_rate(str(spec)) for spec in g.get("port-rate", []))  # type: ignore[union-attr]
+    return {"impairments": impairments, "port_rates": port_rates}
 
-    target = _target_syntax().parse(general.after_separator)
+
+def _target(argv: list[str], notes: list[str]) -> dict[str, Any]:
+    """The target flags after `--` (simple_switch_grpc's gRPC server, ports, queues)."""
+    target = _target_syntax().parse(argv)
     t = target.values
     if target.positionals:
         raise OptionError(f"unexpected target argument '{target.positionals[0]}' after --")
     if target.after_separator:
         raise OptionError("'--' given twice")
-    for name, why in _UNSUPPORTED.items():
-        if name in t:
-            raise OptionError(why)
+    _refuse_unsupported(t)
     grpc_addr = str(t.get("grpc-server-addr", DEFAULT_GRPC_ADDR))
     _check_addr(grpc_addr)
     cpu_port = _int(t, "cpu-port", 0, 2**32 - 1)
@@ -289,32 +339,8 @@ def parse_options(argv: list[str]) -> SwitchOptions:
             notes.append(f"--{name} is accepted but not enforced by this switch")
     if "enable-swap" in t and "disable-swap" in t:
         raise OptionError("give either --enable-swap or --disable-swap, not both")
-    return SwitchOptions(
-        interfaces=interfaces,
-        device_id=device_id,
-        json_path=json_path,
-        no_p4=no_p4,
-        pcap_dir=str(g["pcap"]) if "pcap" in g else None,
-        log_file=str(g["log-file"]) if "log-file" in g else None,
-        log_console="log-console" in g,
-        log_level=log_level,
-        log_file_max_size=DEFAULT_LOG_FILE_MAX_SIZE if not max_size else max_size,
-        log_file_max_files=DEFAULT_LOG_FILE_MAX_FILES if max_files is None else max_files,
-        thrift_port=DEFAULT_THRIFT_PORT if thrift_port is None else thrift_port,
-        thrift_ip=thrift_ip,
-        use_files_wait=use_files,
-        grpc_server_addr=grpc_addr,
-        grpc_addr_given="grpc-server-addr" in t,
-        grpc_tls=_tls(t),
-        cpu_port=cpu_port,
-        priority_queues=priority_queues,
-        impairments=impairments,
-        port_rates=port_rates,
-        log_flush="log-flush" in g,
-        dump_packet_data=dump,
-        max_port_count=max_ports,
-        notes=tuple(notes),
-    )
+    return {"grpc_server_addr": grpc_addr, "grpc_addr_given": "grpc-server-addr" in t,
+            "grpc_tls": _tls(t), "cpu_port": cpu_port, "priority_queues": priority_queues}
 
 
 def parse_port_rate(spec: str) -> tuple[int, float]:

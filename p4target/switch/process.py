@@ -105,7 +105,8 @@ class SwitchProcess:
                                  use_files_wait=opts.use_files_wait)
         self.links = LinkControl(self.ports, self.rates)
         self.thrift = ThriftServer(self.target, opts.thrift_port, log=log, config_text=text,
-                                   ports=opts.interfaces, links=self.links, host=opts.thrift_ip)
+                                   ports=opts.interfaces, links=self.links, host=opts.thrift_ip,
+                                   owner_only=not opts.thrift_any_user)
         starter, why_not = _p4runtime_starter()
         if starter is not None:
             try:

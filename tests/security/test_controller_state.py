@@ -86,7 +86,7 @@ def test_corrupt_state_file_stops_the_start(net, content, expect):
         [sys.executable, "-m", "controller.daemon", "--topology", str(net.topology),
          "--p4info", str(net.p4info), "--bmv2-json", str(net.bmv2), "--listen", str(net.socket),
          "--pid-file", str(net.dir / "ctl.pid"), "--state-file", str(net.state), "--no-queues",
-         "--policy", "controller/policies/default.yaml"],
+         "--policy", "controller/policies/default.yaml", "--plaintext"],
         cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
@@ -97,7 +97,7 @@ def test_corrupt_state_file_stops_the_start(net, content, expect):
 
 def test_direct_mode_refuses_a_corrupt_state_file(net):
     net.state.write_text("[1, 2")
-    done = run_gradctl("--socket", str(net.dir / "none.sock"), "--direct", "--topology",
+    done = run_gradctl("--socket", str(net.dir / "none.sock"), "--direct", "--plaintext", "--topology",
                        str(net.topology), "--p4info", str(net.p4info), "--state-file",
                        str(net.state), "policy", "show")
     assert done.code == 1 and done.stderr.count("\n") == 1 and "is corrupt" in done.stderr, done

@@ -43,6 +43,12 @@ BAD_FILES = {
     "bomb.yaml": (_alias_bomb().encode(), "YAML aliases (*name) are not allowed"),
     "control.yaml": (b"# a comment with a \x01 control character\n", "not valid YAML: unacceptable character"),
     "big.yaml": (b"# " + b"x" * (2 << 20) + b"\n", "larger than 1048576 bytes"),
+    # a YAML 1.1 sexagesimal float PyYAML sums in powers of 60 (it overflowed into a traceback)
+    "sexagesimal.yaml": (RULE.format(":".join(["0"] * 220) + ":0.1").encode(), "does not fit a float"),
+    # ~1 MiB of DDL flows: refused by count before any flow is compared with another
+    "ddlflows.json": (('{"jobs": [{"job": 1, "layers": [{"range": [0, 3], "loss_bound": 0.1}], "ddl_flows": ['
+                       + ", ".join(f'{{"worker_rank": 1, "dst_ports": {i % 65536}}}' for i in range(26000))
+                       + "]}]}").encode(), "ddl_flows: more than 256 DDL flows"),
 }
 
 

@@ -93,7 +93,7 @@ class Network:
             [sys.executable, "-m", "controller.daemon", "--topology", str(self.topology),
              "--p4info", str(self.p4info), "--bmv2-json", str(self.bmv2),
              "--listen", str(self.socket), "--pid-file", str(self.dir / "ctl.pid"),
-             "--state-file", str(self.state), "--no-queues", *extra],
+             "--state-file", str(self.state), "--no-queues", "--plaintext", *extra],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if not wait:
             return proc

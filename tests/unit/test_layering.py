@@ -1,21 +1,28 @@
 """The layering of docs/contracts.md holds: `p4target` imports no gradlane package; `controller`
 and `hosts` import neither each other nor `topo`; `hosts` imports no `sim` (which drives its
-transport core). Every import counts, at module level or inside
-a function, absolute or relative."""
+transport core); `sim` is a library under the experiments, importing neither `experiments` nor
+`topo` (Mininet's side); `experiments`' ns-3 backend imports no `topo` module that loads Mininet,
+and `--backend ns3` loads no Mininet at all. Every import counts, at module level or inside a
+function, absolute or relative."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("p4target", "controller", "hosts", "topo")
+PACKAGES = ("p4target", "controller", "hosts", "sim", "topo", "experiments")
 FORBIDDEN = {
-    "p4target": {"controller", "hosts", "topo"},
-    "controller": {"hosts", "topo"},
-    "hosts": {"controller", "topo", "sim"},   # the simulator drives hosts' transport, never back
+    "p4target": {"controller", "hosts", "topo", "sim", "experiments"},
+    "controller": {"hosts", "topo", "sim", "experiments"},
+    "hosts": {"controller", "topo", "sim", "experiments"},   # the simulator drives hosts' transport, never back
+    "sim": {"topo", "experiments"},          # a library: the experiments drive it, never back
+    "topo": {"experiments"},
 }
+TOP = {"topo", "experiments"} - set(FORBIDDEN)   # may import any package below them
 
 
 def imported_modules(path: Path, package_dir: Path) -> list[tuple[int, str]]:
@@ -65,5 +72,31 @@ def test_walk_sees_function_level_and_relative_imports(tmp_path):
 
 
 def test_every_package_is_checked():
-    assert set(FORBIDDEN) | {"topo"} == set(PACKAGES)
+    assert set(FORBIDDEN) | TOP == set(PACKAGES)
     assert all((REPO / package / "__init__.py").is_file() for package in PACKAGES)
+
+
+# what `python -m experiments NAME --backend ns3` does before its first simulated run: load the
+# config, set it up for the simulator, read the report's module; an import of Mininet, or of
+# the topo modules that start networks, fails it
+NS3_PATH = """
+import importlib.abc, sys
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] == 'mininet' or name in ('topo.network', 'topo.session', 'topo.switch_node'):
+            raise ImportError('--backend ns3 imported ' + name)
+sys.meta_path.insert(0, Refuse())
+from experiments import cli, config
+from experiments.backends.ns3 import harness
+for name in harness.simulated_names():
+    args = cli._parser().parse_args([name, '--quick', '--backend', 'ns3'])
+    cfg = cli._load_config(name, args)
+    harness.SimulatedReport(cli.experiments.get(name), harness.simulation(name))
+print('ok', sorted(m for m in sys.modules if m.startswith('topo')))
+"""
+
+
+def test_the_ns3_backend_loads_no_mininet():
+    proc = subprocess.run([sys.executable, "-c", NS3_PATH], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("ok")

@@ -2,6 +2,7 @@
 with p4c's ids and aliases."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from p4.config.v1 import p4info_pb2
@@ -83,6 +84,21 @@ def _table_is_visible(name: str, hints: P4InfoHints) -> bool:
     return name in hints.tables or "." in name
 
 
+@dataclass
+class _Objects:
+    """The objects of a BMv2 JSON program that P4Info describes (hidden ones included)."""
+    tables: list[dict]
+    profiles: list[dict]
+    actions: list[dict]  # with the actions only an apply block calls, without params
+    counters: list[dict]
+    meters: list[dict]
+    registers: list[dict]
+    value_sets: list[dict]
+    digests: list[tuple[str, list[tuple[str, int]]]]
+    action_by_id: dict[int, str]
+    param_widths: dict[int, list[int]]
+
+
 def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb2.P4Info:
     """Derive the P4Info of a BMv2 JSON program (our compiler's or p4c's) with p4c's ids.
 
@@ -93,57 +109,84 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
     if hints.arch != "v1model":
         raise P4TargetError(f"architecture '{hints.arch}' is not supported (only v1model)")
     widths = _FieldWidths(bmv2_json)
-    symbols = SymbolIds(hints.explicit_ids)
     new_types = NewTypes(hints.new_types)
+    objs = _objects(bmv2_json, hints, widths)
+    symbols = _symbol_ids(objs, hints)
+    visible_actions = _visible_actions(objs, hints)
 
-    tables = _pipeline_objects(bmv2_json, "tables")
-    profiles = _unique_by_name(_pipeline_objects(bmv2_json, "action_profiles"))
+    info = p4info_pb2.P4Info()
+    _add_pkg_info(info, hints)
+    implementation_of = _add_tables(info, symbols, objs, visible_actions, hints, widths, new_types)
+    _add_actions(info, symbols, visible_actions, hints, new_types)
+    _add_action_profiles(info, symbols, objs.profiles, implementation_of, hints)
+    _add_counters(info, symbols, objs, hints)
+    _add_meters(info, symbols, objs, hints)
+    _add_controller_headers(info, symbols, hints, new_types)
+    _add_value_sets(info, symbols, objs.value_sets, hints)
+    _add_registers(info, symbols, objs.registers, hints, new_types)
+    _add_digests(info, symbols, objs.digests, hints, new_types)
+    _add_serializable_enums(info, hints)
+    new_types.write(info.type_info)
+    return info
+
+
+def _objects(bmv2_json: dict, hints: P4InfoHints, widths: _FieldWidths) -> _Objects:
     actions = _unique_by_name(bmv2_json.get("actions", []))
     listed = {a["name"] for a in actions}
     # An action only an apply block calls has no control-plane parameters: p4c turns them into
     # locals (its RemoveActionParameters pass), so P4Info lists the action without params.
     actions += [{"name": name, "runtime_data": []}
                 for name in hints.direct_actions if name not in listed]
-    action_by_id = {a["id"]: a["name"] for a in bmv2_json.get("actions", [])}
-    param_widths = {a["id"]: [int(rd["bitwidth"]) for rd in a.get("runtime_data", [])]
-                    for a in bmv2_json.get("actions", [])}
-    counters = bmv2_json.get("counter_arrays", []) or []
-    meters = bmv2_json.get("meter_arrays", []) or []
-    registers = bmv2_json.get("register_arrays", []) or []
-    value_sets = bmv2_json.get("parse_vsets", []) or []
-    digests = _digest_specs(bmv2_json, hints, widths)
+    return _Objects(
+        tables=_pipeline_objects(bmv2_json, "tables"),
+        profiles=_unique_by_name(_pipeline_objects(bmv2_json, "action_profiles")),
+        actions=actions,
+        counters=bmv2_json.get("counter_arrays", []) or [],
+        meters=bmv2_json.get("meter_arrays", []) or [],
+        registers=bmv2_json.get("register_arrays", []) or [],
+        value_sets=bmv2_json.get("parse_vsets", []) or [],
+        digests=_digest_specs(bmv2_json, hints, widths),
+        action_by_id={a["id"]: a["name"] for a in bmv2_json.get("actions", [])},
+        param_widths={a["id"]: [int(rd["bitwidth"]) for rd in a.get("runtime_data", [])]
+                      for a in bmv2_json.get("actions", [])})
 
-    visible_tables = [t for t in tables if _table_is_visible(t["name"], hints)]
-    # As in p4c: the actions a table lists or an apply block calls (in p4c's JSON, through a
-    # synthesized table; its dot-less synthesized actions stay out); never an unused one.
-    referenced = {a for t in tables for a in t.get("actions", [])
+
+def _visible_actions(objs: _Objects, hints: P4InfoHints) -> list[dict]:
+    """As in p4c: the actions a table lists or an apply block calls (in p4c's JSON, through a
+    synthesized table; its dot-less synthesized actions stay out); never an unused one."""
+    referenced = {a for t in objs.tables for a in t.get("actions", [])
                   if "." in a or _table_is_visible(t["name"], hints)}
-    visible_actions = [a for a in actions if a["name"] not in hints.hidden
-                       and (a["name"] in referenced or a["name"] in hints.direct_actions)]
+    return [a for a in objs.actions if a["name"] not in hints.hidden
+            and (a["name"] in referenced or a["name"] in hints.direct_actions)]
 
-    # Every symbol of the program takes part in id probing and alias uniqueness, hidden
-    # ones included, as in p4c.
-    for t in tables:
+
+def _symbol_ids(objs: _Objects, hints: P4InfoHints) -> SymbolIds:
+    """The ids of every symbol of the program: all take part in id probing and alias
+    uniqueness, hidden ones included, as in p4c."""
+    symbols = SymbolIds(hints.explicit_ids)
+    for t in objs.tables:
         symbols.add(PREFIX_TABLE, t["name"])
-    for a in actions:
+    for a in objs.actions:
         symbols.add(PREFIX_ACTION, a["name"])
-    for p in profiles:
+    for p in objs.profiles:
         symbols.add(PREFIX_ACTION_PROFILE, p["name"])
-    for c in counters:
+    for c in objs.counters:
         symbols.add(PREFIX_DIRECT_COUNTER if c.get("is_direct") else PREFIX_COUNTER, c["name"])
-    for m in meters:
+    for m in objs.meters:
         symbols.add(PREFIX_DIRECT_METER if m.get("is_direct") else PREFIX_METER, m["name"])
-    for r in registers:
+    for r in objs.registers:
         symbols.add(PREFIX_REGISTER, r["name"])
-    for vs in value_sets:
+    for vs in objs.value_sets:
         symbols.add(PREFIX_VALUE_SET, vs["name"])
-    for d in digests:
+    for d in objs.digests:
         symbols.add(PREFIX_DIGEST, d[0])
     for ch in hints.controller_headers:
         symbols.add(PREFIX_CONTROLLER_HEADER, ch.name)
     symbols.assign()
+    return symbols
 
-    info = p4info_pb2.P4Info()
+
+def _add_pkg_info(info: p4info_pb2.P4Info, hints: P4InfoHints) -> None:
     info.pkg_info.arch = hints.arch
     for key, value in hints.pkg_info.items():
         if key not in PKG_INFO_KEYS:
@@ -151,16 +194,23 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
         setattr(info.pkg_info, key, value)
     apply_annotations(info.pkg_info, hints.pkg_annotations)
 
-    direct_counter_of = {c.get("binding"): c["name"] for c in counters if c.get("is_direct")}
-    direct_meter_of = {m.get("binding"): m["name"] for m in meters if m.get("is_direct")}
-    profile_names = {p["name"] for p in profiles}
+
+def _add_tables(info: p4info_pb2.P4Info, symbols: SymbolIds, objs: _Objects, visible_actions: list[dict],
+                hints: P4InfoHints, widths: _FieldWidths, new_types: NewTypes) -> dict[str, str]:
+    """The visible tables, after checking what they refer to; returns each one's action
+    profile (table name -> profile name)."""
+    direct_counter_of = {c.get("binding"): c["name"] for c in objs.counters if c.get("is_direct")}
+    direct_meter_of = {m.get("binding"): m["name"] for m in objs.meters if m.get("is_direct")}
+    profile_names = {p["name"] for p in objs.profiles}
     implementation_of: dict[str, str] = {}
 
-    action_names = {a["name"] for a in actions}
+    action_names = {a["name"] for a in objs.actions}
     visible_action_names = {a["name"] for a in visible_actions}
-    direct_counters = {c["name"] for c in counters if c.get("is_direct")}
-    direct_meters = {m["name"] for m in meters if m.get("is_direct")}
-    for t in visible_tables:
+    direct_counters = {c["name"] for c in objs.counters if c.get("is_direct")}
+    direct_meters = {m["name"] for m in objs.meters if m.get("is_direct")}
+    for t in objs.tables:
+        if not _table_is_visible(t["name"], hints):
+            continue
         th = hints.tables.get(t["name"], TableHints())
         for aname in t.get("actions", []):
             if aname not in action_names:
@@ -179,10 +229,14 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
                 raise P4TargetError(f"table '{t['name']}' uses action profile '{impl}' "
                                     "which the BMv2 JSON does not declare")
             implementation_of[t["name"]] = impl
-        _add_table(info, symbols, t, th, widths, new_types, action_by_id, param_widths, impl,
+        _add_table(info, symbols, t, th, widths, new_types, objs.action_by_id, objs.param_widths, impl,
                    th.direct_counter or direct_counter_of.get(t["name"]),
                    th.direct_meter or direct_meter_of.get(t["name"]))
+    return implementation_of
 
+
+def _add_actions(info: p4info_pb2.P4Info, symbols: SymbolIds, visible_actions: list[dict],
+                 hints: P4InfoHints, new_types: NewTypes) -> None:
     for a in visible_actions:
         pa = info.actions.add()
         _preamble(pa.preamble, symbols, PREFIX_ACTION, a["name"],
@@ -197,6 +251,9 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
             if i <= len(param_annotations):
                 apply_annotations(param, param_annotations[i - 1])
 
+
+def _add_action_profiles(info: p4info_pb2.P4Info, symbols: SymbolIds, profiles: list[dict],
+                         implementation_of: dict[str, str], hints: P4InfoHints) -> None:
     for p in profiles:
         ap = info.action_profiles.add()
         annotations = hints.extern_annotations.get(p["name"], [])
@@ -209,7 +266,9 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
         if max_group is not None and ap.with_selector:
             ap.max_group_size = max_group
 
-    for c in counters:
+
+def _add_counters(info: p4info_pb2.P4Info, symbols: SymbolIds, objs: _Objects, hints: P4InfoHints) -> None:
+    for c in objs.counters:
         annotations = hints.extern_annotations.get(c["name"], [])
         unit_name = hints.counter_units.get(c["name"], "packets_and_bytes")
         if unit_name not in _COUNTER_UNITS:
@@ -218,7 +277,7 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
             dc = info.direct_counters.add()
             _preamble(dc.preamble, symbols, PREFIX_DIRECT_COUNTER, c["name"], annotations)
             dc.spec.unit = _COUNTER_UNITS[unit_name]
-            if c.get("binding") in {t["name"] for t in tables}:
+            if c.get("binding") in {t["name"] for t in objs.tables}:
                 dc.direct_table_id = symbols.id(PREFIX_TABLE, c["binding"])
         else:
             ic = info.counters.add()
@@ -226,14 +285,16 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
             ic.spec.unit = _COUNTER_UNITS[unit_name]
             ic.size = int(c.get("size", 0))
 
-    for m in meters:
+
+def _add_meters(info: p4info_pb2.P4Info, symbols: SymbolIds, objs: _Objects, hints: P4InfoHints) -> None:
+    for m in objs.meters:
         annotations = hints.extern_annotations.get(m["name"], [])
         unit = _METER_UNITS.get(str(m.get("type", "")).lower(), p4info_pb2.MeterSpec.UNSPECIFIED)
         if m.get("is_direct"):
             dm = info.direct_meters.add()
             _preamble(dm.preamble, symbols, PREFIX_DIRECT_METER, m["name"], annotations)
             dm.spec.unit = unit
-            if m.get("binding") in {t["name"] for t in tables}:
+            if m.get("binding") in {t["name"] for t in objs.tables}:
                 dm.direct_table_id = symbols.id(PREFIX_TABLE, m["binding"])
         else:
             im = info.meters.add()
@@ -241,6 +302,9 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
             im.spec.unit = unit
             im.size = int(m.get("size", 0))
 
+
+def _add_controller_headers(info: p4info_pb2.P4Info, symbols: SymbolIds, hints: P4InfoHints,
+                            new_types: NewTypes) -> None:
     for ch in hints.controller_headers:
         cpm = info.controller_packet_metadata.add()
         cpm.preamble.id = symbols.id(PREFIX_CONTROLLER_HEADER, ch.name)
@@ -258,6 +322,9 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
             if i <= len(ch.field_annotations):
                 apply_annotations(md, ch.field_annotations[i - 1])
 
+
+def _add_value_sets(info: p4info_pb2.P4Info, symbols: SymbolIds, value_sets: list[dict],
+                    hints: P4InfoHints) -> None:
     for vs in value_sets:
         pvs = info.value_sets.add()
         _preamble(pvs.preamble, symbols, PREFIX_VALUE_SET, vs["name"],
@@ -272,6 +339,9 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
             match.bitwidth = width
             match.match_type = _MATCH_TYPES.get(kind, p4info_pb2.MatchField.EXACT)
 
+
+def _add_registers(info: p4info_pb2.P4Info, symbols: SymbolIds, registers: list[dict], hints: P4InfoHints,
+                   new_types: NewTypes) -> None:
     for r in registers:
         pr = info.registers.add()
         _preamble(pr.preamble, symbols, PREFIX_REGISTER, r["name"],
@@ -284,6 +354,9 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
         bits = pr.type_spec.bitstring.int if signed else pr.type_spec.bitstring.bit
         bits.bitwidth = int(width)
 
+
+def _add_digests(info: p4info_pb2.P4Info, symbols: SymbolIds, digests: list[tuple[str, list[tuple[str, int]]]],
+                 hints: P4InfoHints, new_types: NewTypes) -> None:
     digest_type_names = {d.type_name: d.type_names for d in hints.digests}
     for type_name, fields in digests:
         dg = info.digests.add()
@@ -301,6 +374,8 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
                 else:
                     member.type_spec.bitstring.bit.bitwidth = int(width)
 
+
+def _add_serializable_enums(info: p4info_pb2.P4Info, hints: P4InfoHints) -> None:
     for enum_name, (width, members) in hints.serializable_enums.items():
         spec = info.type_info.serializable_enums[enum_name]
         spec.underlying_type.bitwidth = int(width)
@@ -308,8 +383,6 @@ def build_p4info(bmv2_json: dict, hints: P4InfoHints | None = None) -> p4info_pb
             m = spec.members.add()
             m.name = member_name
             m.value = _param_bytes(value & ((1 << width) - 1), width)
-    new_types.write(info.type_info)
-    return info
 
 
 def _preamble(pre: Any, symbols: SymbolIds, prefix: int, name: str, annotations: Iterable[str]) -> None:

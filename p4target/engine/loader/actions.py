@@ -93,7 +93,9 @@ class Primitives:
             return [f"F[{lay.sm_idx('egress_spec')}] = {DROP_PORT}"] + (
                 [f"F[{lay.sm_idx('mcast_grp')}] = 0"] if lay.sm_opt("mcast_grp") is not None else [])
         if op == "exit":
-            return ["raise ExitControl()"]
+            # as BMv2: the packet is marked and the action's later primitives still run; the
+            # pipeline stops before its next node
+            return ["P.exited = True"]
         if op in ("clone_ingress_pkt_to_egress", "clone_egress_pkt_to_egress"):
             fl = ex(a[1]) if len(a) > 1 else "0"
             return [f"P.clone = ({ex(a[0])}, {fl})"]

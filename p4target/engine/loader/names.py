@@ -130,7 +130,7 @@ GLOBALS = frozenset(HELPERS) | LAYOUT | {LOOKAHEAD} | frozenset(SAFE_BUILTINS)
 ATTRIBUTES = frozenset({
     # PacketState
     "F", "V", "NX", "VL", "data", "off", "length", "length_reg", "clone", "resubmit", "recirc",
-    "digests", "truncate", "now_us", "logs",
+    "digests", "truncate", "now_us", "logs", "exited",
     # counters, meters, registers, value sets; plain data methods
     "count", "execute", "values", "size", "mask", "matches", "get", "pop", "append",
     "from_bytes", "to_bytes", "join",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..packet import ExitControl, PacketState
+from ..packet import PacketState
 from .actions import Primitives
 from .match_tables import ProgramActions, TableBuilder
 
@@ -24,7 +24,8 @@ def _call_node(fn: Callable, nxt: str | None) -> Callable:
 
 def build_pipeline(pipe: dict, tables: TableBuilder, actions: ProgramActions,
                    prims: Primitives) -> Callable[[PacketState], None]:
-    """The function `(P) -> None` running one pipeline from its init node; `exit` ends it."""
+    """The function `(P) -> None` running one pipeline from its init node; as in BMv2, an
+    `exit` primitive (which marks the packet) ends it before the next node."""
     nodes: dict[str, Callable] = {}
     for t in pipe.get("tables", []):
         nodes[t["name"]] = tables.build(t)
@@ -38,9 +39,8 @@ def build_pipeline(pipe: dict, tables: TableBuilder, actions: ProgramActions,
 
     def run(P: PacketState) -> None:
         node = init
-        try:
-            while node is not None:
-                node = nodes[node](P)
-        except ExitControl:
-            pass
+        P.exited = False
+        while node is not None and not P.exited:
+            node = nodes[node](P)
+        P.exited = False
     return run

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
+from .admission import Standing
 from .errors import Code, P4RuntimeError
 
 Notify = Callable[[Any, p4runtime_pb2.StreamMessageResponse], None]
@@ -112,13 +113,14 @@ class Arbitration:
                 return False
             return role.members.get(role.primary) == election_id
 
-    def membership(self, stream: Any) -> tuple[bool, int | None]:
-        """(whether the stream has arbitrated, its election id or None)."""
+    def standing(self, stream: Any) -> Standing:
+        """Whether the stream has arbitrated, its election id, whether it is primary, its role."""
         with self._lock:
             name = self._stream_role.get(stream)
             if name is None:
-                return False, None
-            return True, self._roles[name].members.get(stream)
+                return Standing(False)
+            role = self._roles[name]
+            return Standing(True, role.members.get(stream), role.primary is stream, name)
 
     def is_primary_stream(self, stream: Any) -> bool:
         with self._lock:

@@ -66,7 +66,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._waiting_writes = 0
         self._writes_done = threading.Condition()
         self.arbitration = Arbitration(target.device_id, lambda s, msg: s.send(msg))
-        self.admission = StreamAdmission(self.arbitration.membership, limit=stream_limit)
+        self.admission = StreamAdmission(self.arbitration.standing, limit=stream_limit)
         self.digests = DigestDispatcher(self._to_primaries)
         self.configs = PipelineConfigs(target)
         self._entities: Entities | None = None
@@ -213,7 +213,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def StreamChannel(self, request_iterator, context):
         stream = Stream(context.peer())
         try:
-            evicted = self.admission.admit(stream)
+            evicted = self.admission.admit(stream, peer_identity(context))
         except P4RuntimeError as exc:
             context.abort(exc.code, exc.message)
         if evicted is not None:
@@ -240,6 +240,19 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         for s in self.admission.streams():
             s.finish()
         self.digests.stop()
+
+
+def peer_identity(context) -> str:
+    """Who a client is, for the per-peer stream cap: its certificate's common name on a channel
+    with client authentication, else its address without the port."""
+    try:
+        names = context.auth_context().get("x509_common_name") or []
+    except Exception:  # pragma: no cover - an insecure channel has an auth context too
+        names = []
+    if names:
+        return "cn:" + b",".join(names).decode(errors="replace")
+    peer = context.peer() or ""
+    return peer.rpartition(":")[0] if peer.count(":") >= 2 else peer
 
 
 class P4RuntimeServer:

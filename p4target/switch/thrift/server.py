@@ -30,6 +30,7 @@ from p4target.switch.switch_log import SwitchLog
 from p4target.switch.target import SwitchTarget
 from p4target.switch.thrift.handlers import ConfigText, PreHandler, SimpleSwitchHandler, StandardHandler
 from p4target.switch.thrift.links import SERVICE as LINKS_SERVICE, LinkHandler, LinkProcessor
+from p4target.switch.thrift.peers import may_connect
 from p4target.switch.thrift.priority import PriorityProcessor
 
 _QUIET_CALLS = ("bm_get_config", "bm_get_config_md5", "bm_mt_get", "bm_mt_act_prof_get", "bm_mc_get",
@@ -64,6 +65,10 @@ class _LockedHandler:
         log, lock, service = self._log, self._lock, self._service
 
         def call(*args: Any) -> Any:
+            missing = [i for i, a in enumerate(args, 1) if a is None]
+            if missing:  # a message without the field: Thrift leaves it None, no handler expects that
+                raise TApplicationException(TApplicationException.PROTOCOL_ERROR,
+                                            f"{name}: argument {missing[0]} is missing")
             if not name.startswith(_QUIET_CALLS) and log.enabled("info"):
                 shown = ", ".join(_show(a) for a in args)
                 log.info(f"thrift {service}.{name}({shown})")
@@ -79,6 +84,14 @@ class _LockedHandler:
                     raise TApplicationException(TApplicationException.INTERNAL_ERROR,
                                                 f"{name}: {type(exc).__name__}: {exc}") from None
         return call
+
+
+def _peer(client: socket.socket) -> str:
+    try:
+        host, port = client.getpeername()[:2]
+    except OSError:
+        return "a client that already left"
+    return f"{host}:{port}"
 
 
 def _show(value: Any) -> str:
@@ -103,12 +116,16 @@ def _show(value: Any) -> str:
 class ThriftServer:
     """Listens on `host`:`port` (0: any free port, see `.port`) and serves each client in a
     thread. `host` defaults to every address, as BMv2's Thrift server; give 127.0.0.1 to keep
-    it to this machine."""
+    it to this machine. With `owner_only` (the default) a client is served only when its socket
+    is on this machine and belongs to the switch's effective user or root (`peers`): Thrift has
+    no authentication of its own, and any call can load or swap the pipeline."""
 
     def __init__(self, target: SwitchTarget, port: int, *, log: SwitchLog | None = None,
                  config_text: str | None = None, ports: dict[int, str] | None = None,
-                 host: str = "0.0.0.0", links: LinkControl | None = None) -> None:
+                 host: str = "0.0.0.0", links: LinkControl | None = None, owner_only: bool = True) -> None:
         self._log = log or SwitchLog()
+        self.owner_only = owner_only
+        self.refused = 0  # connections closed unserved: another user's, or from another host
         self.config = ConfigText(target, config_text)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._sock = socket.socket(family, socket.SOCK_STREAM)
@@ -174,6 +191,12 @@ class ThriftServer:
                 client, _ = self._sock.accept()
             except OSError:
                 return
+            if self.owner_only and not may_connect(client):
+                self.refused += 1
+                self._log.warn(f"thrift: refused a connection from {_peer(client)}: not this switch's user "
+                               "(--thrift-any-user serves every client)")
+                client.close()
+                continue
             with self._clients_lock:
                 self._clients.add(client)
             threading.Thread(target=self._serve, args=(client,), name="p4target-thrift-client",

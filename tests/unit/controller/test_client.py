@@ -58,7 +58,8 @@ def test_unreachable_switch_times_out():
         port = s.getsockname()[1]
     conn = SwitchConnection("s9", f"127.0.0.1:{port}", 1, (0, 1), timeout=0.5)
     start = time.monotonic()
-    with pytest.raises(errors.UnreachableError, match=r"^s9: no P4Runtime server at 127.0.0.1:\d+ \(timed out after 0.5s\)$"):
+    with pytest.raises(errors.UnreachableError, match=r"^s9: no P4Runtime server at 127.0.0.1:\d+ \(timed out after 0.5s; "
+                                                         r"tried in plaintext: a switch started with TLS refuses it\)$"):
         conn.connect()
     assert time.monotonic() - start < 5
 

@@ -99,7 +99,7 @@ def start_daemon(net, *extra):
         [sys.executable, "-m", "controller.daemon", "--topology", str(net["topology"]),
          "--p4info", str(net["p4info"]), "--bmv2-json", str(net["bmv2"]), "--listen", str(sock),
          "--pid-file", str(pid_file), "--state-file", str(net["dir"] / "state.json"),
-         "--no-queues", *extra],
+         "--no-queues", "--plaintext", *extra],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while not (api.ping(sock) or {}).get("ready"):
@@ -186,8 +186,9 @@ def test_daemon_and_gradctl_end_to_end(network, capsys):
 
 def test_direct_mode_without_daemon(network, capsys, monkeypatch):
     monkeypatch.chdir(network["dir"])
-    args = ["--socket", str(network["dir"] / "none.sock"), "--direct", "--topology", str(network["topology"]),
-            "--p4info", str(network["p4info"]), "--bmv2-json", str(network["bmv2"])]
+    args = ["--socket", str(network["dir"] / "none.sock"), "--direct", "--plaintext",
+            "--topology", str(network["topology"]), "--p4info", str(network["p4info"]),
+            "--bmv2-json", str(network["bmv2"])]
     code, out, err = run(capsys, *args, "policy", "apply", str(REPO / "controller/policies/default.yaml"))
     assert code == 0, err
     assert out.splitlines()[0] == "s1: 3 inserted, 0 modified, 0 deleted"
@@ -213,7 +214,7 @@ def test_json_after_the_command_and_long_socket_paths(network, capsys):
 def test_daemon_once_and_bad_inputs(network, tmp_path):
     base = [sys.executable, "-m", "controller.daemon", "--topology", str(network["topology"]),
             "--p4info", str(network["p4info"]), "--bmv2-json", str(network["bmv2"]), "--no-queues",
-            "--state-file", str(tmp_path / "state.json")]
+            "--state-file", str(tmp_path / "state.json"), "--plaintext"]
     done = subprocess.run(base + ["--once"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "all switches programmed" in done.stderr
     bad = tmp_path / "bad.yaml"
@@ -238,7 +239,7 @@ def test_direct_mode_writes_nothing_unasked(network, capsys, monkeypatch):
     proc, sock, _ = start_daemon(network, "--policy", str(REPO / "controller/policies/default.yaml"))
     stop_daemon(proc)                       # the daemon is gone; the switches keep their state
     before = {n: len(s.entities("table_entry")) for n, s in network["servers"].items()}
-    args = ["--socket", str(sock), "--direct", "--topology", str(network["topology"]),
+    args = ["--socket", str(sock), "--direct", "--plaintext", "--topology", str(network["topology"]),
             "--p4info", str(network["p4info"])]
     code, out, err = run(capsys, *args, "--json", "stats", "--switch", "s2")
     assert code == 0, err

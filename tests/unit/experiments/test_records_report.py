@@ -80,7 +80,7 @@ def test_summary_has_a_row_per_figure_flags_and_plots(results_dir):
 
 
 def test_runner_plan_alternates_arms_caps_repetitions_and_skips_recorded_runs(tmp_path):
-    from experiments.runner import Runner
+    from experiments.backends.emulation import Runner
 
     raw = {"name": "ltp_incast", "repetitions": 3,
            "arms": [{"name": "a"}, {"name": "b", "transport": "mlt"}, {"name": "w2", "repetitions": 1}]}
@@ -95,7 +95,7 @@ def test_runner_plan_alternates_arms_caps_repetitions_and_skips_recorded_runs(tm
 
 
 def test_job_settings_carry_the_arms_transport_seed_packet_size_and_cc():
-    from experiments.runner import job_settings, session_config
+    from experiments.backends.emulation import job_settings, session_config
 
     raw = {"name": "x", "chunk_elems": 360, "agent_args": ["--probe-ms", "30"],
            "topology": {"workers": 4, "bottleneck_pps": 2000, "queue_depth": 32},

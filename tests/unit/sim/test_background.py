@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from controller.policy import load_policy
-from sim import background, harness, tcp
+from experiments.backends.ns3 import dlcp_ablation, harness
+from sim import background, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.topologies import leafspine
@@ -52,7 +53,7 @@ def test_flows_arrive_complete_and_repeat_with_their_seed():
     assert len(done) == len(flows)
     # no flow beats its bytes at the host's line rate
     assert all(f["fct_s"] > f["bytes"] * 8 / 10e9 for f in done)
-    stats = background.fct_stats(flows)
+    stats = dlcp_ablation.fct_stats(flows)
     assert stats["completed"] == len(flows) and stats["by_size"]["small <100 kB"]["flows"] > 0
     again, other = _flows(3), _flows(4)
     assert [(f["start"], f["bytes"], f["src"], f["dst"]) for f in again] == \

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.policy import load_policy
-from sim import harness
+from experiments.backends.ns3 import harness
 from sim.errors import SimError
 from sim.lossy import run_lossy_rounds, transport_config
 from sim.network import SimNetwork, SimOptions

@@ -9,7 +9,7 @@ import pytest
 
 from experiments import config as configs
 from experiments.records import ResultsDir
-from sim import harness
+from experiments.backends.ns3 import harness
 from sim.errors import SimError
 from sim.rounds import model_parameters
 from sim.topologies import leafspine
@@ -30,6 +30,12 @@ def test_setup_keeps_the_simulated_arms_and_names_the_others():
     assert all("DDL transport gradlane is not simulated" in s for s in pcn.params["skipped_arms"])
     with pytest.raises(SimError):
         harness.setup(configs.load(configs.default_path("plot_bounds"), quick=True))
+
+
+def test_each_simulated_experiment_declares_its_simulation():
+    assert set(harness.simulated_names()) == {"ltp_incast", "pcn", "regimes", "dblp_microbursts", "dlcp_ablation"}
+    assert harness.simulation("plot_bounds") is None
+    assert harness.simulation("dlcp_ablation").config == "experiments/configs/ns3/dlcp_ablation.yaml"
 
 
 def test_leafspine_at_dlcp_scale_is_a_valid_description():

@@ -10,7 +10,7 @@ import pytest
 
 from controller.policy import load_policy
 from experiments import config as configs
-from sim import harness
+from experiments.backends.ns3 import harness
 from sim.errors import SimError
 from sim.lossy import run_lossy_rounds, transport_config
 from sim.network import SimNetwork, SimOptions

@@ -10,7 +10,8 @@ import pytest
 
 from experiments import config as configs
 from experiments.records import ResultsDir
-from sim import harness, isolate
+from experiments.backends.ns3 import harness
+from sim import isolate
 from sim.errors import SimError
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from controller.policy import load_policy
-from sim import harness, tcp
+from experiments.backends.ns3 import harness
+from sim import tcp
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import run_tcp_rounds
 from topo.topologies import TopoParams, build_topology

@@ -6,7 +6,7 @@ import pytest
 
 from controller.policy import load_policy
 from hosts.transport.probe_answer import SEGMENT_CHUNKS
-from sim import harness
+from experiments.backends.ns3 import harness
 from sim.errors import SimError
 from sim.lossy import run_lossy_rounds, transport_config
 from sim.rounds import model_layer_sizes

@@ -15,7 +15,8 @@ from functools import lru_cache
 from typing import Any
 
 from controller.policy import load_policy
-from sim import engine, harness
+from experiments.backends.ns3 import harness
+from sim import engine
 from sim.lossy import run_lossy_rounds, transport_config
 from sim.layer_split import split_parameters
 from sim.network import SimNetwork, SimOptions

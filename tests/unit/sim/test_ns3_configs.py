@@ -11,7 +11,7 @@ import pytest
 from experiments import cli
 from experiments import config as configs
 from experiments.config import CONFIG_DIR
-from sim import harness, lossy_arm
+from experiments.backends.ns3 import harness, lossy_arm
 from sim.errors import SimError
 from sim.layer_split import resnet50_stages, split_parameters
 from sim.lossy import transport_config

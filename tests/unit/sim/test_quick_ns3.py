@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from experiments.records import ROUND_FIELDS, RUN_FIELDS
-from sim.harness import NS3_ONLY_CONFIGS, SIMULATED_EXPERIMENTS
+from experiments.backends.ns3.harness import simulated_names, simulation
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.timeout(300)
 # an experiment whose one simulated config is experiments/configs/ns3/'s runs in test_ns3_configs.py
-@pytest.mark.parametrize("name", sorted(SIMULATED_EXPERIMENTS - set(NS3_ONLY_CONFIGS)))
+@pytest.mark.parametrize("name", sorted(n for n in simulated_names() if simulation(n).config is None))
 def test_quick_on_ns3(name, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "experiments", name, "--quick", "--backend", "ns3",
                            "--out", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=280)

@@ -8,7 +8,7 @@ import pytest
 
 from controller.policy import load_policy
 from experiments import config as configs
-from sim import harness
+from experiments.backends.ns3 import harness
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import run_tcp_rounds

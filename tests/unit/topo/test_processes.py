@@ -8,7 +8,7 @@ import pytest
 
 from topo.errors import ProcessStartError
 from topo.processes import ManagedProcess
-from topo.switch_node import dying_with_parent
+from topo.processes import dying_with_parent
 
 
 def test_started_process_gets_sigterm_death_signal_and_keeps_its_pid(tmp_path):

@@ -287,9 +287,23 @@ def test_digest_callback_gets_learn_list_values():
 
 
 def test_exit_stops_control_and_assert_drops():
+    # as BMv2: `exit` marks the packet, the rest of its action still runs (port 3), and the
+    # pipeline stops before its next node (the conditional would set port 4)
     j = program(actions=[("ex", [], [assign(F(SM, "egress_spec"), hexv(2)), {"op": "exit", "parameters": []},
-                                     assign(F(SM, "egress_spec"), hexv(3))])])
-    assert Engine(j).process(0, pkt()) == [(2, pkt())]
+                                     assign(F(SM, "egress_spec"), hexv(3))]),
+                         ("four", [], [assign(F(SM, "egress_spec"), hexv(4))])])
+    assert Engine(j).process(0, pkt()) == [(3, pkt())]
+    ingress = j["pipelines"][0]
+    ingress["conditionals"] = [{"name": "node_2", "id": 0, "expression": {"type": "bool", "value": True},
+                                "true_next": "tbl_four", "false_next": None}]
+    ingress["tables"][0]["next_tables"] = {"ex": "node_2", "four": "node_2"}
+    ingress["tables"].append(dict(ingress["tables"][0], name="tbl_four", id=2, action_ids=[1], actions=["four"],
+                                  next_tables={"four": None},
+                                  default_entry={"action_id": 1, "action_const": True, "action_data": [],
+                                                 "action_entry_const": True}))
+    assert Engine(j).process(0, pkt()) == [(3, pkt())]
+    ingress["tables"][0]["default_entry"] = dict(ingress["tables"][0]["default_entry"], action_id=1)
+    assert Engine(j).process(0, pkt()) == [(4, pkt())]  # without the exit, the next node runs
     j = program(actions=[("as", [], [{"op": "assert", "parameters": [expr_param(op("==", F("h", "a"), hexv(1)))]}])])
     eng = Engine(j)
     assert eng.process(0, pkt(a=1)) == [(0, pkt(a=1))]

@@ -10,7 +10,7 @@ import pytest
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4runtime_pb2
 
-from p4target.switch.p4runtime.admission import StreamAdmission
+from p4target.switch.p4runtime.admission import Standing, StreamAdmission
 from p4target.switch.p4runtime.errors import P4RuntimeError, batch_status, fit_batch_status
 
 TERN = "MyIngress.t_tern"
@@ -136,24 +136,71 @@ class _Clock:
         return self.now
 
 
-def test_admission_evicts_unarbitrated_then_election_less_streams_never_primaries():
-    members: dict[str, tuple[bool, int | None]] = {}
+def _admission(members: dict, clock: _Clock, limit: int = 3, per_peer: int = 4) -> StreamAdmission:
+    return StreamAdmission(lambda s: members.get(s, Standing(False)), limit=limit, grace=1.0, clock=clock,
+                           per_peer=per_peer)
+
+
+def test_admission_evicts_unarbitrated_then_election_less_then_backups_never_the_controller():
+    members: dict[str, Standing] = {}
     clock = _Clock()
-    adm = StreamAdmission(lambda s: members.get(s, (False, None)), limit=3, grace=1.0, clock=clock)
-    members.update(a=(True, 5), b=(True, None))
+    adm = _admission(members, clock)
+    members.update(a=Standing(True, 5, primary=True), b=Standing(True, None))
     for s in "abc":  # c has not arbitrated
         assert adm.admit(s) is None
     assert adm.admit("d") == "b"  # c is within its grace period; b has no election id
     clock.now = 1.5
     assert adm.admit("e") == "c"  # past its grace period without arbitrating
-    members.update(d=(True, 6), e=(True, 7))
+    members.update(d=Standing(True, 4), e=Standing(True, 3))
+    assert adm.admit("f") == "d"  # the oldest backup goes; the primary a stays
+    members.update(f=Standing(True, 2))
+    assert adm.admit("g") == "e"
+    assert adm.streams() == ["a", "f", "g"]
+    adm.release("f")
+    adm.release("f")
+    assert adm.admit("h") is None and len(adm) == 3
+
+
+def test_admission_refuses_only_when_the_controller_and_young_streams_fill_it():
+    members = {"a": Standing(True, 9, primary=True)}
+    clock = _Clock()
+    adm = _admission(members, clock, limit=2)
+    assert adm.admit("a") is None and adm.admit("b") is None  # b: within its grace period
     with pytest.raises(P4RuntimeError) as exc:
-        adm.admit("f")  # a, d, e all hold election ids
+        adm.admit("c")
     assert exc.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
-    assert adm.streams() == ["a", "d", "e"]
-    adm.release("d")
-    adm.release("d")
-    assert adm.admit("f") is None and len(adm) == 3
+
+
+def test_admission_takes_backups_from_the_peer_holding_most_then_named_role_primaries():
+    members: dict[str, Standing] = {"ctl": Standing(True, 100, primary=True)}
+    clock = _Clock()
+    adm = _admission(members, clock, limit=4, per_peer=8)
+    adm.admit("ctl", "controller")
+    adm.admit("x", "other")
+    adm.admit("h1", "hostile")
+    adm.admit("h2", "hostile")
+    members.update(x=Standing(True, 1), h1=Standing(True, 2, primary=True, role="r1"), h2=Standing(True, 3))
+    assert adm.admit("new", "controller") == "h2"  # a backup of the peer with the most streams
+    members.update(new=Standing(True, 50, primary=True, role="r2"))
+    assert adm.admit("n2", "other") == "x"
+    members.update(n2=Standing(True, 51, primary=True, role="r3"))
+    # no backups left: a named role's primary of the peer holding most streams, never ctl
+    assert adm.admit("n3", "other") == "new"
+    members.update(n3=Standing(True, 52, primary=True, role="r4"))
+    assert adm.admit("n4", "controller") == "n2"  # now "other" holds the most (n2, n3)
+
+
+def test_admission_caps_backups_per_peer():
+    members: dict[str, Standing] = {}
+    clock = _Clock()
+    adm = _admission(members, clock, limit=16, per_peer=2)
+    for s in ("a", "b"):
+        adm.admit(s, "p")
+        members[s] = Standing(True, ord(s))
+    assert adm.admit("c", "q") is None  # another peer is not affected
+    assert adm.admit("d", "p") == "a"  # p's third stream replaces its oldest backup
+    members["d"] = Standing(True, 99, primary=True)
+    assert adm.admit("e", "p") is None  # p holds one backup (b) and the primary
 
 
 def _errors(n: int, message: str) -> status_pb2.Status:

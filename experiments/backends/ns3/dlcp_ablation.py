@@ -18,12 +18,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.policy import Policy, parse_policy
+from experiments import dlcp_simulated
 from experiments.api import ArmResult
+from experiments.backends.ns3 import lossy_arm
+from experiments.backends.ns3.simulation import SimulatedRun, Simulation
 from experiments.config import Arm, ExperimentConfig
 from experiments.dlcp_ablation import features_of
 from experiments.stats import percentile
 from experiments.training import job_policy
-from sim import background, lossy_arm, path_timers, tcp
+from sim import background, path_timers, tcp
 from sim.errors import SimError
 from sim.lossy import LossyJob, run_lossy_jobs, transport_config
 from sim.network import SimNetwork, SimOptions
@@ -33,6 +36,9 @@ from sim.topologies import leafspine
 BACKEND = "ns3"
 PUSH_STAGE = 0          # SwitchState's slot_seen / slot_dropped: index slot * 2 + stage (0 push)
 STEP_S = 0.002          # how often a TCP arm's run checks whether its jobs are done
+
+# FCT size classes (bytes, upper bounds): small, medium, large as DCTCP's and pFabric's figures split them
+SIZE_CLASSES = (("small <100 kB", 100e3), ("medium 100 kB-10 MB", 10e6), ("large >10 MB", float("inf")))
 
 
 @dataclass(frozen=True)
@@ -295,7 +301,7 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, seed: int, jitter_s: float,
         net.close()
     counted = [{**r, "fct_s": r["fct_s"] if r["end"] is not None and r["end"] <= bg.end_s + 1e-12 else None}
                for r in flows]
-    bg_stats = background.fct_stats(counted)
+    bg_stats = fct_stats(counted)
     times = [r["round_time_s"] for r in rounds]
     tail = {name: c["tail_drops"] for name, c in switches.items()}
     metrics: dict[str, Any] = {
@@ -316,3 +322,32 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, seed: int, jitter_s: float,
     return ArmResult(rounds=rounds, metrics=metrics, ok=error is None, error=error,
                      extra={"backend": BACKEND, "sim_switches": switches, "tail_drops": tail,
                             "placement": [{"job": j + 1, "ps": ps, "workers": w} for j, (ps, w) in enumerate(jobs)]})
+
+
+def fct_stats(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """FCT figures of background flows: mean and p99 (s) over completed flows, per size class
+    too, and how many arrived and completed."""
+    done = [r for r in records if r["fct_s"] is not None]
+    fcts = [r["fct_s"] for r in done]
+    out: dict[str, Any] = {"flows": len(records), "completed": len(done),
+                           "fct_mean_s": sum(fcts) / len(fcts) if fcts else None,
+                           "fct_p50_s": percentile(fcts, 50), "fct_p99_s": percentile(fcts, 99),
+                           "offered_bytes": sum(r["bytes"] for r in records), "by_size": {}}
+    low = 0.0
+    for label, high in SIZE_CLASSES:
+        cls = [r for r in records if low < r["bytes"] <= high]
+        times = [r["fct_s"] for r in cls if r["fct_s"] is not None]
+        out["by_size"][label] = {"flows": len(cls), "completed": len(times),
+                                 "fct_mean_s": sum(times) / len(times) if times else None,
+                                 "fct_p99_s": percentile(times, 99)}
+        low = high
+    return out
+
+
+def simulate(run: SimulatedRun) -> ArmResult:
+    """`run_arm` for the harness."""
+    return run_arm(run.config, run.arm, run.seed, run.jitter_s, run.options)
+
+
+SIMULATION = Simulation(run_arm=simulate, check=check, config="experiments/configs/ns3/dlcp_ablation.yaml",
+                        own_fabric=True, report=dlcp_simulated)

@@ -14,8 +14,9 @@ from typing import Any, Callable
 
 from experiments import dblp_microbursts as dblp
 from experiments.api import ArmResult
+from experiments.backends.ns3 import lossy_arm
+from experiments.backends.ns3.simulation import SimulatedRun, Simulation
 from experiments.config import Arm, ExperimentConfig
-from sim import lossy_arm
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 
@@ -107,3 +108,18 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, seed: int, topo: Any, jitter_s: flo
         error = f"{len(fired)} of {len(plan)} bursts fired"
     return ArmResult(rounds=records, metrics=metrics, ok=error is None, error=error,
                      extra={**result.extra, "bursts_fired": fired})
+
+
+def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
+    """Why `arm` cannot be simulated (None: it can): the bursts are simulated under ltp and mlt."""
+    if arm.transport in lossy_arm.TRANSPORTS:
+        return None
+    return f"transport {arm.transport} is not simulated under bursts yet (only ltp and mlt)"
+
+
+def simulate(run: SimulatedRun) -> ArmResult:
+    """`run_arm` for the harness."""
+    return run_arm(run.config, run.arm, run.seed, run.topo, run.jitter_s, run.out_dir, run.options, run.reseed)
+
+
+SIMULATION = Simulation(run_arm=simulate, supported=supported, check=burst_direction)

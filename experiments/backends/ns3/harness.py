@@ -1,13 +1,14 @@
 """`python -m experiments NAME --backend ns3`: an experiment's arms simulated in ns-3.
 
 The same config, records (rounds.jsonl, runs.jsonl) and summary as the emulation, every run
-marked `"backend": "ns3"`, and the summary says it was simulated. Simulated so far: the arms
-of `ltp_incast` (one parameter server and its workers, push/pull rounds: TCP in C++, gradlane and
-MLT by the agents' own transport code, `sim.lossy`), the TCP-DDL arms of `pcn` (`sim.pcn`) and the arms
-of `regimes` (the same rounds in each cell of the loss x BDP grid, random loss on the
-bottleneck) and the gradlane and MLT arms of `dblp_microbursts` (loss bursts on the bottleneck
-at the planned rounds, `sim.microbursts`); arms the simulator cannot run yet are listed in the config's
-`params.skipped_arms`, with the reason.
+marked `"backend": "ns3"`, and the summary says it was simulated. An experiment is simulated
+when its module declares `simulated()`, the `Simulation` of its module in this package
+(experiments/backends/ns3/): `ltp_incast` (one parameter server and its workers, push/pull
+rounds: TCP in C++, gradlane and MLT by the agents' own transport code, `sim.lossy`), the TCP-DDL
+arms of `pcn`, the arms of `regimes` (the same rounds in each cell of the loss x BDP grid, random
+loss on the bottleneck), the gradlane and MLT arms of `dblp_microbursts` (loss bursts on the
+bottleneck at the planned rounds) and `dlcp_ablation` (its own loaded leaf-spine); arms the
+simulator cannot run yet are listed in the config's `params.skipped_arms`, with the reason.
 """
 from __future__ import annotations
 
@@ -17,23 +18,22 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
+import experiments
 from controller.policy import load_policy
-from experiments import regimes
-from experiments.api import ArmResult, Summary
+from experiments.api import ArmResult, Figure, Summary
+from experiments.backends.ns3 import lossy_arm
+from experiments.backends.ns3.simulation import SimulatedRun, Simulation
 from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.records import Results, ResultsDir
 from experiments.stats import percentile
-from sim import dlcp, engine, isolate, lossy_arm, microbursts, path_timers, pcn, tcp
+from sim import engine, isolate, path_timers, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import model_parameters, run_tcp_rounds
 from topo.topologies import TopoParams, build_topology
 
-SIMULATED_EXPERIMENTS = {"ltp_incast", "pcn", "regimes", "dblp_microbursts", "dlcp_ablation"}
-# experiments whose emulation config the simulator does not run: --backend ns3 takes this one
-NS3_ONLY_CONFIGS = {"dlcp_ablation": "experiments/configs/ns3/dlcp_ablation.yaml"}
 BACKEND = "ns3"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 NS3_SEED = 1                 # ns-3's seed stays fixed; the repetition's seed is the run number
 DEFAULT_CHUNK_ELEMS = 64    # the agents' --chunk-elems default
 START_JITTER_MS = 1.0        # default spread of the workers' push starts per round (params.sim_start_jitter_ms)
@@ -96,19 +96,22 @@ def sim_options(cfg: ExperimentConfig) -> SimOptions:
     return SimOptions(switch_pps=None if pps is None else float(pps), **host)
 
 
-def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
-    """Why `arm` cannot be simulated yet, or None when it can."""
-    if cfg.name not in SIMULATED_EXPERIMENTS:
-        return f"experiment {cfg.name} is not simulated yet"
-    if cfg.name == "pcn":
-        ddl = arm.params.get("transport", cfg.params.get("transport", pcn.PcnSettings.transport))
-        if ddl not in pcn.SIMULATED_TRANSPORTS:
-            return f"DDL transport {ddl} is not simulated yet (only ns-3's TCP)"
-        return None
+def simulation(name: str) -> Simulation | None:
+    """How experiment `name` runs in ns-3 (its module's `simulated()`), or None when it is not simulated."""
+    declared = getattr(experiments.get(name), "simulated", None)
+    return declared() if declared else None
+
+
+def simulated_names() -> list[str]:
+    """The experiments that run in ns-3, in the registry's order."""
+    return [name for name in experiments.names() if simulation(name) is not None]
+
+
+def rounds_supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
+    """Why `arm` cannot run as simulated push/pull rounds (None: it can): ltp and mlt by the
+    agents' transport code (`sim.lossy`), TCP by ns-3's congestion controls."""
     if arm.transport in lossy_arm.TRANSPORTS:
         return None
-    if cfg.name == "dblp_microbursts":
-        return f"transport {arm.transport} is not simulated under bursts yet (only ltp and mlt)"
     if arm.transport != "tcp":
         return f"transport {arm.transport} is not simulated yet"
     if (arm.tcp_cc or "cubic") not in tcp.CONGESTION_CONTROLS:
@@ -116,10 +119,20 @@ def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
     return None
 
 
+def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
+    """Why `arm` cannot be simulated yet, or None when it can."""
+    sim = simulation(cfg.name)
+    if sim is None:
+        return f"experiment {cfg.name} is not simulated yet"
+    return (sim.supported or rounds_supported)(cfg, arm)
+
+
 def setup(cfg: ExperimentConfig) -> ExperimentConfig:
-    """Keep the arms the simulator runs (regimes: after expanding its grid); SimError if none is left."""
-    if cfg.name == "regimes":
-        cfg = setup_regimes(cfg)
+    """Keep the arms the simulator runs (after the simulation's own setup, e.g. the regime
+    map's grid); SimError if none is left."""
+    sim = simulation(cfg.name)
+    if sim is not None and sim.setup is not None:
+        cfg = sim.setup(cfg)
     keep, skipped = [], []
     for arm in cfg.arms:
         why = supported(cfg, arm)
@@ -132,10 +145,8 @@ def setup(cfg: ExperimentConfig) -> ExperimentConfig:
     start_jitter_s(cfg)      # bad values fail here, before any run
     gradient_bytes(cfg)
     sim_options(cfg)
-    if cfg.name == "dlcp_ablation":
-        dlcp.check(cfg)
-    if cfg.name == "dblp_microbursts":
-        microbursts.burst_direction(cfg)
+    if sim is not None and sim.check is not None:
+        sim.check(cfg)
     keep = [with_path_timers(cfg, arm) if arm.params.get("timers_from_path") and "path_timers" not in arm.params
             else arm for arm in keep]
     for arm in keep:
@@ -168,30 +179,26 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,
             options: SimOptions = SimOptions()) -> ArmResult:
     """One repetition of one arm, simulated with ns-3's random streams at run number
     `repetition_seed(cfg, rep)`: the same seed reproduces the repetition exactly."""
-    # dlcp_ablation builds its own fabric (sim.dlcp)
-    topo = None if cfg.name == "dlcp_ablation" else topology(cfg.topology_of(arm), cfg.workers_of(arm))
-    rng = seed_ns3(repetition_seed(cfg, rep))
-    if cfg.name == "pcn":
-        result = pcn.run_arm(cfg, arm, rep, topo, out_dir, options)
-    elif cfg.name == "regimes":
-        result = run_regime_arm(cfg, arm, rep, topo, options)
-        rng["start_jitter_s"] = start_jitter_s(cfg)
-    elif cfg.name == "dblp_microbursts":
-        seed = repetition_seed(cfg, rep)
-        result = microbursts.run_arm(cfg, arm, seed, topo, start_jitter_s(cfg), out_dir, options,
-                                     lambda: seed_ns3(seed))
-        rng["start_jitter_s"] = start_jitter_s(cfg)
-    elif cfg.name == "dlcp_ablation":
-        result = dlcp.run_arm(cfg, arm, repetition_seed(cfg, rep), start_jitter_s(cfg), options)
-        rng["start_jitter_s"] = start_jitter_s(cfg)
-    elif arm.transport in lossy_arm.TRANSPORTS:
-        result = lossy_arm.run(cfg, arm, repetition_seed(cfg, rep), topo, start_jitter_s(cfg), options)
-        rng["start_jitter_s"] = start_jitter_s(cfg)
-    else:
-        result = run_tcp_arm(cfg, arm, rep, topo, options)
+    sim = simulation(cfg.name)
+    if sim is None:
+        raise SimError(f"experiment {cfg.name} is not simulated yet")
+    topo = None if sim.own_fabric else topology(cfg.topology_of(arm), cfg.workers_of(arm))
+    seed = repetition_seed(cfg, rep)
+    rng = seed_ns3(seed)
+    result = sim.run_arm(SimulatedRun(config=cfg, arm=arm, rep=rep, seed=seed, topo=topo,
+                                      jitter_s=start_jitter_s(cfg), out_dir=out_dir, options=options,
+                                      reseed=lambda: seed_ns3(seed)))
+    if sim.jitter:
         rng["start_jitter_s"] = start_jitter_s(cfg)
     result.extra["sim_rng"] = rng
     return result
+
+
+def run_rounds_arm(run: SimulatedRun) -> ArmResult:
+    """One repetition of a push/pull arm: ltp and mlt by `lossy_arm`, TCP by `run_tcp_arm`."""
+    if run.arm.transport in lossy_arm.TRANSPORTS:
+        return lossy_arm.run(run.config, run.arm, run.seed, run.topo, run.jitter_s, run.options)
+    return run_tcp_arm(run.config, run.arm, run.rep, run.topo, run.options)
 
 
 def tcp_settings(arm: Arm) -> tcp.TcpSettings:
@@ -250,22 +257,6 @@ def run_tcp_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
                             "sim_link_drops": out.link_drops})
 
 
-def setup_regimes(cfg: ExperimentConfig) -> ExperimentConfig:
-    """The regime map's grid expanded (`experiments.regimes.setup`); the tuned-RTO arms' minimum
-    RTO is `rto_min_rtts` x the cell's RTT, without the emulation's 1 ms floor (a limit of
-    Linux's per-route metric that ns-3 does not have: at microsecond RTTs it would be tens of RTTs)."""
-    cfg = regimes.setup(cfg)
-    arms = []
-    for arm in cfg.arms:
-        rtts = arm.params.get("rto_min_rtts")
-        if rtts is not None:
-            arm = replace(arm, params={**arm.params, "rto_min_ms": round(float(rtts) * float(arm.params["rtt_ms"]), 6)})
-        if arm.params.get("timers_from_path") and "path_timers" not in arm.params:
-            arm = with_path_timers(cfg, arm)
-        arms.append(arm)
-    return replace(cfg, arms=tuple(arms))
-
-
 def with_path_timers(cfg: ExperimentConfig, arm: Arm) -> Arm:
     """A lossy arm with its timers derived from its path (`sim.path_timers`): its regime cell's
     or its own `params.rtt_ms` (the path's round trip), the flags appended to its agent_args and
@@ -292,19 +283,6 @@ def bottleneck_pps(cfg: ExperimentConfig, settings: TopologySettings) -> float:
     options = sim_options(cfg)
     bps = settings.bw_mbps * 1e6 if settings.bw_mbps else options.rate_gbps * 1e9
     return bps / (8 * options.packet_bytes)
-
-
-def run_regime_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
-                   options: SimOptions = SimOptions()) -> ArmResult:
-    """One repetition of a regime-map arm in its cell (the bottleneck's loss and delay come with
-    the arm's topology; the tuned-RTO arm's minimum RTO with its params, see `setup_regimes`)."""
-    if arm.transport in lossy_arm.TRANSPORTS:
-        result = lossy_arm.run(cfg, arm, repetition_seed(cfg, rep), topo, start_jitter_s(cfg), options)
-    else:
-        result = run_tcp_arm(cfg, arm, rep, topo, options)
-    p = arm.params
-    result.metrics.update(loss_pct=p["loss_pct"], bdp_packets=p["bdp_packets"], rtt_ms=p["rtt_ms"])
-    return result
 
 
 def run(cfg: ExperimentConfig, rd: ResultsDir, out: Callable[[str], None] = lambda s: print(s, flush=True)) -> None:
@@ -349,23 +327,30 @@ def run_isolated(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path) -> Ar
                             "sim_rng": {"ns3_seed": NS3_SEED, "ns3_run": repetition_seed(cfg, rep)}})
 
 
-class SimulatedModule:
-    """An experiment module whose summary says that its figures were simulated in ns-3. Where
-    the simulated figures differ from the emulation's, the module gives `SIM_<NAME>` or
-    `<name>_simulated` (SIM_FIGURES, summarize_simulated, plot_simulated, ...): they stand for
-    NAME here."""
+class SimulatedReport:
+    """What `experiments.report` reads of a simulated experiment: the experiment module's
+    TITLE, PAPER, FIGURES, scale_text, ROUND_BREAKDOWN, summarize and plot, each replaced by the
+    simulation's report module where that one has it (`Simulation.report`); the summary's first
+    note says that the figures were simulated."""
 
-    def __init__(self, module: ModuleType) -> None:
-        self._module = module
+    def __init__(self, module: ModuleType, sim: Simulation) -> None:
+        own = sim.report
 
-    def __getattr__(self, name: str) -> Any:
-        for alias in (f"SIM_{name}", f"{name}_simulated"):
-            if hasattr(self._module, alias):
-                return getattr(self._module, alias)
-        return getattr(self._module, name)
+        def pick(name: str, default: Any) -> Any:
+            if own is not None and hasattr(own, name):
+                return getattr(own, name)
+            return getattr(module, name, default)
+
+        self.TITLE: str = pick("TITLE", module.__name__.rsplit(".", 1)[-1])
+        self.PAPER: str = pick("PAPER", "")
+        self.FIGURES: list[Figure] = pick("FIGURES", [])
+        self.scale_text: Callable[..., str] | None = pick("scale_text", None)
+        self.ROUND_BREAKDOWN: bool = pick("ROUND_BREAKDOWN", True)
+        self._summarize = pick("summarize", None)
+        self.plot = pick("plot", None)
 
     def summarize(self, results: Results, config: ExperimentConfig) -> Summary:
-        summary = self.__getattr__("summarize")(results, config)
+        summary = self._summarize(results, config)
         summary.notes.insert(0, "SIMULATED with ns-3 (--backend ns3): no training ran (gradients are sized, "
                                 "not computed; accuracy figures are n/a); the simulated switches run the "
                                 "controller's entries. docs/ns3.md says what is simulated and what is not.")

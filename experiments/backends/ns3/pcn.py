@@ -8,7 +8,7 @@ datagram `lead_ms` ahead in the PCN arm, each done when every byte is acknowledg
 switches tell a burst's arrival by the policy's `ddl_flows`, as the emulated ones do; the
 leaves' uplink queues are sampled every `sample_ms`. Not simulated: the PS's PCN-ACK (a worker
 bursts when ready; with a 1 s lead the ACK would always be in by then), so `acked` is None; the
-gradlane transport's arms (sim.harness skips them); Linux's restart from the initial window
+gradlane transport's arms (the harness skips them); Linux's restart from the initial window
 after an idle period (ns-3's TCP keeps its window across the gaps between bursts).
 """
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 from controller.policy import load_policy
 from controller.topology import Topology
 from experiments.api import ArmResult
+from experiments.backends.ns3.simulation import SimulatedRun, Simulation
 from experiments.config import Arm, ExperimentConfig
 from experiments.pcn_measure import DDL_TCP_PORT, PcnSettings, analyse, worker_uplinks
 from hosts import wire
@@ -162,3 +163,19 @@ def run_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Topology, out_dir: 
                      error=None if ok else f"{len(plan) - len(sent)} burst(s) not acknowledged by the end",
                      extra={"pcn": pcn, "transport": s.transport, "queue_series": f"{SERIES_DIR}/{tag}.json", "sim_switches": switches,
                             "tail_drops": tail})
+
+
+def supported(cfg: ExperimentConfig, arm: Arm) -> str | None:
+    """Why `arm` cannot be simulated (None: it can): only ns-3's TCP carries the DDL bursts."""
+    ddl = arm.params.get("transport", cfg.params.get("transport", PcnSettings.transport))
+    if ddl not in SIMULATED_TRANSPORTS:
+        return f"DDL transport {ddl} is not simulated yet (only ns-3's TCP)"
+    return None
+
+
+def simulate(run: SimulatedRun) -> ArmResult:
+    """`run_arm` for the harness."""
+    return run_arm(run.config, run.arm, run.rep, run.topo, run.out_dir, run.options)
+
+
+SIMULATION = Simulation(run_arm=simulate, supported=supported, jitter=False)

@@ -21,7 +21,7 @@ BACKEND = "ns3"
 def layer_sizes(cfg: ExperimentConfig) -> list[int]:
     """Per transport layer, the elements: `params.sim_gradient_params` split in ResNet-50's stage
     proportions (`sim.layer_split`) when set, else the config's bundled model (kind, hidden, filters)."""
-    count = cfg.params.get("sim_gradient_params")   # checked by sim.harness.setup
+    count = cfg.params.get("sim_gradient_params")   # checked by harness.setup
     if count is not None:
         try:
             return split_parameters(count)
