@@ -1,4 +1,4 @@
-"""Cross-validation of a simulated run (`--backend ns3`) against the emulation (issue 23 item 4):
+"""Cross-validation of a simulated run (`--backend ns3`) against the emulation:
 at the emulation's scale, the published emulation figures beside the simulated ones per arm,
 their ratio, whether it is within 15 %, and for each miss the cause measured in the records.
 
@@ -352,7 +352,7 @@ def section(results: Results, config: ExperimentConfig) -> Section | None:
                      fmt_num(c.ratio, 3) if c.ratio is not None else "n/a", verdict, c.cause])
     compared = [c for c in comparisons if c.within is not None]
     within = sum(1 for c in compared if c.within)
-    title = (f"Cross-validation against the emulation (issue 23 item 4): the emulation's figures from "
+    title = (f"Cross-validation against the emulation: the emulation's figures from "
              f"{ref.get('source', '?')} ({ref.get('repetitions', '?')} repetition(s) of "
              f"{ref.get('rounds', '?')} rounds), computed from its records as ns-3's are; within "
              f"{TOLERANCE:.0%} means 0.85 <= ns-3 / emulation <= 1.15; a miss's cause is measured in "

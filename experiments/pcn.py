@@ -184,7 +184,7 @@ def _measured(results: Results, transport: str, off: str, on: str, threshold: in
 
 
 def _verdict(results: Results, transport: str, off: str, on: str, threshold: int) -> str:
-    """Whether the issue's bar holds for one transport (start queue <= 1/5, completion
+    """Whether the bar holds for one transport (start queue <= 1/5, completion
     shorter), and where it does not, the measured cause."""
     a = stat_of(results.metric(off, "start_queue_pkts"))
     b = stat_of(results.metric(on, "start_queue_pkts"))
@@ -193,7 +193,7 @@ def _verdict(results: Results, transport: str, off: str, on: str, threshold: int
     # shorter: the paired change is negative by more than its spread over repetitions
     shorter = change.n > 0 and change.mean + (change.sd if change.n > 1 else 0.0) < 0
     ratio = f"1/{fmt_num(a.mean / b.mean, 2)}" if a.n and b.n and b.mean else "n/a"
-    text = (f"Bar (issue 22), DDL over {TRANSPORT_NAMES[transport]}: start queue {ratio} "
+    text = (f"Bar, DDL over {TRANSPORT_NAMES[transport]}: start queue {ratio} "
             f"({'meets' if ratio_ok else 'misses'} <= 1/5")
     if not ratio_ok and a.n and b.n:
         text += (f"; cause, measured: 1/5 needs <= {fmt_num(a.mean / 5, 3)} packets, and with PCN the "

@@ -28,7 +28,7 @@ KIND_PCN_START = 6
 KIND_PCN_ACK = 7
 KIND_HELLO = 8        # worker -> PS: the join handshake (hosts/exchange/join.py)
 KIND_HELLO_ACK = 9    # PS -> worker: its answers in the join handshake
-KIND_EPOCH = 12       # PS -> worker: round R follows policy epoch chunk_seq (issue 22)
+KIND_EPOCH = 12       # PS -> worker: round R follows policy epoch chunk_seq
 KIND_NAMES = {KIND_DATA: "DATA", KIND_ACK: "ACK", KIND_PROBE: "PROBE", KIND_BITMAP: "BITMAP",
               KIND_STOP: "STOP", KIND_PULL_REQ: "PULL_REQ", KIND_PCN_START: "PCN_START",
               KIND_PCN_ACK: "PCN_ACK", KIND_HELLO: "HELLO", KIND_HELLO_ACK: "HELLO_ACK",
