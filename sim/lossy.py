@@ -36,6 +36,7 @@ import numpy as np
 from hosts import wire
 from hosts.errors import ConfigError, PeerTimeout
 from hosts.training.aggregate import PushAggregator
+from hosts.exchange.udp_worker import PS_PATIENCE, PULL_REQ_EVERY_PROBES
 from hosts.exchange.config import (TransportConfig, add_transport_arguments, config_from_args,
                                    with_chunk_plan)
 from hosts.transport.bounds import LossBudget, violated_layers
@@ -51,7 +52,6 @@ from sim.errors import SimError
 from sim.network import SimNetwork
 
 UDP_PORT = 19527                 # the agents' default
-PULL_REQ_EVERY_PROBES = 5        # hosts/exchange/udp_worker.py: a worker that got no pull asks again
 INFINITY = float("inf")
 # a datagram's head in sim/cpp/bridge.h's batches: host, IPv4 address, port, TOS, length
 _RECORD = struct.Struct("=IIHBH")
@@ -195,13 +195,13 @@ class _Worker:
                 self.agent.port, job.plan, self.round, pull=True, senders=[wire.PS_RANK],
                 required=cfg.bounds.required_fraction(pull=True),
                 options=ReceiveOptions(deadline=self.pull_deadline.current(),
-                                       absent_timeout=2.0 * cfg.peer_timeout, scope=cfg.bounds.scope,
+                                       absent_timeout=PS_PATIENCE * cfg.peer_timeout, scope=cfg.bounds.scope,
                                        ack_delay=cfg.ack_delay))
             self.agent.router.add(self.pull)
             self.sender = SendSession(
                 self.agent.port, job.ps.addr, wire.PS_RANK, job.plan, job.gradient(self.rank, self.round),
                 self.round, pull=False,
-                options=dataclasses.replace(cfg.send, peer_timeout=2.0 * cfg.peer_timeout,
+                options=dataclasses.replace(cfg.send, peer_timeout=PS_PATIENCE * cfg.peer_timeout,
                                             pace_pps=job.worker_pace_pps or cfg.send.pace_pps),
                 critical_layers=cfg.bounds.critical_layers(pull=False),
                 budget=LossBudget.of(cfg.bounds.push, job.plan, cfg.bounds.scope),

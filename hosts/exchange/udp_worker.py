@@ -23,7 +23,7 @@ from hosts.transport.sender import SendSession, new_window
 
 _LINGER = 0.3
 _HELLO_EVERY = 0.1
-_PULL_REQ_EVERY_PROBES = 5
+PULL_REQ_EVERY_PROBES = 5     # a worker that got no pull asks again every this many probe intervals
 _EPOCHS_KEPT = 8
 # A worker waits for a silent PS twice as long as the PS waits for a silent worker: the PS
 # decides who takes part, so a worker joins again only once the PS surely went on without it
@@ -156,7 +156,7 @@ class UdpWorkerExchange:
         session = self.mux.get(round_, True)
         state = session.senders[wire.PS_RANK]
         t0 = time.monotonic()
-        every = self.config.send.probe_interval * _PULL_REQ_EVERY_PROBES
+        every = self.config.send.probe_interval * PULL_REQ_EVERY_PROBES
         while not session.done:
             wait_until = time.monotonic() + every
             self.mux.run(lambda: session.done or time.monotonic() >= wait_until)
