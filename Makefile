@@ -47,7 +47,7 @@ demo: build
 	$(PY) -m topo.run --topo $(TOPO) --build $(BUILD) --demo $(RUN_FLAGS)
 
 test: setup
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25 tests
 
 test-unit: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
