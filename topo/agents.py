@@ -6,6 +6,7 @@ topo depends on these interfaces only; when one changes, this module is the one 
 from __future__ import annotations
 
 import importlib.util
+import shlex
 import sys
 from pathlib import Path
 from dataclasses import dataclass
@@ -17,6 +18,10 @@ GRADCTL_MODULE = "controller.gradctl"
 PS_MODULE = "hosts.ps"
 WORKER_MODULE = "hosts.worker"
 BACKGROUND_MODULE = "hosts.background"
+DDP_SERVER_MODULE = "hosts.ddp.server"
+# The DDP example every `--ddp` job runs unless told otherwise; it takes --steps and --model.
+DDP_EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "ddp_digits.py")
+DDP_MASTER_PORT = 29500   # torch.distributed's rendezvous (TCPStore) on rank 0's host
 # Controller log lines: every switch programmed / some could not be programmed.
 CONTROLLER_READY = r"\ball switches programmed\b"
 CONTROLLER_FAILED = r"switches not programmed: .*"
@@ -80,6 +85,10 @@ class JobSpec:
     extra_worker: tuple[str, ...] = ()
     group: int = 0    # which host group (PS and its workers) of the topology runs it
     controller: str | None = None   # the controller's socket: agents follow its policy for the job
+    # A PyTorch DDP script the job runs instead of the gradlane agents: one rank per worker host,
+    # its gradients through the hook (hosts.ddp) to hosts.ddp.server on the PS host.
+    ddp_script: str | None = None
+    ddp_model: str | None = None
 
 
 def _controller_args(job: JobSpec) -> list[str]:
@@ -99,6 +108,31 @@ def worker_argv(job: JobSpec, rank: int, ps_ip: str, key_file: str) -> list[str]
     return [sys.executable, "-u", "-m", WORKER_MODULE, "--rank", str(rank), "--ps", ps_ip,
             "--workers", str(job.workers), "--rounds", str(job.rounds), "--job", str(job.job_id),
             "--job-key", key_file, "--die-with-parent", *_controller_args(job), *job.extra_worker]
+
+
+def ddp_server_argv(job: JobSpec, key_file: str, bind: str) -> list[str]:
+    """The DDP parameter server's command line (JSON lines on stdout): the job's transport flags
+    (its `extra_ps`) and key; it listens on `bind`."""
+    return [sys.executable, "-u", "-m", DDP_SERVER_MODULE, "--ranks", str(job.workers), "--bind", bind,
+            "--job", str(job.job_id), "--job-key", key_file, "--die-with-parent", *job.extra_ps]
+
+
+def ddp_rank_argv(job: JobSpec) -> list[str]:
+    """One rank of the job's DDP script: `--steps` is the job's rounds (one exchange per step)."""
+    assert job.ddp_script is not None
+    model = ["--model", job.ddp_model] if job.ddp_model else []
+    return [sys.executable, "-u", job.ddp_script, "--steps", str(job.rounds), *model]
+
+
+def ddp_rank_env(job: JobSpec, rank: int, master_ip: str, interface: str, ps: str,
+                 key_file: str) -> dict[str, str]:
+    """What a rank reads: torch.distributed's rendezvous at rank 0's host (gloo bound to the
+    host's own interface, not the name its hostname resolves to) and the hook's server and flags."""
+    from hosts.ddp.flags import FLAGS_ENV, PS_ENV   # torch-free: the hook itself imports torch
+    flags = ["--job", str(job.job_id), "--job-key", key_file, *job.extra_worker]
+    return {"MASTER_ADDR": master_ip, "MASTER_PORT": str(DDP_MASTER_PORT), "WORLD_SIZE": str(job.workers),
+            "RANK": str(rank), "LOCAL_RANK": "0", "GLOO_SOCKET_IFNAME": interface,
+            PS_ENV: ps, FLAGS_ENV: shlex.join(flags)}
 
 
 # Agent flags that set bounds themselves: with any of them, topo runs the agents on their flags.

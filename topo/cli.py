@@ -7,6 +7,7 @@ from typing import Any
 
 from mininet.cli import CLI
 
+from topo import agents
 from topo.errors import TopoError
 from topo.summary import render
 
@@ -19,20 +20,26 @@ class GradCLI(CLI):
         super().__init__(session.net, **kwargs)
 
     def do_train(self, line: str) -> None:
-        """train [ROUNDS] [WORKERS]: run a training job (PS + workers on the hosts) and print its summary."""
+        """train [--ddp] [ROUNDS] [WORKERS]: run a training job (PS + workers on the hosts, or
+        with --ddp a PyTorch DDP job through gradlane's hook) and print its summary."""
+        words = line.split()
+        ddp = self.session.config.ddp_script
+        if "--ddp" in words:
+            words.remove("--ddp")
+            ddp = ddp or agents.DDP_EXAMPLE
         try:
-            args = [int(a) for a in line.split()]
+            args = [int(a) for a in words]
             if len(args) > 2 or any(a < 1 for a in args):
                 raise ValueError
         except ValueError:
-            print("usage: train [ROUNDS] [WORKERS]  (positive integers)")
+            print("usage: train [--ddp] [ROUNDS] [WORKERS]  (positive integers)")
             return
         rounds = args[0] if args else None
         workers = args[1] if len(args) > 1 else None
         print(f"training: job {self.session.jobs + 1}, {rounds or self.session.config.rounds} rounds ...")
         sys.stdout.flush()
         try:
-            result = self.session.train(rounds=rounds, workers=workers)
+            result = self.session.train(rounds=rounds, workers=workers, ddp_script=ddp)
         except TopoError as exc:
             print(f"train: error: {exc}")
             return

@@ -17,6 +17,7 @@ from p4target.switch.links.impairments import parse_impairment
 from hosts.errors import ConfigError
 from hosts.exchange.config import TRANSPORTS
 from hosts.exchange.tcp_options import check_congestion_control
+from topo import agents
 from topo.errors import TopoError
 from topo.session import DEFAULT_POLICY, TWO_JOBS_POLICY, RunConfig, RunSession
 from topo.summary import render
@@ -77,6 +78,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="ltp/mlt: the fewest workers a job may shrink to when workers die; below "
                         "it for longer than the agents' --outage-horizon (30 s) the job stops "
                         "(default 1; docs/faults.md)")
+    t.add_argument("--ddp", nargs="?", const=agents.DDP_EXAMPLE, metavar="SCRIPT",
+                   help="jobs train a PyTorch model with DDP, its gradients through gradlane's hook: "
+                        "SCRIPT (default examples/ddp_digits.py) runs once per worker host with "
+                        "--steps ROUNDS, the DDP server on the PS host (docs/pytorch.md)")
+    t.add_argument("--ddp-model", metavar="MODEL",
+                   help="--ddp: the script's --model (the example's: torch-mlp, torch-cnn, resnet, "
+                        "transformer; default torch-cnn)")
     t.add_argument("--agent-arg", action="append", default=[], metavar="ARG",
                    help="one more flag for the parameter server and the workers, e.g. "
                         "--agent-arg=--hole-fill=zero (repeatable)")
@@ -107,6 +115,10 @@ def _config(args: argparse.Namespace) -> RunConfig:
             check_congestion_control(args.tcp_cc)
         except ConfigError as exc:
             raise TopoError(str(exc)) from None
+    if args.ddp_model and not args.ddp:
+        raise TopoError("--ddp-model needs --ddp")
+    if args.ddp and not os.path.isfile(args.ddp):
+        raise TopoError(f"--ddp {args.ddp}: no such script")
     agent_args = tuple(args.agent_arg)
     if args.tcp_cc:
         agent_args += ("--tcp-cc", args.tcp_cc)
@@ -120,7 +132,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
                      policy=policy, pcap=args.pcap, bursts=tuple(args.burst), rounds=args.rounds,
                      controller=not args.no_controller, transport=args.transport, pace=args.pace,
                      tcp_ecn=args.tcp_ecn, agent_args=agent_args, min_workers=args.min_workers,
-                     plaintext=args.plaintext)
+                     plaintext=args.plaintext, ddp_script=args.ddp and os.path.abspath(args.ddp),
+                     ddp_model=args.ddp_model)
 
 
 def overview(session: RunSession) -> str:
@@ -171,6 +184,7 @@ def control_plane_line(session: RunSession) -> str:
 CLI_HELP = """\
 In the Mininet CLI:
   train [ROUNDS] [WORKERS]   run a training job (PS + workers on the hosts), print its summary
+  train --ddp [STEPS] [RANKS]  the same with a PyTorch DDP job through gradlane's hook
   job start [ROUNDS] [WORKERS]  start a job in the background on a free host group (--jobs N
                              gives N), so a second job runs beside the first; `job wait [JOB]`
                              prints its summary, `job list` shows what runs
@@ -204,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
             print("background traffic: " + "; ".join(session.start_background(args.background_flows)), flush=True)
         if args.demo:
             share = session.pace_pps(args.workers)
-            print(f"demo: training {args.rounds} rounds with {args.workers} workers over {args.transport}, "
+            what = f"DDP steps of {args.ddp} through the hook" if args.ddp else "rounds"
+            print(f"demo: training {args.rounds} {what} with {args.workers} workers over {args.transport}, "
                   + (f"workers paced at {share:.0f} pps each" if share else "unpaced") + " ...", flush=True)
             result = session.train(rounds=args.rounds, workers=args.workers, timeout=args.timeout)
             faults = session.supervisor.snapshot() if session.supervisor else []

@@ -26,6 +26,7 @@ from topo.stop import stop_recorded
 from topo.supervisor import Supervisor
 from topo.topologies import TopoParams, build_topology
 from topo.toolchain import switch_tool
+from topo.ddp_job import DdpJob
 from topo.training import TrainingJob, TrainingResult, host_groups
 
 DEFAULT_POLICY = "controller/policies/default.yaml"
@@ -64,6 +65,10 @@ class RunConfig:
     # P4Runtime without TLS (a testbed without PKI): any local user could then program the
     # switches. Default: a per-run CA, TLS with client certificates (topo/pki.py).
     plaintext: bool = False
+    # Jobs run this PyTorch DDP script through gradlane's hook instead of the gradlane agents
+    # (topo/ddp_job.py); `ddp_model` its --model.
+    ddp_script: str | None = None
+    ddp_model: str | None = None
 
     @property
     def bmv2_json(self) -> str:
@@ -257,17 +262,19 @@ class RunSession:
         return agents.controller_socket(self.config.log_dir)
 
     def train(self, rounds: int | None = None, workers: int | None = None, timeout: float = 600.0,
-              extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = ()) -> TrainingResult:
+              extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = (),
+              ddp_script: str | None = None) -> TrainingResult:
         """Run one training job (PS + workers on the hosts) to the end."""
-        job_id = self.start_job(rounds, workers, extra_ps, extra_worker)
+        job_id = self.start_job(rounds, workers, extra_ps, extra_worker, ddp_script=ddp_script)
         return self.finish_job(job_id, timeout)
 
     def start_job(self, rounds: int | None = None, workers: int | None = None,
                   extra_ps: tuple[str, ...] = (), extra_worker: tuple[str, ...] = (),
-                  transport: str | None = None) -> int:
+                  transport: str | None = None, ddp_script: str | None = None) -> int:
         """Start a training job on the first free host group, beside any running one; its id.
         Job ids count up from 1 over the run (the policy names jobs by these ids). Its
-        transport is the run's unless ``transport`` names another."""
+        transport is the run's unless ``transport`` names another; it runs the gradlane agents,
+        or ``ddp_script`` (default: the run's) through the DDP hook."""
         assert self.record is not None
         self.reap_jobs()
         busy = {job.job.group for job in self.running.values()}
@@ -278,8 +285,12 @@ class RunSession:
                            f"or start the network with more groups (--jobs)")
         spec = self.job_spec(self.jobs + 1, rounds, workers, extra_ps, extra_worker, group=free[0],
                              transport=transport)
-        job = TrainingJob(self.net, self.topo, self.config.topology_path, self.record,
-                          self.config.log_dir, spec, self.host_sysctls())
+        script = ddp_script or self.config.ddp_script
+        if script:
+            spec = replace(spec, controller=None, ddp_script=script, ddp_model=self.config.ddp_model)
+        kind = DdpJob if script else TrainingJob
+        job = kind(self.net, self.topo, self.config.topology_path, self.record,
+                   self.config.log_dir, spec, self.host_sysctls())
         self.jobs += 1
         self.running[spec.job_id] = job
         try:

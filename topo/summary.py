@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from topo.ddp_summary import is_ddp, render_ddp
 from topo.fault_report import fault_lines, fault_rows
 from topo.training import TrainingResult
 
@@ -259,11 +260,27 @@ def switch_process_lines(logs: dict[str, str]) -> list[str]:
     return [f"switch processes' own receive drops: {', '.join(parts)}"] if parts else []
 
 
+def stats_lines(stats: Any | None, limit: int = 40) -> list[str]:
+    """The switches' counters (gradctl stats) for a summary."""
+    if stats is None:
+        return ["switch statistics: n/a (gradctl stats unavailable)"]
+    if (rows := switch_lines(stats)) is not None:
+        return ["switch statistics (gradctl stats):", *(rows or ["  no gradient traffic counted"])]
+    items = list(stat_lines(stats))
+    lines = [f"switch statistics ({len(items)} counters, gradctl stats --json):"]
+    lines += ["  " + item for item in items[:limit]]
+    if len(items) > limit:
+        lines.append(f"  ... {len(items) - limit} more (gradctl stats)")
+    return lines
+
+
 def render(result: TrainingResult, stats: Any | None, limit: int = 40,
            switch_logs: dict[str, str] | None = None,
            faults: list[dict[str, Any]] | None = None) -> str:
     """The summary text; `switch_logs` (switch name -> log path) adds the switch processes'
     own receive drops, `faults` (the supervisor's, and killed workers) what each cost."""
+    if is_ddp(result):
+        return "\n".join([render_ddp(result), *stats_lines(stats, limit)])
     lines = [f"training: {'finished' if result.ok else 'FAILED'} in {result.elapsed_s:.1f} s, "
              f"{rounds_completed(result)} round(s)"]
     for name, code in result.exit_codes.items():
@@ -297,17 +314,7 @@ def render(result: TrainingResult, stats: Any | None, limit: int = 40,
     lines.append(violation_line(result))
     acc = final_accuracy(result)
     lines.append(f"accuracy: {acc:.4f}" if acc is not None else "accuracy: n/a")
-    if stats is None:
-        lines.append("switch statistics: n/a (gradctl stats unavailable)")
-    elif (rows := switch_lines(stats)) is not None:
-        lines.append("switch statistics (gradctl stats):")
-        lines += rows or ["  no gradient traffic counted"]
-    else:
-        items = list(stat_lines(stats))
-        lines.append(f"switch statistics ({len(items)} counters, gradctl stats --json):")
-        lines += ["  " + item for item in items[:limit]]
-        if len(items) > limit:
-            lines.append(f"  ... {len(items) - limit} more (gradctl stats)")
+    lines += stats_lines(stats, limit)
     lines += switch_process_lines(switch_logs or {})
     lines += fault_lines(fault_rows(faults or [], result))
     return "\n".join(lines)

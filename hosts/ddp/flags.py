@@ -10,6 +10,7 @@ from hosts.exchange.config import DEFAULT_BOUND, TransportConfig, add_transport_
 from hosts.ddp.layout import Layout, layer_bounds, parse_name_bounds
 
 FLAGS_ENV = "GRADLANE_FLAGS"    # the launcher hands the ranks the job's flags in this variable
+PS_ENV = "GRADLANE_PS"          # HOST:CONTROL_PORT of the parameter server (set by the launcher)
 
 
 def add_ddp_transport_arguments(ap: argparse.ArgumentParser) -> None:

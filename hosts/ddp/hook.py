@@ -27,13 +27,12 @@ import torch.distributed as dist
 
 from hosts.cli import parse_hostport
 from hosts.ddp import control
-from hosts.ddp.flags import FLAGS_ENV, parse_flags, transport_config
+from hosts.ddp.flags import FLAGS_ENV, PS_ENV, parse_flags, transport_config
 from hosts.ddp.layout import Layout
 from hosts.errors import ConfigError, HostsError
 from hosts.exchange.factory import worker_exchange
 from hosts.transport.chunking import ChunkPlan
 
-PS_ENV = "GRADLANE_PS"   # HOST:CONTROL_PORT of the parameter server (set by the launcher)
 
 
 class GradlaneError(RuntimeError):

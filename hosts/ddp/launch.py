@@ -21,8 +21,7 @@ import tempfile
 import time
 
 from hosts.cli import run_agent
-from hosts.ddp.flags import FLAGS_ENV, parse_flags
-from hosts.ddp.hook import PS_ENV
+from hosts.ddp.flags import FLAGS_ENV, PS_ENV, parse_flags
 from hosts.errors import ConfigError
 from hosts.exchange import job_key
 

@@ -16,6 +16,8 @@ from topo.run import main
     (["--jobs", "0"], "--jobs must be 1..8"),
     (["--jobs", "2", "--topo", "pcn"], "more than 1 only with --topo incast"),
     (["--min-workers", "4"], "--min-workers 4 must be within 1..--workers 3"),
+    (["--ddp-model", "resnet"], "--ddp-model needs --ddp"),
+    (["--ddp", "/nonexistent/train.py"], "--ddp /nonexistent/train.py: no such script"),
 ])
 def test_bad_options_one_line_error(argv, needle, capsys, tmp_path):
     assert main([*argv, "--log-dir", str(tmp_path)]) == 1
