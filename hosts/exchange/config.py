@@ -126,7 +126,7 @@ class TransportConfig:
         share = f"{high:.4g}" if low == high else f"{low:.4g}..{high:.4g}"
         if self.pull_budget_chunks == 0:
             return (f"bounded ({share} per {self.bounds.scope}) but under one chunk: runs "
-                    f"reliable")
+                    f"reliable (no pull deadline)")
         return (f"bounded ({share} per {self.bounds.scope}; lost parameters keep their "
                 f"previous values)")
 
@@ -395,7 +395,13 @@ def with_chunk_plan(config: TransportConfig,
         plan = ChunkPlan(layer_sizes, list(sizes.per_layer))
         chunking = sizes.describe()
     pull = LossBudget.of(config.bounds.pull, plan, config.bounds.scope).total
-    return dataclasses.replace(config, chunking=chunking, pull_budget_chunks=pull), plan
+    deadline = config.pull_deadline
+    if pull == 0 and config.udp:
+        # a pull that may leave no chunk missing is reliable: a deadline could only close it
+        # with a hole, and every such close would be a bound violation
+        deadline = NO_DEADLINE
+    return dataclasses.replace(config, chunking=chunking, pull_budget_chunks=pull,
+                               pull_deadline=deadline), plan
 
 
 def fingerprint(layer_sizes: list[int], chunk_elems: int | list[int],

@@ -35,6 +35,18 @@ def test_default_flags_cut_the_mlp_into_mtu_chunks():
     assert LossBudget.of(config.bounds.push, plan, "tensor").total == 1
 
 
+def test_a_pull_bound_under_one_chunk_runs_reliable_without_a_deadline():
+    # 2.5 % of the MLP's 4810 values is 120, under one 360-value chunk: nothing may go missing,
+    # so no deadline may close the pull (each such close was a bound violation)
+    config, plan = with_chunk_plan(_config(), MLP)
+    assert config.pull_budget_chunks == 0 and config.pull_deadline.initial == float("inf")
+    assert config.pull_kind().endswith("runs reliable (no pull deadline)")
+    assert config.push_deadline.initial != float("inf")
+    # with 64-value chunks the same bound covers one chunk: a bounded pull with its deadline
+    config, plan = with_chunk_plan(_config("--chunk-elems", "64"), MLP)
+    assert config.pull_budget_chunks == 1 and config.pull_deadline.initial != float("inf")
+
+
 def test_an_explicit_size_is_kept_and_named():
     config, plan = with_chunk_plan(_config("--chunk-elems", "64"), MLP)
     assert not config.chunk_auto and plan.layer_chunk_elems == [64] * 2
