@@ -23,8 +23,8 @@ from hosts.transport.port import Port
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.sender import SendOptions, SendSession
 
-pytestmark = pytest.mark.skipif(not transport_core.native_available(),
-                                reason=f"native core not built: {transport_core.NATIVE_ERROR}")
+needs_native = pytest.mark.skipif(not transport_core.native_available(),
+                                  reason=f"native core not built: {transport_core.NATIVE_ERROR}")
 
 JOB = 7
 ADDRS = {0: ("10.0.0.1", 5000), 1: ("10.0.0.2", 5001), 2: ("10.0.0.3", 5002)}
@@ -199,6 +199,7 @@ def _scenario(seed: int, scope: str, pull: bool) -> None:
     assert worlds[1].arrays() == worlds[0].arrays()
 
 
+@needs_native
 @pytest.mark.parametrize("scope", ["layer", "tensor"])
 @pytest.mark.parametrize("pull", [False, True])
 def test_both_cores_send_and_decide_the_same(scope: str, pull: bool) -> None:
@@ -254,6 +255,7 @@ def _exchange(core: str, seed: int, loss: float) -> list:
     return trace
 
 
+@needs_native
 @pytest.mark.parametrize("loss", [0.0, 0.05, 0.3])
 def test_a_lossy_exchange_is_the_same_frame_for_frame(loss: float) -> None:
     for seed in range(5):
@@ -279,3 +281,15 @@ def test_an_unknown_core_is_a_config_error() -> None:
     from hosts.errors import ConfigError
     with pytest.raises(ConfigError, match="--core 'fast'"):
         transport_core.resolve("fast")
+
+
+def test_the_core_flag_reaches_the_config() -> None:
+    import argparse
+
+    from hosts.exchange.config import add_transport_arguments, config_from_args
+    ap = argparse.ArgumentParser()
+    add_transport_arguments(ap)
+    for flag, want in (("python", "python"), ("native", transport_core.default_core())):
+        config = config_from_args(ap.parse_args(["--transport", "ltp", "--core", flag]), 3, 1)
+        assert config.core == want and config.summary()["core"] == want
+    assert config_from_args(ap.parse_args(["--transport", "ltp"]), 3, 1).core == transport_core.default_core()
