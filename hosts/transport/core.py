@@ -25,6 +25,17 @@ except ImportError as exc:   # not built (no compiler or Python headers at insta
     NATIVE_ERROR = str(exc)
 
 
+_announced = False
+
+
+def _announce(line: str) -> None:
+    """Say `line` on stderr, once per process (every config built repeats the choice)."""
+    global _announced
+    if not _announced:
+        _announced = True
+        print(line, file=sys.stderr)
+
+
 def native_available() -> bool:
     """The native extension was built and imports."""
     return NATIVE_ERROR is None
@@ -40,15 +51,15 @@ def resolve(core: str | None, announce: bool = True) -> str:
     if core is None:
         core = default_core()
         if not native_available() and announce:
-            print(f"gradlane: native transport core not built ({NATIVE_ERROR}); running the "
-                  f"Python core", file=sys.stderr)
+            _announce(f"gradlane: native transport core not built ({NATIVE_ERROR}); running "
+                      f"the Python core")
         return core
     if core not in CORES:
         raise ConfigError(f"--core {core!r} is not one of {', '.join(CORES)}")
     if core == "native" and not native_available():
         if announce:
-            print(f"gradlane: --core native asked, but the native transport core is not built "
-                  f"({NATIVE_ERROR}); running the Python core", file=sys.stderr)
+            _announce(f"gradlane: --core native asked, but the native transport core is not "
+                      f"built ({NATIVE_ERROR}); running the Python core")
         return "python"
     return core
 
@@ -60,6 +71,7 @@ def recv_session(endpoint: Port, plan: ChunkPlan, round_: int, *, pull: bool, se
     """A receive session (RecvSession's arguments) on core `core` (None: the default; a native
     core that is not built runs the Python one). The native session is a RecvSession."""
     if resolve(core, announce=False) == "native":
+        # imported here: the module needs the extension, which may not be built
         from hosts.transport.native_receiver import NativeRecvSession
         return NativeRecvSession(endpoint, plan, round_, pull=pull, senders=senders,
                                  required=required, options=options, sender_names=sender_names)
