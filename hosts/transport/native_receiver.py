@@ -31,19 +31,23 @@ _REASONS = {code: name for name, code in wire.STOP_REASONS.items()}
 
 
 class SharedBuffer(TensorBuffer):
-    """A sender's TensorBuffer whose arrays the native core fills (it never `place`s itself)."""
+    """A sender's TensorBuffer whose arrays the native core fills (it never `place`s itself).
 
-    def __init__(self, plan: ChunkPlan) -> None:   # noqa: D107 (arrays only; the core counts)
+    Nothing here refers back to the session (no reference cycle): a session and its arrays are
+    freed as soon as the driver drops it, as the Python core's are."""
+
+    def __init__(self, plan: ChunkPlan) -> None:
         self.plan = plan
         self.values = [np.zeros(n, dtype=np.float32) for n in plan.layer_sizes]
         self.delivered = [np.zeros(n, dtype=bool) for n in plan.layer_sizes]
         self.chunks = [np.zeros(c, dtype=bool) for c in plan.chunk_counts]
-        self._view: SenderView | None = None
+        self._core: RecvCore | None = None
+        self._index = -1
 
     @property
     def delivered_elems(self) -> list[int]:   # type: ignore[override]
-        assert self._view is not None
-        return self._view._state()[6]
+        assert self._core is not None
+        return self._core.state(self._index)[6]
 
     def place(self, layer: int, seq: int, offset: int, payload: bytes | memoryview) -> bool:
         raise TypeError("the native core places this buffer's chunks")
@@ -52,21 +56,23 @@ class SharedBuffer(TensorBuffer):
 class SenderView:
     """One sender's state in the native core, read-only, with SenderState's field names."""
 
-    def __init__(self, session: NativeRecvSession, index: int, buffer: SharedBuffer) -> None:
-        self._session = session
+    def __init__(self, core: RecvCore, index: int, buffer: SharedBuffer,
+                 why: dict[int, str]) -> None:
+        self._core = core
         self._index = index
+        self._why = why
         self.buffer = buffer
         self.probe_answers = ProbeAnswers()
 
     def _state(self) -> tuple:
-        return self._session._core.state(self._index)
+        return self._core.state(self._index)
 
     @property
     def closed_by(self) -> str | None:
         code = self._state()[0]
         if code == 0:
             return None
-        return self._session._why.get(self._index) if code == _OTHER else _REASONS[code]
+        return self._why.get(self._index) if code == _OTHER else _REASONS[code]
 
     @property
     def first_data(self) -> float | None:
@@ -121,9 +127,8 @@ class NativeRecvSession(RecvSession):
         self._why: dict[int, str] = {}
         self.senders = {}
         for k, (rank, buf) in enumerate(zip(ranks, buffers)):
-            view = SenderView(self, k, buf)
-            buf._view = view
-            self.senders[rank] = view
+            buf._core, buf._index = self._core, k
+            self.senders[rank] = SenderView(self._core, k, buf, self._why)
 
     @property
     def finished(self) -> float | None:   # type: ignore[override]

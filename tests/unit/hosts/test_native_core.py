@@ -294,3 +294,25 @@ def test_the_core_flag_reaches_the_config() -> None:
         config = config_from_args(ap.parse_args(["--transport", "ltp", "--core", flag]), 3, 1)
         assert config.core == want and config.summary()["core"] == want
     assert config_from_args(ap.parse_args(["--transport", "ltp"]), 3, 1).core == transport_core.default_core()
+
+
+@needs_native
+def test_a_native_session_and_its_arrays_are_freed_when_dropped() -> None:
+    """No reference cycle: a PS's per-round buffers go when the round does, not at the next
+    cyclic collection (RSS over a long run)."""
+    import gc
+    import weakref
+
+    port = Port(JOB, wire.PS_RANK, lambda: 0.0)
+    session = transport_core.recv_session(port, ChunkPlan([1000, 10], 64), 0, pull=False,
+                                          senders=[0, 1], required=(1.0, 1.0),
+                                          options=ReceiveOptions(), core="native")
+    refs = [weakref.ref(session), *(weakref.ref(st.buffer) for st in session.senders.values())]
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del session
+        assert all(r() is None for r in refs)
+    finally:
+        if enabled:
+            gc.enable()
