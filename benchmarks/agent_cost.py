@@ -18,7 +18,9 @@ core.py; the sender is Python in both), interleaved in one run. The two-equation
 for the Python core only (both processes then receive with the same code); for the native core
 the receiver's rx is solved with the Python run's tx (its ACKs go out through the same Python
 port): rx = (receiver CPU - tx x ACKs sent) / DATA received. `recv us/in` is the receiver's
-whole CPU per datagram it received, ACKs included: no model.
+whole CPU per datagram it received, ACKs included: no model. `dgrams/wake`: datagrams the
+receiver's loop took per wake that brought any (each wake costs a tick, a select and a failed
+recvmsg besides the datagrams' own work).
 Run: .venv/bin/python benchmarks/agent_cost.py [--rounds 200] [--repeat 3] [--cores python,native]
 """
 from __future__ import annotations
@@ -63,6 +65,16 @@ def _receiver(rounds: int, port_out, result_out, core: str = "python") -> None:
     config, plan = _config(), ChunkPlan(LAYERS, CHUNK_ELEMS)
     ep = Endpoint(("127.0.0.1", 0), config.job_id, wire.PS_RANK)
     mux = Mux(ep)
+    wakes = [0]
+    receive = ep.receive
+
+    def counted(timeout: float) -> list:
+        """The endpoint's receive, counting the loop's wakes that brought datagrams."""
+        got = receive(timeout)
+        wakes[0] += bool(got)
+        return got
+
+    ep.receive = counted
     port_out.send(ep.address[1])
 
     def open_round(r: int) -> RecvSession:
@@ -87,7 +99,7 @@ def _receiver(rounds: int, port_out, result_out, core: str = "python") -> None:
     mux.run(lambda: time.monotonic() >= end)
     cpu += time.process_time() - t0
     c = ep.counters
-    result_out.send((cpu, c["packets_received"], c["packets_sent"]))
+    result_out.send((cpu, c["packets_received"], c["packets_sent"], wakes[0]))
     ep.close()
 
 
@@ -126,7 +138,7 @@ def measure(rounds: int, core: str = "python", tx_us: float | None = None) -> di
     send = ctx.Process(target=_sender, args=(rounds, port, sres_out))
     send.start()
     try:
-        r_cpu, r_in, r_out = rres_in.recv()
+        r_cpu, r_in, r_out, r_wakes = rres_in.recv()
         s_cpu, s_in, s_out = sres_in.recv()
     finally:
         for p in (send, recv):
@@ -140,7 +152,7 @@ def measure(rounds: int, core: str = "python", tx_us: float | None = None) -> di
     if tx_us is not None:
         tx = tx_us / 1e6
         rx = (r_cpu - tx * r_out) / r_in
-    return {"core": core, "rx_us": rx * 1e6, "tx_us": tx * 1e6, "recv_us_in": r_cpu / r_in * 1e6,
+    return {"core": core, "per_wake": r_in / max(r_wakes, 1), "rx_us": rx * 1e6, "tx_us": tx * 1e6, "recv_us_in": r_cpu / r_in * 1e6,
             "recv_cpu_s": r_cpu, "send_cpu_s": s_cpu,
             "recv_in": r_in, "recv_out": r_out, "send_in": s_in, "send_out": s_out,
             "mean_us": (r_cpu + s_cpu) / (r_in + r_out + s_in + s_out) * 1e6}
@@ -165,7 +177,7 @@ def main() -> None:
     print(f"ltp_incast's gradlane push, 1 sender -> 1 receiver over loopback, {args.rounds} rounds of "
           f"{len(LAYERS)} layers ({sum(LAYERS)} float32, {CHUNK_ELEMS} per chunk); load average {load:.2f}")
     print(f"{'run':<5}{'core':<8}{'rx us/dgram':>13}{'tx us/dgram':>13}{'recv us/in':>12}{'mean us':>9}"
-          f"{'recv: in/out':>16}{'send: in/out':>16}{'cpu s recv/send':>18}")
+          f"{'recv: in/out':>16}{'send: in/out':>16}{'cpu s recv/send':>18}{'dgrams/wake':>13}")
     rows = []
     for i in range(args.repeat):
         tx_us = None
@@ -176,7 +188,8 @@ def main() -> None:
             rows.append(m)
             print(f"{i + 1:<5}{core:<8}{m['rx_us']:>13.1f}{m['tx_us']:>13.1f}{m['recv_us_in']:>12.1f}"
                   f"{m['mean_us']:>9.1f}{m['recv_in']:>9}/{m['recv_out']:<6}{m['send_in']:>9}/"
-                  f"{m['send_out']:<6}{m['recv_cpu_s']:>9.2f}/{m['send_cpu_s']:<8.2f}", flush=True)
+                  f"{m['send_out']:<6}{m['recv_cpu_s']:>9.2f}/{m['send_cpu_s']:<8.2f}{m['per_wake']:>13.2f}",
+                  flush=True)
     for core in cores:
         mine = [r for r in rows if r["core"] == core]
         print(f"median, {core} receiver: rx {statistics.median(r['rx_us'] for r in mine):.1f} us, "
