@@ -1,10 +1,11 @@
 """The pinned wire digests of tests/sim/test_lossy_wire.py again, with every receive session of
 the ns-3 driver on the native core (hosts/transport/native_receiver.py) instead of the Python
-one: the same frames at the same nanoseconds on every simulated device. The driver itself still
-opens `RecvSession`s; here its name is bound to the native class (a RecvSession), and the test
+one: the same frames at the same nanoseconds on every simulated device. Where the driver opens
+`RecvSession`s by name, the name is bound here to the native class (a RecvSession); the test
 checks that native sessions did run."""
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 from functools import lru_cache
@@ -40,11 +41,11 @@ def _pinned_module():
     return module
 
 
-@pytest.mark.parametrize("name", ["ltp", "mlt"])
+@pytest.mark.parametrize("name", ["ltp", "mlt", pytest.param("ltp-10g", marks=pytest.mark.slow)])
 def test_the_native_receive_core_puts_the_pinned_frames_on_the_wire(
         name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hosts.transport import native_receiver
     from hosts.transport.native_receiver import NativeRecvSession
-    from sim import lossy
 
     opened = []
 
@@ -53,7 +54,16 @@ def test_the_native_receive_core_puts_the_pinned_frames_on_the_wire(
             super().__init__(*args, **kwargs)
             opened.append(self)
 
-    monkeypatch.setattr(lossy, "RecvSession", Counted)
+    # wherever the driver's receive sessions are opened: by name in the driver or its round
+    # machines, or through hosts.transport.core.recv_session
+    for module_name in ("sim.lossy", "hosts.rounds.server", "hosts.rounds.worker"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        if hasattr(module, "RecvSession"):
+            monkeypatch.setattr(module, "RecvSession", Counted)
+    monkeypatch.setattr(native_receiver, "NativeRecvSession", Counted)
     pinned = _pinned_module()
     assert pinned.wire_run(name) == pinned.PINNED[name]
     assert opened, "the driver opened no receive session on the native core"
