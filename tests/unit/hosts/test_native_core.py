@@ -316,3 +316,17 @@ def test_a_native_session_and_its_arrays_are_freed_when_dropped() -> None:
     finally:
         if enabled:
             gc.enable()
+
+
+def test_the_native_core_is_built_where_it_can_be() -> None:
+    """Where `make setup` had a C++ compiler and the Python headers (it installs both), the
+    extension must have been built: a broken build fails here instead of skipping the
+    differential tests."""
+    import shutil
+    import sysconfig
+    from pathlib import Path
+
+    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if shutil.which("g++") is None or not headers.exists():
+        pytest.skip("no g++ or no Python headers: the Python core is expected")
+    assert transport_core.native_available(), transport_core.NATIVE_ERROR
