@@ -12,7 +12,16 @@ processes give two equations in the two unknowns, seconds per received and per s
 
 These are the values the simulator's host model takes (`params.sim_host_rx_us` /
 `sim_host_tx_us`, docs/ns3.md "Host software time"): measured here, not fitted to a figure.
-Run: .venv/bin/python benchmarks/agent_cost.py [--rounds 200] [--repeat 3]
+
+`--cores python,native` runs the receiver on each transport core in turn (hosts/transport/
+core.py; the sender is Python in both), interleaved in one run. The two-equation solve holds
+for the Python core only (both processes then receive with the same code); for the native core
+the receiver's rx is solved with the Python run's tx (its ACKs go out through the same Python
+port): rx = (receiver CPU - tx x ACKs sent) / DATA received. `recv us/in` is the receiver's
+whole CPU per datagram it received, ACKs included: no model. `dgrams/wake`: datagrams the
+receiver's loop took per wake that brought any (each wake costs a tick, a select and a failed
+recvmsg besides the datagrams' own work).
+Run: .venv/bin/python benchmarks/agent_cost.py [--rounds 200] [--repeat 3] [--cores python,native]
 """
 from __future__ import annotations
 
@@ -31,6 +40,7 @@ import numpy as np  # noqa: E402
 
 from hosts import wire  # noqa: E402
 from hosts.exchange.config import add_transport_arguments, config_from_args  # noqa: E402
+from hosts.transport import core as transport_core  # noqa: E402
 from hosts.transport.bounds import LossBudget  # noqa: E402
 from hosts.transport.chunking import ChunkPlan  # noqa: E402
 from hosts.transport.endpoint import Endpoint  # noqa: E402
@@ -51,16 +61,27 @@ def _config():
     return config_from_args(args, len(LAYERS), 1)
 
 
-def _receiver(rounds: int, port_out, result_out) -> None:
+def _receiver(rounds: int, port_out, result_out, core: str = "python") -> None:
     config, plan = _config(), ChunkPlan(LAYERS, CHUNK_ELEMS)
     ep = Endpoint(("127.0.0.1", 0), config.job_id, wire.PS_RANK)
     mux = Mux(ep)
+    wakes = [0]
+    receive = ep.receive
+
+    def counted(timeout: float) -> list:
+        """The endpoint's receive, counting the loop's wakes that brought datagrams."""
+        got = receive(timeout)
+        wakes[0] += bool(got)
+        return got
+
+    ep.receive = counted
     port_out.send(ep.address[1])
 
     def open_round(r: int) -> RecvSession:
-        s = RecvSession(ep, plan, r, pull=False, senders=[0], required=config.bounds.required_fraction(pull=False),
-                        options=ReceiveOptions(deadline=config.push_deadline.initial, absent_timeout=30.0,
-                                               scope=config.bounds.scope, ack_delay=config.ack_delay))
+        s = transport_core.recv_session(
+            ep, plan, r, pull=False, senders=[0], required=config.bounds.required_fraction(pull=False),
+            options=ReceiveOptions(deadline=config.push_deadline.initial, absent_timeout=30.0,
+                                   scope=config.bounds.scope, ack_delay=config.ack_delay), core=core)
         mux.add(s)
         return s
 
@@ -78,7 +99,7 @@ def _receiver(rounds: int, port_out, result_out) -> None:
     mux.run(lambda: time.monotonic() >= end)
     cpu += time.process_time() - t0
     c = ep.counters
-    result_out.send((cpu, c["packets_received"], c["packets_sent"]))
+    result_out.send((cpu, c["packets_received"], c["packets_sent"], wakes[0]))
     ep.close()
 
 
@@ -103,20 +124,21 @@ def _sender(rounds: int, port: int, result_out) -> None:
     ep.close()
 
 
-def measure(rounds: int) -> dict[str, float]:
-    """One sender and one receiver for `rounds` rounds: CPU seconds per received and per sent
-    datagram, solved from both processes' CPU time and counts."""
+def measure(rounds: int, core: str = "python", tx_us: float | None = None) -> dict[str, float]:
+    """One sender and one receiver (on `core`) for `rounds` rounds: CPU seconds per received
+    and per sent datagram, solved from both processes' CPU time and counts (or, given `tx_us`,
+    the receiver's rx from its own CPU time alone)."""
     ctx = mp.get_context("fork")
     port_in, port_out = ctx.Pipe(duplex=False)
     rres_in, rres_out = ctx.Pipe(duplex=False)
     sres_in, sres_out = ctx.Pipe(duplex=False)
-    recv = ctx.Process(target=_receiver, args=(rounds, port_out, rres_out))
+    recv = ctx.Process(target=_receiver, args=(rounds, port_out, rres_out, core))
     recv.start()
     port = port_in.recv()
     send = ctx.Process(target=_sender, args=(rounds, port, sres_out))
     send.start()
     try:
-        r_cpu, r_in, r_out = rres_in.recv()
+        r_cpu, r_in, r_out, r_wakes = rres_in.recv()
         s_cpu, s_in, s_out = sres_in.recv()
     finally:
         for p in (send, recv):
@@ -127,7 +149,11 @@ def measure(rounds: int) -> dict[str, float]:
     # r_cpu = rx * r_in + tx * r_out ; s_cpu = rx * s_in + tx * s_out
     a = np.array([[r_in, r_out], [s_in, s_out]], dtype=float)
     rx, tx = np.linalg.solve(a, np.array([r_cpu, s_cpu]))
-    return {"rx_us": rx * 1e6, "tx_us": tx * 1e6, "recv_cpu_s": r_cpu, "send_cpu_s": s_cpu,
+    if tx_us is not None:
+        tx = tx_us / 1e6
+        rx = (r_cpu - tx * r_out) / r_in
+    return {"core": core, "per_wake": r_in / max(r_wakes, 1), "rx_us": rx * 1e6, "tx_us": tx * 1e6, "recv_us_in": r_cpu / r_in * 1e6,
+            "recv_cpu_s": r_cpu, "send_cpu_s": s_cpu,
             "recv_in": r_in, "recv_out": r_out, "send_in": s_in, "send_out": s_out,
             "mean_us": (r_cpu + s_cpu) / (r_in + r_out + s_in + s_out) * 1e6}
 
@@ -136,22 +162,40 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--cores", default="python",
+                    help="comma-separated receive cores to measure in turn: python, native")
     args = ap.parse_args()
+    cores = [c.strip() for c in args.cores.split(",") if c.strip()]
+    bad = [c for c in cores if c not in transport_core.CORES]
+    if bad or not cores:
+        ap.error(f"--cores: {', '.join(bad) or 'none'} not among {', '.join(transport_core.CORES)}")
+    if "native" in cores and not transport_core.native_available():
+        ap.error(f"--cores native: the native core is not built ({transport_core.NATIVE_ERROR})")
+    if "native" in cores and "python" not in cores:
+        cores.insert(0, "python")     # the native rows take the Python run's tx
     load = os.getloadavg()[0]
     print(f"ltp_incast's gradlane push, 1 sender -> 1 receiver over loopback, {args.rounds} rounds of "
           f"{len(LAYERS)} layers ({sum(LAYERS)} float32, {CHUNK_ELEMS} per chunk); load average {load:.2f}")
-    print(f"{'run':<5}{'rx us/dgram':>13}{'tx us/dgram':>13}{'mean us':>9}{'recv: in/out':>16}{'send: in/out':>16}"
-          f"{'cpu s recv/send':>18}")
+    print(f"{'run':<5}{'core':<8}{'rx us/dgram':>13}{'tx us/dgram':>13}{'recv us/in':>12}{'mean us':>9}"
+          f"{'recv: in/out':>16}{'send: in/out':>16}{'cpu s recv/send':>18}{'dgrams/wake':>13}")
     rows = []
     for i in range(args.repeat):
-        m = measure(args.rounds)
-        rows.append(m)
-        print(f"{i + 1:<5}{m['rx_us']:>13.1f}{m['tx_us']:>13.1f}{m['mean_us']:>9.1f}"
-              f"{m['recv_in']:>9}/{m['recv_out']:<6}{m['send_in']:>9}/{m['send_out']:<6}"
-              f"{m['recv_cpu_s']:>9.2f}/{m['send_cpu_s']:<8.2f}", flush=True)
-    print(f"median: rx {statistics.median(r['rx_us'] for r in rows):.1f} us, "
-          f"tx {statistics.median(r['tx_us'] for r in rows):.1f} us per datagram "
-          f"(load average {os.getloadavg()[0]:.2f} at the end)")
+        tx_us = None
+        for core in cores:     # interleaved: every core meets the same load
+            m = measure(args.rounds, core, tx_us if core == "native" else None)
+            if core == "python":
+                tx_us = m["tx_us"]
+            rows.append(m)
+            print(f"{i + 1:<5}{core:<8}{m['rx_us']:>13.1f}{m['tx_us']:>13.1f}{m['recv_us_in']:>12.1f}"
+                  f"{m['mean_us']:>9.1f}{m['recv_in']:>9}/{m['recv_out']:<6}{m['send_in']:>9}/"
+                  f"{m['send_out']:<6}{m['recv_cpu_s']:>9.2f}/{m['send_cpu_s']:<8.2f}{m['per_wake']:>13.2f}",
+                  flush=True)
+    for core in cores:
+        mine = [r for r in rows if r["core"] == core]
+        print(f"median, {core} receiver: rx {statistics.median(r['rx_us'] for r in mine):.1f} us, "
+              f"tx {statistics.median(r['tx_us'] for r in mine):.1f} us per datagram, receiver "
+              f"{statistics.median(r['recv_us_in'] for r in mine):.1f} us per datagram received")
+    print(f"(load average {os.getloadavg()[0]:.2f} at the end)")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ Each row runs `python -m hosts.tensor_exchange recv/send` as two real processes;
 tensor set (the --layers sizes, float32) pushed until the receiver says STOP. Goodput counts
 only the payload the receiver accepted; round time is measured at the sender (start to STOP).
 TCP rows cannot take relay loss (a user-space relay cannot drop TCP segments) and are run direct.
+`--cores python,native` runs every ltp/mlt row once per receive core (hosts/transport/core.py;
+the senders are Python); `--transports ltp --loss ""` keeps only the direct ltp rows.
 Run: .venv/bin/python benchmarks/transport.py [--rounds 30] [--layers 262144,65536] [--loss 0,0.05]
-     [--senders 8 --window 10]
+     [--senders 8 --window 10] [--transports tcp,ltp,mlt] [--cores python,native]
 """
 from __future__ import annotations
 
@@ -55,10 +57,11 @@ def _stop(procs: list[subprocess.Popen]) -> None:
             p.wait()
 
 
-def run_row(transport: str, loss: float | None, args: argparse.Namespace, tmp: Path) -> dict:
-    """One configuration; loss None = direct (no relay)."""
+def run_row(transport: str, loss: float | None, args: argparse.Namespace, tmp: Path,
+            core: str | None = None) -> dict:
+    """One configuration; loss None = direct (no relay); `core`: the receiver's (ltp/mlt)."""
     port = _free_port()
-    tag = f"{transport}-{loss}"
+    tag = f"{transport}-{loss}-{core}"
     rlog = tmp / f"{tag}-recv.jsonl"
     slogs = [tmp / f"{tag}-send{k}.jsonl" for k in range(args.senders)]
     common = ["--transport", transport, "--layers", args.layers, "--rounds", str(args.rounds),
@@ -66,8 +69,9 @@ def run_row(transport: str, loss: float | None, args: argparse.Namespace, tmp: P
               "--deadline-ms", str(args.deadline_ms)]
     if transport != "tcp" and args.window:
         common += ["--window", str(args.window)]
+    recv_core = ["--core", core] if core is not None and transport != "tcp" else []
     procs = [_start(["recv", "--bind", "127.0.0.1", "--port", str(port), "--log", str(rlog),
-                     "--senders", str(args.senders), *common])]
+                     "--senders", str(args.senders), *common, *recv_core])]
     relay = None
     try:
         target = port
@@ -94,7 +98,8 @@ def run_row(transport: str, loss: float | None, args: argparse.Namespace, tmp: P
     payload = sum(e["payload_bytes"] for e in recv)
     chunk_bytes = args.chunk_elems * 4
     q = statistics.quantiles(times, n=100, method="inclusive") if len(times) > 1 else times * 99
-    return {"transport": transport, "loss": "direct" if loss is None else f"{loss:.0%} relay",
+    return {"transport": transport, "core": "" if transport == "tcp" else (core or "default"),
+            "loss": "direct" if loss is None else f"{loss:.0%} relay",
             "goodput": payload / sum(times) / 1e6, "pps": payload / chunk_bytes / sum(times), "p50": q[49] * 1e3, "p90": q[89] * 1e3,
             "p99": q[98] * 1e3, "delivered": min(min(e["delivered"]) for e in recv),
             "retx": sum(e["retransmissions"] for e in sent) / len(round_times)}
@@ -112,23 +117,37 @@ def main() -> None:
     ap.add_argument("--senders", type=int, default=1, help="senders pushing to one receiver")
     ap.add_argument("--window", type=int, default=0,
                     help="ltp/mlt rows: the UDP sender's initial congestion window (0 = none)")
+    ap.add_argument("--transports", default="tcp,ltp,mlt", help="rows to run (comma-separated)")
+    ap.add_argument("--cores", default="",
+                    help="receive cores of the ltp/mlt rows, each row once per core (comma-"
+                         "separated: python, native; default: the agents' default)")
     args = ap.parse_args()
     if args.rounds <= args.warmup:
         ap.error("--rounds must exceed --warmup")
-    losses = [float(x) for x in args.loss.split(",") if x.strip()]
-    plan = [("tcp", None), ("ltp", None), ("mlt", None)]
-    plan += [(t, loss) for loss in losses for t in ("ltp", "mlt")]
+    try:
+        losses = [float(x) for x in args.loss.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--loss {args.loss!r}: comma-separated rates expected")
+    transports = [t.strip() for t in args.transports.split(",") if t.strip()]
+    if not transports or any(t not in ("tcp", "ltp", "mlt") for t in transports):
+        ap.error(f"--transports {args.transports!r}: choose among tcp, ltp, mlt")
+    cores: list[str | None] = [c.strip() for c in args.cores.split(",") if c.strip()] or [None]
+    if any(c not in ("python", "native", None) for c in cores):
+        ap.error(f"--cores {args.cores!r}: choose among python, native")
+    plan = [(t, None, c) for t in ("tcp", "ltp", "mlt") if t in transports
+            for c in ([None] if t == "tcp" else cores)]
+    plan += [(t, loss, c) for loss in losses for t in ("ltp", "mlt") if t in transports for c in cores]
     mb = sum(int(x) for x in args.layers.split(",")) * 4 / 1e6
     print(f"tensor set {mb:.2f} MB per round ({args.layers} float32), chunk {args.chunk_elems} "
           f"values, bound {args.bound}, window {args.window or 'none'}, "
           f"{args.senders} sender(s) -> 1 receiver, "
           f"{args.rounds - args.warmup} measured rounds per row")
-    print(f"{'transport':<10}{'path':<13}{'goodput MB/s':>13}{'chunks/s':>9}{'p50 ms':>9}{'p90 ms':>9}"
+    print(f"{'transport':<10}{'core':<8}{'path':<13}{'goodput MB/s':>13}{'chunks/s':>9}{'p50 ms':>9}{'p90 ms':>9}"
           f"{'p99 ms':>9}{'min deliv':>10}{'retx/round':>11}")
     with tempfile.TemporaryDirectory() as tmp:
-        for transport, loss in plan:
-            r = run_row(transport, loss, args, Path(tmp))
-            print(f"{r['transport']:<10}{r['loss']:<13}{r['goodput']:>13.1f}{r['pps']:>9.0f}"
+        for transport, loss, core in plan:
+            r = run_row(transport, loss, args, Path(tmp), core)
+            print(f"{r['transport']:<10}{r['core']:<8}{r['loss']:<13}{r['goodput']:>13.1f}{r['pps']:>9.0f}"
                   f"{r['p50']:>9.1f}"
                   f"{r['p90']:>9.1f}{r['p99']:>9.1f}{r['delivered']:>10.3f}{r['retx']:>11.1f}",
                   flush=True)

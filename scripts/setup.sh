@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 exec 9>.setup.lock
 flock 9
 
-APT_PACKAGES=(mininet iputils-ping bridge-utils ethtool libpcap0.8 tcpdump iproute2 iperf3 psmisc procps)
+# g++ and python3-dev: the native transport core (native/, built by `pip install -e .` below)
+APT_PACKAGES=(mininet iputils-ping bridge-utils ethtool libpcap0.8 tcpdump iproute2 iperf3 psmisc procps
+              g++ python3-dev)
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 
@@ -67,7 +69,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 stamp="$VENV/.gradlane-stamp"
-want=$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+# the native core's sources count: an edit rebuilds the extension
+want=$(cat requirements.txt requirements-dev.txt pyproject.toml setup.py native/*.h native/*.cpp | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$VENV/bin/python" ]; then
   exit 0
 fi

@@ -19,6 +19,7 @@ from hosts.transport.congestion import RULES as CC_RULES
 from hosts.transport.congestion import SWITCH_ECN_THRESHOLD
 from hosts.transport.deadline import NO_DEADLINE, DeadlineSettings
 from hosts.transport.holes import DEFAULT_HOLE_FILL, HoleFill
+from hosts.transport import core as transport_core
 from hosts.transport.packet_mac import TAG_BYTES, packet_key
 from hosts.transport.phase import DEFAULT_CHECK_ROUNDS, DEFAULT_HIGH_DELTA
 from hosts.transport.sender import SendOptions
@@ -75,6 +76,7 @@ class TransportConfig:
     chunk_auto: bool = False
     chunking: str = ""
     pull_budget_chunks: int | None = None   # chunks the pull may leave missing (with_chunk_plan)
+    core: str = "python"   # the receive side's core, native or python (hosts/transport/core.py)
 
     @property
     def mac_key(self) -> bytes | None:
@@ -105,7 +107,8 @@ class TransportConfig:
                        probe_ms=round(self.send.probe_interval * 1000, 3),
                        ack_delay_ms=round(self.ack_delay * 1000, 3),
                        probe_on_silence=self.send.probe_on_silence, window=self.send.window,
-                       bound_scope=self.bounds.scope, order=self.send.order, cc=self.send.cc)
+                       bound_scope=self.bounds.scope, order=self.send.order, cc=self.send.cc,
+                       core=self.core)
             if self.phase_aware:
                 out.update(phase_check_rounds=self.phase_check_rounds,
                            phase_per_layer=self.phase_per_layer)
@@ -236,6 +239,10 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                         "spread over the pass, so the tail holds chunks of all layers), shuffle "
                         "(random, seeded by --seed, the job and the round), layer (layer 0 "
                         "first)")
+    g.add_argument("--core", choices=transport_core.CORES, default=None,
+                   help="the receive side's transport core: native (C++, the default where it "
+                        "was built at install) or python (the reference); a native core that "
+                        "was not built runs the Python one, said in one line")
     g.add_argument("--peer-timeout", type=float, default=10.0,
                    help="seconds of silence after which a peer counts as dead")
     g.add_argument("--join-timeout", type=float, default=60.0,
@@ -361,7 +368,8 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
         phase_check_rounds=args.phase_check_rounds, phase_per_layer=args.phase_per_layer,
         pcn=args.pcn, pcn_threshold=args.pcn_threshold, pcn_timeout=args.pcn_timeout_ms / 1000.0,
         tcp_cc=tcp_cc, tcp_ecn=None if args.tcp_ecn is None else args.tcp_ecn == "on",
-        controller=args.controller, packet_mac=args.packet_mac, ack_delay=args.ack_delay_ms / 1000.0, **key)
+        controller=args.controller, packet_mac=args.packet_mac, ack_delay=args.ack_delay_ms / 1000.0,
+        core=transport_core.resolve(getattr(args, "core", None)) if kind != "tcp" else "python", **key)
 
 
 def following(config: TransportConfig, policy: HostPolicy, flag_hole_fill: HoleFill) -> TransportConfig:

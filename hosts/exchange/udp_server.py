@@ -20,6 +20,7 @@ from hosts.transport.deadline import Deadline
 from hosts.transport.endpoint import Endpoint
 from hosts.transport.mux import Mux
 from hosts.transport.port import Received
+from hosts.transport.core import recv_session
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.sender import SendGroup, SendSession, new_window
 
@@ -176,13 +177,13 @@ class UdpServerExchange:
         if session is None:
             self.push_deadline.settings = self.config.push_deadline   # the policy may switch it
             absent = self.config.join_timeout if round_ == 0 else self.config.peer_timeout
-            session = RecvSession(self.endpoint, self.plan, round_, pull=False,
-                                  senders=self.membership.pushers(round_), required=required,
-                                  options=ReceiveOptions(deadline=self.push_deadline.current(),
-                                                         absent_timeout=absent,
-                                                         scope=self.config.bounds.scope,
-                                                         ack_delay=self.config.ack_delay),
-                                  sender_names=self.names)
+            session = recv_session(self.endpoint, self.plan, round_, pull=False,
+                                   senders=self.membership.pushers(round_), required=required,
+                                   options=ReceiveOptions(deadline=self.push_deadline.current(),
+                                                          absent_timeout=absent,
+                                                          scope=self.config.bounds.scope,
+                                                          ack_delay=self.config.ack_delay),
+                                   sender_names=self.names, core=self.config.core)
             self.mux.add(session)
         return session
 

@@ -18,7 +18,8 @@ from hosts.transport.deadline import Deadline
 from hosts.transport.endpoint import Endpoint
 from hosts.transport.mux import Mux
 from hosts.transport.port import Received
-from hosts.transport.receiver import ReceiveOptions, RecvSession
+from hosts.transport.core import recv_session
+from hosts.transport.receiver import ReceiveOptions
 from hosts.transport.sender import SendSession, new_window
 
 _LINGER = 0.3
@@ -114,13 +115,13 @@ class UdpWorkerExchange:
     def catch_up(self, round_: int) -> Pulled:
         """After joining a running job: receive the pull of ``round_`` whole (the current
         model), with no deadline."""
-        self.mux.add(RecvSession(
+        self.mux.add(recv_session(
             self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
             required=(1.0,) * self.plan.num_layers,
             options=ReceiveOptions(deadline=float("inf"),
                                    absent_timeout=PS_PATIENCE * self.config.peer_timeout,
                                    ack_delay=self.config.ack_delay),
-            sender_names={wire.PS_RANK: self._ps_name}))
+            sender_names={wire.PS_RANK: self._ps_name}, core=self.config.core))
         return self.pull(round_)
 
     def push(self, round_: int, layers: list[np.ndarray]) -> dict:
@@ -129,12 +130,12 @@ class UdpWorkerExchange:
         patience = PS_PATIENCE * cfg.peer_timeout
         absent = patience + (cfg.join_timeout if round_ == 0 else 0.0)
         self.pull_deadline.settings = cfg.pull_deadline   # the policy may switch the law
-        self.mux.add(RecvSession(
+        self.mux.add(recv_session(
             self.endpoint, self.plan, round_, pull=True, senders=[wire.PS_RANK],
             required=cfg.bounds.required_fraction(pull=True),
             options=ReceiveOptions(deadline=self.pull_deadline.current(), absent_timeout=absent,
                                    scope=cfg.bounds.scope, ack_delay=cfg.ack_delay),
-            sender_names={wire.PS_RANK: self._ps_name}))
+            sender_names={wire.PS_RANK: self._ps_name}, core=cfg.core))
         stats: dict = {}
         if self.pcn is not None:
             stats["pcn_rtt_ms"] = self.pcn.handshake(round_)

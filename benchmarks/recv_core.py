@@ -1,0 +1,164 @@
+"""CPU per DATA datagram on the receive side, stage by stage, for the Python and the native
+transport core side by side (hosts/transport/core.py), in one run.
+
+Stages, each timed alone over the same datagrams (ltp_incast's gradient: layers 8320, 8256,
+650 float32, 360 per chunk, 49 DATA per round, every round complete, ACKs every 16):
+  socket   `Endpoint.receive`: select + recvmsg_into + TOS + a copy, per datagram, over loopback
+           (the datagrams are queued on the socket first), minus `parse` below
+  parse    `Port.parse`: counters, header unpack and checks (Python in both cores)
+  session  `RecvSession.on_packet`: reassembly into the numpy buffers, ACK bookkeeping, early
+           close (the part the native core ports), ACK frames included
+  dispatch `Router.dispatch` + session: the route to the session by (round, stage) and the above
+CPU is process_time over `--rounds` rounds, the best of `--repeat` runs; no wall-clock.
+Run: .venv/bin/python benchmarks/recv_core.py [--rounds 400] [--repeat 5]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from hosts import wire  # noqa: E402
+from hosts.transport import core as transport_core  # noqa: E402
+from hosts.transport.chunking import ChunkPlan  # noqa: E402
+from hosts.transport.endpoint import Endpoint  # noqa: E402
+from hosts.transport.port import Port  # noqa: E402
+from hosts.transport.receiver import ReceiveOptions  # noqa: E402
+from hosts.transport.router import Router  # noqa: E402
+
+LAYERS = [8320, 8256, 650]
+CHUNK_ELEMS = 360
+JOB = 1
+SENDER = ("127.0.0.1", 40000)
+
+
+def datagrams(plan: ChunkPlan, seed: int = 7) -> list[bytes]:
+    """One round's DATA datagrams, interleaved over the layers, with the gradlane arm's TOS."""
+    rng = np.random.default_rng(seed)
+    grads = [rng.normal(0, 0.01, n).astype(np.float32) for n in plan.layer_sizes]
+    out = []
+    for layer, count in enumerate(plan.chunk_counts):
+        for seq in range(count):
+            off = plan.offset(layer, seq)
+            payload = grads[layer][off:off + plan.length(layer, seq)].astype(">f4").tobytes()
+            out.append((seq / count, wire.pack_header(wire.KIND_DATA, 0, JOB, 0, layer, 0, 4,
+                                                      len(payload), seq, off) + payload))
+    return [d for _, d in sorted(out, key=lambda x: x[0])]
+
+
+def _session(port: Port, plan: ChunkPlan, round_: int, core: str):
+    return transport_core.recv_session(port, plan, round_, pull=False, senders=[0],
+                                       required=(1.0,) * plan.num_layers,
+                                       options=ReceiveOptions(deadline=10.0, scope="tensor"),
+                                       core=core)
+
+
+def _round_data(base: list[bytes], round_: int) -> list[bytes]:
+    """`base` with the round field set to `round_` (bytes 8..11 of the header)."""
+    r = round_.to_bytes(4, "big")
+    return [d[:8] + r + d[12:] for d in base]
+
+
+def per_datagram(core: str, rounds: int, stage: str, base: list[bytes]) -> float:
+    """CPU seconds per DATA datagram of one stage on one core."""
+    now = 1.0
+    port = Port(JOB, wire.PS_RANK, lambda: now)
+    plan = ChunkPlan(LAYERS, CHUNK_ELEMS)
+    cpu = 0.0
+    count = 0
+    router = Router(port)
+    for r in range(rounds):
+        data = _round_data(base, r)
+        if stage == "parse":
+            t0 = time.process_time()
+            for d in data:
+                port.parse(d, SENDER, 2)
+            cpu += time.process_time() - t0
+        else:
+            pkts = [port.parse(d, SENDER, 2) for d in data]
+            session = _session(port, plan, r, core)
+            if stage == "session":
+                t0 = time.process_time()
+                for p in pkts:
+                    session.on_packet(p, now)
+                cpu += time.process_time() - t0
+            else:
+                router.add(session)
+                t0 = time.process_time()
+                for p in pkts:
+                    router.dispatch(p, now)
+                cpu += time.process_time() - t0
+                router.prune(r + 1)
+            assert session.done, "every round completes"
+        port.take()
+        count += len(data)
+    return cpu / count
+
+
+def socket_per_datagram(rounds: int, base: list[bytes]) -> float:
+    """CPU seconds per datagram of `Endpoint.receive` (parse included) over loopback."""
+    ep = Endpoint(("127.0.0.1", 0), JOB, wire.PS_RANK)
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    cpu = 0.0
+    count = 0
+    try:
+        for r in range(rounds):
+            for d in _round_data(base, r):
+                tx.sendto(d, ep.address)
+            t0 = time.process_time()
+            got = 0
+            while got < len(base):
+                got += len(ep.receive(1.0))
+            cpu += time.process_time() - t0
+            count += got
+    finally:
+        tx.close()
+        ep.close()
+    return cpu / count
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=400)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    if args.rounds < 1 or args.repeat < 1:
+        ap.error("--rounds and --repeat must be at least 1")
+    cores = ["python", "native"] if transport_core.native_available() else ["python"]
+    if len(cores) == 1:
+        print(f"native core not built ({transport_core.NATIVE_ERROR}): Python core only")
+    base = datagrams(ChunkPlan(LAYERS, CHUNK_ELEMS))
+    print(f"receive side, {args.rounds} rounds of {len(base)} DATA datagrams ({sum(LAYERS)} float32, "
+          f"{CHUNK_ELEMS} per chunk); best of {args.repeat}; load average {os.getloadavg()[0]:.2f}")
+    best = {}
+    for _ in range(args.repeat):      # interleaved, so both cores see the same machine load
+        for stage in ("parse", "socket"):
+            fn = (lambda: per_datagram("python", args.rounds, "parse", base)) if stage == "parse" \
+                else (lambda: socket_per_datagram(args.rounds, base))
+            best[stage] = min(best.get(stage, 1.0), fn())
+        for core in cores:
+            for stage in ("session", "dispatch"):
+                key = f"{stage}/{core}"
+                best[key] = min(best.get(key, 1.0), per_datagram(core, args.rounds, stage, base))
+    us = {k: v * 1e6 for k, v in best.items()}
+    sock = us["socket"] - us["parse"]
+    print(f"{'us per DATA datagram':<34}" + "".join(f"{c:>10}" for c in cores))
+    print(f"{'socket (select, recvmsg, copy)':<34}" + "".join(f"{sock:>10.2f}" for _ in cores))
+    print(f"{'parse (Port.parse)':<34}" + "".join(f"{us['parse']:>10.2f}" for _ in cores))
+    print(f"{'session (on_packet)':<34}" + "".join(f"{us['session/' + c]:>10.2f}" for c in cores))
+    print(f"{'dispatch (router + session)':<34}" + "".join(f"{us['dispatch/' + c]:>10.2f}" for c in cores))
+    print(f"{'receive path total':<34}"
+          + "".join(f"{sock + us['parse'] + us['dispatch/' + c]:>10.2f}" for c in cores))
+    print(f"(load average {os.getloadavg()[0]:.2f} at the end)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""The pinned wire digests of tests/sim/test_lossy_wire.py again, with every receive session of
+the ns-3 driver on the native core (hosts/transport/native_receiver.py) instead of the Python
+one: the same frames at the same nanoseconds on every simulated device. Where the driver opens
+`RecvSession`s by name, the name is bound here to the native class (a RecvSession); the test
+checks that native sessions did run."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from hosts.transport import core as transport_core
+from sim import engine
+
+pytestmark = pytest.mark.skipif(not transport_core.native_available(),
+                                reason=f"native core not built: {transport_core.NATIVE_ERROR}")
+
+
+@lru_cache(maxsize=None)
+def _pinned_module():
+    """tests/sim/test_lossy_wire.py, loaded once; its C++ tap is defined once per process
+    (that module, run in the same session, may have defined it already)."""
+    path = Path(__file__).with_name("test_lossy_wire.py")
+    spec = importlib.util.spec_from_file_location("_pinned_lossy_wire", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module     # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    define_tap = module._tap_namespace
+
+    def tap_namespace():
+        engine.ns3()
+        import cppyy  # noqa: PLC0415  (loaded with ns-3)
+
+        return getattr(cppyy.gbl, "gradlane_test", None) or define_tap()
+
+    module._tap_namespace = tap_namespace
+    return module
+
+
+@pytest.mark.parametrize("name", ["ltp", "mlt", pytest.param("ltp-10g", marks=pytest.mark.slow)])
+def test_the_native_receive_core_puts_the_pinned_frames_on_the_wire(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hosts.transport import native_receiver
+    from hosts.transport.native_receiver import NativeRecvSession
+
+    opened = []
+
+    class Counted(NativeRecvSession):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            opened.append(self)
+
+    # wherever the driver's receive sessions are opened: by name in the driver or its round
+    # machines, or through hosts.transport.core.recv_session
+    for module_name in ("sim.lossy", "hosts.rounds.server", "hosts.rounds.worker"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        if hasattr(module, "RecvSession"):
+            monkeypatch.setattr(module, "RecvSession", Counted)
+    monkeypatch.setattr(native_receiver, "NativeRecvSession", Counted)
+    pinned = _pinned_module()
+    assert pinned.wire_run(name) == pinned.PINNED[name]
+    assert opened, "the driver opened no receive session on the native core"
