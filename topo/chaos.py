@@ -12,6 +12,7 @@ import argparse
 import os
 import random
 import signal
+import statistics
 import sys
 import time
 from typing import Any
@@ -33,6 +34,11 @@ ARMS = ("ltp", "mlt", "tcp")
 ROUNDS_FACTOR = {"tcp": 4}
 # Agent flags of chaos jobs: a dead worker is left behind after 3 s, not the default 10.
 AGENT_FLAGS = ("--peer-timeout", "3")
+# What the job must still have ahead of it when a fault is injected: a killed worker is left
+# behind after --peer-timeout, then takes a few seconds to start again and re-join (13 s seen
+# on a loaded 2-core machine). Rounds are measured, not assumed: with MTU-sized chunks a round takes tens of ms, and 25 rounds (the
+# rule before) ended a job before a killed worker was back.
+FAULT_HEADROOM_S = 20.0
 
 
 class FaultInjector:
@@ -56,6 +62,14 @@ class FaultInjector:
     def ps_round(self) -> int:
         """The last round the PS finished (-1 before the first)."""
         return max((r["round"] for r in self.ps_records() if r.get("event") == "round"), default=-1)
+
+    def seconds_left(self, rounds: int) -> float:
+        """The job's remaining time at the median of its last 20 round times (inf before a
+        round ended): rounds speed up once the model and the deadlines settle."""
+        done = [float(r.get("time_s") or 0.0) for r in self.ps_records() if r.get("event") == "round"]
+        if not done:
+            return float("inf")
+        return (rounds - len(done)) * statistics.median(done[-20:])
 
     def wait_round(self, round_: int, timeout: float = 300.0) -> None:
         """Block until the PS finished ``round_``; RunError if it exits or time runs out first."""
@@ -129,9 +143,10 @@ def _kill(pid: int | None, what: str) -> None:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m topo.chaos", description=__doc__.splitlines()[0])
     p.add_argument("--minutes", type=float, default=3.0, help="how long to inject faults (default 3)")
-    p.add_argument("--rounds", type=int, default=80, help="rounds of each job (default 80)")
-    p.add_argument("--every", type=int, default=12, metavar="ROUNDS",
-                   help="rounds between faults, on average (default 12)")
+    p.add_argument("--rounds", type=int, default=400,
+                   help="rounds of each job (default 400: with MTU-sized chunks about a minute)")
+    p.add_argument("--every", type=int, default=40, metavar="ROUNDS",
+                   help="rounds between faults: uniform from 3 to ROUNDS (default 40)")
     p.add_argument("--seed", type=int, default=1, help="seed of the fault schedule")
     p.add_argument("--arms", default=",".join(ARMS),
                    help=f"transports of the jobs, in turn (default {','.join(ARMS)})")
@@ -163,8 +178,10 @@ def run_chaos(args: argparse.Namespace) -> int:
             result: TrainingResult | None = None
             try:
                 # the last faults leave a killed worker time to be left behind and come back
-                while next_fault < rounds - 25 and time.monotonic() < end:
+                while next_fault < rounds and time.monotonic() < end:
                     injector.wait_round(next_fault)
+                    if injector.seconds_left(rounds) < FAULT_HEADROOM_S:
+                        break
                     kind = rng.choice(KINDS)
                     print(f"job {job_id} round {next_fault}: killing "
                           + {"switch": "a switch", "controller": "the controller",
