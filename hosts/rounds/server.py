@@ -121,7 +121,7 @@ class ServerRounds:
             self.counters["drop_hello_unexpected"] += 1
             return True
         rank = pkt.header.worker_rank
-        answer = self.join.on_hello(rank, pkt.addr, pkt.payload)
+        answer = self.join.on_hello(rank, pkt.addr, pkt.payload, now)
         first_push = pkt.header.round
         if answer.proven:
             bound = self.addrs.get(rank)

@@ -4,7 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-INFINITY = float("inf")
+from hosts.transport.router import INFINITY
+
+__all__ = ["INFINITY", "Step"]
 
 
 @dataclass

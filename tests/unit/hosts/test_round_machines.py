@@ -3,7 +3,9 @@ no socket, no thread, no sleep. The UDP exchange and the ns-3 driver run these s
 from __future__ import annotations
 
 import argparse
+import ast
 import heapq
+from pathlib import Path
 
 import numpy as np
 
@@ -161,3 +163,15 @@ def test_a_worker_without_pull_data_asks_every_few_probe_intervals():
     assert [[(h.kind, h.round, bool(h.flags & wire.FLAG_PULL)) for h in sent]
             for sent in asked.values()] == [[], [(wire.KIND_PULL_REQ, 4, True)]] + \
         [[(wire.KIND_PULL_REQ, 4, True)]]
+
+
+def test_the_round_machines_touch_no_socket_clock_thread_or_sleep():
+    here = Path(__file__).resolve().parents[3] / "hosts" / "rounds"
+    banned = {"socket", "select", "time", "threading", "asyncio", "scapy"}
+    for path in sorted(here.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                    if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom)}
+        assert not imported & banned, f"{path.name} imports {imported & banned}"
