@@ -70,8 +70,9 @@ def _exchange_in_process(rng: random.Random, report: Report, count: int, seconds
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as fz:
             fz.bind(("127.0.0.1", 0))
             # bound as both workers directly (the join is fuzz/join_first.py's subject)
-            ps.addrs.update({rank: fz.getsockname() for rank in (0, 1)})
-            ps._open_push(0, config.bounds.required_fraction(pull=False))
+            for rank in (0, 1):
+                ps.rounds.bind(rank, fz.getsockname())
+            ps.rounds.open_push(0, config.bounds.required_fraction(pull=False))
             sent = 0
             while sent < count and time.monotonic() - start < seconds:
                 batch = [packet(rng) for _ in range(100)]

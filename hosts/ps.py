@@ -195,8 +195,9 @@ def serve(args: argparse.Namespace) -> None:
                       resends=delta.get("retx_received", 0) + delta.get("retransmissions", 0),
                       delivered=[round(f, 4) for f in gathered.mean_fractions()],
                       delivered_min=[round(f, 4) for f in gathered.min_fractions()],
-                      delivered_tensor=round(sum(pooled) / len(pooled), 4),
-                      delivered_tensor_min=round(min(pooled), 4),
+                      # None when no worker's push reached the PS (every one absent)
+                      delivered_tensor=round(sum(pooled) / len(pooled), 4) if pooled else None,
+                      delivered_tensor_min=round(min(pooled), 4) if pooled else None,
                       closed_by=sorted(set(str(c) for c in gathered.closed_by.values())),
                       violations=round_violations,
                       deadline_ms=_ms(gathered.deadline),

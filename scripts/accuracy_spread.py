@@ -114,9 +114,10 @@ def loopback_run(arm: str, loss: float, rounds: int, seed: int, log_root: Path,
             relay.stop()
     recs = [json.loads(line) for line in (folder / "ps.jsonl").read_text().splitlines() if line.strip()]
     epochs = [r for r in recs if r.get("event") == "epoch"]
-    delivered = [r["delivered_tensor"] for r in recs if r.get("event") == "round"]
+    rounds_ = [r for r in recs if r.get("event") == "round"]
+    delivered = [r["delivered_tensor"] for r in rounds_ if r.get("delivered_tensor") is not None]
     return {"arm": f"loopback-{arm}", "run": index, "ok": all(c == 0 for c in codes) and bool(epochs),
-            "rounds": len(delivered), "accuracy": epochs[-1]["accuracy"] if epochs else None,
+            "rounds": len(rounds_), "accuracy": epochs[-1]["accuracy"] if epochs else None,
             "train_loss": epochs[-1]["loss"] if epochs else None,
             "mean_delivered": round(sum(delivered) / len(delivered), 5) if delivered else None,
             "logs": str(folder)}

@@ -3,11 +3,12 @@ sans-IO core in `hosts/transport` (docs/mechanisms.md, "One transport, two drive
 
 The protocol is not written again here: the sessions (`SendSession`, `RecvSession`), their
 router and their ports are the ones the Mininet agents run, built from the same agent flags
-(`hosts.exchange.config`). This module replaces what the socket driver does: ns-3 UDP sockets
-(`sim/cpp/bridge.h : UdpBridge`) instead of Linux ones, ns-3's clock instead of the host's,
-and the PS's and workers' round loop (`hosts/exchange/udp_server.py`, `udp_worker.py`) as
-event-driven state machines instead of blocking calls. With `--phase-aware` the PS runs DBLP's
-phase schedule (`hosts.transport.phase`) on the norms of the gradients it aggregated, as
+(`hosts.exchange.config`), and so are the rounds: the PS's and the workers' round machines
+(`hosts.rounds`), which `hosts/exchange/udp_server.py` and `udp_worker.py` drive with blocking
+calls. This module replaces what the socket driver does: ns-3 UDP sockets
+(`sim/cpp/bridge.h : UdpBridge`) instead of Linux ones, ns-3's clock instead of the host's, and
+a step of each machine whenever its agent got a packet or its timer came. With `--phase-aware`
+the PS runs DBLP's phase schedule (`hosts.transport.phase`) on the norms of the gradients it aggregated, as
 hosts/ps.py does, and opens the next push at the phase's bounds. What the simulator leaves out:
 the join handshake (addresses are known), training (gradients are sized, random values drawn
 alike every round, so their norm stays put), a controller (the flags decide, as in
@@ -23,7 +24,6 @@ agent at every arrival. What goes on the wire is the same either way (tests/unit
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import ipaddress
 import struct
 import time
@@ -36,17 +36,18 @@ import numpy as np
 from hosts import wire
 from hosts.errors import ConfigError, PeerTimeout
 from hosts.training.aggregate import PushAggregator
-from hosts.exchange.udp_worker import PS_PATIENCE, PULL_REQ_EVERY_PROBES
 from hosts.exchange.config import (TransportConfig, add_transport_arguments, config_from_args,
                                    with_chunk_plan)
-from hosts.transport.bounds import LossBudget, violated_layers
+from hosts.exchange.results import Gathered
+from hosts.rounds.server import PullClosed as ServerPullClosed, PushClosed as ServerPushClosed, ServerRounds
+from hosts.rounds.worker import PullClosed as WorkerPullClosed, PushClosed as WorkerPushClosed, WorkerRounds
+from hosts.transport.bounds import violated_layers
 from hosts.transport.chunking import ChunkPlan
-from hosts.transport.deadline import Deadline
 from hosts.transport.phase import PhaseSchedule
-from hosts.transport.port import Port, Received
-from hosts.transport.receiver import ReceiveOptions, RecvSession
+from hosts.transport.port import Port
+from hosts.transport.receiver import RecvSession
 from hosts.transport.router import Router
-from hosts.transport.sender import SendGroup, SendSession, new_window
+from hosts.transport.sender import SendGroup, SendSession
 from sim import engine
 from sim.errors import SimError
 from sim.network import SimNetwork
@@ -159,19 +160,17 @@ class LossyOutcome:
 
 
 class _Worker:
-    """hosts/exchange/udp_worker.py's round as a state machine: open the pull's receiver,
-    push until STOP, then wait for the pull (asking with PULL_REQ while nothing came)."""
+    """One worker: the agents' round machine (`hosts.rounds.worker.WorkerRounds`), started
+    at the round's time, with this job's gradients and its records."""
 
     def __init__(self, job: "_Job", agent: Agent, rank: int) -> None:
         self.job, self.agent, self.rank = job, agent, rank
-        self.pull_deadline = Deadline(job.config.pull_deadline)
+        self.machine = WorkerRounds(agent.router, job.config, job.plan, rank, job.ps.addr,
+                                    pace_pps=job.worker_pace_pps)
         self.round = -1
         self.start_at = INFINITY
         self.sender: SendSession | None = None
-        self.pull: RecvSession | None = None
-        self.pull_req_at = INFINITY
         self.push_end: float | None = None
-        self.push_window = new_window(job.config.send)   # kept over rounds, as the agent does
 
     def start(self, round_: int, at: float) -> None:
         self.round, self.start_at = round_, at
@@ -187,110 +186,70 @@ class _Worker:
                 "pull_s": max(end - pushed - wait, 0.0), "control_s": 0.0}
 
     def step(self, now: float) -> float:
-        cfg, job = self.job.config, self.job
-        if self.sender is None and self.pull is None and now >= self.start_at:
+        job, machine = self.job, self.machine
+        if machine.sender is None and machine.pull is None and now >= self.start_at:
             self.start_at = INFINITY
             job.round_started(self.round, now)
-            self.pull = RecvSession(
-                self.agent.port, job.plan, self.round, pull=True, senders=[wire.PS_RANK],
-                required=cfg.bounds.required_fraction(pull=True),
-                options=ReceiveOptions(deadline=self.pull_deadline.current(),
-                                       absent_timeout=PS_PATIENCE * cfg.peer_timeout, scope=cfg.bounds.scope,
-                                       ack_delay=cfg.ack_delay))
-            self.agent.router.add(self.pull)
-            self.sender = SendSession(
-                self.agent.port, job.ps.addr, wire.PS_RANK, job.plan, job.gradient(self.rank, self.round),
-                self.round, pull=False,
-                options=dataclasses.replace(cfg.send, peer_timeout=PS_PATIENCE * cfg.peer_timeout,
-                                            pace_pps=job.worker_pace_pps or cfg.send.pace_pps),
-                critical_layers=cfg.bounds.critical_layers(pull=False),
-                budget=LossBudget.of(cfg.bounds.push, job.plan, cfg.bounds.scope),
-                window=self.push_window)
-            self.agent.router.add(self.sender)
-        if self.sender is not None and self.sender.done and self.pull_req_at == INFINITY:
-            job.pushed(self.sender)
-            self.push_end = self.sender.stats.finished
-            self.pull_req_at = now + cfg.send.probe_interval * PULL_REQ_EVERY_PROBES
-        if self.pull is not None and self.pull.done:
-            state = self.pull.senders[wire.PS_RANK]
-            if state.first_data is not None and state.closed_at is not None:
-                self.pull_deadline.observe(state.closed_at - state.first_data, self.pull.telemetry,
-                                           self.round)
-            self.agent.router.prune(self.round)
-            job.pulled(self, self.round, now, self._breakdown(state.first_data, now))
-            self.sender, self.pull, self.pull_req_at, self.push_end = None, None, INFINITY, None
-            return self.start_at
-        if self.pull is not None and now >= self.pull_req_at:
-            if self.pull.senders[wire.PS_RANK].first_data is None:
-                self.agent.port.send_control(wire.KIND_PULL_REQ, self.job.ps.addr, self.round,
-                                             wire.FLAG_PULL)
-            self.pull_req_at = now + cfg.send.probe_interval * PULL_REQ_EVERY_PROBES
-        return min(self.start_at, self.pull_req_at)
+            machine.begin(self.round, job.gradient(self.rank, self.round))
+            self.sender = machine.sender
+        step = machine.step(now)
+        for event in step.events:
+            if isinstance(event, WorkerPushClosed):
+                job.pushed(event.sender)
+                self.push_end = event.sender.stats.finished
+            elif isinstance(event, WorkerPullClosed):
+                job.pulled(self, event.round, now, self._breakdown(event.state.first_data, now))
+                self.sender, self.push_end = None, None
+        return min(self.start_at, step.wake)
 
 
 class _Server:
-    """hosts/exchange/udp_server.py's gather and scatter as a state machine."""
+    """The PS: the agents' round machine (`hosts.rounds.server.ServerRounds`) with every
+    worker bound at its known address, the next round started as soon as a pull ends, and
+    DBLP's phase schedule with --phase-aware."""
 
     def __init__(self, job: "_Job", agent: Agent) -> None:
         self.job, self.agent = job, agent
-        self.push_deadline = Deadline(job.config.push_deadline)
+        self.machine = ServerRounds(agent.router, job.config, job.plan, len(job.workers))
+        for w in job.workers:
+            self.machine.bind(w.rank, w.agent.addr)
         self.round = 0
         self.push: RecvSession | None = None
         self.group: SendGroup | None = None
-        self.pull_windows: dict[int, Any] = {}       # per rank, kept over rounds (the agent's)
         cfg = job.config
         self.push_bounds = cfg.bounds.push
         self.phase = (PhaseSchedule(len(job.plan.layer_sizes), cfg.phase_high_delta,
                                     check_every=cfg.phase_check_rounds, per_layer=cfg.phase_per_layer)
                       if cfg.phase_aware else None)
         self.aggregator = PushAggregator(cfg.hole_fill)
-        agent.router.handlers[wire.KIND_PULL_REQ] = self._on_pull_req
 
-    def _on_pull_req(self, pkt: Received, now: float) -> bool:
-        group = self.agent.router.get(pkt.header.round, True)
-        if group is not None:
-            group.on_packet(pkt, now)
-        return True
-
-    def open_push(self, round_: int) -> None:
-        cfg = self.job.config
-        if self.agent.router.get(round_, False) is None:
-            self.agent.router.add(RecvSession(
-                self.agent.port, self.job.plan, round_, pull=False,
-                senders=list(range(len(self.job.workers))),
-                required=tuple(1.0 - b for b in self.push_bounds),
-                options=ReceiveOptions(deadline=self.push_deadline.current(),
-                                       absent_timeout=cfg.join_timeout if round_ == 0 else cfg.peer_timeout,
-                                       scope=cfg.bounds.scope, ack_delay=cfg.ack_delay)))
+    def _required(self) -> tuple[float, ...]:
+        return tuple(1.0 - b for b in self.push_bounds)
 
     def step(self, now: float) -> float:
-        job, cfg, router = self.job, self.job.config, self.agent.router
+        job, machine = self.job, self.machine
         if self.push is None and self.group is None and self.round < job.planned:
-            self.open_push(self.round)
-            self.push = router.get(self.round, False)
-        if self.push is not None and self.push.done:
-            job.gathered(self.round, self.push, self.push_deadline)
-            self._observe_phase(self.push)
-            router.prune(self.round - 1)
-            last = self.round == job.planned - 1
-            if not last:
-                self.open_push(self.round + 1)
-            budget = LossBudget.of(cfg.bounds.pull, job.plan, cfg.bounds.scope)
-            self.group = SendGroup([
-                SendSession(self.agent.port, w.agent.addr, w.rank, job.plan, job.parameters, self.round,
-                            pull=True, options=cfg.send, extra_flags=wire.FLAG_LAST if last else 0,
-                            critical_layers=cfg.bounds.critical_layers(pull=True), budget=budget,
-                            window=self.pull_windows.setdefault(w.rank, new_window(cfg.send)))
-                for w in job.workers])
-            router.add(self.group)
-            self.push = None
-        if self.group is not None and self.group.done:
-            job.scattered(self.group)
-            self.group = None
-            self.round += 1
-        return INFINITY
+            machine.begin_push(self.round, self._required())
+            self.push = machine.push
+        step = machine.step(now)
+        events = list(step.events)
+        while events:
+            event = events.pop(0)
+            if isinstance(event, ServerPushClosed):
+                job.gathered(self.round, event.gathered)
+                self._observe_phase(event.gathered)
+                last = self.round == job.planned - 1
+                machine.begin_pull(self.round, job.parameters, last, None if last else self._required())
+                step = machine.step(now)     # every worker is there: the pull starts at once
+                events += step.events
+                self.group, self.push = machine.pull, None
+            elif isinstance(event, ServerPullClosed):
+                job.scattered(event.group)
+                self.group = None
+                self.round += 1
+        return step.wake
 
-    def _observe_phase(self, session: RecvSession) -> None:
+    def _observe_phase(self, gathered: Gathered) -> None:
         """hosts/ps.py's phase step: the aggregated gradient's per-layer norms into the schedule;
         after a check the next push's bounds follow the phase. Records this round's bound and
         the phase after it."""
@@ -298,11 +257,8 @@ class _Server:
         rec.push_bound = max(self.push_bounds) if self.push_bounds else None
         if self.phase is None:
             return
-        states = session.senders
-        values = {r: s.buffer.values for r, s in states.items()}
-        delivered = {r: s.buffer.delivered for r, s in states.items()}
-        if values:
-            grads = self.aggregator.aggregate(values, delivered)
+        if gathered.values:
+            grads = self.aggregator.aggregate(gathered.values, gathered.delivered)
             if self.phase.observe([float(np.sqrt(np.dot(g, g))) for g in grads]):
                 self.push_bounds = self.phase.bounds(self.job.config.bounds.push)
         rec.phase = self.phase.phase
@@ -386,9 +342,9 @@ class _Job:
     def pushed(self, sender: SendSession) -> None:
         self._pushes.setdefault(sender.round, []).append(sender)
 
-    def gathered(self, round_: int, session: RecvSession, deadline: Deadline) -> None:
+    def gathered(self, round_: int, gathered: Gathered) -> None:
         rec = self.rounds[round_]
-        fractions = session.fractions()
+        fractions = gathered.fractions
         sizes = self.plan.layer_sizes
         bounds = self.config.bounds
         per_layer = [float(np.mean([f[i] for f in fractions.values()])) for i in range(len(sizes))]
@@ -398,13 +354,9 @@ class _Job:
         # against the bounds this push was opened at (the phase's, with --phase-aware)
         rec.violations = sum(len(violated_layers(fr, self.server.push_bounds, bounds.scope, sizes))
                              for fr in fractions.values())
-        rec.push_closed_by = session.closed_by()
-        rec.queue_depth = session.max_qdepth
-        rec.deadline_ms = round(session.options.deadline * 1000, 3) if session.options.deadline != INFINITY else None
-        transfers = [s.closed_at - s.first_data for s in session.senders.values()
-                     if s.first_data is not None and s.closed_at is not None]
-        if transfers:
-            deadline.observe(max(transfers), session.telemetry, round_)
+        rec.push_closed_by = gathered.closed_by
+        rec.queue_depth = gathered.max_qdepth
+        rec.deadline_ms = round(gathered.deadline * 1000, 3) if gathered.deadline != INFINITY else None
 
     def scattered(self, group: SendGroup) -> None:
         rec = self.rounds[group.round]

@@ -87,11 +87,13 @@ class JoinServer:
         self.counters[f"drop_hello_{reason}"] += 1
         return Answer(None)
 
-    def on_hello(self, rank: int, addr: tuple[str, int], payload: bytes) -> Answer:
-        """Step 1 gets a challenge, a valid step 3 a welcome; anything else silence."""
+    def on_hello(self, rank: int, addr: tuple[str, int], payload: bytes,
+                 now: float | None = None) -> Answer:
+        """Step 1 gets a challenge, a valid step 3 a welcome; anything else silence. ``now``:
+        the driver's time (default the host's monotonic clock), which dates the cookies."""
         if not 0 <= rank < self.workers:
             return self._drop("rank")
-        bucket = int(time.monotonic() // COOKIE_SECONDS)
+        bucket = int((time.monotonic() if now is None else now) // COOKIE_SECONDS)
         if _step(payload, HELLO_LEN, STEP_HELLO):
             nw = payload[1:1 + NONCE]
             np_ = self._cookie(addr, rank, nw, bucket)

@@ -21,14 +21,13 @@ from hosts.exchange.config import TransportConfig, fingerprint
 from hosts.exchange.join import JoinClient, JoinServer
 from hosts.exchange.membership import Membership
 from hosts.exchange.results import Gathered, Pulled
-from hosts.exchange.udp_worker import PS_PATIENCE
+from hosts.rounds.cadence import QUORUM_POLL, ps_patience
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.counters import Counters
 from hosts.transport.reassembly import TensorBuffer
 
 _CONNECT_RETRY = 0.1
 _HANDSHAKE_TIMEOUT = 2.0    # a connection silent in the join must not hold the others up long
-_QUORUM_POLL = 0.2
 
 
 def _tcp_retransmissions(sock: socket.socket) -> int:
@@ -350,7 +349,7 @@ class TcpServerExchange:
         t0 = time.monotonic()
         self._poll_joins()
         while not self.membership.check_quorum(round_):
-            self._poll_joins(_QUORUM_POLL)
+            self._poll_joins(QUORUM_POLL)
         self.membership.next_pull = round_ + 1
         flags = wire.FLAG_PULL | (wire.FLAG_LAST if last else 0)
         data = encode_layers(self.plan, layers, self.config.job_id, wire.PS_RANK, round_, flags)
@@ -392,7 +391,7 @@ class TcpWorkerExchange:
         self.counters = Counters()
         self.ecn_setup = tcp_options.check_ecn(config.tcp_ecn)
         # a silent PS is waited for as on UDP: twice as long as the PS waits for a worker
-        self.patience = PS_PATIENCE * config.peer_timeout
+        self.patience = ps_patience(config.peer_timeout)
         self.stream = self._connect(config.join_timeout)
         self.fingerprint = fingerprint(plan.layer_sizes, plan.chunking_key(), config)
         self._round0 = True
