@@ -39,7 +39,8 @@ class UdpServerExchange:
         self.plan = plan
         self.workers = workers
         self.endpoint = Endpoint(bind, config.job_id, wire.PS_RANK, plain=config.plain,
-                                 mac_key=config.mac_key)
+                                 mac_key=config.mac_key,
+                                 mac_mode=config.mac_mode)
         self.push_deadline = Deadline(config.push_deadline)
         self.counters = self.endpoint.counters
         self.mux = Mux(self.endpoint)

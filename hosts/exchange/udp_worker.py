@@ -41,7 +41,8 @@ class UdpWorkerExchange:
         self.rank = rank
         self.ps = ps
         self.endpoint = Endpoint(bind, config.job_id, rank, plain=config.plain, peer=ps,
-                                 mac_key=config.mac_key)
+                                 mac_key=config.mac_key,
+                                 mac_mode=config.mac_mode)
         self.pull_deadline = Deadline(config.pull_deadline)
         self.counters = self.endpoint.counters
         self.mux = Mux(self.endpoint)
