@@ -1,12 +1,16 @@
-"""What authentication costs the transport: the keyed join, and a MAC on every DATA packet.
+"""What authentication costs the transport: the keyed join, a MAC on every DATA packet, and
+per round the three --packet-mac modes (off, control: the default, all).
 
 Join: wall time of a worker's join (two round trips over loopback, HMAC-SHA256 on both sides)
 against one bare round trip between the same sockets (the old join's cost: one HELLO, one
 HELLO_ACK), and the handshake's CPU time alone. Per packet: what sending and receiving one
 DATA packet costs today (header packing and sendto; validation, reassembly and ACK bookkeeping
 at the receiver), beside what a 16-byte HMAC-SHA256 (or keyed BLAKE2s) tag would add, computed
-by the sender and checked by the receiver. All arms in one run.
-Run: .venv/bin/python benchmarks/join_auth.py [--joins N] [--packets N] [--chunk-elems N]
+by the sender and checked by the receiver. Per round: one PS and two workers on loopback push
+and pull the default MLP's gradients (4810 float32), modes interleaved round by round so that
+the machine's noise hits them alike; the median round time and the datagrams signed per round.
+All arms in one run.
+Run: .venv/bin/python benchmarks/join_auth.py [--joins N] [--packets N] [--chunk-elems N] [--rounds N]
 """
 from __future__ import annotations
 
@@ -170,14 +174,89 @@ def measure_per_packet(packets: int, chunk_elems: int) -> None:
     print(f"  + keyed BLAKE2s tag (sign and verify): {blake_us:.2f} us = +{blake_us / today * 100:.0f}%")
 
 
+class _Job:
+    """A PS and two workers on loopback with one --packet-mac mode, kept open across rounds."""
+
+    def __init__(self, mode: str, chunk_elems: int) -> None:
+        ap = argparse.ArgumentParser()
+        add_transport_arguments(ap)
+        config = config_from_args(ap.parse_args(["--job", str(JOB), "--chunk-elems", str(chunk_elems),
+                                                 "--packet-mac", mode, "--reliable-pull",
+                                                 "--bound", "0"]), 2, seed=0)
+        self.plan = ChunkPlan([4160, 650], chunk_elems)
+        self.ps = UdpServerExchange(config, self.plan, 2, LOCAL)
+        self.workers = [UdpWorkerExchange(config, self.plan, r, self.ps.endpoint.address, LOCAL)
+                        for r in range(2)]
+        self.grads = [np.ones(n, dtype=np.float32) for n in self.plan.layer_sizes]
+        self.round = 0
+
+    @staticmethod
+    def _run_all(calls) -> None:  # noqa: ANN001
+        threads = [threading.Thread(target=c) for c in calls]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def one_round(self, last: bool = False) -> float:
+        r = self.round
+
+        def ps() -> None:
+            g = self.ps.gather(r, (1.0, 1.0))
+            self.ps.scatter(r, g.values[0], last, None if last else (1.0, 1.0))
+
+        def worker(w) -> None:  # noqa: ANN001
+            if r == 0:
+                w.join()      # the PS answers HELLOs while it gathers
+            w.push(r, self.grads)
+            w.pull(r)
+
+        t0 = time.perf_counter()
+        self._run_all([ps, *(lambda w=w: worker(w) for w in self.workers)])
+        self.round += 1
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()
+        self.ps.close()
+
+
+def measure_rounds(rounds: int, chunk_elems: int) -> None:
+    modes = ("off", "control", "all")
+    jobs = {m: _Job(m, chunk_elems) for m in modes}
+    times: dict[str, list[float]] = {m: [] for m in modes}
+    try:
+        for m in modes:
+            jobs[m].one_round()           # the join, not timed
+        for i in range(rounds):
+            for m in modes:
+                times[m].append(jobs[m].one_round(last=i == rounds - 1))
+        sent = {m: jobs[m].ps.counters["packets_sent"] + sum(w.counters["packets_sent"]
+                                                               for w in jobs[m].workers)
+                for m in modes}
+    finally:
+        for job in jobs.values():
+            job.close()
+    base = statistics.median(times["off"])
+    print(f"per round (PS + 2 workers on loopback, {sum(jobs['off'].plan.layer_sizes)} float32 pushed "
+          f"and pulled, {rounds} rounds per mode, interleaved):")
+    for m in modes:
+        med = statistics.median(times[m])
+        print(f"  --packet-mac {m:<7}: {_ms(times[m])}, {med / base:.2f}x off; "
+              f"{sent[m] / (rounds + 1):.0f} datagrams per round")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--joins", type=int, default=50)
     ap.add_argument("--packets", type=int, default=100_000)
     ap.add_argument("--chunk-elems", type=int, default=64, help="float32 values per DATA packet")
+    ap.add_argument("--rounds", type=int, default=200, help="rounds per --packet-mac mode")
     args = ap.parse_args()
     measure_join(args.joins, args.chunk_elems)
     measure_per_packet(args.packets, args.chunk_elems)
+    measure_rounds(args.rounds, args.chunk_elems)
 
 
 if __name__ == "__main__":

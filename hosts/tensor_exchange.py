@@ -46,7 +46,8 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
     if config.kind == "tcp":
         _receive_tcp(config, plan, senders, rounds, bind, log, ready)
         return
-    ep = Endpoint(bind, config.job_id, wire.PS_RANK, plain=config.plain, mac_key=config.mac_key)
+    ep = Endpoint(bind, config.job_id, wire.PS_RANK, plain=config.plain, mac_key=config.mac_key,
+                                 mac_mode=config.mac_mode)
     mux = Mux(ep)
     required = config.bounds.required_fraction(pull=False)
     deadline = Deadline(config.push_deadline)
@@ -151,7 +152,8 @@ def send_rounds(config: TransportConfig, plan: ChunkPlan, rank: int, rounds: int
     if config.kind == "tcp":
         _send_tcp(config, plan, rank, rounds, to, seed, log)
         return
-    ep = Endpoint(bind, config.job_id, rank, plain=config.plain, mac_key=config.mac_key)
+    ep = Endpoint(bind, config.job_id, rank, plain=config.plain, mac_key=config.mac_key,
+                                 mac_mode=config.mac_mode)
     mux = Mux(ep)
     try:
         for r in range(rounds):

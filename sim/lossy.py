@@ -24,6 +24,8 @@ agent at every arrival. What goes on the wire is the same either way (tests/unit
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import ipaddress
 import struct
 import time
@@ -35,6 +37,7 @@ import numpy as np
 
 from hosts import wire
 from hosts.errors import ConfigError, PeerTimeout
+from hosts.exchange import job_key
 from hosts.training.aggregate import PushAggregator
 from hosts.exchange.config import (TransportConfig, add_transport_arguments, config_from_args,
                                    with_chunk_plan)
@@ -83,9 +86,13 @@ def transport_config(transport: str, agent_args: list[str], num_layers: int,
         if unknown:
             raise SimError(f"agent flags {' '.join(agent_args)!r}: {' '.join(unknown)} are not the "
                            f"agents' transport flags")
-        return config_from_args(args, num_layers, seed)
+        config = config_from_args(args, num_layers, seed)
     except (argparse.ArgumentError, ConfigError) as exc:
         raise SimError(f"agent flags {' '.join(agent_args)!r}: {exc}") from None
+    # The job key signs the control packets (--packet-mac): derived from the seed, so that a
+    # simulated run puts the same bytes on the wire every time.
+    key = hashlib.sha256(b"gradlane-sim-job-key" + seed.to_bytes(8, "big", signed=True)).digest()
+    return dataclasses.replace(config, job_key=key[:job_key.KEY_BYTES])
 
 
 class _SimRouter(Router):
@@ -308,7 +315,8 @@ class _Job:
         ip = str(ipaddress.IPv4Address(int(ns_addr.Get())))
         self._ip_int[ip] = int(ns_addr.Get())
         self._by_ip[int(ns_addr.Get())] = ip
-        port = Port(self.config.job_id, rank, self.clock, plain=self.config.plain, mac_key=self.config.mac_key)
+        port = Port(self.config.job_id, rank, self.clock, plain=self.config.plain, mac_key=self.config.mac_key,
+                    mac_mode=self.config.mac_mode)
         agent = Agent(host, int(self.bridge.AddHost(self.net.node(host), UDP_PORT)), (ip, UDP_PORT), port,
                       _SimRouter(port))
         options = self.net.options          # the host software time model (SimOptions.host_rx_us)

@@ -20,7 +20,7 @@ from hosts.transport.congestion import SWITCH_ECN_THRESHOLD
 from hosts.transport.deadline import NO_DEADLINE, DeadlineSettings
 from hosts.transport.holes import DEFAULT_HOLE_FILL, HoleFill
 from hosts.transport import core as transport_core
-from hosts.transport.packet_mac import TAG_BYTES, packet_key
+from hosts.transport.packet_mac import DEFAULT_MODE as DEFAULT_MAC_MODE, MODES as MAC_MODES, TAG_BYTES, packet_key
 from hosts.transport.phase import DEFAULT_CHECK_ROUNDS, DEFAULT_HIGH_DELTA
 from hosts.transport.sender import SendOptions
 from hosts.wire import MAX_DATA_PAYLOAD, pcn_tos
@@ -69,7 +69,7 @@ class TransportConfig:
     # only a PS and workers built from this same config share (in-process use).
     job_key: bytes = field(default_factory=lambda: secrets.token_bytes(job_key.KEY_BYTES),
                            repr=False)
-    packet_mac: bool = False
+    packet_mac: str = "off"      # which kinds carry a MAC trailer: off, control, all (packet_mac.MODES)
     ack_delay: float = 0.002     # seconds a receiver holds an ACK of fewer than ack_every chunks
     # No --chunk-elems: `chunk_elems` is the MTU's, and with_chunk_plan cuts small-bound layers
     # finer (hosts/transport/chunk_size.py); `chunking` says what was chosen and why.
@@ -80,8 +80,13 @@ class TransportConfig:
 
     @property
     def mac_key(self) -> bytes | None:
-        """The key of every datagram's MAC trailer with --packet-mac, else None."""
-        return packet_key(self.job_key) if self.packet_mac else None
+        """The key of the datagrams' MAC trailers (--packet-mac control or all), else None."""
+        return packet_key(self.job_key) if self.packet_mac != "off" else None
+
+    @property
+    def mac_mode(self) -> str:
+        """Which kinds carry the trailer (hosts/transport/packet_mac.py)."""
+        return self.packet_mac
 
     @property
     def udp(self) -> bool:
@@ -142,12 +147,14 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                    help="the job's secret: a file only its owner may read (mode 0600) holding "
                         "the key in hex; the PS creates it when missing. Workers prove it to "
                         "the PS when they join (HMAC-SHA256, never sent); required by the agents")
-    g.add_argument("--packet-mac", action="store_true",
-                   help="ltp, mlt: every datagram carries a 16-byte HMAC-SHA256 trailer under a "
-                        "key from --job-key, and one without a valid trailer is dropped: a packet "
-                        "with a peer's spoofed source address changes nothing (adds 16 to 23%% "
-                        "to the per-packet processing: benchmarks/join_auth.py). PS and workers "
-                        "must agree")
+    g.add_argument("--packet-mac", nargs="?", const="all", choices=MAC_MODES, metavar="MODE",
+                   help="ltp, mlt: which datagrams carry a 16-byte HMAC-SHA256 trailer under a "
+                        "key from --job-key (one without a valid trailer is dropped, so a packet "
+                        "with a peer's spoofed source address changes nothing): 'control' (the "
+                        "default) every kind but DATA; 'all' (the bare flag) DATA too, which adds "
+                        "16 to 23%% to the per-packet processing (benchmarks/join_auth.py) and "
+                        "closes the last spoofing path, a DATA packet inside the round and window "
+                        "the receiver expects; 'off' none. PS and workers must agree")
     g.add_argument("--controller", metavar="SOCKET",
                    help="ltp: follow the controller's policy for --job (bounds, drop-eligible "
                         "classes, hole filling, regime) over its unix socket; without it the "
@@ -203,7 +210,7 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--chunk-elems", type=int, default=None,
                    help="float32 values per DATA packet, every layer (default: as many as fill a "
                         f"1500-byte MTU, {MTU_CHUNK_ELEMS}, or {(MAX_DATA_PAYLOAD - TAG_BYTES) // 4} "
-                        "with --packet-mac; a layer whose push bound covers less than one such "
+                        "with --packet-mac all; a layer whose push bound covers less than one such "
                         "chunk gets chunks as large as its bound covers, so the bound can act)")
     g.add_argument("--pace-pps", type=float, default=0.0,
                    help="packets/s per sender (0 = unpaced); tcp: SO_MAX_PACING_RATE of as many "
@@ -306,15 +313,17 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
         if extra:
             raise ConfigError(f"--transport mlt uses one fixed bound for push and pull and a fixed "
                               f"deadline; drop {', '.join(extra)}")
-    if kind == "tcp" and args.packet_mac:
+    if kind == "tcp" and args.packet_mac not in (None, "off"):
         raise ConfigError("--packet-mac needs a UDP transport (--transport ltp or mlt)")
+    mac_mode = "off" if kind == "tcp" else (args.packet_mac or DEFAULT_MAC_MODE)
+    data_mac = mac_mode == "all"
     chunk_auto = args.chunk_elems is None
-    chunk_elems = ((MAX_DATA_PAYLOAD - (TAG_BYTES if args.packet_mac else 0)) // 4 if chunk_auto
+    chunk_elems = ((MAX_DATA_PAYLOAD - (TAG_BYTES if data_mac else 0)) // 4 if chunk_auto
                    else args.chunk_elems)
     if not 1 <= chunk_elems <= MTU_CHUNK_ELEMS:
         raise ConfigError(f"--chunk-elems {chunk_elems} is outside 1..{MTU_CHUNK_ELEMS}")
-    if args.packet_mac and chunk_elems * 4 > MAX_DATA_PAYLOAD - TAG_BYTES:
-        raise ConfigError(f"--chunk-elems {chunk_elems} with --packet-mac: a DATA packet and "
+    if data_mac and chunk_elems * 4 > MAX_DATA_PAYLOAD - TAG_BYTES:
+        raise ConfigError(f"--chunk-elems {chunk_elems} with --packet-mac all: a DATA packet and "
                           f"its MAC must fit a 1500-byte MTU (at most "
                           f"{(MAX_DATA_PAYLOAD - TAG_BYTES) // 4} elements)")
     scope = args.bound_scope or ("layer" if layer_bounds is not None else "tensor")
@@ -368,7 +377,7 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
         phase_check_rounds=args.phase_check_rounds, phase_per_layer=args.phase_per_layer,
         pcn=args.pcn, pcn_threshold=args.pcn_threshold, pcn_timeout=args.pcn_timeout_ms / 1000.0,
         tcp_cc=tcp_cc, tcp_ecn=None if args.tcp_ecn is None else args.tcp_ecn == "on",
-        controller=args.controller, packet_mac=args.packet_mac, ack_delay=args.ack_delay_ms / 1000.0,
+        controller=args.controller, packet_mac=mac_mode, ack_delay=args.ack_delay_ms / 1000.0,
         core=transport_core.resolve(getattr(args, "core", None)) if kind != "tcp" else "python", **key)
 
 

@@ -20,13 +20,14 @@ _RECV_BATCH = 512
 class Endpoint(Port):
     """A `Port` on a non-blocking UDP socket bound to `bind`, on the host's monotonic clock:
     every datagram goes out at once with its TOS, `receive` waits for and validates arrivals.
-    The port's arguments (`job_id`, `rank`, `plain`, `peer`, `mac_key`) mean what they mean there.
+    The port's arguments (`job_id`, `rank`, `plain`, `peer`, `mac_key`, `mac_mode`) mean what they mean there.
     """
 
     def __init__(self, bind: tuple[str, int], job_id: int, rank: int,
                  counters: Counters | None = None, plain: bool = False,
-                 peer: tuple[str, int] | None = None, mac_key: bytes | None = None) -> None:
-        super().__init__(job_id, rank, time.monotonic, counters, plain, peer, mac_key)
+                 peer: tuple[str, int] | None = None, mac_key: bytes | None = None,
+                 mac_mode: str = "all") -> None:
+        super().__init__(job_id, rank, time.monotonic, counters, plain, peer, mac_key, mac_mode)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
             self.sock.setsockopt(socket.SOL_SOCKET, opt, SOCKET_BUFFER_BYTES)

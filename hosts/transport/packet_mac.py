@@ -1,10 +1,16 @@
-"""--packet-mac: a 16-byte HMAC-SHA256 trailer on every datagram of a job, under a key derived
-from the job's secret, so that a packet with a bound peer's spoofed source address is dropped.
+"""--packet-mac: a 16-byte HMAC-SHA256 trailer on a job's datagrams, under a key derived from
+the job's secret, so that a packet with a bound peer's spoofed source address is dropped.
+
+Which datagrams carry it is the mode: `control` (the default of the UDP transports) signs every
+kind but DATA: STOP, PULL_REQ, PROBE, BITMAP, ACK, EPOCH, the join and PCN's, the few packets
+per round that steer it; `all` signs DATA too (16 to 23% more per-packet processing,
+benchmarks/join_auth.py); `off` none. The receiver reads the kind from the header and requires
+a valid trailer on every kind its mode signs, so relabelling a control packet as DATA makes it
+DATA, subject to DATA's checks (the round and window the receiver expects).
 
 The trailer follows the UDP payload outside payload_len, so switches parse the header as
 always. The MAC covers the whole datagram except the three telemetry fields, which switches
-rewrite on the way (tele_max_qdepth, tele_hops, tele_qdelay_us: header bytes 24..31). It adds
-16 to 23% to today's per-packet processing (benchmarks/join_auth.py), hence an option.
+rewrite on the way (tele_max_qdepth, tele_hops, tele_qdelay_us: header bytes 24..31).
 """
 from __future__ import annotations
 
@@ -14,6 +20,8 @@ import hmac
 from hosts import wire
 
 TAG_BYTES = 16
+MODES = ("off", "control", "all")
+DEFAULT_MODE = "control"
 _TELEMETRY = slice(24, wire.HEADER_LEN)
 _LABEL = b"gradlane-packet-mac-v1"
 
@@ -39,3 +47,13 @@ def verify(key: bytes, data: bytes) -> bytes | None:
     datagram, tag = data[:-TAG_BYTES], data[-TAG_BYTES:]
     want = hmac.digest(key, _covered(datagram), hashlib.sha256)[:TAG_BYTES]
     return datagram if hmac.compare_digest(tag, want) else None
+
+
+def kind_of(datagram: bytes) -> int:
+    """The gradlane kind in a datagram's first byte (its low nibble)."""
+    return datagram[0] & 0xF if datagram else -1
+
+
+def signs(mode: str, kind: int) -> bool:
+    """True when a datagram of ``kind`` carries the trailer under ``mode``."""
+    return mode == "all" or (mode == "control" and kind != wire.KIND_DATA)

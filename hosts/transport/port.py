@@ -45,21 +45,26 @@ class Port:
     `plain`: every control packet carries FLAG_PLAIN and TOS 0 (no network assistance).
     `peer`: when set, datagrams from any other address are dropped (a worker talks to its
     parameter server only, so a spoofed packet cannot redirect or close its sessions).
-    `mac_key`: every datagram sent carries a MAC trailer under it, and one received without a
-    valid trailer is dropped (--packet-mac, hosts/transport/packet_mac.py).
+    `mac_key`: the datagrams of the kinds `mac_mode` signs ("all": every one; "control": all
+    but DATA) carry a MAC trailer under it, and one of those kinds received without a valid
+    trailer is dropped (--packet-mac, hosts/transport/packet_mac.py).
     `clock`: the driver's time in seconds (sessions read it only when they are created).
     """
 
     def __init__(self, job_id: int, rank: int, clock: Callable[[], float],
                  counters: Counters | None = None, plain: bool = False,
-                 peer: tuple[str, int] | None = None, mac_key: bytes | None = None) -> None:
+                 peer: tuple[str, int] | None = None, mac_key: bytes | None = None,
+                 mac_mode: str = "all") -> None:
+        if mac_mode not in packet_mac.MODES:
+            raise ValueError(f"mac_mode {mac_mode!r} is not one of {packet_mac.MODES}")
         self.job_id = job_id
         self.rank = rank
         self.clock = clock
         self.counters = counters if counters is not None else Counters()
         self.plain = plain
         self.peer = peer
-        self.mac_key = mac_key
+        self.mac_key = mac_key if mac_mode != "off" else None
+        self.mac_mode = mac_mode
         self.outbox: list[Datagram] = []
 
     def take(self) -> list[Datagram]:
@@ -74,8 +79,8 @@ class Port:
         self.counters["packets_sent"] += 1
 
     def send(self, data: bytes, addr: tuple[str, int], tos: int) -> None:
-        """Send one datagram with IPv4 TOS `tos` (signed first under a MAC key)."""
-        if self.mac_key is not None:
+        """Send one datagram with IPv4 TOS `tos` (signed first when its kind is signed)."""
+        if self.mac_key is not None and packet_mac.signs(self.mac_mode, packet_mac.kind_of(data)):
             data = packet_mac.sign(self.mac_key, data)
         self.transmit(data, addr, tos)
 
@@ -102,7 +107,7 @@ class Port:
         if self.peer is not None and addr != self.peer:
             self.counters["drop_wrong_source"] += 1
             return None
-        if self.mac_key is not None:
+        if self.mac_key is not None and packet_mac.signs(self.mac_mode, packet_mac.kind_of(data)):
             verified = packet_mac.verify(self.mac_key, data)
             if verified is None:
                 self.counters["drop_bad_mac"] += 1

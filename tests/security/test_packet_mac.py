@@ -129,3 +129,79 @@ def test_spoofed_packets_from_bound_addresses_change_nothing():
             np.testing.assert_array_equal(got, sent)
             np.testing.assert_array_equal(back, sent)
     assert ps.counters["drop_bad_mac"] > 0 and worker.counters["drop_bad_mac"] > 0
+
+
+def _control(kind: int, flags: int, rank: int, round_: int, payload: bytes = b"") -> bytes:
+    return wire.pack_header(kind, flags, JOB, rank, wire.ALL_LAYERS, round_,
+                            payload_len=len(payload)) + payload
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="spoofing a source address needs a raw socket")
+def test_with_default_flags_spoofed_control_packets_change_nothing():
+    # No --packet-mac: the default signs every control kind. Before it was the default, one
+    # spoofed STOP|PULL in a worker's name stalled a round for the 10 s peer timeout, and a
+    # PULL_REQ made the PS resend a whole pull to the worker's address.
+    config = _config()
+    assert config.mac_mode == "control" and config.mac_key is not None
+    plan = ChunkPlan(LAYERS, CHUNK)
+    ps = UdpServerExchange(config, plan, 1, ("127.0.0.1", 0))
+    worker = UdpWorkerExchange(config, plan, 0, ps.endpoint.address, ("127.0.0.1", 0))
+    ps_port, worker_port = ps.endpoint.address[1], worker.endpoint.address[1]
+    bits = b"\xff" * 8
+    spoofs = []
+    for r in range(ROUNDS):
+        as_ps = [_control(wire.KIND_STOP, 0, wire.PS_RANK, r),
+                 _control(wire.KIND_STOP, wire.FLAG_PULL, wire.PS_RANK, r),
+                 _control(wire.KIND_BITMAP, 0, wire.PS_RANK, r, bits),
+                 _control(wire.KIND_ACK, 0, wire.PS_RANK, r),
+                 _control(wire.KIND_PROBE, wire.FLAG_PULL, wire.PS_RANK, r),
+                 _control(wire.KIND_EPOCH, 0, wire.PS_RANK, r + 1)]
+        as_worker = [_control(wire.KIND_STOP, wire.FLAG_PULL, 0, r),
+                     _control(wire.KIND_PULL_REQ, wire.FLAG_PULL, 0, r),
+                     _control(wire.KIND_PROBE, 0, 0, r),
+                     _control(wire.KIND_BITMAP, wire.FLAG_PULL, 0, r, bits),
+                     _control(wire.KIND_ACK, wire.FLAG_PULL, 0, r)]
+        spoofs += [udp_datagram(ps_port, worker_port, d) for d in as_ps]
+        spoofs += [udp_datagram(worker_port, ps_port, d) for d in as_worker]
+    gathered, pulled, closed, errors = [], [], [], []
+
+    def run_ps() -> None:
+        try:
+            for r in range(ROUNDS):
+                g = ps.gather(r, (1.0, 1.0))
+                gathered.append([v.copy() for v in g.values[0]])
+                closed.append(set(g.closed_by.values()))
+                ps.scatter(r, g.values[0], r == ROUNDS - 1, None if r == ROUNDS - 1 else (1.0, 1.0))
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    done = threading.Event()
+
+    def spoof() -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW) as raw:
+            while not done.is_set():
+                for d in spoofs:
+                    raw.sendto(d, ("127.0.0.1", 0))
+                time.sleep(0.002)
+
+    threads = [threading.Thread(target=run_ps), threading.Thread(target=spoof)]
+    for t in threads:
+        t.start()
+    try:
+        worker.join()
+        for r in range(ROUNDS):
+            worker.push(r, _grads(r))
+            pulled.append(worker.pull(r).values)
+    finally:
+        done.set()
+        for t in threads:
+            t.join(timeout=30)
+        worker.close()
+        ps.close()
+    assert not errors, errors
+    for r in range(ROUNDS):
+        assert closed[r] == {"complete"}, closed[r]      # never by a deadline or an absence
+        for got, back, sent in zip(gathered[r], pulled[r], _grads(r)):
+            np.testing.assert_array_equal(got, sent)
+            np.testing.assert_array_equal(back, sent)
+    assert ps.counters["drop_bad_mac"] > 0 and worker.counters["drop_bad_mac"] > 0
