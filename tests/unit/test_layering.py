@@ -109,9 +109,11 @@ def test_the_ns3_backend_loads_no_mininet():
     assert proc.stdout.startswith("ok")
 
 
-def test_a_unit_test_cannot_build_ns3():
+def test_a_unit_test_cannot_build_ns3(refusals):
     from sim import engine, network  # noqa: PLC0415
     with pytest.raises(AssertionError, match="tests/sim"):
         network.SimNetwork(None, None)      # tests/unit/conftest.py refuses ns-3
     with pytest.raises(AssertionError, match="tests/sim"):
         engine.cpp()
+    assert len(refusals) == 2
+    refusals.clear()                        # refused on purpose: the test passes
