@@ -68,6 +68,14 @@ def _records(path, event):
     return [json.loads(line) for line in path.read_text().splitlines() if f'"{event}"' in line]
 
 
+def _wait_for(condition, timeout=10.0):
+    """Poll `condition` until it holds; fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting for the PS"
+        time.sleep(0.01)
+
+
 def _run(tmp_path, transport, pcn, rank=3):
     ps = PS(tmp_path, [rank])
     log_path = tmp_path / "w.log"
@@ -92,7 +100,8 @@ def _run(tmp_path, transport, pcn, rank=3):
         if tcp is not None:
             assert unacked_bytes(tcp.sock) == 0
             tcp.sock.close()
-        time.sleep(0.4)
+            # the sink logs the flow once it sees the close (the recorder is flushed by close())
+            _wait_for(lambda: _records(ps.log_path, "flow_end"))
     finally:
         ps.close()
         log.close()

@@ -85,9 +85,21 @@ def test_write_during_a_long_wildcard_read_is_not_held_until_the_read_ends(loade
     def read():
         priorities.extend(e.table_entry.priority for r in c.stub.Read(req) for e in r.entities)
 
+    service = sw.server.service
+    read_started = threading.Event()
+    current = service._current
+
+    def current_then_signal():      # the Read has taken its pipeline: it is under way
+        try:
+            return current()
+        finally:
+            read_started.set()
+
+    service._current = current_then_signal
     reader = threading.Thread(target=read)
     reader.start()
-    time.sleep(0.2)  # the Read is under way
+    assert read_started.wait(30)
+    service._current = current
     c.write(helpers.update("INSERT", "table_entry", _tern(ids, ENTRIES + 1, ENTRIES + 1)))
     reader.join(timeout=120)
     assert len(priorities) > selections * ENTRIES
