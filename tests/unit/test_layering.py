@@ -103,6 +103,7 @@ print('ok', sorted(m for m in sys.modules if m.startswith('topo')))
 """
 
 
+@pytest.mark.slow
 def test_the_ns3_backend_loads_no_mininet():
     proc = subprocess.run([sys.executable, "-c", NS3_PATH], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -85,6 +85,7 @@ def _config(*argv: str):
     return config_from_args(ap.parse_args(list(argv)), 2, 1)
 
 
+@pytest.mark.slow
 def test_flags_and_controller(tmp_path):
     with pytest.raises(ConfigError, match="--bound, --pull-bound: the controller's policy gives the bounds"):
         _config("--controller", "x.sock", "--bound", "0.1", "--pull-bound", "0.01")
