@@ -5,9 +5,10 @@ belongs in another tier: tests/integration (real sockets: servers, clients, swit
 tests/sim (ns-3). The guards fail such a test at once with a message that names the tier,
 instead of letting it bind ports or compile ns-3's C++ for minutes.
 
-- Network sockets: an audit hook (``socket.__new__``) refuses AF_INET and AF_INET6 sockets while a
-  test under tests/unit is set up, run or torn down, in any thread; gRPC's servers and channels
-  (opened in its C core, which raises no audit event) are refused at their constructors.
+- Network sockets: an audit hook (``socket.__new__``) refuses AF_INET, AF_INET6 and AF_PACKET
+  (raw frames on an interface) sockets while a test under tests/unit is set up, run or torn
+  down, in any thread; gRPC's servers and channels (opened in its C core, which raises no audit
+  event) are refused at their constructors.
   AF_UNIX sockets stay allowed: asyncio's event loops open a socketpair for their self-pipe,
   and a unit test may use one too.
 - ns-3: ``sim.engine.ns3``/``cpp`` are replaced, and an import of ``cppyy`` or ``ns`` (the ns-3
@@ -30,7 +31,7 @@ import pytest
 from sim import engine
 
 NS3_MODULES = ("cppyy", "ns")
-NETWORK_FAMILIES = {socket.AF_INET: "AF_INET", socket.AF_INET6: "AF_INET6"}
+NETWORK_FAMILIES = {socket.AF_INET: "AF_INET", socket.AF_INET6: "AF_INET6", socket.AF_PACKET: "AF_PACKET"}
 GRPC_CONSTRUCTORS = ((grpc, "server"), (grpc, "insecure_channel"), (grpc, "secure_channel"),
                      (grpc.aio, "server"), (grpc.aio, "insecure_channel"), (grpc.aio, "secure_channel"))
 

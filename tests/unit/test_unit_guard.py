@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 
-@pytest.mark.parametrize("family", [socket.AF_INET, socket.AF_INET6])
+@pytest.mark.parametrize("family", [socket.AF_INET, socket.AF_INET6, socket.AF_PACKET])
 def test_a_network_socket_is_refused(family, refusals):
     with pytest.raises(AssertionError, match="belongs in tests/integration"):
         socket.socket(family, socket.SOCK_DGRAM)

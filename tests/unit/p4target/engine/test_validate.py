@@ -243,7 +243,7 @@ def test_seeded_mutations_load_or_fail_with_a_load_error_and_loaded_ones_run():
     rng = random.Random(17)
     base = l3_router()
     paths = [p for p in _paths(base) if p]
-    frames = [bytes(Ether() / IP(dst="10.0.0.1") / UDP() / b"x"), b"\x00" * 5, bytes(60)]
+    frames = [bytes(Ether(dst="ff:ff:ff:ff:ff:ff") / IP(dst="10.0.0.1") / UDP() / b"x"), b"\x00" * 5, bytes(60)]
     loaded = refused = 0
     for _ in range(1500):
         j = copy.deepcopy(base)
