@@ -49,8 +49,11 @@ demo: build
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider --durations=25 tests
 
+# The unit tier (about 45 s of CPU): no network socket, no gRPC, no ns-3 (tests/unit/conftest.py fails a
+# test that tries); its tests marked slow (mutation sweeps, plots, agents started as processes) run
+# in `make test`, or with the rest: `$(PY) -m pytest tests/unit`.
 test-unit: setup
-	$(PY) -m pytest -q -p no:cacheprovider tests/unit
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests/unit
 
 test-sim: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/sim

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -390,8 +390,7 @@ def _report(title: str, outcomes: list[Outcome]) -> int:
     return passed
 
 
-def main(argv: list[str] | None = None) -> int:
-    global LOCK_HOLD
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--p4c", help="p4c source checkout (default $P4C_SRC or /opt/p4ref/src/p4c)")
     ap.add_argument("--python", help="Python with ptf, scapy, ply and thrift for p4c's runner")
@@ -412,7 +411,134 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"seconds of runs started per hold of the network lock (default {LOCK_HOLD}, at most 660)")
     ap.add_argument("--only", choices=("runner", "driver", "p4c"), action="append",
                     help="run only these parts for the conformance programs (repeatable)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+Case = tuple[Path, list[str]]   # a program and the target arguments its STF test needs
+
+
+def _select_cases(args: argparse.Namespace, ref: Reference) -> list[Case]:
+    """p4c's samples or our conformance programs, narrowed by -k."""
+    cases = [(p4, []) for p4 in p4c_samples(ref.p4c)] if args.samples else conformance_programs()
+    if args.pattern:
+        cases = [(p4, a) for p4, a in cases if any(k in p4.stem for k in args.pattern)]
+    return cases
+
+
+def _select_parts(args: argparse.Namespace) -> set[str]:
+    """Which runs to make: p4c's runner, our STF driver, p4c's JSON on the embedded switch."""
+    if args.samples:
+        return {"runner"}
+    parts = set(args.only or ("runner", "driver", "p4c"))
+    return parts & {"runner"} if args.switch == "embedded" else parts
+
+
+@dataclass
+class Runs:
+    """Every outcome of one check, by the way it was run."""
+    on_bmv2: list[Outcome] = field(default_factory=list)           # our JSON, p4c's runner
+    on_embedded: list[Outcome] = field(default_factory=list)       # our JSON, p4target stf (samples)
+    with_driver: list[Outcome] = field(default_factory=list)       # our JSON, our STF runner on BMv2
+    p4c_on_embedded: list[Outcome] = field(default_factory=list)   # p4c's JSON, embedded switch
+
+
+def _run_runner(args: argparse.Namespace, ref: Reference, build: Path, work: Path,
+                cases: list[Case]) -> list[Outcome]:
+    """Each program through p4c's runner, a few at a time under the network lock (p4c's samples
+    are in the runner's own STF dialect; ours is translated)."""
+    outcomes: list[Outcome] = []
+    with ThreadPoolExecutor(args.jobs) as pool:
+        start = 0
+        while start < len(cases):
+            with NetworkLock():  # batches of a few programs for up to LOCK_HOLD seconds
+                while start < len(cases) and NetworkLock.may_continue():
+                    batch = cases[start:start + args.jobs]
+                    start += len(batch)
+                    done = list(pool.map(lambda case: run_on_bmv2(
+                        ref, build, work, case[0], case[0].with_suffix(".stf").read_text(), case[1],
+                        translate=not args.samples), batch))
+                    outcomes += [_show(args.switch, o, args.verbose) for o in done]
+    return outcomes
+
+
+def _run_driver(args: argparse.Namespace, ref: Reference, work: Path, cases: list[Case]) -> list[Outcome]:
+    """Each program on real BMv2 through our own STF runner, one switch at a time."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path[:0] = [p for p in ref.env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    outcomes: list[Outcome] = []
+    pending = list(cases)
+    while pending:
+        with NetworkLock():  # one switch at a time, for up to LOCK_HOLD seconds per hold
+            while pending and NetworkLock.may_continue():
+                p4, target_args = pending.pop(0)
+                queues = 8 if "--priority-queues" in target_args else 1
+                outcomes.append(_show("driver", run_with_our_driver(ref, work, p4, queues), args.verbose))
+    return outcomes
+
+
+def _run_p4c_json(args: argparse.Namespace, ref: Reference, p4c: str, work: Path,
+                  cases: list[Case]) -> list[Outcome]:
+    """Each program compiled by p4c, its JSON run on the embedded switch."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    include = args.p4c_include or str(ref.p4c / "p4include")
+    outcomes: list[Outcome] = []
+    for p4, target_args in cases:
+        queues = 8 if "--priority-queues" in target_args else 1
+        outcomes.append(_show("p4c-json", run_p4c_json_on_embedded(p4c, [include], work, p4, queues), args.verbose))
+    return outcomes
+
+
+def _run_all(args: argparse.Namespace, ref: Reference, cases: list[Case], parts: set[str],
+             p4c: str | None) -> Runs:
+    """Make every selected run in one work folder (kept with --keep); Unavailable if p4c's runner
+    cannot be set up."""
+    runs = Runs()
+    with tempfile.TemporaryDirectory(prefix="check-reference-") as tmp:
+        work = Path(args.keep) if args.keep else Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        build = make_build_dir(work)
+        install_cli_adapter(build, ref)
+        if args.switch == "embedded":
+            install_embedded_switch(build, ref)
+        if "runner" in parts:
+            runs.on_bmv2 = _run_runner(args, ref, build, work, cases)
+        if args.samples:
+            runs.on_embedded = [_show("embedded", run_on_embedded(build, p4, p4.with_suffix(".stf")), args.verbose)
+                                for p4, _ in cases]
+        if "driver" in parts:
+            runs.with_driver = _run_driver(args, ref, work, cases)
+        if p4c is not None:
+            runs.p4c_on_embedded = _run_p4c_json(args, ref, p4c, work, cases)
+    return runs
+
+
+def _summarise(args: argparse.Namespace, runs: Runs, parts: set[str], p4c: str | None) -> bool:
+    """Print one count per kind of run; True when every run passed."""
+    what = "p4c v1model STF samples" if args.samples else "conformance programs"
+    switch_name = "the embedded switch" if args.switch == "embedded" else "real BMv2"
+    passed = len(runs.on_bmv2)
+    if "runner" in parts:
+        passed = _report(f"our compiler's JSON on {switch_name}, p4c's runner ({what})", runs.on_bmv2)
+    if args.samples:
+        _report(f"our compiler's JSON on the embedded switch, p4target stf ({what})", runs.on_embedded)
+        differ = [b.name for b, e in zip(runs.on_bmv2, runs.on_embedded) if b.ok != e.ok]
+        if differ:
+            print("results differ for: " + " ".join(differ))
+    ok = passed == len(runs.on_bmv2)
+    if runs.with_driver:
+        ok = _report(f"our compiler's JSON on real BMv2, our STF runner ({what})", runs.with_driver) \
+            == len(runs.with_driver) and ok
+    if p4c is not None:
+        ok = _report(f"p4c's JSON ({p4c_version_text(p4c)}) on the embedded switch ({what})", runs.p4c_on_embedded) \
+            == len(runs.p4c_on_embedded) and ok
+    elif "p4c" in parts:
+        print("p4c's JSON on the embedded switch: skipped, no p4c-bm2-ss on PATH (pass --p4c-bm2-ss)")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    global LOCK_HOLD
+    args = _parser().parse_args(argv)
     LOCK_HOLD = max(30, min(660, args.lock_hold))
     try:
         ref = find_reference(args.p4c, args.python)
@@ -420,89 +546,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"check-reference: {e}", file=sys.stderr)
         return 2
     print(f"check-reference: simple_switch {ref.version} ({ref.simple_switch}), runner from {ref.p4c}")
-    if args.samples:
-        cases = [(p4, []) for p4 in p4c_samples(ref.p4c)]
-    else:
-        cases = conformance_programs()
-    if args.pattern:
-        cases = [(p4, a) for p4, a in cases if any(k in p4.stem for k in args.pattern)]
+    cases = _select_cases(args, ref)
     if not cases:
         print("check-reference: no programs selected", file=sys.stderr)
         return 2
-    what = "p4c v1model STF samples" if args.samples else "conformance programs"
-    parts = set(args.only or ("runner", "driver", "p4c"))
-    if args.samples:
-        parts = {"runner"}
-    elif args.switch == "embedded":
-        parts &= {"runner"}
+    parts = _select_parts(args)
     p4c = find_p4c_backend(args.p4c_bm2_ss) if "p4c" in parts else None
-    on_bmv2: list[Outcome] = []
-    on_embedded: list[Outcome] = []
-    with_driver: list[Outcome] = []
-    p4c_on_embedded: list[Outcome] = []
-    switch_name = "the embedded switch" if args.switch == "embedded" else "real BMv2"
-    with tempfile.TemporaryDirectory(prefix="check-reference-") as tmp:
-        work = Path(args.keep) if args.keep else Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
-        build = make_build_dir(work)
-        try:
-            install_cli_adapter(build, ref)
-            if args.switch == "embedded":
-                install_embedded_switch(build, ref)
-            # p4c's samples are in the runner's own STF dialect; ours is translated
-            if "runner" in parts:
-                with ThreadPoolExecutor(args.jobs) as pool:
-                    start = 0
-                    while start < len(cases):
-                        with NetworkLock():  # batches of a few programs for up to LOCK_HOLD seconds
-                            while start < len(cases) and NetworkLock.may_continue():
-                                batch = cases[start:start + args.jobs]
-                                start += len(batch)
-                                outcomes = list(pool.map(lambda case: run_on_bmv2(
-                                    ref, build, work, case[0], case[0].with_suffix(".stf").read_text(), case[1],
-                                    translate=not args.samples), batch))
-                                on_bmv2 += [_show(args.switch, o, args.verbose) for o in outcomes]
-        except Unavailable as e:
-            print(f"check-reference: {e}", file=sys.stderr)
-            return 2
-        if args.samples:
-            on_embedded = [_show("embedded", run_on_embedded(build, p4, p4.with_suffix(".stf")), args.verbose)
-                           for p4, _ in cases]
-        if "driver" in parts:
-            sys.path.insert(0, str(Path(__file__).parent))
-            sys.path[:0] = [p for p in ref.env.get("PYTHONPATH", "").split(os.pathsep) if p]
-            pending = list(cases)
-            while pending:
-                with NetworkLock():  # one switch at a time, for up to LOCK_HOLD seconds per hold
-                    while pending and NetworkLock.may_continue():
-                        p4, target_args = pending.pop(0)
-                        queues = 8 if "--priority-queues" in target_args else 1
-                        with_driver.append(_show("driver", run_with_our_driver(ref, work, p4, queues), args.verbose))
-        if p4c is not None:
-            sys.path.insert(0, str(Path(__file__).parent))
-            include = args.p4c_include or str(ref.p4c / "p4include")
-            for p4, target_args in cases:
-                queues = 8 if "--priority-queues" in target_args else 1
-                p4c_on_embedded.append(_show("p4c-json", run_p4c_json_on_embedded(p4c, [include], work, p4, queues),
-                                             args.verbose))
-    passed = len(on_bmv2)
-    if "runner" in parts:
-        passed = _report(f"our compiler's JSON on {switch_name}, p4c's runner ({what})", on_bmv2)
-    if args.samples:
-        _report(f"our compiler's JSON on the embedded switch, p4target stf ({what})", on_embedded)
-        differ = [b.name for b, e in zip(on_bmv2, on_embedded) if b.ok != e.ok]
-        if differ:
-            print("results differ for: " + " ".join(differ))
-    ok = passed == len(on_bmv2)
-    if with_driver:
-        ok = _report(f"our compiler's JSON on real BMv2, our STF runner ({what})", with_driver) \
-            == len(with_driver) and ok
-    if p4c is not None:
-        ok = _report(f"p4c's JSON ({p4c_version_text(p4c)}) on the embedded switch ({what})", p4c_on_embedded) \
-            == len(p4c_on_embedded) and ok
-    elif "p4c" in parts:
-        print("p4c's JSON on the embedded switch: skipped, no p4c-bm2-ss on PATH (pass --p4c-bm2-ss)")
-    return 0 if ok else 1
+    try:
+        runs = _run_all(args, ref, cases, parts, p4c)
+    except Unavailable as e:
+        print(f"check-reference: {e}", file=sys.stderr)
+        return 2
+    return 0 if _summarise(args, runs, parts, p4c) else 1
 
 
 def p4c_version_text(exe: str) -> str:

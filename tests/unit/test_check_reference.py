@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -69,6 +71,7 @@ def test_cli_adapter_gives_profile_tables_members_and_writes_ranges() -> None:
                    "register_write r 1 2"]
 
 
+@pytest.mark.slow
 def test_the_build_dir_runs_our_compiler_and_declares_simple_switch(tmp_path: Path) -> None:
     build = check.make_build_dir(tmp_path)
     assert "#define HAVE_SIMPLE_SWITCH 1" in (build / "config.h").read_text()
@@ -80,6 +83,7 @@ def test_the_build_dir_runs_our_compiler_and_declares_simple_switch(tmp_path: Pa
     assert '"pipelines"' in out.read_text()
 
 
+@pytest.mark.slow
 def test_without_simple_switch_it_says_so_and_fails(tmp_path: Path) -> None:
     env = dict(os.environ, PATH=str(tmp_path), P4REF_PREFIX=str(tmp_path / "none"))
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_reference.py")],

@@ -1,6 +1,8 @@
 """The bindings strategy written in the README holds in the installed environment."""
 import importlib.metadata as md
 
+import pytest
+
 
 def test_protobuf_pinned_below_3_21_for_p4runtime_shell():
     major, minor = (int(x) for x in md.version("protobuf").split(".")[:2])
@@ -18,6 +20,7 @@ def test_p4runtime_bindings_import_and_build_messages():
     assert info.tables[0].preamble.name == "MyIngress.ipv4_lpm"
 
 
+@pytest.mark.slow
 def test_p4runtime_shell_imports_without_leaking_exit():
     import p4runtime_sh.shell as shell
 

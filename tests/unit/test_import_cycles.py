@@ -130,6 +130,7 @@ def _one_cycle(graph: dict[str, set[str]], component: set[str]) -> list[str]:
     return sorted(component)
 
 
+@pytest.mark.slow
 def test_no_module_of_the_project_imports_itself_in_a_circle() -> None:
     found = cycles(import_graph())
     assert not found, "import cycles (one per group of modules that reach each other):\n" + \

@@ -103,15 +103,18 @@ print('ok', sorted(m for m in sys.modules if m.startswith('topo')))
 """
 
 
+@pytest.mark.slow
 def test_the_ns3_backend_loads_no_mininet():
     proc = subprocess.run([sys.executable, "-c", NS3_PATH], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("ok")
 
 
-def test_a_unit_test_cannot_build_ns3():
+def test_a_unit_test_cannot_build_ns3(refusals):
     from sim import engine, network  # noqa: PLC0415
     with pytest.raises(AssertionError, match="tests/sim"):
         network.SimNetwork(None, None)      # tests/unit/conftest.py refuses ns-3
     with pytest.raises(AssertionError, match="tests/sim"):
         engine.cpp()
+    assert len(refusals) == 2
+    refusals.clear()                        # refused on purpose: the test passes

@@ -213,7 +213,8 @@ def tcp_settings(arm: Arm) -> tcp.TcpSettings:
     RTO, microsecond timers (ns-3's 1 ms clock granularity would floor the RTO) and no delayed
     ACKs. ns-3's receiver has no quick-ACK mode: with delayed ACKs, a sender whose RTO is below
     the 40 ms ACK delay times out spuriously, backs off and sends one segment per delayed ACK
-    (measured: 1 MB incast rounds of 1.3-1.8 s at RTO_min 0.09-1 ms vs 19 ms without; docs/ns3.md)."""
+    (measured: 1 MB incast rounds of 1.3-1.8 s at RTO_min 0.09-1 ms vs 19 ms without;
+    docs/results/ns3-history.md)."""
     settings = tcp.TcpSettings(cc=arm.tcp_cc or "cubic", ecn=arm.tcp_ecn == "on")
     rto_min = arm.params.get("rto_min_ms")
     if rto_min is None:

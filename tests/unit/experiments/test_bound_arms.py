@@ -21,6 +21,7 @@ def test_arms_get_their_bounds_and_scope():
         ba.arm_bounds("tcp", [0.1], [5])
 
 
+@pytest.mark.slow
 def test_compare_keeps_each_arm_within_its_bounds():
     settings = TrainSettings(hidden=(32,), rounds=5, chunk_elems=64, hole_fill="zero")
     record = ba.compare(settings, [0.4, 0.05], rates=[0.5], seeds=[1, 2])

@@ -59,6 +59,7 @@ def test_worker_breakdown_is_the_mean_over_workers_per_round():
     assert parts["pull_s"] is None
 
 
+@pytest.mark.slow
 def test_profile_and_bounds_modules_do_not_import_each_other_at_run_time():
     code = ("import sys, experiments.plot_profile as p; "
             "assert 'experiments.plot_bounds' not in sys.modules; print('ok')")

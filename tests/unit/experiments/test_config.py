@@ -70,6 +70,7 @@ def test_mistakes_are_one_line_errors_naming_the_key(change, message):
     assert "\n" not in str(info.value) and str(info.value).startswith("t.yaml")
 
 
+@pytest.mark.slow
 def test_cli_reports_a_bad_config_in_one_line_without_traceback(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"name": "ltp_incast", "arms": [{"name": "a", "transport": "x"}]}))
@@ -80,6 +81,7 @@ def test_cli_reports_a_bad_config_in_one_line_without_traceback(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_cli_lists_the_experiments():
     done = subprocess.run([sys.executable, "-m", "experiments", "--list"], cwd=REPO, capture_output=True,
                           text=True, timeout=120)

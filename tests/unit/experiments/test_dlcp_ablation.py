@@ -87,6 +87,7 @@ def _rounds(n, dt):
              "queue_depth": None, "accuracy": 0.5 + 0.05 * i} for i in range(n)]
 
 
+@pytest.mark.slow
 def test_summary_speedups_per_mechanism_and_plots(tmp_path):
     rd = ResultsDir.create(tmp_path, "dlcp_ablation")
     times = {"tcp": 20.0, "mlt": 10.0, "gradlane": 5.0, "no-prio": 8.0, "no-drop": 5.0, "no-spray": 6.0}

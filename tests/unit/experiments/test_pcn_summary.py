@@ -65,6 +65,7 @@ def test_rows_per_figure_and_transport_and_the_bar(results):
             "halved its window on inferred loss 80 times per burst while resending 5 chunks)") in gradlane_bar
 
 
+@pytest.mark.slow
 def test_plots_are_pngs(results):
     config = configs.load(configs.default_path("pcn"))
     paths = pcn.plot(results.load(), config, results.path)

@@ -77,6 +77,7 @@ def _run(arm, rep, p99, tta, acc, bounds):
             "switch": {}, "conditions": {"load1_end": 1.0, "switch_dropped": False}}
 
 
+@pytest.mark.slow
 def test_summary_has_every_figure_the_sides_and_the_profile(tmp_path):
     cfg = pb.setup(_tiny(tmp_path))
     rd = ResultsDir.create(tmp_path / "res", "plot_bounds")
@@ -136,6 +137,7 @@ def test_tensor_arm_gets_one_bound_with_the_per_layer_budget_on_both_sides(tmp_p
     assert cfg.label == "plot_bounds-cnn"
 
 
+@pytest.mark.slow
 def test_summary_compares_per_layer_with_the_whole_tensor_bound(tmp_path):
     cfg = pb.setup(_tiny(tmp_path, bounds=[0.3, 0.1]))
     cfg = replace(cfg, arms=(*cfg.arms, configs.Arm(name="tensor", params={"bounds": "tensor"})))

@@ -55,6 +55,7 @@ def test_written_policy_loads_as_a_policy_and_gradctl_accepts_it(tmp_path, capsy
     assert "valid" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_profiler_command_writes_a_policy_and_its_measurements(tmp_path, capsys):
     out = tmp_path / "policy.yaml"
     rc = pp.main(["--out", str(out), "--hidden", "16,8", "--rounds", "6", "--chunk-elems", "64",
@@ -119,6 +120,7 @@ def test_profiler_takes_the_experiment_config_and_explicit_flags_win(tmp_path):
     assert pp.main(["--out", str(out), "--config", str(tmp_path / "none.yaml")]) == 2
 
 
+@pytest.mark.slow
 def test_tensor_scope_pools_the_budget_so_any_layer_may_hold_the_holes():
     settings = TrainSettings(hidden=(64, 32), rounds=8, chunk_elems=64)
     sizes = [64 * 64 + 64, 64 * 32 + 32, 32 * 10 + 10]
@@ -147,6 +149,7 @@ def test_tensor_bound_is_the_per_layer_budget_over_the_tensor_never_looser():
         pp.tensor_bound([0.1, 0.2], [1, 2, 3])
 
 
+@pytest.mark.slow
 def test_profiler_measures_every_layer_of_the_cnn(tmp_path):
     out = tmp_path / "cnn.yaml"
     rc = pp.main(["--out", str(out), "--model", "cnn", "--filters", "4", "--hidden", "8",

@@ -66,6 +66,7 @@ def test_records_have_the_required_fields_and_resume_sees_finished_runs(results_
     assert len(results_dir.load().rounds) == len(results.rounds)
 
 
+@pytest.mark.slow
 def test_summary_has_a_row_per_figure_flags_and_plots(results_dir):
     cfg = _config()
     summary_path, plots = report.finish(ltp_incast, cfg, results_dir)

@@ -103,6 +103,7 @@ def test_maps_compare_with_the_best_tcp_of_each_cell(tmp_path):
     assert regimes.cell_values(results, cfg, "mlt")[regimes.Cell(2, 5)][0] == pytest.approx([4 / 3] * 3)
 
 
+@pytest.mark.slow
 def test_summary_rows_tables_and_heatmaps(tmp_path):
     cfg = _cfg()
     rd = _results(tmp_path, cfg)

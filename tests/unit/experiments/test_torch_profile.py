@@ -16,6 +16,7 @@ def test_a_layers_tolerance_is_the_largest_rate_with_every_smaller_rate_within_b
     assert torch_profile.tolerance_of({0.1: -0.01, 0.8: 0.0}, 0.005) == 0.8
 
 
+@pytest.mark.slow
 def test_loss_in_one_layer_changes_the_run_and_no_loss_repeats_it():
     spec = ModelSpec("torch-mlp", hidden=(16,))
     kw = dict(workers=2, batch=16, rounds=15, lr=0.1, momentum=0.9, chunk_elems=64)

@@ -75,6 +75,7 @@ def test_magnitude_class_scale():
     assert small.mag_class < large.mag_class
 
 
+@pytest.mark.slow
 def test_split_classes_every_chunk_as_magnitude_class_does():
     # split reduces all full chunks of a layer at once: the float32 means, and so the classes,
     # must be those of each chunk on its own

@@ -96,7 +96,7 @@ def test_pcap_roundtrip_dissects_every_kind(tmp_path):
     from scapy.layers.l2 import Ether
     from scapy.utils import rdpcap, wrpcap
 
-    frames = [Ether() / IP(src="10.0.1.1", dst="10.0.2.1", tos=wire.pcn_tos(start=True, threshold=10))
+    frames = [Ether(dst="ff:ff:ff:ff:ff:ff") / IP(src="10.0.1.1", dst="10.0.2.1", tos=wire.pcn_tos(start=True, threshold=10))
               / UDP(sport=wire.GRADLANE_UDP_PORT, dport=wire.GRADLANE_UDP_PORT)
               / Raw(_fast(case)) for case in HEADER_CASES]
     path = tmp_path / "gl.pcap"

@@ -74,6 +74,7 @@ def test_same_seed_same_model_and_gradients_other_seed_other_model():
     assert not np.array_equal(a.get_flat()[1], other.get_flat()[1])
 
 
+@pytest.mark.slow
 def test_cnn_learns_the_digits_with_the_parameter_servers_optimiser():
     data = dataset.load(1)
     model = SmallCNN(filters=16, hidden=32, classes=10, seed=1)

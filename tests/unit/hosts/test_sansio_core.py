@@ -275,6 +275,7 @@ def test_a_probe_answer_covers_a_large_layer_in_segments_in_turn_with_the_others
     assert ProbeAnswers().segments(small, 10_000) == [(0, 0, 40), (1, 0, 10), (2, 0, 2)]
 
 
+@pytest.mark.slow
 def test_holes_in_every_segment_of_a_large_layer_are_all_repaired():
     """A reliable push of a layer of 3 x SEGMENT_CHUNKS chunks (34,176) that loses 4 chunks of
     each of its segments in the first pass: every BITMAP segment is merged at its offset, and

@@ -3,6 +3,8 @@ import os
 import signal
 import time
 
+import pytest
+
 from topo.pidfile import RunRecord
 from topo.processes import ManagedProcess
 from topo.supervisor import Supervisor
@@ -48,6 +50,7 @@ def test_a_killed_process_is_restarted_with_the_same_flags_and_logged(tmp_path):
         proc.stop()
 
 
+@pytest.mark.slow
 def test_restarts_back_off_and_stop_at_the_limit(tmp_path):
     proc = ManagedProcess("controller", "controller", ["sh", "-c", "exit 3"], tmp_path / "c.log").start()
     sup = Supervisor([], proc, tmp_path / "supervisor.log", restart_limit=2).start()

@@ -233,6 +233,7 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
     assert [engine.counter_read("I.c", i)[0] for i in range(3)] == [1, 1, 1]
 
 
+@pytest.mark.slow
 def test_mutated_programs_fail_only_with_compile_errors() -> None:
     rng = random.Random(7)
     sources = [p for p in sorted(LANG.glob("*.p4"))

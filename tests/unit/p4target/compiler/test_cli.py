@@ -176,6 +176,7 @@ def test_compiler_bug_is_one_line(fake_backend, tmp_path, capsys, monkeypatch):
     assert code == 1 and err.count("\n") == 1 and "internal compiler error: ValueError: boom" in err
 
 
+@pytest.mark.slow
 def test_module_entry_point_dispatches():
     proc = subprocess.run([sys.executable, "-m", "p4target", "compile", "--bogus"], cwd=REPO,
                           capture_output=True, text=True, timeout=60)

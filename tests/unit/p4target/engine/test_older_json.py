@@ -1,137 +1,15 @@
 """JSON as older compilers wrote it (p4c-bm for P4_14), which BMv2 still reads: tables list their
 actions by name without `action_ids` and have no `default_entry`, transitions have no `type`,
 checksums no `verify`/`update`, no `__meta__`; P4_14 primitives (`modify_field`, `add_to_field`,
-`drop`). table_add by action name and forwarding work, from the engine and from
-simple_switch_CLI."""
-import json
-import os
-import subprocess
-import sys
+`drop`). table_add by action name and forwarding work in the engine (simple_switch_CLI:
+tests/integration/p4target/test_older_json_thrift.py)."""
 
-import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from p4target.engine import Engine, Exact, Lpm
+from p4target.engine import Engine, Exact
 from p4target.engine.loader.schema import validate
-from p4target.switch.target import SwitchTarget
-from p4target.switch.thrift.server import ThriftServer
-
-CLI = os.path.join(os.path.dirname(sys.executable), "simple_switch_CLI")
-
-
-def _field(h, f):
-    return {"type": "field", "value": [h, f]}
-
-
-def _hex(v):
-    return {"type": "hexstr", "value": hex(v)}
-
-
-def older_router() -> dict:
-    """ethernet/ipv4; ingress `ipv4_lpm` (lpm dstAddr) -> set_nhop(nhop_ipv4, port) | _drop, then
-    `forward` (exact nhop_ipv4) -> set_dmac(dmac) | _drop; egress `send_frame` (exact egress_port) ->
-    rewrite_mac(smac) | _drop; ipv4 checksum recomputed."""
-    ipv4 = [["version", 4], ["ihl", 4], ["diffserv", 8], ["totalLen", 16], ["identification", 16],
-            ["flags", 3], ["fragOffset", 13], ["ttl", 8], ["protocol", 8], ["hdrChecksum", 16],
-            ["srcAddr", 32], ["dstAddr", 32]]
-    sm = [["ingress_port", 9], ["packet_length", 32], ["egress_spec", 9], ["egress_port", 9],
-          ["egress_instance", 32], ["instance_type", 32], ["clone_spec", 32], ["_padding", 5]]
-
-    def action(name, aid, params, prims):
-        return {"name": name, "id": aid, "runtime_data": [{"name": p, "bitwidth": w} for p, w in params],
-                "primitives": prims}
-
-    def table(name, tid, key, match, actions, nxt):
-        return {"name": name, "id": tid, "match_type": match, "type": "simple", "max_size": 512, "support_timeout": False,
-                "key": [{"match_type": match, "target": key, "mask": None}], "actions": actions,
-                "next_tables": {a: nxt for a in actions}, "base_default_next": nxt}
-
-    drop = [{"op": "drop", "parameters": []}]
-    return {
-        "header_types": [
-            {"name": "standard_metadata_t", "id": 0, "fields": sm, "length_exp": None, "max_length": None},
-            {"name": "ethernet_t", "id": 1, "fields": [["dstAddr", 48], ["srcAddr", 48], ["etherType", 16]]},
-            {"name": "ipv4_t", "id": 2, "fields": ipv4},
-            {"name": "routing_metadata_t", "id": 3, "fields": [["nhop_ipv4", 32]]},
-        ],
-        "headers": [
-            {"name": "standard_metadata", "id": 0, "header_type": "standard_metadata_t", "metadata": True},
-            {"name": "ethernet", "id": 1, "header_type": "ethernet_t", "metadata": False},
-            {"name": "ipv4", "id": 2, "header_type": "ipv4_t", "metadata": False},
-            {"name": "routing_metadata", "id": 3, "header_type": "routing_metadata_t", "metadata": True},
-        ],
-        "header_stacks": [],
-        "parsers": [{"name": "parser", "id": 0, "init_state": "start", "parse_states": [
-            {"name": "start", "id": 0, "parser_ops": [], "transition_key": [],
-             "transitions": [{"value": "default", "mask": None, "next_state": "parse_ethernet"}]},
-            {"name": "parse_ethernet", "id": 1,
-             "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "ethernet"}]}],
-             "transition_key": [_field("ethernet", "etherType")],
-             "transitions": [{"value": "0x0800", "mask": None, "next_state": "parse_ipv4"},
-                             {"value": "default", "mask": None, "next_state": None}]},
-            {"name": "parse_ipv4", "id": 2,
-             "parser_ops": [{"op": "extract", "parameters": [{"type": "regular", "value": "ipv4"}]}],
-             "transition_key": [], "transitions": [{"value": "default", "mask": None, "next_state": None}]},
-        ]}],
-        "deparsers": [{"name": "deparser", "id": 0, "order": ["ethernet", "ipv4"]}],
-        "meter_arrays": [], "counter_arrays": [{"name": "seen", "id": 0, "size": 16, "is_direct": False}],
-        "register_arrays": [],
-        "calculations": [{"name": "ipv4_checksum", "id": 0, "algo": "csum16",
-                          "input": [_field("ipv4", f) for f, _ in ipv4 if f != "hdrChecksum"]}],
-        "learn_lists": [],
-        "actions": [
-            action("_drop", 0, [], drop),
-            action("set_nhop", 1, [("nhop_ipv4", 32), ("port", 9)], [
-                {"op": "modify_field", "parameters": [_field("routing_metadata", "nhop_ipv4"),
-                                                      {"type": "runtime_data", "value": 0}]},
-                {"op": "modify_field", "parameters": [_field("standard_metadata", "egress_spec"),
-                                                      {"type": "runtime_data", "value": 1}]},
-                {"op": "add_to_field", "parameters": [_field("ipv4", "ttl"), _hex(0xff)]},
-                {"op": "count", "parameters": [{"type": "counter_array", "value": "seen"}, _hex(1)]}]),
-            action("set_dmac", 2, [("dmac", 48)], [
-                {"op": "modify_field", "parameters": [_field("ethernet", "dstAddr"),
-                                                      {"type": "runtime_data", "value": 0}]}]),
-            action("rewrite_mac", 3, [("smac", 48)], [
-                {"op": "modify_field", "parameters": [_field("ethernet", "srcAddr"),
-                                                      {"type": "runtime_data", "value": 0}]}]),
-        ],
-        "pipelines": [
-            {"name": "ingress", "id": 0, "init_table": "_condition_0", "action_profiles": [],
-             "tables": [table("ipv4_lpm", 0, ["ipv4", "dstAddr"], "lpm", ["set_nhop", "_drop"], "forward"),
-                        table("forward", 1, ["routing_metadata", "nhop_ipv4"], "exact", ["set_dmac", "_drop"], None)],
-             "conditionals": [{"name": "_condition_0", "id": 0,
-                               "expression": {"type": "expression", "value": {
-                                   "op": "valid", "left": None, "right": {"type": "header", "value": "ipv4"}}},
-                               "true_next": "ipv4_lpm", "false_next": None}]},
-            {"name": "egress", "id": 1, "init_table": "send_frame", "action_profiles": [], "conditionals": [],
-             "tables": [table("send_frame", 2, ["standard_metadata", "egress_port"], "exact",
-                              ["rewrite_mac", "_drop"], None)]},
-        ],
-        "checksums": [{"name": "ipv4.hdrChecksum", "id": 0, "target": ["ipv4", "hdrChecksum"], "type": "generic",
-                       "calculation": "ipv4_checksum"}],
-        "force_arith": [],
-    }
-
-
-def packet(dst="10.0.1.10", ttl=64) -> bytes:
-    return bytes(Ether(dst="00:00:00:00:00:aa", src="00:00:00:00:00:bb") / IP(dst=dst, ttl=ttl) /
-                 UDP(sport=1, dport=2) / b"older")
-
-
-def routes(add) -> None:
-    add("ipv4_lpm", [Lpm(0x0A000100, 24)], "set_nhop", [0x0A000101, 3])
-    add("forward", [Exact(0x0A000101)], "set_dmac", [0x0000000000CC])
-    add("send_frame", [Exact(3)], "rewrite_mac", [0x0000000000DD])
-
-
-def check_forwarded(out: list) -> None:
-    assert [port for port, _ in out] == [3]
-    pkt = Ether(out[0][1])
-    assert (pkt.dst, pkt.src, pkt[IP].ttl) == ("00:00:00:00:00:cc", "00:00:00:00:00:dd", 63)
-    before = pkt[IP].chksum
-    del pkt[IP].chksum
-    assert Ether(bytes(pkt))[IP].chksum == before  # recomputed after the ttl change
+from support.older_json import check_forwarded, field, hexv, older_router, packet, routes
 
 
 def test_older_json_is_valid_bmv2_json():
@@ -148,40 +26,13 @@ def test_tables_without_action_ids_take_entries_by_action_name():
     assert eng.table_get_default("ipv4_lpm") == (None, ())
 
 
-@pytest.fixture
-def thrift_switch():
-    sent = []
-    target = SwitchTarget(transmit=lambda port, data: sent.append((port, data)))
-    prog = older_router()
-    target.set_pipeline(prog)
-    server = ThriftServer(target, 0, config_text=json.dumps(prog), ports={}, host="127.0.0.1")
-    server.start()
-    target.sent = sent
-    yield target, server
-    server.stop()
-    target.stop()
-
-
-def test_simple_switch_cli_table_add_on_older_json(thrift_switch):
-    target, server = thrift_switch
-    commands = ("table_add ipv4_lpm set_nhop 10.0.1.0/24 => 10.0.1.1 3\n"
-                "table_add forward set_dmac 10.0.1.1 => 00:00:00:00:00:cc\n"
-                "table_add send_frame rewrite_mac 3 => 00:00:00:00:00:dd\n")
-    r = subprocess.run([CLI, "--thrift-port", str(server.port)], input=commands, capture_output=True, text=True,
-                       timeout=60)
-    assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
-    assert r.stdout.count("Entry has been added with handle 0") == 3, r.stdout
-    assert "INVALID_ACTION_NAME" not in r.stdout
-    check_forwarded(target.engine.process(1, packet()))
-
-
 def test_parser_ops_in_their_older_forms():
     """`shift` by a plain number of bytes (discarded), `verify` with a plain integer error code."""
     j = older_router()
     j["errors"] = [["NoError", 0], ["PacketTooShort", 1], ["BadSource", 7]]
     j["parsers"][0]["parse_states"][0]["parser_ops"] = [{"op": "shift", "parameters": [2]}]
-    bad_source = {"type": "expression", "value": {"op": "!=", "left": _field("ethernet", "srcAddr"),
-                                                  "right": _hex(0x0BAD)}}
+    bad_source = {"type": "expression", "value": {"op": "!=", "left": field("ethernet", "srcAddr"),
+                                                  "right": hexv(0x0BAD)}}
     j["parsers"][0]["parse_states"][2]["parser_ops"].insert(0, {"op": "verify", "parameters": [bad_source, 7]})
     validate(j)
     eng = Engine(j)

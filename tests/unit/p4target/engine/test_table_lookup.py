@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from p4target.engine.match import Lpm, Optional, Range, Ternary
 from p4target.engine.tables import ActionSpec, KeyField, Table
 
@@ -20,6 +22,7 @@ def _reference(entries: list, values: tuple, ranges: set[int]):
     return best
 
 
+@pytest.mark.slow
 def test_ternary_range_optional_lookup_agrees_with_brute_force_through_adds_and_deletes():
     rng = random.Random(11)
     keys = [KeyField("ternary", "a", 8), KeyField("range", "b", 8), KeyField("optional", "c", 4)]

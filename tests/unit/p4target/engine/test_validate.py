@@ -236,13 +236,14 @@ _JUNK = [None, 0, -1, 7, "x", "0x1", "ipv4", [], {}, True, 1.5, [1, 2], ["ipv4",
          {"type": "expression", "value": {"op": "+"}}, {"type": "hexstr", "value": "0xzz"}, 10 ** 30]
 
 
+@pytest.mark.slow
 def test_seeded_mutations_load_or_fail_with_a_load_error_and_loaded_ones_run():
     """1500 random one-place mutations of a valid program: each one either loads (and runs
     packets without crashing) or raises ProgramLoadError, never any other exception."""
     rng = random.Random(17)
     base = l3_router()
     paths = [p for p in _paths(base) if p]
-    frames = [bytes(Ether() / IP(dst="10.0.0.1") / UDP() / b"x"), b"\x00" * 5, bytes(60)]
+    frames = [bytes(Ether(dst="ff:ff:ff:ff:ff:ff") / IP(dst="10.0.0.1") / UDP() / b"x"), b"\x00" * 5, bytes(60)]
     loaded = refused = 0
     for _ in range(1500):
         j = copy.deepcopy(base)

@@ -112,6 +112,7 @@ def test_missing_compiler_or_file_is_one_line_error(tmp_path, capsys):
     assert "cannot read" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_priority_queues_as_simple_switch_has_them(capsys):
     """gradlane's dscp_fallback test needs 8 queues per port: with one, simple_switch (and so the
     embedded switch) drops the DSCP-10 packet of priority 5, and the DSCP-0 packet (TOS 0x00)

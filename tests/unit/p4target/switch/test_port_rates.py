@@ -91,7 +91,7 @@ def test_frames_queue_in_the_traffic_manager_during_a_burst_and_drain_after_it()
     target.engine.table_add("MyIngress.ipv4_lpm", [Lpm(0x0A000100, 24)], "MyIngress.ipv4_forward", [1, 3])
     rates = PortRateSchedule(target)
     rates.start()
-    frame = bytes(Ether() / IP(src="10.0.0.1", dst="10.0.1.5") / UDP(sport=1, dport=2) / b"x")
+    frame = bytes(Ether(dst="ff:ff:ff:ff:ff:ff") / IP(src="10.0.0.1", dst="10.0.1.5") / UDP(sport=1, dport=2) / b"x")
     try:
         began = time.monotonic()
         rates.set_bursts(3, (RateBurst(0.0, 0.6, 10.0),), since=began)

@@ -78,6 +78,7 @@ def test_kitchen_sink_program_parses():
     assert sum(1 for _ in ast.walk(prog)) > 1000
 
 
+@pytest.mark.slow
 def test_mutated_programs_never_raise_anything_but_compile_errors():
     text = KITCHEN_SINK.read_text()
     rng = random.Random(1234)
