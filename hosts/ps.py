@@ -26,7 +26,7 @@ import argparse
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from hosts.exchange import job_key
 from hosts.exchange.config import (add_transport_arguments, config_from_args, following,
                                    with_chunk_plan)
 from hosts.exchange.factory import server_exchange
+from hosts.exchange.results import Gathered
 from hosts.exchange.membership import Membership, add_fault_arguments, check_fault_arguments
 from hosts.jsonlog import JsonLog
 from hosts.policy_client import PolicyClient, PolicyView
@@ -45,6 +46,7 @@ from hosts.training.aggregate import PushAggregator
 from hosts.training.mlp import MomentumSGD
 from hosts.training.model_args import add_model_arguments, model_spec
 from hosts.transport.bounds import sub_chunk_notes, violated_layers
+from hosts.transport.chunking import ChunkPlan
 from hosts.transport.phase import PhaseSchedule
 
 
@@ -70,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def serve(args: argparse.Namespace) -> None:
+def _check_arguments(args: argparse.Namespace) -> None:
+    """ConfigError naming the flag whose value makes no sense."""
     if args.workers < 1:
         raise ConfigError(f"--workers {args.workers} must be at least 1")
     if args.epochs < 1 or (args.rounds is not None and args.rounds < 1):
@@ -79,6 +82,96 @@ def serve(args: argparse.Namespace) -> None:
         raise ConfigError(f"--eval-every {args.eval_every} must be >= 0")
     check_port(args.port, "--port")
     check_fault_arguments(args, args.workers)
+
+
+def _push_violations(log: JsonLog, rnd: int, gathered: Gathered, bounds: tuple[float, ...],
+                     scope: str, plan: ChunkPlan) -> list[int]:
+    """Per layer, the workers whose push of ``rnd`` closed below its bound (each logged)."""
+    counts = [0] * plan.num_layers
+    for rank in sorted(gathered.fractions):
+        fractions = gathered.fractions[rank]
+        for layer in violated_layers(fractions, bounds, scope, plan.layer_sizes):
+            counts[layer] += 1
+            log.write("violation", round=rnd, stage="push", rank=rank, layer=layer,
+                      delivered=round(fractions[layer], 4), bound=bounds[layer],
+                      closed_by=gathered.closed_by[rank])
+    return counts
+
+
+def _evaluate(log: JsonLog, model: Any, data: Any, args: argparse.Namespace, rnd: int,
+              per_epoch: int, last: bool, started: float) -> None:
+    """The epoch's training and test figures at an epoch's end (or the last round), else the
+    test figures every --eval-every rounds."""
+    if (rnd + 1) % per_epoch == 0 or last:
+        train_loss, _ = model.evaluate(data.x_train, data.y_train)
+        test_loss, accuracy = model.evaluate(data.x_test, data.y_test)
+        log.write("epoch", epoch=rnd // per_epoch, round=rnd, loss=round(train_loss, 6),
+                  test_loss=round(test_loss, 6), accuracy=round(accuracy, 6),
+                  elapsed_s=round(time.monotonic() - started, 3))
+    elif args.eval_every and (rnd + 1) % args.eval_every == 0:
+        test_loss, accuracy = model.evaluate(data.x_test, data.y_test)
+        log.write("eval", round=rnd, test_loss=round(test_loss, 6), accuracy=round(accuracy, 6),
+                  elapsed_s=round(time.monotonic() - started, 3))
+
+
+def _round_figures(gathered: Gathered, pull_s: float, delta: dict[str, int],
+                   plan: ChunkPlan) -> dict[str, Any]:
+    """The timing, delivery and counter fields of a round's record."""
+    total_elems = sum(plan.layer_sizes)
+    pooled = [sum(f * n for f, n in zip(fr, plan.layer_sizes)) / total_elems
+              for fr in gathered.fractions.values()]
+    return dict(
+        time_s=round(gathered.seconds + pull_s, 6),
+        push_s=round(gathered.seconds, 6), pull_s=round(pull_s, 6),
+        push_spread_ms=(None if gathered.start_spread is None
+                        else round(gathered.start_spread * 1000, 3)),
+        resends=delta.get("retx_received", 0) + delta.get("retransmissions", 0),
+        delivered=[round(f, 4) for f in gathered.mean_fractions()],
+        delivered_min=[round(f, 4) for f in gathered.min_fractions()],
+        # None when no worker's push reached the PS (every one absent)
+        delivered_tensor=round(sum(pooled) / len(pooled), 4) if pooled else None,
+        delivered_tensor_min=round(min(pooled), 4) if pooled else None,
+        closed_by=sorted(set(str(c) for c in gathered.closed_by.values())),
+        deadline_ms=_ms(gathered.deadline),
+        telemetry=gathered.telemetry, deadline_adaptation=gathered.adaptation,
+        bytes=delta.get("bytes_sent", 0) + delta.get("bytes_received", 0),
+        retransmissions=delta.get("retransmissions", 0),
+        retx_received=delta.get("retx_received", 0),
+        drops={k: v for k, v in delta.items() if k.startswith("drop_")},
+        queue_depth=gathered.max_qdepth, lost=gathered.lost)
+
+
+def _step(model: Any, optimizer: MomentumSGD, aggregator: PushAggregator,
+          gathered: Gathered) -> tuple[list[np.ndarray], list[float]]:
+    """One optimizer step on the round's aggregate: the new parameters and each layer's
+    gradient norm (every worker absent: nothing to learn from, the model stays)."""
+    if gathered.values:
+        grads = aggregator.aggregate(gathered.values, gathered.delivered)
+        params = optimizer.step(model.get_flat(), grads)
+        model.set_flat(params)
+    else:
+        params = model.get_flat()
+        grads = [np.zeros_like(p) for p in params]
+    return params, [float(np.sqrt(np.dot(g, g))) for g in grads]
+
+
+def _report(reporter: "PolicyReporter", rnd: int, gathered: Gathered, phase: PhaseSchedule | None,
+            round_time: float | None, bounds: tuple[float, ...], violations: list[int],
+            epoch: int | None) -> None:
+    """What the controller's control laws read about round ``rnd``'s push."""
+    reporter.report(
+        rnd, regime=None if phase is None else ("normal" if phase.phase == "high" else "critical"),
+        push_s=round(gathered.seconds, 6), round_time_s=round_time,
+        delivered=[round(f, 4) for f in gathered.mean_fractions()],
+        bounds=list(bounds), violations=violations,
+        deadline_s=None if gathered.deadline == float("inf") else gathered.deadline,
+        tele_max_qdepth=gathered.telemetry.get("max_qdepth"),
+        tele_qdelay_us=gathered.telemetry.get("max_qdelay_us"),
+        deadline_adaptation=gathered.adaptation, epoch=epoch)
+
+
+def serve(args: argparse.Namespace) -> None:
+    _check_arguments(args)
     spec = model_spec(args)
     data = spec.load_data(args.seed)
     model = spec.build(data.num_features, data.num_classes, args.seed)
@@ -123,29 +216,14 @@ def serve(args: argparse.Namespace) -> None:
             epoch_now = reporter.view.at(rnd).epoch if reporter is not None else None
             gathered = exchange.gather(rnd, tuple(1.0 - b for b in bounds_now))
             t_compute = time.monotonic()
-            round_violations = [0] * model.num_layers
-            for rank in sorted(gathered.fractions):
-                fractions = gathered.fractions[rank]
-                for layer in violated_layers(fractions, bounds_now, config.bounds.scope,
-                                             plan.layer_sizes):
-                    round_violations[layer] += 1
-                    log.write("violation", round=rnd, stage="push", rank=rank, layer=layer,
-                              delivered=round(fractions[layer], 4), bound=bounds_now[layer],
-                              closed_by=gathered.closed_by[rank])
+            round_violations = _push_violations(log, rnd, gathered, bounds_now, config.bounds.scope,
+                                                plan)
             violations = [a + b for a, b in zip(violations, round_violations)]
             if gathered.adaptation is not None:
                 log.write("adaptation", law="early_close", stage="push", **gathered.adaptation)
             _log_members(exchange, log)
-            if gathered.values:
-                grads = aggregator.aggregate(gathered.values, gathered.delivered)
-                params = optimizer.step(model.get_flat(), grads)
-                model.set_flat(params)
-            else:   # every worker absent: nothing to learn from, the model stays
-                params = model.get_flat()
-                grads = [np.zeros_like(p) for p in params]
-            layer_norms = [float(np.sqrt(np.dot(g, g))) for g in grads]
+            params, layer_norms = _step(model, optimizer, aggregator, gathered)
             norm = float(np.sqrt(sum(n * n for n in layer_norms)))
-            epoch_end = (rnd + 1) % per_epoch == 0
             checked = phase.observe(layer_norms) if phase is not None else False
             last = rnd == total - 1
             compute_s = time.monotonic() - t_compute
@@ -154,16 +232,8 @@ def serve(args: argparse.Namespace) -> None:
                 # this round's pull keeps this round's generation; the next push gets its own,
                 # which the report's answer gives while the pull runs (off the critical path)
                 exchange.config = following(config, reporter.view.at(rnd), flag_hole_fill)
-                reporter.report(
-                    rnd, regime=None if phase is None else
-                    ("normal" if phase.phase == "high" else "critical"),
-                    push_s=round(gathered.seconds, 6), round_time_s=round_time,
-                    delivered=[round(f, 4) for f in gathered.mean_fractions()],
-                    bounds=list(bounds_now), violations=round_violations,
-                    deadline_s=None if gathered.deadline == float("inf") else gathered.deadline,
-                    tele_max_qdepth=gathered.telemetry.get("max_qdepth"),
-                    tele_qdelay_us=gathered.telemetry.get("max_qdelay_us"),
-                    deadline_adaptation=gathered.adaptation, epoch=epoch_now)
+                _report(reporter, rnd, gathered, phase, round_time, bounds_now, round_violations,
+                        epoch_now)
                 next_round = reporter.next_round(rnd)
             elif checked and config.phase_aware:
                 push_bounds = phase.bounds(config.bounds.push)   # type: ignore[union-attr]
@@ -182,45 +252,15 @@ def serve(args: argparse.Namespace) -> None:
                 aggregator.fill = following(config, upcoming, flag_hole_fill).hole_fill
             _log_members(exchange, log)
             round_time = round(gathered.seconds + pull_s, 6)
-            delta = exchange.counters.since(before)
-            total_elems = sum(plan.layer_sizes)
-            pooled = [sum(f * n for f, n in zip(fr, plan.layer_sizes)) / total_elems
-                      for fr in gathered.fractions.values()]
-            log.write("round", round=rnd, epoch=rnd // per_epoch,
-                      time_s=round(gathered.seconds + pull_s, 6),
-                      push_s=round(gathered.seconds, 6), pull_s=round(pull_s, 6),
+            figures = _round_figures(gathered, pull_s, exchange.counters.since(before), plan)
+            log.write("round", round=rnd, epoch=rnd // per_epoch, **figures,
                       compute_s=round(compute_s, 6), control_s=round(control_s, 6),
-                      push_spread_ms=(None if gathered.start_spread is None
-                                      else round(gathered.start_spread * 1000, 3)),
-                      resends=delta.get("retx_received", 0) + delta.get("retransmissions", 0),
-                      delivered=[round(f, 4) for f in gathered.mean_fractions()],
-                      delivered_min=[round(f, 4) for f in gathered.min_fractions()],
-                      # None when no worker's push reached the PS (every one absent)
-                      delivered_tensor=round(sum(pooled) / len(pooled), 4) if pooled else None,
-                      delivered_tensor_min=round(min(pooled), 4) if pooled else None,
-                      closed_by=sorted(set(str(c) for c in gathered.closed_by.values())),
                       violations=round_violations,
-                      deadline_ms=_ms(gathered.deadline),
-                      telemetry=gathered.telemetry, deadline_adaptation=gathered.adaptation,
                       bounds=[round(b, 6) for b in bounds_now], grad_norm=round(norm, 6),
-                      bytes=delta.get("bytes_sent", 0) + delta.get("bytes_received", 0),
-                      retransmissions=delta.get("retransmissions", 0),
-                      retx_received=delta.get("retx_received", 0),
-                      drops={k: v for k, v in delta.items() if k.startswith("drop_")},
                       phase=None if phase is None else phase.phase, policy_epoch=epoch_now,
                       switch_push=None if view is None else view.switch_push,
-                      queue_depth=gathered.max_qdepth, lost=gathered.lost,
                       absent=[] if membership is None else sorted(membership.absent))
-            if epoch_end or last:
-                train_loss, _ = model.evaluate(data.x_train, data.y_train)
-                test_loss, accuracy = model.evaluate(data.x_test, data.y_test)
-                log.write("epoch", epoch=rnd // per_epoch, round=rnd, loss=round(train_loss, 6),
-                          test_loss=round(test_loss, 6), accuracy=round(accuracy, 6),
-                          elapsed_s=round(time.monotonic() - started, 3))
-            elif args.eval_every and (rnd + 1) % args.eval_every == 0:
-                test_loss, accuracy = model.evaluate(data.x_test, data.y_test)
-                log.write("eval", round=rnd, test_loss=round(test_loss, 6), accuracy=round(accuracy, 6),
-                          elapsed_s=round(time.monotonic() - started, 3))
+            _evaluate(log, model, data, args, rnd, per_epoch, last, started)
         log.write("done", rounds=total, elapsed_s=round(time.monotonic() - started, 3),
                   violations=violations, counters=exchange.counters.snapshot(),
                   **({} if membership is None else membership.summary()), **exchange.describe())
