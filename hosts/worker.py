@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 from hosts import wire
 from hosts.cli import agent_main, check_port, resolve_ipv4
@@ -26,11 +27,13 @@ from hosts.exchange.config import (add_transport_arguments, config_from_args, fo
                                    with_chunk_plan)
 from hosts.exchange.factory import worker_exchange
 from hosts.exchange.membership import add_fault_arguments, check_fault_arguments
+from hosts.exchange.results import Pulled
 from hosts.jsonlog import JsonLog
 from hosts.policy_client import HostPolicy, PolicyClient
 from hosts.training import dataset
 from hosts.training.model_args import add_model_arguments, model_spec
-from hosts.transport.bounds import sub_chunk_notes, violated_layers
+from hosts.transport.bounds import LayerBounds, sub_chunk_notes, violated_layers
+from hosts.transport.chunking import ChunkPlan
 from hosts.transport.holes import keep_previous
 
 
@@ -51,6 +54,34 @@ def build_parser() -> argparse.ArgumentParser:
     add_transport_arguments(ap)
     add_fault_arguments(ap, ps=False)
     return ap
+
+
+def _pull_violations(log: JsonLog, rnd: int, rank: int, pulled: Pulled, bounds: LayerBounds,
+                     plan: ChunkPlan) -> list[int]:
+    """Per layer, 1 where round ``rnd``'s pull closed below its bound (each logged)."""
+    counts = [0] * plan.num_layers
+    for layer in violated_layers(pulled.fractions, bounds.pull, bounds.scope, plan.layer_sizes):
+        counts[layer] += 1
+        log.write("violation", round=rnd, stage="pull", rank=rank, layer=layer,
+                  delivered=round(pulled.fractions[layer], 4), bound=bounds.pull[layer],
+                  closed_by=pulled.closed_by)
+    return counts
+
+
+def _exchange_figures(push: dict[str, Any], pulled: Pulled, delta: dict[str, int]) -> dict[str, Any]:
+    """The push's and the pull's fields of a round's record (times, delivery, counters)."""
+    return dict(
+        wait_s=None if pulled.wait is None else round(pulled.wait, 6),
+        pull_s=round(pulled.seconds - (pulled.wait or 0.0), 6),
+        resends=(push.get("retransmissions", 0) + delta.get("retx_received", 0)),
+        pull_delivered=[round(f, 4) for f in pulled.fractions],
+        pull_closed_by=pulled.closed_by,
+        pull_deadline_ms=(None if pulled.deadline == float("inf")
+                          else round(pulled.deadline * 1000, 3)),
+        pull_telemetry=pulled.telemetry, pull_deadline_adaptation=pulled.adaptation,
+        bytes=delta.get("bytes_sent", 0) + delta.get("bytes_received", 0),
+        drops={k: v for k, v in delta.items() if k.startswith("drop_")},
+        **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in push.items()})
 
 
 def work(args: argparse.Namespace) -> None:
@@ -119,34 +150,18 @@ def work(args: argparse.Namespace) -> None:
             model.set_flat([keep_previous(v, d, p) for v, d, p in
                             zip(pulled.values, pulled.delivered, model.get_flat())])
             compute_s += time.monotonic() - t_compute
-            round_violations = [0] * model.num_layers
-            for layer in violated_layers(pulled.fractions, exchange.config.bounds.pull,
-                                         exchange.config.bounds.scope, plan.layer_sizes):
-                round_violations[layer] += 1
-                log.write("violation", round=rnd, stage="pull", rank=args.rank, layer=layer,
-                          delivered=round(pulled.fractions[layer], 4),
-                          bound=exchange.config.bounds.pull[layer], closed_by=pulled.closed_by)
+            round_violations = _pull_violations(log, rnd, args.rank, pulled, exchange.config.bounds,
+                                                plan)
             violations = [a + b for a, b in zip(violations, round_violations)]
             if pulled.adaptation is not None:
                 log.write("adaptation", law="early_close", stage="pull", **pulled.adaptation)
-            delta = exchange.counters.since(before)
-            wait_s = None if pulled.wait is None else round(pulled.wait, 6)
             log.write("round", round=rnd, time_s=round(time.monotonic() - t0, 6),
                       batch_loss=round(loss, 6), compute_s=round(compute_s, 6),
-                      control_s=round(control_s, 6), wait_s=wait_s,
-                      pull_s=round(pulled.seconds - (pulled.wait or 0.0), 6),
-                      resends=(push.get("retransmissions", 0) + delta.get("retx_received", 0)),
-                      pull_delivered=[round(f, 4) for f in pulled.fractions],
-                      pull_closed_by=pulled.closed_by, pull_violations=round_violations,
+                      control_s=round(control_s, 6), pull_violations=round_violations,
                       pull_bounds=[round(b, 6) for b in exchange.config.bounds.pull],
                       push_bounds=[round(b, 6) for b in exchange.config.bounds.push],
                       policy_epoch=epoch,
-                      pull_deadline_ms=(None if pulled.deadline == float("inf")
-                                        else round(pulled.deadline * 1000, 3)),
-                      pull_telemetry=pulled.telemetry, pull_deadline_adaptation=pulled.adaptation,
-                      bytes=delta.get("bytes_sent", 0) + delta.get("bytes_received", 0),
-                      drops={k: v for k, v in delta.items() if k.startswith("drop_")},
-                      **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in push.items()})
+                      **_exchange_figures(push, pulled, exchange.counters.since(before)))
             rnd += 1
             if pulled.last:
                 break
