@@ -28,8 +28,10 @@ from sim.rounds import model_layer_sizes
 from controller.topologies import TopoParams, build_topology
 
 SIZES = model_layer_sizes("128,64")
+# --core python: these digests pin the reference core; tests/sim/test_native_lossy_wire.py
+# holds the native receive core (the default where it is built) to the same frames
 FLAGS = ["--bound", "0.1", "--bound-scope", "tensor", "--order", "interleave", "--cc", "ecn",
-         "--window", "10"]
+         "--window", "10", "--core", "python"]
 WIDE = split_parameters(100_000)
 WIDE_PPS = 833_333.3          # 10 Gb/s in 1500-byte packets
 # the path's timers (sim/path_timers.py) for 8 workers' 278-chunk pushes behind a 9.75 us RTT
