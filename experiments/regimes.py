@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from experiments import plots, route_rto
+from experiments import plots, route_rto, tcp_baselines
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
 from experiments.backends.ns3.simulation import Simulation
 from experiments.config import Arm, ExperimentConfig
@@ -33,10 +33,16 @@ TITLE = "Regime map: loss x bandwidth-delay product, gradlane vs MLT vs TCP (def
 PAPER = "where each paper's gain lives"
 LOSS_MATTERS_PCT = 1.0          # the issue's region where loss should matter: >= 1 % loss ...
 LOSS_MATTERS_BDP = 25.0         # ... and >= 25 packets in flight
+TCP_BASELINES = False           # both TCP baselines per cell (baselines_table), not per arm
 FIGURES = [
     Figure("gain_loss", "rounds/s, gradlane / best TCP, where loss matters (loss >= 1 %, BDP >= 25)",
            "LTP: up to 30x vs TCP", "x", "best TCP per cell and per figure, tuned-RTO arm included; "
            "pooled over those cells' repetitions; our bar: several times"),
+    Figure("gain_loss_kernel", "rounds/s, gradlane / TCP at the kernel's RTO, where loss matters",
+           "LTP: up to 30x vs TCP", "x", "best TCP arm at Linux's 200 ms RTO_min per cell (what LTP "
+           "compares with); pooled over those cells' repetitions"),
+    Figure("gain_loss_tuned", "rounds/s, gradlane / TCP at a tuned RTO, where loss matters", "n/a", "x",
+           "the tuned-RTO arm per cell; pooled over those cells' repetitions"),
     Figure("gain_clean", "rounds/s, gradlane / best TCP without loss", "n/a", "x",
            "pooled over the loss-free cells; our bar: within 10 % of TCP (>= 0.9x)"),
     Figure("p99_loss", "p99 round time, best TCP / gradlane, where loss matters", "n/a", "x",
@@ -207,7 +213,9 @@ def _paired(results: Results, a: str, b: str, metric: str) -> list[tuple[float, 
 def cell_values(results: Results, config: ExperimentConfig, kind: str) -> dict[Cell, tuple[list[float], str]]:
     """Per cell: the per-repetition values of one map and the arm compared with.
     kind: 'throughput' (gradlane / best TCP rounds/s), 'p99' (best TCP / gradlane p99 round
-    time), 'accuracy' (gradlane - best TCP final accuracy, points), 'mlt' (gradlane / MLT rounds/s)."""
+    time), 'accuracy' (gradlane - best TCP final accuracy, points), 'mlt' (gradlane / MLT
+    rounds/s), 'kernel' and 'tuned' (gradlane / the best TCP arm at the kernel's RTO, and at a
+    tuned RTO, rounds/s: `tcp_baselines`)."""
     ours_name = _template_of(config, "ltp")
     mlt_name = _template_of(config, "mlt")
     out: dict[Cell, tuple[list[float], str]] = {}
@@ -226,6 +234,9 @@ def cell_values(results: Results, config: ExperimentConfig, kind: str) -> dict[C
             values = [100.0 * (a - b) for a, b in _paired(results, ours, base, "final_accuracy")] if base else []
         elif kind == "mlt":
             base = arms.get(mlt_name) if mlt_name else None
+            values = [a / b for a, b in _paired(results, ours, base, "rounds_per_s") if b] if base else []
+        elif kind in tcp_baselines.KINDS:
+            base = tcp_baselines.best_by_kind(results, config, arms.values()).get(kind)
             values = [a / b for a, b in _paired(results, ours, base, "rounds_per_s") if b] if base else []
         else:
             raise ValueError(f"unknown map {kind!r}")
@@ -263,9 +274,12 @@ def _pooled(values: dict[Cell, tuple[list[float], str]], keep: Any) -> Stat:
 def summarize(results: Results, config: ExperimentConfig) -> Summary:
     """Headline rows over the map's regions, one table per map, Mathis' prediction, placement."""
     flag = results.switch_dropped()
-    maps = {kind: cell_values(results, config, kind) for kind in ("throughput", "p99", "accuracy", "mlt")}
+    maps = {kind: cell_values(results, config, kind)
+            for kind in ("throughput", "p99", "accuracy", "mlt", *tcp_baselines.KINDS)}
     rows = [
         Row("gain_loss", _pooled(maps["throughput"], _in_region), _region_note(maps["throughput"]), flag),
+        Row("gain_loss_kernel", _pooled(maps["kernel"], _in_region), _region_note(maps["kernel"]), flag),
+        Row("gain_loss_tuned", _pooled(maps["tuned"], _in_region), _region_note(maps["tuned"]), flag),
         Row("gain_clean", _pooled(maps["throughput"], lambda c: c.loss_pct == 0), "", flag),
         Row("p99_loss", _pooled(maps["p99"], _in_region), "", flag),
         Row("accuracy_loss", _pooled(maps["accuracy"], _in_region), "", flag),
@@ -289,8 +303,38 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
                         ["loss % \\ BDP", *(f"{b:g}" for b in bdps)],
                         [[f"{loss:g}", *(_mathis_text(mathis[Cell(loss, b)], results, config, Cell(loss, b))
                                          for b in bdps)] for loss in losses]))
+    tables.append(baselines_table(results, config, maps))
     tables.append(_cells_table(results, config))
     return Summary(rows=rows, tables=tables, notes=_notes(config))
+
+
+def baselines_table(results: Results, config: ExperimentConfig,
+                    maps: dict[str, dict[Cell, tuple[list[float], str]]]) -> Table:
+    """Per cell: gradlane's, MLT's and both TCP baselines' rounds/s, and gradlane over MLT, over
+    TCP at the kernel's RTO and over TCP at a tuned RTO, each ratio beside the others (ratios
+    paired by repetition; n/a where the run has no such arm)."""
+    losses, bdps = grid(config)
+    by_cell = arms_by_cell(results, config)
+    ours_name, mlt_name = _template_of(config, "ltp"), _template_of(config, "mlt")
+
+    def rate(arm: str | None) -> str:
+        return stat_of(results.metric(arm, "rounds_per_s")).fmt(3) if arm else "n/a"
+
+    rows = []
+    for bdp in bdps:
+        for loss in losses:
+            cell = Cell(loss, bdp)
+            arms = by_cell.get(cell, {})
+            best = tcp_baselines.best_by_kind(results, config, arms.values())
+            rows.append([f"{loss:g}", f"{bdp:g}", rate(arms.get(ours_name or "")), rate(arms.get(mlt_name or "")),
+                         *(rate(best.get(k)) + (f" ({_template_name(config, best[k])})" if k in best else "")
+                           for k in tcp_baselines.KINDS),
+                         *(_cell_text(maps[k].get(cell)) for k in ("mlt", *tcp_baselines.KINDS))])
+    return Table("Per cell, rounds/s (mean ± sd, n) and gradlane's ratios (paired by repetition): against "
+                 "MLT, against TCP at the kernel's RTO (Linux's 200 ms RTO_min; the best such arm) and "
+                 "against TCP at a tuned RTO, side by side",
+                 ["loss %", "BDP", "gradlane", "MLT", tcp_baselines.LABELS["kernel"],
+                  tcp_baselines.LABELS["tuned"], "gradlane / MLT", *tcp_baselines.HEADERS], rows)
 
 
 def _region_note(values: dict[Cell, tuple[list[float], str]]) -> str:

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 from types import ModuleType
 
-from experiments import breakdown, crossval, switch_capacity
+from experiments import breakdown, crossval, switch_capacity, tcp_baselines
 from experiments import config as configs
 from experiments.api import Figure, Row, Summary, Table
 from experiments.config import ExperimentConfig
@@ -174,13 +174,19 @@ def semantics_table(results: Results) -> Table:
 
 def finish(module: ModuleType, config: ExperimentConfig, rd: ResultsDir) -> tuple[Path, list[Path]]:
     """Summarize and plot everything in `rd`: summary.md and the PNGs, in `rd`; every summary
-    also states what each arm's push and pull may lose and gets the per-round breakdown. An
+    also states what each arm's push and pull may lose, gradlane against TCP at the kernel's RTO
+    and at a tuned RTO side by side (`tcp_baselines`; a module with TCP_BASELINES = False shows
+    them its own way), and gets the per-round breakdown. An
     emulation run of a cross-validated experiment also writes its reference (crossval.json); a
     simulated run at the emulation's scale gets the cross-validation against it (`crossval`)."""
     results = rd.load()
     summary = module.summarize(results, config)
     plots = [Path(p) for p in module.plot(results, config, rd.path)]
     summary.tables.append(semantics_table(results))
+    if getattr(module, "TCP_BASELINES", True):
+        baselines = tcp_baselines.table(results, config)
+        if baselines is not None:
+            summary.tables.append(baselines)
     if getattr(module, "ROUND_BREAKDOWN", True):    # False: rounds of several jobs at once
         table, plot = breakdown_section(results, config, rd.path)
         summary.tables.append(table)

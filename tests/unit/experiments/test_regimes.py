@@ -101,6 +101,36 @@ def test_maps_compare_with_the_best_tcp_of_each_cell(tmp_path):
     acc = regimes.cell_values(results, cfg, "accuracy")[regimes.Cell(2, 5)]
     assert acc[1] == "tcp-cubic" and acc[0] == pytest.approx([-1.0] * 3)           # points
     assert regimes.cell_values(results, cfg, "mlt")[regimes.Cell(2, 5)][0] == pytest.approx([4 / 3] * 3)
+    # both TCP baselines, each its own map: the kernel's RTO (tcp-cubic) and the tuned RTO
+    kernel = regimes.cell_values(results, cfg, "kernel")[regimes.Cell(2, 100)]
+    tuned = regimes.cell_values(results, cfg, "tuned")[regimes.Cell(2, 100)]
+    assert kernel == (pytest.approx([4.0] * 3), "tcp-cubic") and tuned == (pytest.approx([2.0] * 3), "tcp-cubic-rto")
+
+
+def test_the_summary_shows_both_tcp_baselines_per_cell_side_by_side(tmp_path):
+    cfg = _cfg()
+    text = report.finish(regimes, cfg, _results(tmp_path, cfg))[0].read_text()
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("## Per cell, rounds/s"))
+    assert lines[head + 2] == ("| loss % | BDP | gradlane | MLT | TCP (kernel RTO) | TCP (tuned RTO) | gradlane / MLT "
+                               "| gradlane / TCP (kernel RTO) | gradlane / TCP (tuned RTO) |")
+    assert ("| 2 | 100 | 4 ± 0 (n=3) | 3 ± 0 (n=3) | 1 ± 0 (n=3) (tcp-cubic) | 2 ± 0 (n=3) (tcp-cubic-rto) "
+            "| 1.33 ± 0 (n=3) vs mlt | 4 ± 0 (n=3) vs tcp-cubic | 2 ± 0 (n=3) vs tcp-cubic-rto |") in lines
+    # the headline: where loss matters (the one cell l2.b100), against each baseline
+    assert "| rounds/s, gradlane / TCP at the kernel's RTO, where loss matters | LTP: up to 30x vs TCP | 4 ± 0 x (n=3) |" in text
+    assert "| rounds/s, gradlane / TCP at a tuned RTO, where loss matters | n/a | 2 ± 0 x (n=3) |" in text
+    assert "## gradlane against both TCP baselines" not in text      # per cell here, not per arm
+
+
+def test_a_run_without_the_tuned_arm_says_so_per_cell(tmp_path):
+    cfg = _cfg()
+    rd = ResultsDir.create(tmp_path / "res", "regimes")
+    for arm in cfg.arms:
+        if arm.params["template"] != "tcp-cubic-rto":
+            rd.append_run(_run(arm.name, 0, 2.0, 0.5, None), [])
+    table = regimes.baselines_table(rd.load(), cfg, {k: regimes.cell_values(rd.load(), cfg, k)
+                                                     for k in ("mlt", "kernel", "tuned")})
+    assert table.rows[0][4:] == ["2 (n=1) (tcp-cubic)", "n/a", "1 (n=1) vs mlt", "1 (n=1) vs tcp-cubic", "n/a"]
 
 
 @pytest.mark.slow
