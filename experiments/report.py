@@ -203,12 +203,13 @@ def finish(module: ModuleType, config: ExperimentConfig, rd: ResultsDir) -> tupl
 
 
 def publish(name: str, rd: ResultsDir, plots: list[Path], root: Path = PUBLISH_ROOT) -> Path:
-    """Copy summary.md, the PNGs and an emulation run's crossval.json to docs/results/NAME/
-    (replacing what was there)."""
+    """Copy summary.md, the PNGs and an emulation run's crossval.json to docs/results/NAME/,
+    replacing the previous summary.md and plots; the folder's hand-written pages (README.md,
+    earlier summaries kept under other names) stay."""
     dest = root / name
     if dest.exists():
         for old in dest.iterdir():
-            if old.is_file() and old.suffix in (".md", ".png"):
+            if old.is_file() and (old.suffix == ".png" or old.name == "summary.md"):
                 old.unlink()
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy2(rd.summary_path, dest / "summary.md")

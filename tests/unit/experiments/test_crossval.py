@@ -150,3 +150,22 @@ def test_publish_carries_an_emulation_runs_reference(tmp_path):
     copied = json.loads((dest / crossval.REFERENCE).read_text())
     assert copied["source"] == "results/ltp_incast/20261126-000000"
     assert copied["arms"]["gradlane"]["round_p50_s"] == pytest.approx(0.2)
+
+
+def test_publish_replaces_the_summary_and_plots_and_keeps_the_hand_written_pages(tmp_path):
+    run = tmp_path / "results" / "ltp_incast" / "20261128-000000"
+    run.mkdir(parents=True)
+    rd = ResultsDir(run)
+    rd.summary_path.write_text("# new summary\n")
+    plot = run / "rounds_per_s.png"
+    plot.write_bytes(b"\x89PNG new")
+    dest = tmp_path / "docs" / "ltp_incast"
+    dest.mkdir(parents=True)
+    for name, text in (("README.md", "# reading"), ("summary-97ac500.md", "# old run"),
+                       ("summary.md", "# old summary"), ("stale_plot.png", "old")):
+        (dest / name).write_text(text)
+    report.publish("ltp_incast", rd, [plot], root=tmp_path / "docs")
+    assert (dest / "summary.md").read_text() == "# new summary\n"
+    assert (dest / "README.md").read_text() == "# reading"
+    assert (dest / "summary-97ac500.md").read_text() == "# old run"
+    assert sorted(p.name for p in dest.glob("*.png")) == ["rounds_per_s.png"]
