@@ -8,6 +8,8 @@ import os
 import socket
 import threading
 import time
+from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ import pytest
 from fuzz.spoofed import udp_datagram
 from hosts import wire
 from hosts.errors import ConfigError
-from hosts.exchange.config import add_transport_arguments, config_from_args
+from hosts.exchange.config import TransportConfig, add_transport_arguments, config_from_args
 from hosts.exchange.udp_server import UdpServerExchange
 from hosts.exchange.udp_worker import UdpWorkerExchange
 from hosts.transport import packet_mac
@@ -73,29 +75,32 @@ def _grads(r: int) -> list[np.ndarray]:
     return [np.arange(n, dtype=np.float32) + 100 * r + 10 * i for i, n in enumerate(LAYERS)]
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="spoofing a source address needs a raw socket")
-def test_spoofed_packets_from_bound_addresses_change_nothing():
-    config = _config("--packet-mac")
+@dataclass
+class _Spoofed:
+    """What one PS and one worker exchanged over ROUNDS rounds while spoofed datagrams flowed."""
+
+    gathered: list = field(default_factory=list)   # the PS's aggregate, per round
+    pulled: list = field(default_factory=list)     # what the worker pulled, per round
+    closed: list = field(default_factory=list)     # how the PS's push closed, per round
+    counters: tuple = ()                          # (PS's, worker's) counters at the end
+
+
+def _exchange_under_spoofing(config: TransportConfig,
+                             spoofs_for: Callable[[int, int], list[bytes]]) -> _Spoofed:
+    """Run ROUNDS rounds between a PS and one worker on loopback while a raw socket sends
+    `spoofs_for(ps_port, worker_port)` (IP datagrams with the peers' addresses) every 2 ms."""
     plan = ChunkPlan(LAYERS, CHUNK)
     ps = UdpServerExchange(config, plan, 1, ("127.0.0.1", 0))
     worker = UdpWorkerExchange(config, plan, 0, ps.endpoint.address, ("127.0.0.1", 0))
-    ps_port, worker_port = ps.endpoint.address[1], worker.endpoint.address[1]
-    spoofs = []
-    for r in range(ROUNDS):
-        spoofs.append(udp_datagram(ps_port, worker_port,        # "the PS": STOP the push
-                                   wire.pack_header(wire.KIND_STOP, 0, JOB, wire.PS_RANK,
-                                                    wire.ALL_LAYERS, r)))
-        body = np.full(CHUNK, 666.0, ">f4").tobytes()            # "the worker": poisoned DATA
-        spoofs.append(udp_datagram(worker_port, ps_port,
-                                   wire.pack_header(wire.KIND_DATA, 0, JOB, 0, 0, r, 0,
-                                                    len(body), 0, 0) + body))
-    gathered, pulled, errors = [], [], []
+    spoofs = spoofs_for(ps.endpoint.address[1], worker.endpoint.address[1])
+    out, errors = _Spoofed(), []
 
     def run_ps() -> None:
         try:
             for r in range(ROUNDS):
                 g = ps.gather(r, (1.0, 1.0))
-                gathered.append([v.copy() for v in g.values[0]])
+                out.gathered.append([v.copy() for v in g.values[0]])
+                out.closed.append(set(g.closed_by.values()))
                 ps.scatter(r, g.values[0], r == ROUNDS - 1, None if r == ROUNDS - 1 else (1.0, 1.0))
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             errors.append(exc)
@@ -116,7 +121,7 @@ def test_spoofed_packets_from_bound_addresses_change_nothing():
         worker.join()
         for r in range(ROUNDS):
             worker.push(r, _grads(r))
-            pulled.append(worker.pull(r).values)
+            out.pulled.append(worker.pull(r).values)
     finally:
         done.set()
         for t in threads:
@@ -124,11 +129,34 @@ def test_spoofed_packets_from_bound_addresses_change_nothing():
         worker.close()
         ps.close()
     assert not errors, errors
+    out.counters = (ps.counters, worker.counters)
+    return out
+
+
+def _assert_exact(run: _Spoofed) -> None:
     for r in range(ROUNDS):
-        for got, back, sent in zip(gathered[r], pulled[r], _grads(r)):
+        for got, back, sent in zip(run.gathered[r], run.pulled[r], _grads(r)):
             np.testing.assert_array_equal(got, sent)
             np.testing.assert_array_equal(back, sent)
-    assert ps.counters["drop_bad_mac"] > 0 and worker.counters["drop_bad_mac"] > 0
+    ps_counters, worker_counters = run.counters
+    assert ps_counters["drop_bad_mac"] > 0 and worker_counters["drop_bad_mac"] > 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="spoofing a source address needs a raw socket")
+def test_spoofed_packets_from_bound_addresses_change_nothing():
+    def spoofs(ps_port: int, worker_port: int) -> list[bytes]:
+        out = []
+        for r in range(ROUNDS):
+            out.append(udp_datagram(ps_port, worker_port,        # "the PS": STOP the push
+                                    wire.pack_header(wire.KIND_STOP, 0, JOB, wire.PS_RANK,
+                                                     wire.ALL_LAYERS, r)))
+            body = np.full(CHUNK, 666.0, ">f4").tobytes()        # "the worker": poisoned DATA
+            out.append(udp_datagram(worker_port, ps_port,
+                                    wire.pack_header(wire.KIND_DATA, 0, JOB, 0, 0, r, 0,
+                                                     len(body), 0, 0) + body))
+        return out
+
+    _assert_exact(_exchange_under_spoofing(_config("--packet-mac"), spoofs))
 
 
 def _control(kind: int, flags: int, rank: int, round_: int, payload: bytes = b"") -> bytes:
@@ -143,65 +171,26 @@ def test_with_default_flags_spoofed_control_packets_change_nothing():
     # PULL_REQ made the PS resend a whole pull to the worker's address.
     config = _config()
     assert config.mac_mode == "control" and config.mac_key is not None
-    plan = ChunkPlan(LAYERS, CHUNK)
-    ps = UdpServerExchange(config, plan, 1, ("127.0.0.1", 0))
-    worker = UdpWorkerExchange(config, plan, 0, ps.endpoint.address, ("127.0.0.1", 0))
-    ps_port, worker_port = ps.endpoint.address[1], worker.endpoint.address[1]
     bits = b"\xff" * 8
-    spoofs = []
-    for r in range(ROUNDS):
-        as_ps = [_control(wire.KIND_STOP, 0, wire.PS_RANK, r),
-                 _control(wire.KIND_STOP, wire.FLAG_PULL, wire.PS_RANK, r),
-                 _control(wire.KIND_BITMAP, 0, wire.PS_RANK, r, bits),
-                 _control(wire.KIND_ACK, 0, wire.PS_RANK, r),
-                 _control(wire.KIND_PROBE, wire.FLAG_PULL, wire.PS_RANK, r),
-                 _control(wire.KIND_EPOCH, 0, wire.PS_RANK, r + 1)]
-        as_worker = [_control(wire.KIND_STOP, wire.FLAG_PULL, 0, r),
-                     _control(wire.KIND_PULL_REQ, wire.FLAG_PULL, 0, r),
-                     _control(wire.KIND_PROBE, 0, 0, r),
-                     _control(wire.KIND_BITMAP, wire.FLAG_PULL, 0, r, bits),
-                     _control(wire.KIND_ACK, wire.FLAG_PULL, 0, r)]
-        spoofs += [udp_datagram(ps_port, worker_port, d) for d in as_ps]
-        spoofs += [udp_datagram(worker_port, ps_port, d) for d in as_worker]
-    gathered, pulled, closed, errors = [], [], [], []
 
-    def run_ps() -> None:
-        try:
-            for r in range(ROUNDS):
-                g = ps.gather(r, (1.0, 1.0))
-                gathered.append([v.copy() for v in g.values[0]])
-                closed.append(set(g.closed_by.values()))
-                ps.scatter(r, g.values[0], r == ROUNDS - 1, None if r == ROUNDS - 1 else (1.0, 1.0))
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            errors.append(exc)
-
-    done = threading.Event()
-
-    def spoof() -> None:
-        with socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW) as raw:
-            while not done.is_set():
-                for d in spoofs:
-                    raw.sendto(d, ("127.0.0.1", 0))
-                time.sleep(0.002)
-
-    threads = [threading.Thread(target=run_ps), threading.Thread(target=spoof)]
-    for t in threads:
-        t.start()
-    try:
-        worker.join()
+    def spoofs(ps_port: int, worker_port: int) -> list[bytes]:
+        out = []
         for r in range(ROUNDS):
-            worker.push(r, _grads(r))
-            pulled.append(worker.pull(r).values)
-    finally:
-        done.set()
-        for t in threads:
-            t.join(timeout=30)
-        worker.close()
-        ps.close()
-    assert not errors, errors
-    for r in range(ROUNDS):
-        assert closed[r] == {"complete"}, closed[r]      # never by a deadline or an absence
-        for got, back, sent in zip(gathered[r], pulled[r], _grads(r)):
-            np.testing.assert_array_equal(got, sent)
-            np.testing.assert_array_equal(back, sent)
-    assert ps.counters["drop_bad_mac"] > 0 and worker.counters["drop_bad_mac"] > 0
+            as_ps = [_control(wire.KIND_STOP, 0, wire.PS_RANK, r),
+                     _control(wire.KIND_STOP, wire.FLAG_PULL, wire.PS_RANK, r),
+                     _control(wire.KIND_BITMAP, 0, wire.PS_RANK, r, bits),
+                     _control(wire.KIND_ACK, 0, wire.PS_RANK, r),
+                     _control(wire.KIND_PROBE, wire.FLAG_PULL, wire.PS_RANK, r),
+                     _control(wire.KIND_EPOCH, 0, wire.PS_RANK, r + 1)]
+            as_worker = [_control(wire.KIND_STOP, wire.FLAG_PULL, 0, r),
+                         _control(wire.KIND_PULL_REQ, wire.FLAG_PULL, 0, r),
+                         _control(wire.KIND_PROBE, 0, 0, r),
+                         _control(wire.KIND_BITMAP, wire.FLAG_PULL, 0, r, bits),
+                         _control(wire.KIND_ACK, wire.FLAG_PULL, 0, r)]
+            out += [udp_datagram(ps_port, worker_port, d) for d in as_ps]
+            out += [udp_datagram(worker_port, ps_port, d) for d in as_worker]
+        return out
+
+    run = _exchange_under_spoofing(config, spoofs)
+    assert all(closed == {"complete"} for closed in run.closed), run.closed   # no deadline, no absence
+    _assert_exact(run)
