@@ -32,11 +32,7 @@ def render_ddp(result: TrainingResult) -> str:
     start = next((r for r in server if r.get("event") == "start"), {})
     lines = [f"DDP training: {'finished' if result.ok else 'FAILED'} in {result.elapsed_s:.1f} s, "
              f"{len(rounds)} step(s) through gradlane"]
-    for name, code in result.exit_codes.items():
-        if code != 0:
-            lines.append(f"  {name}: exit code {code} (log {result.logs[name]})")
-    if result.timed_out:
-        lines.append("  timed out; the server and ranks were stopped")
+    lines += result.failure_lines("the server and ranks were stopped")
     layout = start.get("layout") or {}
     names = list(layout.get("names") or [])
     bounds = list(start.get("push_bounds") or [])

@@ -283,11 +283,7 @@ def render(result: TrainingResult, stats: Any | None, limit: int = 40,
         return "\n".join([render_ddp(result), *stats_lines(stats, limit)])
     lines = [f"training: {'finished' if result.ok else 'FAILED'} in {result.elapsed_s:.1f} s, "
              f"{rounds_completed(result)} round(s)"]
-    for name, code in result.exit_codes.items():
-        if code != 0:
-            lines.append(f"  {name}: exit code {code} (log {result.logs[name]})")
-    if result.timed_out:
-        lines.append("  timed out; agents were stopped")
+    lines += result.failure_lines()
     lines.append(transport_line(result))
     lines.append(policy_line(result))
     layers = per_layer(result)

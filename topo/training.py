@@ -53,6 +53,12 @@ class TrainingResult:
         """All JSON records of all agents."""
         return [r for recs in self.records.values() for r in recs]
 
+    def failure_lines(self, stopped: str = "agents were stopped") -> list[str]:
+        """A summary's lines for each process that did not exit 0, and for a timeout."""
+        lines = [f"  {name}: exit code {code} (log {self.logs[name]})"
+                 for name, code in self.exit_codes.items() if code != 0]
+        return lines + ([f"  timed out; {stopped}"] if self.timed_out else [])
+
 
 def host_groups(topo: Topology) -> int:
     """How many jobs can run side by side: one per parameter-server host."""
