@@ -254,6 +254,12 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--rounds must be at least 1")
         if not sizes:
             raise ConfigError("--layers names no layer")
+        if args.job_key is None:
+            # each process would draw its own key: the two sides share none to sign with
+            if args.packet_mac not in (None, "off"):
+                raise ConfigError("--packet-mac needs --job-key FILE, the key sender and "
+                                  "receiver share")
+            args.packet_mac = "off"
         config, plan = with_chunk_plan(config_from_args(args, len(sizes), args.seed), sizes)
         log = JsonLog(args.log, role=f"tensor-{args.cmd}", transport=config.kind)
         log.write("bounds", scope=config.bounds.scope, notes=sub_chunk_notes(config.bounds, plan))

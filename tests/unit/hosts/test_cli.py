@@ -74,6 +74,7 @@ def test_help(module, capsys):
     (["hosts.pcn", "start", "--ps", "127.0.0.1", "--threshold", "80"], "--threshold"),
     (["hosts.tensor_exchange", "recv", "--layers", "10,a"], "--layers"),
     (["hosts.tensor_exchange", "send", "--to", "no.such.host.invalid:5"], "--to"),
+    (["hosts.tensor_exchange", "recv", "--packet-mac", "control"], "--packet-mac needs --job-key"),
     (["hosts.worker", "--rank", "0", "--workers", "1", "--ps", "300.1.2.3"], "--ps"),
     (["hosts.worker", "--rank", "0", "--workers", "1", "--ps", "127.0.0.1", "--ps-port",
       "70000"], "--ps-port"),
