@@ -117,6 +117,17 @@ def unpack_header(data: bytes | memoryview) -> Header:
                   version, epoch)
 
 
+def header_of(datagram: bytes | memoryview) -> Header:
+    """The header of a datagram as an observer on the path sees it (a relay, a capture): a
+    signed datagram's MAC trailer after its payload is ignored. Receivers use Port.parse,
+    which checks the trailer; PacketError as unpack_header when the datagram is too short."""
+    if len(datagram) >= HEADER_LEN:
+        plen = HEADER.unpack_from(datagram)[8]
+        if len(datagram) >= HEADER_LEN + plen:
+            return unpack_header(datagram[:HEADER_LEN + plen])
+    return unpack_header(datagram)
+
+
 # ---- PCN encoding in the IPv4 TOS byte: bit 7 START, bit 6 ACK, bits 5..2 threshold/5, 1..0 ECN
 ECN_NOT_ECT = 0
 ECN_ECT1 = 1

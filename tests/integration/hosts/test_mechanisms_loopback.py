@@ -41,7 +41,7 @@ def _job(agents, tmp_path, name, workers, rounds, flags, relay_loss=0.0, blackho
 
 
 def _push_layer1_tail(data: bytes) -> bool:
-    hdr = wire.unpack_header(data)
+    hdr = wire.header_of(data)      # control packets carry a MAC trailer after their payload
     return (hdr.kind == wire.KIND_DATA and not hdr.flags & wire.FLAG_PULL
             and hdr.layer_id == 1 and hdr.chunk_seq >= 5)
 

@@ -23,6 +23,19 @@ def test_unpack_rejects_truncated_and_corrupt():
     assert e.value.reason == "corrupt"
 
 
+def test_an_observer_reads_the_header_of_a_signed_datagram():
+    # a receiver refuses bytes after the payload; a relay or capture sees a MAC trailer there
+    signed = wire.pack_header(wire.KIND_STOP, wire.FLAG_PULL, 1, 0, 0, 7, payload_len=4) + b"\0" * 4 + b"t" * 16
+    hdr = wire.header_of(signed)
+    assert (hdr.kind, hdr.round, hdr.payload_len) == (wire.KIND_STOP, 7, 4)
+    with pytest.raises(PacketError) as e:
+        wire.header_of(signed[:30])
+    assert e.value.reason == "truncated"
+    with pytest.raises(PacketError) as e:
+        wire.header_of(signed[:34])     # shorter than its payload
+    assert e.value.reason == "truncated"
+
+
 def test_pcn_tos_bits():
     assert wire.pcn_tos(start=True, threshold=10) == 0x80 | (2 << 2) | wire.ECN_ECT0
     assert wire.pcn_tos(ack=True, ecn=wire.ECN_NOT_ECT) == 0x40
