@@ -105,17 +105,7 @@ class NativeRecvSession(RecvSession):
     def __init__(self, endpoint: Port, plan: ChunkPlan, round_: int, *, pull: bool,
                  senders: list[int], required: tuple[float, ...], options: ReceiveOptions,
                  sender_names: dict[int, str] | None = None) -> None:
-        if len(required) != plan.num_layers:
-            raise ValueError("one required fraction per layer")
-        self.endpoint = endpoint
-        self.plan = plan
-        self.round = round_
-        self.pull = pull
-        self.required = tuple(required)
-        self.options = options
-        self.flags = wire.FLAG_PULL if pull else 0
-        self.names = sender_names or {}
-        self.opened = endpoint.clock()
+        self._set_round(endpoint, plan, round_, pull, required, options, sender_names)
         ranks = list(dict.fromkeys(senders))
         buffers = [SharedBuffer(plan) for _ in ranks]
         self._core = RecvCore(

@@ -68,6 +68,15 @@ class RecvSession:
     def __init__(self, endpoint: Port, plan: ChunkPlan, round_: int, *, pull: bool,
                  senders: list[int], required: tuple[float, ...], options: ReceiveOptions,
                  sender_names: dict[int, str] | None = None) -> None:
+        self._set_round(endpoint, plan, round_, pull, required, options, sender_names)
+        self.senders = {rank: SenderState(TensorBuffer(plan)) for rank in senders}
+        self.finished: float | None = None
+        self.telemetry = RoundTelemetry()   # what the switches stamped into this round's DATA
+
+    def _set_round(self, endpoint: Port, plan: ChunkPlan, round_: int, pull: bool,
+                   required: tuple[float, ...], options: ReceiveOptions,
+                   sender_names: dict[int, str] | None) -> None:
+        """The fields every receive session has, whichever core keeps its senders."""
         if len(required) != plan.num_layers:
             raise ValueError("one required fraction per layer")
         self.endpoint = endpoint
@@ -77,11 +86,8 @@ class RecvSession:
         self.required = tuple(required)
         self.options = options
         self.flags = wire.FLAG_PULL if pull else 0
-        self.senders = {rank: SenderState(TensorBuffer(plan)) for rank in senders}
         self.names = sender_names or {}
         self.opened = endpoint.clock()
-        self.finished: float | None = None
-        self.telemetry = RoundTelemetry()   # what the switches stamped into this round's DATA
 
     @property
     def max_qdepth(self) -> int | None:
