@@ -248,14 +248,13 @@ class RecvCore {
     for (size_t k = 0; k < senders_.size(); ++k) {
       SenderState& s = senders_[k];
       if (s.closed != OPEN) continue;
-      if (!s.has_first) {
-        double heard_at = s.has_heard ? s.last_heard : 0.0;
-        if (now - std::max(opened_, heard_at) > options_.absent_timeout) {
-          timeout = static_cast<int>(k);
-          return wake;
-        }
-        continue;
+      // silence counts mid-transfer too (a transfer with no deadline would wait forever)
+      double heard_at = s.has_heard ? s.last_heard : 0.0;
+      if (now - std::max(opened_, heard_at) > options_.absent_timeout) {
+        timeout = static_cast<int>(k);
+        return wake;
       }
+      if (!s.has_first) continue;
       double closes_at = s.first_data + options_.deadline;
       if (now >= closes_at) {
         Send out;

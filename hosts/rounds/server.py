@@ -179,10 +179,7 @@ class ServerRounds:
         quiet = set()
         for session in self.router.sessions.values():
             if isinstance(session, RecvSession):
-                limit = session.options.absent_timeout
-                quiet |= {r for r, st in session.senders.items() if st.closed_by is None
-                          and st.first_data is None
-                          and now - max(session.opened, st.last_heard or 0.0) > limit}
+                quiet |= set(session.silent(now))
             elif isinstance(session, SendGroup):
                 quiet |= {r for r, snd in session.by_rank.items() if not snd.done
                           and now - snd.last_heard > snd.options.peer_timeout}

@@ -219,11 +219,14 @@ class RecvSession:
         for rank, state in self.senders.items():
             if state.closed_by is not None:
                 continue
+            # silence counts mid-transfer too: a transfer with no deadline (a reliable pull)
+            # would otherwise wait for a dead sender forever
+            silent_until = max(self.opened, state.last_heard or 0.0) + self.options.absent_timeout
+            if now > silent_until:
+                raise PeerTimeout(f"{self._name(rank)} sent nothing for "
+                                  f"{self.options.absent_timeout:.1f} s in round {self.round} "
+                                  f"(dead or unreachable)")
             if state.first_data is None:
-                if now - max(self.opened, state.last_heard or 0.0) > self.options.absent_timeout:
-                    raise PeerTimeout(f"{self._name(rank)} sent nothing for "
-                                      f"{self.options.absent_timeout:.1f} s in round {self.round} "
-                                      f"(dead or unreachable)")
                 continue
             closes_at = state.first_data + self.options.deadline
             if now >= closes_at:
@@ -239,6 +242,12 @@ class RecvSession:
                 else:
                     wake = min(wake, flush_at)
         return wake
+
+    def silent(self, now: float) -> list[int]:
+        """Ranks of open transfers silent past ``absent_timeout`` (what ``tick`` raises for)."""
+        limit = self.options.absent_timeout
+        return [rank for rank, st in self.senders.items() if st.closed_by is None
+                and now - max(self.opened, st.last_heard or 0.0) > limit]
 
     def close_sender(self, rank: int, why: str) -> None:
         """Close ``rank``'s transfer from outside (the PS found it absent, or it joined again)."""

@@ -11,6 +11,7 @@ import pytest
 
 from hosts import wire
 from hosts.errors import PeerTimeout
+from hosts.transport import core as transport_core
 from hosts.transport.bounds import LayerBounds, LossBudget
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.congestion import INITIAL_RTO
@@ -255,6 +256,24 @@ def test_the_deadline_closes_a_receiver_whose_sender_went_quiet():
     assert recv.closed_by() == {0: "deadline"}
     stops = [wire.unpack_header(d.data) for d in net.ports[PS].take()]
     assert stops[-1].kind == wire.KIND_STOP
+
+
+@pytest.mark.parametrize("core", ["python", "native"])
+def test_a_transfer_with_no_deadline_gives_up_on_a_sender_gone_silent_mid_transfer(core):
+    if core == "native" and not transport_core.native_available():
+        pytest.skip(f"native core not built: {transport_core.NATIVE_ERROR}")
+    net = Wire()
+    # a reliable pull: no deadline, so only the sender's silence can end a dead transfer
+    recv = transport_core.recv_session(
+        net.ports[WORKER], PLAN, 0, pull=True, senders=[wire.PS_RANK], required=(1.0,) * 3,
+        options=ReceiveOptions(deadline=float("inf"), absent_timeout=3.0), core=core)
+    hdr = wire.pack_header(wire.KIND_DATA, wire.FLAG_PULL, JOB, wire.PS_RANK, 0, 0, 4, 200, 0, 0)
+    recv.on_packet(net.ports[WORKER].parse(hdr + np.ones(50, ">f4").tobytes(), PS), 1.0)
+    recv.tick(3.9)                                 # silent 2.9 s: still waiting
+    assert recv.silent(3.9) == []
+    assert recv.silent(4.1) == [wire.PS_RANK]
+    with pytest.raises(PeerTimeout, match="sent nothing for 3.0 s"):
+        recv.tick(4.1)
 
 
 # A layer three BITMAPs long between two small ones, one element per chunk.
