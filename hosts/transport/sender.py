@@ -161,6 +161,7 @@ class SendSession:
         self._sent_at = np.zeros(len(chunks))                    # time of the last send
         self._resent = np.zeros(len(chunks), dtype=bool)
         self._probe_at = -INFINITY                               # when the last PROBE went out
+        self._pull_req_ok_at = -INFINITY                         # when a PULL_REQ counts again
         # the round trip the loss timers use: the window's (kept over rounds) or this session's
         self.rtt = self.window.rtt if self.window is not None else RttEstimate()
         self._rack_sent = -INFINITY    # send time of the latest-sent chunk known delivered
@@ -298,17 +299,30 @@ class SendSession:
         gone = self._sent_once & ~self.arrived
         return [int(gone[b:b + c].sum()) for b, c in zip(self._base, self.plan.chunk_counts)]
 
-    def _requeue_missing(self, now: float, layer: int | None = None, force: bool = False) -> None:
+    def _on_pull_req(self, now: float) -> None:
+        """The receiver got nothing of this pull: queue again what it lacks.
+        Honoured at most once per probe interval (a worker asks every PULL_REQ_EVERY_PROBES
+        intervals), and a chunk sent within the last interval stays in flight: a flood of
+        PULL_REQs with a spoofed source makes no chunk go out more than once per interval."""
+        if now < self._pull_req_ok_at:
+            self.endpoint.counters["drop_pull_req_rate"] += 1
+            return
+        self._pull_req_ok_at = now + self.options.probe_interval
+        self._requeue_missing(now, force=True, sent_before=now - self.options.probe_interval)
+
+    def _requeue_missing(self, now: float, layer: int | None = None, force: bool = False,
+                         sent_before: float = INFINITY) -> None:
         """Queue again every chunk (of `layer`, or of all layers) not known to have arrived.
         Without `force`, while the first pass is not over and the budget covers what is
         missing, nothing is queued: the chunks still to come will meet the bound. After the
         pass, a receiver that is still open (it answered with BITMAPs, not STOP) is the
-        authority: its bound is not met, whatever this sender assumes about it."""
+        authority: its bound is not met, whatever this sender assumes about it. Only chunks last
+        sent before `sent_before` are queued."""
         lo, hi = 0, len(self.arrived)
         if layer is not None:
             lo = self._base[layer]
             hi = lo + self.plan.chunk_counts[layer]
-        candidates = ~self.arrived[lo:hi] & ~self._queued[lo:hi]
+        candidates = ~self.arrived[lo:hi] & ~self._queued[lo:hi] & (self._sent_at[lo:hi] < sent_before)
         if not force and self.window is not None:
             # Control packets ride the switches' highest-priority queue and overtake DATA that
             # waits in lower ones: a chunk sent less than a round trip before the probe may
@@ -432,7 +446,7 @@ class SendSession:
                 self.stats.finished = now
                 self.stats.closed_by = wire.STOP_REASON_NAMES.get(hdr.chunk_seq)
             elif hdr.kind == wire.KIND_PULL_REQ:
-                self._requeue_missing(now, force=True)
+                self._on_pull_req(now)
             else:
                 counters["drop_unexpected_kind"] += 1
         except PacketError as exc:

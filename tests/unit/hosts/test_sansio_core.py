@@ -276,6 +276,33 @@ def test_a_transfer_with_no_deadline_gives_up_on_a_sender_gone_silent_mid_transf
         recv.tick(4.1)
 
 
+def test_a_flood_of_pull_reqs_sends_each_chunk_at_most_once_more_per_probe_interval():
+    """PULL_REQ reflection: a stream of them (a spoofed source, or --packet-mac off) gets what
+    one gets; the worker's own cadence (one per PULL_REQ_EVERY_PROBES intervals) is honoured."""
+    port = Port(JOB, wire.PS_RANK, lambda: 0.0)
+    send = SendSession(port, WORKER, 0, PLAN, _layers(0), 0, pull=True, options=SendOptions())
+    first_pass = 0
+    for _ in range(4):                                         # bursts of 32
+        send.tick(0.0)
+        first_pass += len(port.take())
+    assert first_pass == sum(PLAN.chunk_counts)                # nothing arrives, nothing ACKed
+    req = port.parse(wire.pack_header(wire.KIND_PULL_REQ, wire.FLAG_PULL, JOB, 0, 0, 0), WORKER)
+    sent = 0
+    for i in range(100):                                       # 100 PULL_REQs in 10 ms
+        t = 0.1 + i * 0.0001
+        send.on_packet(req, t)
+        send.tick(t)
+        sent += sum(1 for d in port.take() if wire.unpack_header(d.data).kind == wire.KIND_DATA)
+    assert sent == first_pass                                  # one resend of each, not 100
+    assert port.counters["drop_pull_req_rate"] == 99
+    send.on_packet(req, 0.2)                                   # the worker asks again later
+    again = 0
+    for _ in range(4):
+        send.tick(0.2)
+        again += sum(1 for d in port.take() if wire.unpack_header(d.data).kind == wire.KIND_DATA)
+    assert again == first_pass
+
+
 # A layer three BITMAPs long between two small ones, one element per chunk.
 WIDE_PLAN = ChunkPlan([7, 3 * SEGMENT_CHUNKS, 5], 1)
 
