@@ -35,7 +35,7 @@ def _quick(name: str, tmp_path) -> list[dict]:
 
 def test_every_ns3_config_is_known():
     assert NS3_CONFIGS == ["dblp_microbursts", "dlcp_ablation", "ltp_incast", "ltp_incast_xval", "pcn",
-                           "regimes"]
+                           "regimes", "regimes_pull"]
 
 
 @pytest.mark.timeout(240)
