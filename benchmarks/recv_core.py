@@ -4,7 +4,9 @@ transport core side by side (hosts/transport/core.py), in one run.
 Stages, each timed alone over the same datagrams (ltp_incast's gradient: layers 8320, 8256,
 650 float32, 360 per chunk, 49 DATA per round, every round complete, ACKs every 16):
   socket   `Endpoint.receive`: select + recvmsg_into + TOS + a copy, per datagram, over loopback
-           (the datagrams are queued on the socket first), minus `parse` below
+           (the datagrams are queued on the socket first), minus `parse` below; with the
+           extension built also on the batched path (`--io batch`: recvmmsg into preallocated
+           buffers, the TOS from each message's cmsg, one bytes object per datagram)
   parse    `Port.parse`: counters, header unpack and checks (Python in both cores)
   session  `RecvSession.on_packet`: reassembly into the numpy buffers, ACK bookkeeping, early
            close (the part the native core ports), ACK frames included
@@ -29,7 +31,7 @@ import numpy as np  # noqa: E402
 from hosts import wire  # noqa: E402
 from hosts.transport import core as transport_core  # noqa: E402
 from hosts.transport.chunking import ChunkPlan  # noqa: E402
-from hosts.transport.endpoint import Endpoint  # noqa: E402
+from hosts.transport.endpoint import Endpoint, default_io  # noqa: E402
 from hosts.transport.port import Port  # noqa: E402
 from hosts.transport.receiver import ReceiveOptions  # noqa: E402
 from hosts.transport.router import Router  # noqa: E402
@@ -103,9 +105,10 @@ def per_datagram(core: str, rounds: int, stage: str, base: list[bytes]) -> float
     return cpu / count
 
 
-def socket_per_datagram(rounds: int, base: list[bytes]) -> float:
-    """CPU seconds per datagram of `Endpoint.receive` (parse included) over loopback."""
-    ep = Endpoint(("127.0.0.1", 0), JOB, wire.PS_RANK)
+def socket_per_datagram(rounds: int, base: list[bytes], io: str = "single") -> float:
+    """CPU seconds per datagram of `Endpoint.receive` on socket I/O `io` (parse included)
+    over loopback."""
+    ep = Endpoint(("127.0.0.1", 0), JOB, wire.PS_RANK, io=io)
     tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     cpu = 0.0
     count = 0
@@ -138,25 +141,32 @@ def main() -> None:
     base = datagrams(ChunkPlan(LAYERS, CHUNK_ELEMS))
     print(f"receive side, {args.rounds} rounds of {len(base)} DATA datagrams ({sum(LAYERS)} float32, "
           f"{CHUNK_ELEMS} per chunk); best of {args.repeat}; load average {os.getloadavg()[0]:.2f}")
+    ios = ["single", "batch"] if default_io() == "batch" else ["single"]
     best = {}
     for _ in range(args.repeat):      # interleaved, so both cores see the same machine load
-        for stage in ("parse", "socket"):
-            fn = (lambda: per_datagram("python", args.rounds, "parse", base)) if stage == "parse" \
-                else (lambda: socket_per_datagram(args.rounds, base))
-            best[stage] = min(best.get(stage, 1.0), fn())
+        best["parse"] = min(best.get("parse", 1.0), per_datagram("python", args.rounds, "parse", base))
+        for io in ios:
+            key = f"socket/{io}"
+            best[key] = min(best.get(key, 1.0), socket_per_datagram(args.rounds, base, io))
         for core in cores:
             for stage in ("session", "dispatch"):
                 key = f"{stage}/{core}"
                 best[key] = min(best.get(key, 1.0), per_datagram(core, args.rounds, stage, base))
     us = {k: v * 1e6 for k, v in best.items()}
-    sock = us["socket"] - us["parse"]
+    sock = us["socket/single"] - us["parse"]
     print(f"{'us per DATA datagram':<34}" + "".join(f"{c:>10}" for c in cores))
     print(f"{'socket (select, recvmsg, copy)':<34}" + "".join(f"{sock:>10.2f}" for _ in cores))
+    if "batch" in ios:
+        batch = us["socket/batch"] - us["parse"]
+        print(f"{'socket, --io batch (recvmmsg)':<34}" + "".join(f"{batch:>10.2f}" for _ in cores))
     print(f"{'parse (Port.parse)':<34}" + "".join(f"{us['parse']:>10.2f}" for _ in cores))
     print(f"{'session (on_packet)':<34}" + "".join(f"{us['session/' + c]:>10.2f}" for c in cores))
     print(f"{'dispatch (router + session)':<34}" + "".join(f"{us['dispatch/' + c]:>10.2f}" for c in cores))
     print(f"{'receive path total':<34}"
           + "".join(f"{sock + us['parse'] + us['dispatch/' + c]:>10.2f}" for c in cores))
+    if "batch" in ios:
+        print(f"{'receive path total, --io batch':<34}"
+              + "".join(f"{batch + us['parse'] + us['dispatch/' + c]:>10.2f}" for c in cores))
     print(f"(load average {os.getloadavg()[0]:.2f} at the end)")
 
 

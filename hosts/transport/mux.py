@@ -26,17 +26,22 @@ class Mux(Router):
         """Dispatch whatever is already waiting on the socket, without blocking."""
         for pkt in self.endpoint.receive(0.0):
             self.dispatch(pkt, time.monotonic())
+        self.endpoint.flush()
 
     def run(self, done: Callable[[], bool], timeout: float | None = None,
             timeout_message: str = "timed out") -> None:
-        """Tick sessions and dispatch packets until `done()`; PeerTimeout after `timeout` s."""
+        """Tick sessions and dispatch packets until `done()`; PeerTimeout after `timeout` s.
+        What a step sent goes out before the loop waits (`Endpoint.receive` flushes first)
+        and before it returns."""
         give_up = None if timeout is None else time.monotonic() + timeout
         while True:
             now = time.monotonic()
             wake = min(now + _IDLE_WAKE, self.tick(now))
             if done():
+                self.endpoint.flush()
                 return
             if give_up is not None and now > give_up:
+                self.endpoint.flush()
                 raise PeerTimeout(timeout_message)
             for pkt in self.endpoint.receive(wake - time.monotonic()):
                 self.dispatch(pkt, time.monotonic())
