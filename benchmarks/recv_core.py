@@ -1,5 +1,5 @@
-"""CPU per DATA datagram on the receive side, stage by stage, for the Python and the native
-transport core side by side (hosts/transport/core.py), in one run.
+"""CPU per DATA datagram on the receive side, stage by stage (and the socket part of sending),
+for the Python and the native transport core side by side (hosts/transport/core.py), in one run.
 
 Stages, each timed alone over the same datagrams (ltp_incast's gradient: layers 8320, 8256,
 650 float32, 360 per chunk, 49 DATA per round, every round complete, ACKs every 16):
@@ -7,6 +7,11 @@ Stages, each timed alone over the same datagrams (ltp_incast's gradient: layers 
            copy, per datagram, over loopback (the datagrams are queued on the socket first);
            with the extension built also on the batched path (`--io batch`: recvmmsg into
            preallocated buffers, the TOS from each message's cmsg, one bytes object per datagram)
+  send     the other direction's socket part: `Endpoint.send` of the same datagrams (framed,
+           no MAC), ten per step as a window of 10 releases them, then `flush`: one sendmsg
+           with the TOS cmsg per datagram, or (`--io batch`) one sendmmsg per step. On loopback
+           the kernel delivers to the receiving socket inside the send call, so this includes
+           the receive side's kernel work
   parse    `Port.parse`: counters, header unpack and checks (Python in both cores)
   session  `RecvSession.on_packet`: reassembly into the numpy buffers, ACK bookkeeping, early
            close (the part the native core ports), ACK frames included
@@ -129,6 +134,40 @@ def socket_per_datagram(rounds: int, base: list[bytes], io: str = "single") -> f
     return cpu / count
 
 
+def send_per_datagram(rounds: int, base: list[bytes], io: str = "single") -> float:
+    """CPU seconds per datagram of `Endpoint.send` + `flush` on socket I/O `io`, ten datagrams
+    per flush, over loopback."""
+    ep = Endpoint(("127.0.0.1", 0), JOB, 0, io=io, mac_mode="off")
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    rx.bind(("127.0.0.1", 0))
+    rx.setblocking(False)
+    dest = rx.getsockname()
+    tos = [wire.data_tos(i % 8, i % 3 == 0) for i in range(len(base))]
+    cpu = 0.0
+    count = 0
+    try:
+        for r in range(rounds):
+            data = _round_data(base, r)
+            t0 = time.process_time()
+            for k in range(0, len(data), 10):
+                for i in range(k, min(k + 10, len(data))):
+                    ep.send(data[i], dest, tos[i])
+                ep.flush()
+            cpu += time.process_time() - t0
+            count += len(data)
+            try:
+                while True:
+                    rx.recv(65535)
+            except BlockingIOError:
+                pass
+        assert ep.counters["packets_sent"] == count, "every datagram sent"
+    finally:
+        rx.close()
+        ep.close()
+    return cpu / count
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=400)
@@ -149,6 +188,8 @@ def main() -> None:
         for io in ios:
             key = f"socket/{io}"
             best[key] = min(best.get(key, 1.0), socket_per_datagram(args.rounds, base, io))
+            key = f"send/{io}"
+            best[key] = min(best.get(key, 1.0), send_per_datagram(args.rounds, base, io))
         for core in cores:
             for stage in ("session", "dispatch"):
                 key = f"{stage}/{core}"
@@ -160,6 +201,9 @@ def main() -> None:
     if "batch" in ios:
         batch = us["socket/batch"]
         print(f"{'socket, --io batch (recvmmsg)':<34}" + "".join(f"{batch:>10.2f}" for _ in cores))
+    print(f"{'send (Endpoint.send, sendmsg)':<34}" + "".join(f"{us['send/single']:>10.2f}" for _ in cores))
+    if "batch" in ios:
+        print(f"{'send, --io batch (sendmmsg)':<34}" + "".join(f"{us['send/batch']:>10.2f}" for _ in cores))
     print(f"{'parse (Port.parse)':<34}" + "".join(f"{us['parse']:>10.2f}" for _ in cores))
     print(f"{'session (on_packet)':<34}" + "".join(f"{us['session/' + c]:>10.2f}" for c in cores))
     print(f"{'dispatch (router + session)':<34}" + "".join(f"{us['dispatch/' + c]:>10.2f}" for c in cores))
