@@ -143,7 +143,7 @@ struct ReceiverObject {
   std::vector<iovec>* iovs;
   std::vector<sockaddr_in>* addrs;
   std::vector<char>* control;
-  std::vector<char>* data;
+  char* data;   // slots x MAX_DATAGRAM, not zeroed: a page is touched when a datagram fills it
   std::unordered_map<uint64_t, PyObject*>* names;   // (ip, port) -> the (host, port) tuple
 };
 
@@ -154,7 +154,7 @@ void receiver_clear_names(ReceiverObject* self) {
 
 void receiver_dealloc(ReceiverObject* self) {
   if (self->names) { receiver_clear_names(self); delete self->names; }
-  delete self->msgs; delete self->iovs; delete self->addrs; delete self->control; delete self->data;
+  delete self->msgs; delete self->iovs; delete self->addrs; delete self->control; delete[] self->data;
   Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
 }
 
@@ -169,7 +169,7 @@ int receiver_init(ReceiverObject* self, PyObject* args, PyObject*) {
   if (self->msgs) {   // __init__ called again
     receiver_clear_names(self);
     delete self->names; delete self->msgs; delete self->iovs; delete self->addrs;
-    delete self->control; delete self->data;
+    delete self->control; delete[] self->data;
   }
   self->fd = fd;
   self->slots = static_cast<unsigned>(slots);
@@ -177,7 +177,7 @@ int receiver_init(ReceiverObject* self, PyObject* args, PyObject*) {
   self->iovs = new std::vector<iovec>(self->slots);
   self->addrs = new std::vector<sockaddr_in>(self->slots);
   self->control = new std::vector<char>(self->slots * TOS_SPACE);
-  self->data = new std::vector<char>(self->slots * MAX_DATAGRAM);
+  self->data = new char[self->slots * MAX_DATAGRAM];
   self->names = new std::unordered_map<uint64_t, PyObject*>();
   return 0;
 }
@@ -212,7 +212,7 @@ PyObject* receiver_recv(ReceiverObject* self, PyObject* arg) {
   while (most > 0) {
     unsigned len = static_cast<unsigned>(std::min<long>(most, self->slots));
     for (unsigned i = 0; i < len; ++i) {
-      (*self->iovs)[i] = {&(*self->data)[i * MAX_DATAGRAM], MAX_DATAGRAM};
+      (*self->iovs)[i] = {self->data + i * MAX_DATAGRAM, MAX_DATAGRAM};
       msghdr& h = msgs[i].msg_hdr;
       h.msg_name = &(*self->addrs)[i];
       h.msg_namelen = sizeof(sockaddr_in);
