@@ -185,3 +185,27 @@ def test_a_push_over_batched_endpoints_delivers_what_single_ones_do():
     assert all(np.array_equal(a, b) for a, b in zip(single, batch))
     # the ACKs' timing may differ (so may resends on a loaded machine), the first pass not
     assert min(tx_batch["data_packets_sent"], tx_single["data_packets_sent"]) >= 25   # 14 + 9 + 2 chunks
+
+
+def test_what_a_step_queued_goes_out_when_the_loop_ends_by_an_error():
+    """A dispatch that sends and then raises: the batched frames still leave, as the single
+    path's had at once."""
+    rx = _raw_receiver()
+    peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    ep = Endpoint(("127.0.0.1", 0), JOB, wire.PS_RANK, io="batch")
+    mux = Mux(ep)
+
+    def answer_then_fail(pkt, now):
+        ep.send_control(wire.KIND_STOP, rx.getsockname(), pkt.header.round)
+        raise RuntimeError("the step failed")
+
+    mux.handlers[wire.KIND_PROBE] = answer_then_fail
+    try:
+        peer.sendto(wire.pack_header(wire.KIND_PROBE, 0, JOB, 0, 0, 4), ep.address)
+        with pytest.raises(RuntimeError):
+            mux.run(lambda: False, timeout=5.0)
+        assert wire.unpack_header(rx.recv(65535)).kind == wire.KIND_STOP
+    finally:
+        ep.close()
+        peer.close()
+        rx.close()
