@@ -1,4 +1,5 @@
-"""Build of gradlane's native transport core (native/): a CPython extension, optional.
+"""Build of gradlane's native transport core and batched socket I/O (native/): a CPython
+extension, optional.
 
 Everything else about the package is in pyproject.toml. The extension is compiled by
 `pip install .` / `pip install -e .` (so by `make setup`) with the machine's g++ and Python
@@ -9,7 +10,7 @@ from setuptools import Extension, setup
 
 setup(ext_modules=[Extension(
     "hosts.transport._native",
-    sources=["native/module.cpp"],
+    sources=["native/module.cpp", "native/batch_io.cpp"],
     depends=["native/recv_core.h"],
     include_dirs=["native"],
     language="c++",

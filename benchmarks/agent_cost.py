@@ -21,7 +21,11 @@ port): rx = (receiver CPU - tx x ACKs sent) / DATA received. `recv us/in` is the
 whole CPU per datagram it received, ACKs included: no model. `dgrams/wake`: datagrams the
 receiver's loop took per wake that brought any (each wake costs a tick, a select and a failed
 recvmsg besides the datagrams' own work).
+`--ios single,batch` runs every row once per socket I/O path of both processes (hosts/
+transport/endpoint.py: one sendmsg / recvmsg_into per datagram, or sendmmsg / recvmmsg per
+step); a native row takes the tx of the Python row on the same path.
 Run: .venv/bin/python benchmarks/agent_cost.py [--rounds 200] [--repeat 3] [--cores python,native]
+     [--ios single,batch]
 """
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ from hosts.exchange.config import add_transport_arguments, config_from_args  # n
 from hosts.transport import core as transport_core  # noqa: E402
 from hosts.transport.bounds import LossBudget  # noqa: E402
 from hosts.transport.chunking import ChunkPlan  # noqa: E402
-from hosts.transport.endpoint import Endpoint  # noqa: E402
+from hosts.transport.endpoint import IO_MODES, Endpoint, default_io  # noqa: E402
 from hosts.transport.mux import Mux  # noqa: E402
 from hosts.transport.receiver import ReceiveOptions, RecvSession  # noqa: E402
 from hosts.transport.sender import SendSession  # noqa: E402
@@ -61,9 +65,9 @@ def _config():
     return config_from_args(args, len(LAYERS), 1)
 
 
-def _receiver(rounds: int, port_out, result_out, core: str = "python") -> None:
+def _receiver(rounds: int, port_out, result_out, core: str = "python", io: str = "single") -> None:
     config, plan = _config(), ChunkPlan(LAYERS, CHUNK_ELEMS)
-    ep = Endpoint(("127.0.0.1", 0), config.job_id, wire.PS_RANK)
+    ep = Endpoint(("127.0.0.1", 0), config.job_id, wire.PS_RANK, io=io)
     mux = Mux(ep)
     wakes = [0]
     receive = ep.receive
@@ -103,9 +107,9 @@ def _receiver(rounds: int, port_out, result_out, core: str = "python") -> None:
     ep.close()
 
 
-def _sender(rounds: int, port: int, result_out) -> None:
+def _sender(rounds: int, port: int, result_out, io: str = "single") -> None:
     config, plan = _config(), ChunkPlan(LAYERS, CHUNK_ELEMS)
-    ep = Endpoint(("127.0.0.1", 0), config.job_id, 0)
+    ep = Endpoint(("127.0.0.1", 0), config.job_id, 0, io=io)
     mux = Mux(ep)
     rng = np.random.default_rng(7)
     gradients = [[rng.normal(0, 0.01, n).astype(np.float32) for n in LAYERS] for _ in range(rounds)]
@@ -124,18 +128,19 @@ def _sender(rounds: int, port: int, result_out) -> None:
     ep.close()
 
 
-def measure(rounds: int, core: str = "python", tx_us: float | None = None) -> dict[str, float]:
-    """One sender and one receiver (on `core`) for `rounds` rounds: CPU seconds per received
-    and per sent datagram, solved from both processes' CPU time and counts (or, given `tx_us`,
-    the receiver's rx from its own CPU time alone)."""
+def measure(rounds: int, core: str = "python", tx_us: float | None = None,
+            io: str = "single") -> dict[str, float]:
+    """One sender and one receiver (on `core`, both on socket I/O `io`) for `rounds` rounds:
+    CPU seconds per received and per sent datagram, solved from both processes' CPU time and
+    counts (or, given `tx_us`, the receiver's rx from its own CPU time alone)."""
     ctx = mp.get_context("fork")
     port_in, port_out = ctx.Pipe(duplex=False)
     rres_in, rres_out = ctx.Pipe(duplex=False)
     sres_in, sres_out = ctx.Pipe(duplex=False)
-    recv = ctx.Process(target=_receiver, args=(rounds, port_out, rres_out, core))
+    recv = ctx.Process(target=_receiver, args=(rounds, port_out, rres_out, core, io))
     recv.start()
     port = port_in.recv()
-    send = ctx.Process(target=_sender, args=(rounds, port, sres_out))
+    send = ctx.Process(target=_sender, args=(rounds, port, sres_out, io))
     send.start()
     try:
         r_cpu, r_in, r_out, r_wakes = rres_in.recv()
@@ -152,7 +157,7 @@ def measure(rounds: int, core: str = "python", tx_us: float | None = None) -> di
     if tx_us is not None:
         tx = tx_us / 1e6
         rx = (r_cpu - tx * r_out) / r_in
-    return {"core": core, "per_wake": r_in / max(r_wakes, 1), "rx_us": rx * 1e6, "tx_us": tx * 1e6, "recv_us_in": r_cpu / r_in * 1e6,
+    return {"core": core, "io": io, "per_wake": r_in / max(r_wakes, 1), "rx_us": rx * 1e6, "tx_us": tx * 1e6, "recv_us_in": r_cpu / r_in * 1e6,
             "recv_cpu_s": r_cpu, "send_cpu_s": s_cpu,
             "recv_in": r_in, "recv_out": r_out, "send_in": s_in, "send_out": s_out,
             "mean_us": (r_cpu + s_cpu) / (r_in + r_out + s_in + s_out) * 1e6}
@@ -164,7 +169,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cores", default="python",
                     help="comma-separated receive cores to measure in turn: python, native")
+    ap.add_argument("--ios", default="single",
+                    help="comma-separated socket I/O paths to measure in turn: single, batch")
     args = ap.parse_args()
+    ios = [x.strip() for x in args.ios.split(",") if x.strip()]
+    if not ios or any(x not in IO_MODES for x in ios):
+        ap.error(f"--ios {args.ios!r}: choose among {', '.join(IO_MODES)}")
+    if "batch" in ios and default_io() != "batch":
+        ap.error(f"--ios batch: the native extension is not built ({transport_core.NATIVE_ERROR})")
     cores = [c.strip() for c in args.cores.split(",") if c.strip()]
     bad = [c for c in cores if c not in transport_core.CORES]
     if bad or not cores:
@@ -176,25 +188,27 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"ltp_incast's gradlane push, 1 sender -> 1 receiver over loopback, {args.rounds} rounds of "
           f"{len(LAYERS)} layers ({sum(LAYERS)} float32, {CHUNK_ELEMS} per chunk); load average {load:.2f}")
-    print(f"{'run':<5}{'core':<8}{'rx us/dgram':>13}{'tx us/dgram':>13}{'recv us/in':>12}{'mean us':>9}"
+    print(f"{'run':<5}{'core':<8}{'io':<8}{'rx us/dgram':>13}{'tx us/dgram':>13}{'recv us/in':>12}{'mean us':>9}"
           f"{'recv: in/out':>16}{'send: in/out':>16}{'cpu s recv/send':>18}{'dgrams/wake':>13}")
     rows = []
     for i in range(args.repeat):
-        tx_us = None
-        for core in cores:     # interleaved: every core meets the same load
-            m = measure(args.rounds, core, tx_us if core == "native" else None)
-            if core == "python":
-                tx_us = m["tx_us"]
-            rows.append(m)
-            print(f"{i + 1:<5}{core:<8}{m['rx_us']:>13.1f}{m['tx_us']:>13.1f}{m['recv_us_in']:>12.1f}"
-                  f"{m['mean_us']:>9.1f}{m['recv_in']:>9}/{m['recv_out']:<6}{m['send_in']:>9}/"
-                  f"{m['send_out']:<6}{m['recv_cpu_s']:>9.2f}/{m['send_cpu_s']:<8.2f}{m['per_wake']:>13.2f}",
-                  flush=True)
-    for core in cores:
-        mine = [r for r in rows if r["core"] == core]
-        print(f"median, {core} receiver: rx {statistics.median(r['rx_us'] for r in mine):.1f} us, "
-              f"tx {statistics.median(r['tx_us'] for r in mine):.1f} us per datagram, receiver "
-              f"{statistics.median(r['recv_us_in'] for r in mine):.1f} us per datagram received")
+        for io in ios:
+            tx_us = None
+            for core in cores:     # interleaved: every core and path meets the same load
+                m = measure(args.rounds, core, tx_us if core == "native" else None, io)
+                if core == "python":
+                    tx_us = m["tx_us"]
+                rows.append(m)
+                print(f"{i + 1:<5}{core:<8}{io:<8}{m['rx_us']:>13.1f}{m['tx_us']:>13.1f}{m['recv_us_in']:>12.1f}"
+                      f"{m['mean_us']:>9.1f}{m['recv_in']:>9}/{m['recv_out']:<6}{m['send_in']:>9}/"
+                      f"{m['send_out']:<6}{m['recv_cpu_s']:>9.2f}/{m['send_cpu_s']:<8.2f}{m['per_wake']:>13.2f}",
+                      flush=True)
+    for io in ios:
+        for core in cores:
+            mine = [r for r in rows if r["core"] == core and r["io"] == io]
+            print(f"median, {core} receiver, {io} I/O: rx {statistics.median(r['rx_us'] for r in mine):.1f} us, "
+                  f"tx {statistics.median(r['tx_us'] for r in mine):.1f} us per datagram, receiver "
+                  f"{statistics.median(r['recv_us_in'] for r in mine):.1f} us per datagram received")
     print(f"(load average {os.getloadavg()[0]:.2f} at the end)")
 
 

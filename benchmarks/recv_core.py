@@ -1,10 +1,17 @@
-"""CPU per DATA datagram on the receive side, stage by stage, for the Python and the native
-transport core side by side (hosts/transport/core.py), in one run.
+"""CPU per DATA datagram on the receive side, stage by stage (and the socket part of sending),
+for the Python and the native transport core side by side (hosts/transport/core.py), in one run.
 
 Stages, each timed alone over the same datagrams (ltp_incast's gradient: layers 8320, 8256,
 650 float32, 360 per chunk, 49 DATA per round, every round complete, ACKs every 16):
-  socket   `Endpoint.receive`: select + recvmsg_into + TOS + a copy, per datagram, over loopback
-           (the datagrams are queued on the socket first), minus `parse` below
+  socket   `Endpoint.receive` with its `parse` stubbed out: select + recvmsg_into + TOS + a
+           copy, per datagram, over loopback (the datagrams are queued on the socket first);
+           with the extension built also on the batched path (`--io batch`: recvmmsg into
+           preallocated buffers, the TOS from each message's cmsg, one bytes object per datagram)
+  send     the other direction's socket part: `Endpoint.send` of the same datagrams (framed,
+           no MAC), ten per step as a window of 10 releases them, then `flush`: one sendmsg
+           with the TOS cmsg per datagram, or (`--io batch`) one sendmmsg per step. On loopback
+           the kernel delivers to the receiving socket inside the send call, so this includes
+           the receive side's kernel work
   parse    `Port.parse`: counters, header unpack and checks (Python in both cores)
   session  `RecvSession.on_packet`: reassembly into the numpy buffers, ACK bookkeeping, early
            close (the part the native core ports), ACK frames included
@@ -29,7 +36,7 @@ import numpy as np  # noqa: E402
 from hosts import wire  # noqa: E402
 from hosts.transport import core as transport_core  # noqa: E402
 from hosts.transport.chunking import ChunkPlan  # noqa: E402
-from hosts.transport.endpoint import Endpoint  # noqa: E402
+from hosts.transport.endpoint import Endpoint, default_io  # noqa: E402
 from hosts.transport.port import Port  # noqa: E402
 from hosts.transport.receiver import ReceiveOptions  # noqa: E402
 from hosts.transport.router import Router  # noqa: E402
@@ -103,9 +110,11 @@ def per_datagram(core: str, rounds: int, stage: str, base: list[bytes]) -> float
     return cpu / count
 
 
-def socket_per_datagram(rounds: int, base: list[bytes]) -> float:
-    """CPU seconds per datagram of `Endpoint.receive` (parse included) over loopback."""
-    ep = Endpoint(("127.0.0.1", 0), JOB, wire.PS_RANK)
+def socket_per_datagram(rounds: int, base: list[bytes], io: str = "single") -> float:
+    """CPU seconds per datagram of `Endpoint.receive` on socket I/O `io`, its parse stubbed
+    out, over loopback."""
+    ep = Endpoint(("127.0.0.1", 0), JOB, wire.PS_RANK, io=io)
+    ep.parse = lambda data, addr, tos: data    # type: ignore[method-assign]
     tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     cpu = 0.0
     count = 0
@@ -125,6 +134,40 @@ def socket_per_datagram(rounds: int, base: list[bytes]) -> float:
     return cpu / count
 
 
+def send_per_datagram(rounds: int, base: list[bytes], io: str = "single") -> float:
+    """CPU seconds per datagram of `Endpoint.send` + `flush` on socket I/O `io`, ten datagrams
+    per flush, over loopback."""
+    ep = Endpoint(("127.0.0.1", 0), JOB, 0, io=io, mac_mode="off")
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    rx.bind(("127.0.0.1", 0))
+    rx.setblocking(False)
+    dest = rx.getsockname()
+    tos = [wire.data_tos(i % 8, i % 3 == 0) for i in range(len(base))]
+    cpu = 0.0
+    count = 0
+    try:
+        for r in range(rounds):
+            data = _round_data(base, r)
+            t0 = time.process_time()
+            for k in range(0, len(data), 10):
+                for i in range(k, min(k + 10, len(data))):
+                    ep.send(data[i], dest, tos[i])
+                ep.flush()
+            cpu += time.process_time() - t0
+            count += len(data)
+            try:
+                while True:
+                    rx.recv(65535)
+            except BlockingIOError:
+                pass
+        assert ep.counters["packets_sent"] == count, "every datagram sent"
+    finally:
+        rx.close()
+        ep.close()
+    return cpu / count
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=400)
@@ -138,25 +181,37 @@ def main() -> None:
     base = datagrams(ChunkPlan(LAYERS, CHUNK_ELEMS))
     print(f"receive side, {args.rounds} rounds of {len(base)} DATA datagrams ({sum(LAYERS)} float32, "
           f"{CHUNK_ELEMS} per chunk); best of {args.repeat}; load average {os.getloadavg()[0]:.2f}")
+    ios = ["single", "batch"] if default_io() == "batch" else ["single"]
     best = {}
     for _ in range(args.repeat):      # interleaved, so both cores see the same machine load
-        for stage in ("parse", "socket"):
-            fn = (lambda: per_datagram("python", args.rounds, "parse", base)) if stage == "parse" \
-                else (lambda: socket_per_datagram(args.rounds, base))
-            best[stage] = min(best.get(stage, 1.0), fn())
+        best["parse"] = min(best.get("parse", 1.0), per_datagram("python", args.rounds, "parse", base))
+        for io in ios:
+            key = f"socket/{io}"
+            best[key] = min(best.get(key, 1.0), socket_per_datagram(args.rounds, base, io))
+            key = f"send/{io}"
+            best[key] = min(best.get(key, 1.0), send_per_datagram(args.rounds, base, io))
         for core in cores:
             for stage in ("session", "dispatch"):
                 key = f"{stage}/{core}"
                 best[key] = min(best.get(key, 1.0), per_datagram(core, args.rounds, stage, base))
     us = {k: v * 1e6 for k, v in best.items()}
-    sock = us["socket"] - us["parse"]
+    sock = us["socket/single"]
     print(f"{'us per DATA datagram':<34}" + "".join(f"{c:>10}" for c in cores))
     print(f"{'socket (select, recvmsg, copy)':<34}" + "".join(f"{sock:>10.2f}" for _ in cores))
+    if "batch" in ios:
+        batch = us["socket/batch"]
+        print(f"{'socket, --io batch (recvmmsg)':<34}" + "".join(f"{batch:>10.2f}" for _ in cores))
+    print(f"{'send (Endpoint.send, sendmsg)':<34}" + "".join(f"{us['send/single']:>10.2f}" for _ in cores))
+    if "batch" in ios:
+        print(f"{'send, --io batch (sendmmsg)':<34}" + "".join(f"{us['send/batch']:>10.2f}" for _ in cores))
     print(f"{'parse (Port.parse)':<34}" + "".join(f"{us['parse']:>10.2f}" for _ in cores))
     print(f"{'session (on_packet)':<34}" + "".join(f"{us['session/' + c]:>10.2f}" for c in cores))
     print(f"{'dispatch (router + session)':<34}" + "".join(f"{us['dispatch/' + c]:>10.2f}" for c in cores))
     print(f"{'receive path total':<34}"
           + "".join(f"{sock + us['parse'] + us['dispatch/' + c]:>10.2f}" for c in cores))
+    if "batch" in ios:
+        print(f"{'receive path total, --io batch':<34}"
+              + "".join(f"{batch + us['parse'] + us['dispatch/' + c]:>10.2f}" for c in cores))
     print(f"(load average {os.getloadavg()[0]:.2f} at the end)")
 
 

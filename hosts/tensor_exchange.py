@@ -47,7 +47,7 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
         _receive_tcp(config, plan, senders, rounds, bind, log, ready)
         return
     ep = Endpoint(bind, config.job_id, wire.PS_RANK, plain=config.plain, mac_key=config.mac_key,
-                                 mac_mode=config.mac_mode)
+                                 mac_mode=config.mac_mode, io=config.io)
     mux = Mux(ep)
     required = config.bounds.required_fraction(pull=False)
     deadline = Deadline(config.push_deadline)
@@ -153,7 +153,7 @@ def send_rounds(config: TransportConfig, plan: ChunkPlan, rank: int, rounds: int
         _send_tcp(config, plan, rank, rounds, to, seed, log)
         return
     ep = Endpoint(bind, config.job_id, rank, plain=config.plain, mac_key=config.mac_key,
-                                 mac_mode=config.mac_mode)
+                                 mac_mode=config.mac_mode, io=config.io)
     mux = Mux(ep)
     try:
         for r in range(rounds):

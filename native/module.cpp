@@ -1,4 +1,5 @@
-// CPython binding of the native receive core (recv_core.h): hosts.transport._native.RecvCore.
+// CPython binding of the native receive core (recv_core.h): hosts.transport._native.RecvCore
+// (and, from batch_io.cpp, the endpoint's batched socket I/O: send_batch, Receiver).
 // hosts/transport/native_receiver.py wraps it behind RecvSession's interface. The binding
 // reads the fields of a parsed packet (hosts.transport.port.Received), writes chunks straight
 // into the numpy arrays the session owns (no copy per datagram besides the byte swap into
@@ -404,6 +405,8 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "hosts.transport._native",
 
 }  // namespace
 
+int gradlane_add_batch_io(PyObject* m);   // batch_io.cpp: send_batch, Receiver
+
 PyMODINIT_FUNC PyInit__native(void) {
   const char* names[] = {"header", "payload", "addr", "tos", "kind", "worker_rank", "layer_id",
                          "chunk_seq", "elem_offset", "flags", "tele_max_qdepth",
@@ -430,6 +433,10 @@ PyMODINIT_FUNC PyInit__native(void) {
   Py_INCREF(&CoreType);
   if (PyModule_AddObject(m, "RecvCore", reinterpret_cast<PyObject*>(&CoreType)) < 0) {
     Py_DECREF(&CoreType);
+    Py_DECREF(m);
+    return nullptr;
+  }
+  if (gradlane_add_batch_io(m) < 0) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -20,6 +20,7 @@ from hosts.transport.congestion import SWITCH_ECN_THRESHOLD
 from hosts.transport.deadline import NO_DEADLINE, DeadlineSettings
 from hosts.transport.holes import DEFAULT_HOLE_FILL, HoleFill
 from hosts.transport import core as transport_core
+from hosts.transport.endpoint import IO_MODES, resolve_io
 from hosts.transport.packet_mac import DEFAULT_MODE as DEFAULT_MAC_MODE, MODES as MAC_MODES, TAG_BYTES, packet_key
 from hosts.transport.phase import DEFAULT_CHECK_ROUNDS, DEFAULT_HIGH_DELTA
 from hosts.transport.sender import SendOptions
@@ -77,6 +78,7 @@ class TransportConfig:
     chunking: str = ""
     pull_budget_chunks: int | None = None   # chunks the pull may leave missing (with_chunk_plan)
     core: str = "python"   # the receive side's core, native or python (hosts/transport/core.py)
+    io: str = "single"     # the endpoint's socket I/O, batch or single (hosts/transport/endpoint.py)
 
     @property
     def mac_key(self) -> bytes | None:
@@ -113,7 +115,7 @@ class TransportConfig:
                        ack_delay_ms=round(self.ack_delay * 1000, 3),
                        probe_on_silence=self.send.probe_on_silence, window=self.send.window,
                        bound_scope=self.bounds.scope, order=self.send.order, cc=self.send.cc,
-                       core=self.core)
+                       core=self.core, io=self.io)
             if self.phase_aware:
                 out.update(phase_check_rounds=self.phase_check_rounds,
                            phase_per_layer=self.phase_per_layer)
@@ -250,6 +252,10 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                    help="the receive side's transport core: native (C++, the default where it "
                         "was built at install) or python (the reference); a native core that "
                         "was not built runs the Python one, said in one line")
+    g.add_argument("--io", choices=IO_MODES, default=None,
+                   help="the UDP endpoint's socket I/O: batch (sendmmsg/recvmmsg, the TOS per "
+                        "datagram; the default where the native extension was built) or single "
+                        "(one system call per datagram, the reference)")
     g.add_argument("--peer-timeout", type=float, default=10.0,
                    help="seconds of silence after which a peer counts as dead")
     g.add_argument("--join-timeout", type=float, default=60.0,
@@ -378,7 +384,8 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
         pcn=args.pcn, pcn_threshold=args.pcn_threshold, pcn_timeout=args.pcn_timeout_ms / 1000.0,
         tcp_cc=tcp_cc, tcp_ecn=None if args.tcp_ecn is None else args.tcp_ecn == "on",
         controller=args.controller, packet_mac=mac_mode, ack_delay=args.ack_delay_ms / 1000.0,
-        core=transport_core.resolve(getattr(args, "core", None)) if kind != "tcp" else "python", **key)
+        core=transport_core.resolve(getattr(args, "core", None)) if kind != "tcp" else "python",
+        io=resolve_io(getattr(args, "io", None)) if kind != "tcp" else "single", **key)
 
 
 def following(config: TransportConfig, policy: HostPolicy, flag_hole_fill: HoleFill) -> TransportConfig:

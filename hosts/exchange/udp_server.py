@@ -35,7 +35,7 @@ class UdpServerExchange:
         self.plan = plan
         self.workers = workers
         self.endpoint = Endpoint(bind, config.job_id, wire.PS_RANK, plain=config.plain,
-                                 mac_key=config.mac_key, mac_mode=config.mac_mode)
+                                 mac_key=config.mac_key, mac_mode=config.mac_mode, io=config.io)
         self.counters = self.endpoint.counters
         self.mux = Mux(self.endpoint)
         self.fingerprint = fingerprint(plan.layer_sizes, plan.chunking_key(), config)

@@ -31,7 +31,7 @@ class UdpWorkerExchange:
         self.rank = rank
         self.ps = ps
         self.endpoint = Endpoint(bind, config.job_id, rank, plain=config.plain, peer=ps,
-                                 mac_key=config.mac_key, mac_mode=config.mac_mode)
+                                 mac_key=config.mac_key, mac_mode=config.mac_mode, io=config.io)
         self.counters = self.endpoint.counters
         self.mux = Mux(self.endpoint)
         self.pcn = (PcnClient(self.mux, ps, config.pcn_threshold, config.pcn_timeout)

@@ -1,4 +1,12 @@
-"""The socket driver's port: one UDP socket speaking the gradient header (hosts/transport/port.py)."""
+"""The socket driver's port: one UDP socket speaking the gradient header (hosts/transport/port.py).
+
+Two ways to move datagrams, the same datagrams on the wire (tests/integration/hosts/
+test_batch_io.py): `single`, the reference, one `sendmsg` per datagram as it is sent and one
+`recvmsg_into` per datagram received; `batch` (the default where the native extension was
+built), where what a step sends waits in the endpoint until the driver flushes it with one
+`sendmmsg` (each datagram with its own address and TOS) and arrivals are drained with
+`recvmmsg` into preallocated buffers (`native/batch_io.cpp`). `--io batch|single` picks one.
+"""
 from __future__ import annotations
 
 import select
@@ -7,26 +15,51 @@ import struct
 import time
 
 from hosts.errors import ConfigError
+from hosts.transport.core import NATIVE_ERROR
 from hosts.transport.counters import Counters
 from hosts.transport.port import Port, Received
 
-__all__ = ["Endpoint", "Received"]
+__all__ = ["Endpoint", "IO_MODES", "Received", "default_io", "resolve_io"]
 
 SOCKET_BUFFER_BYTES = 4 << 20
 MAX_DATAGRAM = 65535
 _RECV_BATCH = 512
+_RECV_SLOTS = 64     # recvmmsg buffers of MAX_DATAGRAM bytes each
+IO_MODES = ("batch", "single")
+
+if NATIVE_ERROR is None:
+    from hosts.transport import _native
+else:   # not built: the single path only
+    _native = None
+
+
+def default_io() -> str:
+    """`batch` where the native extension was built, else `single`."""
+    return "batch" if _native is not None else "single"
+
+
+def resolve_io(io: str | None) -> str:
+    """The I/O path that will run for the choice `io` (None: the default). `batch` without
+    the extension runs `single` (the core's one line on stderr already says it is not built)."""
+    if io is None:
+        return default_io()
+    if io not in IO_MODES:
+        raise ConfigError(f"--io {io!r} is not one of {', '.join(IO_MODES)}")
+    return io if _native is not None else "single"
 
 
 class Endpoint(Port):
     """A `Port` on a non-blocking UDP socket bound to `bind`, on the host's monotonic clock:
-    every datagram goes out at once with its TOS, `receive` waits for and validates arrivals.
-    The port's arguments (`job_id`, `rank`, `plain`, `peer`, `mac_key`, `mac_mode`) mean what they mean there.
+    with `io="single"` every datagram goes out at once with its TOS; with `io="batch"` sent
+    datagrams wait until `flush` (which `receive`, `Mux` and `close` call) puts them out in one
+    `sendmmsg`. `receive` waits for and validates arrivals. The port's arguments (`job_id`,
+    `rank`, `plain`, `peer`, `mac_key`, `mac_mode`) mean what they mean there.
     """
 
     def __init__(self, bind: tuple[str, int], job_id: int, rank: int,
                  counters: Counters | None = None, plain: bool = False,
                  peer: tuple[str, int] | None = None, mac_key: bytes | None = None,
-                 mac_mode: str = "all") -> None:
+                 mac_mode: str = "all", io: str = "single") -> None:
         super().__init__(job_id, rank, time.monotonic, counters, plain, peer, mac_key, mac_mode)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
@@ -41,18 +74,27 @@ class Endpoint(Port):
         self._tos_cmsg: dict[int, list[tuple[int, int, bytes]]] = {}
         self._buf = bytearray(MAX_DATAGRAM)
         self._ancillary = socket.CMSG_SPACE(4)
+        self.io = resolve_io(io)
+        self._pending: list[tuple[bytes, tuple[str, int], int]] = []
+        self._receiver = (_native.Receiver(self.sock.fileno(), _RECV_SLOTS)
+                          if self.io == "batch" else None)
 
     @property
     def address(self) -> tuple[str, int]:
         return self.sock.getsockname()
 
     def close(self) -> None:
+        if self.sock.fileno() >= 0:
+            self.flush()
         self.sock.close()
 
     def transmit(self, data: bytes, addr: tuple[str, int], tos: int) -> None:
         """Put one datagram on the socket with IPv4 TOS `tos`, given with the datagram
-        (IP_TOS ancillary data: one system call per datagram, however often the TOS changes;
-        a setsockopt per change cost a second call for nearly every DATA packet)."""
+        (IP_TOS ancillary data: no setsockopt when the TOS changes). `batch`: queue it for
+        the next `flush`."""
+        if self._receiver is not None:
+            self._pending.append((data, addr, tos))
+            return
         cmsg = self._tos_cmsg.get(tos)
         if cmsg is None:
             cmsg = self._tos_cmsg[tos] = [(socket.IPPROTO_IP, socket.IP_TOS, struct.pack("i", tos))]
@@ -67,11 +109,31 @@ class Endpoint(Port):
         self.counters["bytes_sent"] += len(data)
         self.counters["packets_sent"] += 1
 
+    def flush(self) -> None:
+        """`batch`: put every queued datagram on the socket, in order, in one `sendmmsg` per
+        256; each counts as the single path counts it (sent, blocked or an error)."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        sent, nbytes, blocked, errors = _native.send_batch(self.sock.fileno(), pending)
+        c = self.counters
+        if sent:
+            c["packets_sent"] += sent
+            c["bytes_sent"] += nbytes
+        if blocked:
+            c["send_blocked"] += blocked
+        if errors:
+            c["send_error"] += errors
+
     def receive(self, timeout: float) -> list[Received]:
-        """Wait up to `timeout` s, then return every valid packet waiting (malformed are counted)."""
+        """Put out what waits to be sent (`flush`), wait up to `timeout` s, then return every
+        valid packet waiting (malformed are counted)."""
+        self.flush()
         ready, _, _ = select.select([self.sock], [], [], max(timeout, 0.0))
         if not ready:
             return []
+        if self._receiver is not None:
+            return self._receive_batch()
         out = []
         for _ in range(_RECV_BATCH):
             try:
@@ -86,6 +148,19 @@ class Endpoint(Port):
                 if level == socket.IPPROTO_IP and kind == socket.IP_TOS and data:
                     tos = data[0]
             pkt = self.parse(bytes(self._buf[:n]), addr, tos)
+            if pkt is not None:
+                out.append(pkt)
+        return out
+
+    def _receive_batch(self) -> list[Received]:
+        """What `receive` takes in `batch`: up to _RECV_BATCH datagrams by `recvmmsg`."""
+        got, err = self._receiver.recv(_RECV_BATCH)
+        if err:
+            self.counters["recv_error"] += 1
+        parse = self.parse
+        out = []
+        for data, addr, tos in got:
+            pkt = parse(data, addr, tos)
             if pkt is not None:
                 out.append(pkt)
         return out

@@ -24,19 +24,27 @@ class Mux(Router):
 
     def drain(self) -> None:
         """Dispatch whatever is already waiting on the socket, without blocking."""
-        for pkt in self.endpoint.receive(0.0):
-            self.dispatch(pkt, time.monotonic())
+        try:
+            for pkt in self.endpoint.receive(0.0):
+                self.dispatch(pkt, time.monotonic())
+        finally:
+            self.endpoint.flush()
 
     def run(self, done: Callable[[], bool], timeout: float | None = None,
             timeout_message: str = "timed out") -> None:
-        """Tick sessions and dispatch packets until `done()`; PeerTimeout after `timeout` s."""
+        """Tick sessions and dispatch packets until `done()`; PeerTimeout after `timeout` s.
+        What a step sent goes out before the loop waits (`Endpoint.receive` flushes first)
+        and when it ends (a batching endpoint holds it until then)."""
         give_up = None if timeout is None else time.monotonic() + timeout
-        while True:
-            now = time.monotonic()
-            wake = min(now + _IDLE_WAKE, self.tick(now))
-            if done():
-                return
-            if give_up is not None and now > give_up:
-                raise PeerTimeout(timeout_message)
-            for pkt in self.endpoint.receive(wake - time.monotonic()):
-                self.dispatch(pkt, time.monotonic())
+        try:
+            while True:
+                now = time.monotonic()
+                wake = min(now + _IDLE_WAKE, self.tick(now))
+                if done():
+                    return
+                if give_up is not None and now > give_up:
+                    raise PeerTimeout(timeout_message)
+                for pkt in self.endpoint.receive(wake - time.monotonic()):
+                    self.dispatch(pkt, time.monotonic())
+        finally:   # what the last step sent goes out however the loop ends
+            self.endpoint.flush()
