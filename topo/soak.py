@@ -3,8 +3,8 @@ bottleneck with background TCP traffic for a long time (30 minutes by default), 
 nothing grows. Every ``--interval`` seconds it samples each recorded process's RSS, open fds and
 threads, the switches' table entries, the controller's state file and established TCP
 connections, the log files' sizes and the jobs' rounds into ``OUT/samples.jsonl``; at the end
-it writes ``OUT/summary.md`` and plots (topo/soak_report.py) and exits non-zero when a job ended
-early or a process grew.
+it writes ``OUT/meta.json``, ``OUT/summary.md`` and plots (topo/soak_report.py) and exits
+non-zero when a job ended early or a process grew.
 """
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def run_soak(args: argparse.Namespace, command: str) -> int:
     """Run the soak and write its samples, summary and plots; 0 when it passed, else 1."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for old in ("samples.jsonl", "summary.md"):
+    for old in ("samples.jsonl", "summary.md", "meta.json"):
         (out / old).unlink(missing_ok=True)
     duration = args.minutes * 60
     warm_up = min(args.warm_up, duration / 3)
@@ -156,9 +156,7 @@ def run_soak(args: argparse.Namespace, command: str) -> int:
                        "background": f"{args.flows} TCP flow(s) per sender (reno + ECN)",
                        "seed": "the agents' default (--seed 1)",
                        "switch": os.environ.get("SWITCH") or "default (embedded unless simple_switch_grpc is on PATH)"}}
-    meta["plots"] = [p.name for p in soak_report.plot_all(samples, out, warm_up)]
-    (out / "summary.md").write_text(soak_report.render_markdown(samples, meta))
-    fails = soak_report.failures(soak_report.build_series(samples), warm_up, ended)
+    fails = soak_report.write_report(samples, meta, out)
     rounds = samples[-1]["rounds"]
     print(f"soak of {samples[-1]['elapsed_s'] / 60:.1f} min, rounds per job {rounds}; summary in {out / 'summary.md'}")
     print("soak: PASS" if not fails else "soak: FAIL: " + "; ".join(fails))

@@ -13,6 +13,8 @@ A sample is one JSON object (one line of `samples.jsonl`)::
 """
 from __future__ import annotations
 
+import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -298,6 +300,14 @@ def _other_table(title: str, series: Sequence[Series], warm: float, bounded: Seq
     return lines + [""]
 
 
+def relative_to_warm(series: Series, warm_up_s: float) -> Series:
+    """The series' points after warm-up as % change from the first of them."""
+    after = [(x, y) for x, y in series.points if x >= warm_up_s]
+    base = after[0][1] if after else 0.0
+    pts = [(x, 100.0 * (y - base) / base) for x, y in after] if base else []
+    return Series(series.group, series.name, series.metric, "%", pts)
+
+
 # -- plots ---------------------------------------------------------------------------------------
 def _finish(fig: "plt.Figure", path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -307,11 +317,16 @@ def _finish(fig: "plt.Figure", path: Path) -> Path:
     return path
 
 
+STYLES = ("-", "--", ":", "-.")
+
+
 def _panel(ax: "plt.Axes", series: Sequence[Series], ylabel: str, warm: float, title: str) -> None:
-    for s in series:
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, s in enumerate(series):
         if s.points:
             xs, ys = zip(*s.points)
-            ax.plot([x / 60 for x in xs], ys, marker=".", label=s.name)
+            ax.plot([x / 60 for x in xs], ys, marker=".", label=s.name, color=colours[i % len(colours)],
+                    linestyle=STYLES[(i // len(colours)) % len(STYLES)])
     ax.axvline(warm / 60, color="grey", linestyle="--", linewidth=1)
     ax.set_xlabel("minutes since the jobs started (dashed: end of warm-up)")
     ax.set_ylabel(ylabel)
@@ -330,9 +345,12 @@ def plot_all(samples: Sequence[dict[str, Any]], out: Path, warm_up_s: float) -> 
         return [s for s in series if s.group == group and (metric is None or s.metric == metric)]
 
     written = []
-    fig, axes = plt.subplots(3, 1, figsize=(8, 11))
+    fig, axes = plt.subplots(4, 1, figsize=(8, 14))
     for ax, (metric, unit) in zip(axes, (("RSS", "MiB"), ("open fds", "fds"), ("threads", "threads"))):
         _panel(ax, pick("process", metric), unit, warm_up_s, f"{metric} per process")
+    _panel(axes[3], [relative_to_warm(s, warm_up_s) for s in pick("process", "RSS")], "% change",
+           warm_up_s, "RSS per process against its first value after warm-up (bar: +5%)")
+    axes[3].axhline(100 * RSS_BAR, color="red", linestyle="--", linewidth=1)
     written.append(_finish(fig, out / "processes.png"))
     fig, axes = plt.subplots(2, 2, figsize=(10, 7))
     _panel(axes[0][0], pick("switch"), "entries", warm_up_s, "table entries per switch")
@@ -350,3 +368,37 @@ def plot_all(samples: Sequence[dict[str, Any]], out: Path, warm_up_s: float) -> 
     written.append(_finish(fig, out / "rounds.png"))
     return written
 
+
+def write_report(samples: Sequence[dict[str, Any]], meta: dict[str, Any], out: Path) -> list[str]:
+    """``meta.json``, the plots and ``summary.md`` in ``out``; returns the failures (empty: passed)."""
+    meta = dict(meta)
+    meta["plots"] = [p.name for p in plot_all(samples, out, float(meta["warm_up_s"]))]
+    (out / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    (out / "summary.md").write_text(render_markdown(samples, meta))
+    return failures(build_series(samples), float(meta["warm_up_s"]), meta.get("ended_early", []))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m topo.soak_report OUT`: summary and plots again from OUT's samples.jsonl and
+    meta.json (after a change to this module); exit 1 when the soak failed."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m topo.soak_report OUT (a folder a soak wrote)", file=sys.stderr)
+        return 2
+    out = Path(args[0])
+    try:
+        samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines() if line.strip()]
+        meta = json.loads((out / "meta.json").read_text())
+    except (OSError, ValueError) as exc:
+        print(f"topo.soak_report: error: {exc}", file=sys.stderr)
+        return 2
+    if not samples:
+        print(f"topo.soak_report: error: {out / 'samples.jsonl'} holds no sample", file=sys.stderr)
+        return 2
+    fails = write_report(samples, meta, out)
+    print("soak: PASS" if not fails else "soak: FAIL: " + "; ".join(fails))
+    return 0 if not fails else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

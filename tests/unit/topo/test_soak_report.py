@@ -3,6 +3,7 @@ against its 5% bar, the bounded-count check, the rounds-per-minute series, summa
 plots; the incremental round counter and the /proc readers (no network)."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -10,8 +11,9 @@ import pytest
 
 from topo import proc_stats
 from topo.soak import RoundCounter, main
+from topo import soak_report
 from topo.soak_report import (Series, build_series, bounded_check, failures, least_squares, plot_all,
-                              render_markdown, rss_check, trend)
+                              relative_to_warm, render_markdown, rss_check, trend)
 
 MIN = 60.0
 
@@ -132,6 +134,25 @@ def test_plots_are_written(tmp_path: Path):
     written = plot_all(_samples(), tmp_path, warm_up_s=2 * MIN)
     assert [p.name for p in written] == ["processes.png", "switches_controller.png", "logs.png", "rounds.png"]
     assert all(p.stat().st_size > 1000 for p in written)
+
+
+def test_rss_relative_to_warm_up_is_a_percentage():
+    s = Series("process", "p", "RSS", "MiB", [(0, 10.0), (60, 100.0), (120, 103.0)])
+    assert relative_to_warm(s, 60).points == [(60, 0.0), (120, pytest.approx(3.0))]
+
+
+def test_report_is_written_and_written_again_from_its_folder(tmp_path: Path, capsys):
+    samples = _samples(rss_growth_per_min=1000)
+    fails = soak_report.write_report(samples, _meta(), tmp_path)
+    assert fails and fails[0].startswith("RSS of ps@h1 (agent)")
+    first = (tmp_path / "summary.md").read_text()
+    (tmp_path / "samples.jsonl").write_text("".join(json.dumps(smp) + "\n" for smp in samples))
+    (tmp_path / "summary.md").unlink()
+    assert soak_report.main([str(tmp_path)]) == 1
+    assert (tmp_path / "summary.md").read_text() == first
+    assert capsys.readouterr().out.startswith("soak: FAIL: RSS of ps@h1 (agent)")
+    assert soak_report.main([str(tmp_path / "nothing")]) == 2
+    assert capsys.readouterr().err.startswith("topo.soak_report: error:")
 
 
 def test_round_counter_reads_only_what_was_appended(tmp_path: Path):
