@@ -153,13 +153,16 @@ class Check:
     reason: str
 
 
-def rss_check(series: Series, warm_up_s: float, bar: float = RSS_BAR) -> Check:
+def rss_check(series: Series, warm_up_s: float, bar: float = RSS_BAR, end_s: float | None = None) -> Check:
     """A process's RSS after warm-up against ``bar``: both the last value against the first after
     warm-up and the least-squares line's change over that span must stay at or below it, and
-    the process must be the same one throughout (no restart)."""
+    the process must be the same one throughout (no restart) and, when ``end_s`` (the last
+    sample's time) is given, still there at the end."""
     t = trend(series, warm_up_s)
     if len(set(series.pids)) > 1:
         return Check(series.name, False, f"restarted (pids {', '.join(map(str, dict.fromkeys(series.pids)))})")
+    if end_s is not None and series.points and series.points[-1][0] < end_s:
+        return Check(series.name, False, f"gone after +{series.points[-1][0] / 60:.1f} min")
     if t.end_change is None or t.fitted_change is None:
         return Check(series.name, None, f"too few samples after warm-up ({t.points})")
     worst = max(t.end_change, t.fitted_change)
@@ -184,7 +187,8 @@ def bounded_check(series: Series, warm_up_s: float, bar: float = BOUNDED_BAR) ->
 def checks(series: Sequence[Series], warm_up_s: float) -> tuple[list[Check], list[Check]]:
     """(per-process RSS verdicts, bounded-count verdicts). Log sizes grow by design and
     rounds depend on the machine's load: neither is checked."""
-    rss = [rss_check(s, warm_up_s) for s in series if s.group == "process" and s.metric == "RSS"]
+    end = max((s.points[-1][0] for s in series if s.points), default=None)
+    rss = [rss_check(s, warm_up_s, end_s=end) for s in series if s.group == "process" and s.metric == "RSS"]
     bounded = [bounded_check(s, warm_up_s) for s in series
                if (s.group == "process" and s.metric != "RSS") or s.group in ("switch", "controller")]
     return rss, bounded

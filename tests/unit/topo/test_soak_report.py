@@ -82,6 +82,14 @@ def test_a_restarted_process_fails_and_too_few_samples_say_so():
     assert check.ok is None and "too few" in check.reason
 
 
+def test_a_process_gone_before_the_end_fails():
+    samples = _samples()
+    for smp in samples[6:]:
+        del smp["procs"]["ps@h1 (agent)"]
+    fails = failures(build_series(samples), 2 * MIN, ended_early=[])
+    assert fails == ["RSS of ps@h1 (agent): gone after +5.0 min"]
+
+
 def test_growing_fds_fail_the_bounded_check_flat_ones_pass():
     leak = _samples(fds_growth_per_min=1)                 # 40 -> 50 fds
     assert bounded_check(_series(leak, "process", "controller (controller)", "open fds"), MIN).ok is False
