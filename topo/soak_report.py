@@ -132,6 +132,8 @@ def build_series(samples: Sequence[dict[str, Any]]) -> list[Series]:
             add("logs", name, "size", "MiB", x, size / 2 ** 20)
         if logs:
             add("logs", "all logs", "size", "MiB", x, sum(logs.values()) / 2 ** 20)
+        if smp.get("load"):
+            add("machine", "machine", "load average (1 min)", "", x, smp["load"][0])
         for job, rounds in sorted(smp.get("rounds", {}).items(), key=lambda kv: int(kv[0])):
             add("job", f"job {job}", "rounds", "rounds", x, rounds)
     out = list(table.values())
@@ -253,7 +255,8 @@ def render_markdown(samples: Sequence[dict[str, Any]], meta: dict[str, Any]) -> 
     logs = [s for s in series if s.group == "logs"]
     lines += _other_table("Log files (grow by design: not checked)",
                           sorted(logs, key=lambda s: -(s.points[-1][1] if s.points else 0))[:12], warm, [])
-    lines += _other_table("Jobs (depend on load: not checked)", [s for s in series if s.group == "job"], warm, [])
+    lines += _other_table("Jobs (depend on load: not checked)",
+                          [s for s in series if s.group in ("job", "machine")], warm, [])
     if meta.get("plots"):
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in meta["plots"]] + [""]
     return "\n".join(lines)
@@ -368,7 +371,14 @@ def plot_all(samples: Sequence[dict[str, Any]], out: Path, warm_up_s: float) -> 
     _panel(axes[1], top, "MiB", warm_up_s, "largest log files")
     written.append(_finish(fig, out / "logs.png"))
     fig, ax = plt.subplots(figsize=(8, 4))
-    _panel(ax, pick("job", "rounds per minute"), "rounds per minute", warm_up_s, "rounds per minute per job")
+    _panel(ax, pick("job", "rounds per minute"), "rounds per minute", warm_up_s,
+           "rounds per minute per job (grey: the machine's 1-min load average)")
+    load = pick("machine")
+    if load and load[0].points:
+        twin = ax.twinx()
+        xs, ys = zip(*load[0].points)
+        twin.plot([x / 60 for x in xs], ys, color="grey", alpha=0.6, linewidth=1)
+        twin.set_ylabel("load average (1 min)")
     written.append(_finish(fig, out / "rounds.png"))
     return written
 
@@ -377,7 +387,7 @@ def write_report(samples: Sequence[dict[str, Any]], meta: dict[str, Any], out: P
     """``meta.json``, the plots and ``summary.md`` in ``out``; returns the failures (empty: passed)."""
     meta = dict(meta)
     meta["plots"] = [p.name for p in plot_all(samples, out, float(meta["warm_up_s"]))]
-    (out / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     (out / "summary.md").write_text(render_markdown(samples, meta))
     return failures(build_series(samples), float(meta["warm_up_s"]), meta.get("ended_early", []))
 
