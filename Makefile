@@ -123,11 +123,14 @@ CHAOS_MINUTES ?= 3
 chaos: build
 	$(PY) -m topo.chaos --minutes $(CHAOS_MINUTES) --build $(BUILD)
 
-# Not in CI: two jobs with background traffic for DURATION minutes; every process's RSS, the
-# switches' table entries and the controller's state at the start and the end.
+# Not in CI: two jobs with background traffic for DURATION minutes, sampled every SOAK_INTERVAL
+# seconds (RSS, fds, threads per process; table entries; controller state and connections; log
+# sizes; rounds); samples.jsonl, summary.md and plots in SOAK_OUT. Fails when a process grew.
 DURATION ?= 30
+SOAK_INTERVAL ?= 60
+SOAK_OUT ?= logs/soak
 soak: build
-	$(PY) -m topo.soak --minutes $(DURATION) --build $(BUILD)
+	$(PY) -m topo.soak --minutes $(DURATION) --interval $(SOAK_INTERVAL) --out $(SOAK_OUT) --build $(BUILD)
 
 stop:
 	-@[ -x $(PY) ] && $(PY) -m topo.stop || true
