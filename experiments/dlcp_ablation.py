@@ -11,7 +11,6 @@ packets split over the equal-cost paths, and how many it had dropped selectively
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -77,24 +76,13 @@ def install_policy(ctx: ArmContext, job_id: int) -> dict[str, Any]:
     session = ctx.session
     features = features_of(ctx.arm)
     apply_job_policy(ctx, job_id, **features)
-    shown = session.gradctl("--json", "policy", "show")
     installed: dict[str, Any] = {}
-    try:
-        data = json.loads(shown.stdout)
-        for job in _jobs_of(data):
-            if job.get("job") == job_id:
-                installed = {f: job.get(f) for f in FEATURES}
-    except (ValueError, TypeError, AttributeError):
-        pass
+    for job in session.policy_jobs():
+        if job.get("job") == job_id:
+            installed = {f: job.get(f) for f in FEATURES}
     if installed and any(installed.get(f) is not None and bool(installed[f]) != on for f, on in features.items()):
         raise RuntimeError(f"controller reports job {job_id} features {installed}, wanted {features}")
     return installed or {f: None for f in FEATURES}
-
-
-def _jobs_of(data: Any) -> list[dict[str, Any]]:
-    """The per-job ablation switches of `gradctl --json policy show` ({"jobs": [...], ...})."""
-    jobs = data.get("jobs") if isinstance(data, dict) else None
-    return [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
 
 
 # -- counters: the evidence -------------------------------------------------------------------

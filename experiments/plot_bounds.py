@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from controller.errors import ControllerError
 from experiments import plot_profile, plots
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
 from experiments.config import ExperimentConfig
@@ -145,16 +146,15 @@ def _install_policy(ctx: ArmContext, bounds: list[float]) -> tuple[Path, list[di
     path = ctx.out_dir / "policies" / f"{ctx.arm.name}.rep{ctx.rep}.job{job}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     plot_profile.write_policy(path, doc, [f"arm {ctx.arm.name}, repetition {ctx.rep}, job {job}"])
-    done = ctx.session.gradctl("policy", "apply", str(path.resolve()))
-    if done.returncode != 0:
-        return path, [], f"gradctl policy apply failed: {(done.stderr or done.stdout).strip()[:200]}"
-    shown = ctx.session.gradctl("--json", "policy", "show")
-    classes: list[dict] = []
-    if shown.returncode == 0:
-        try:
-            classes = [c for c in json.loads(shown.stdout).get("classes", []) if c.get("job") == job]
-        except (ValueError, AttributeError):
-            classes = []
+    try:
+        ctx.session.apply_policy(path.resolve())
+    except ControllerError as exc:
+        return path, [], f"gradctl policy apply failed: {str(exc)[:200]}"
+    try:
+        shown = ctx.session.control("policy.show")
+        classes = [c for c in shown.get("classes", []) if isinstance(c, dict) and c.get("job") == job]
+    except (ControllerError, AttributeError):
+        classes = []
     return path, sorted(classes, key=lambda c: c["layers"][0]), None
 
 

@@ -5,7 +5,6 @@ Most experiments' `run_arm` is `run_training(ctx)` plus a few metrics of their o
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from controller.errors import ControllerError
 from experiments.api import ArmContext, finite
 from experiments.breakdown import PARTS
 from experiments.errors import ExperimentError
@@ -65,12 +65,7 @@ def job_policy(policy_file: str, job_id: int, **job_fields: Any) -> dict[str, An
 
 def policy_jobs(session: Any) -> list[dict[str, Any]]:
     """The jobs of the controller's running policy (`gradctl --json policy show`)."""
-    done = session.gradctl("--json", "policy", "show")
-    try:
-        jobs = json.loads(done.stdout).get("jobs", []) if done.returncode == 0 else []
-    except (ValueError, AttributeError):
-        return []
-    return [j for j in jobs if isinstance(j, dict)]
+    return session.policy_jobs()
 
 
 def apply_job_policy(ctx: ArmContext, job_id: int, **job_fields: Any) -> Path:
@@ -79,9 +74,10 @@ def apply_job_policy(ctx: ArmContext, job_id: int, **job_fields: Any) -> Path:
     template = ctx.config.topology_of(ctx.arm).policy or DEFAULT_POLICY
     path = Path(session.config.log_dir) / f"experiment.job{job_id}.policy.yaml"
     path.write_text(yaml.safe_dump(job_policy(template, job_id, **job_fields), sort_keys=False))
-    done = session.gradctl("policy", "apply", str(path.resolve()))
-    if done.returncode != 0:
-        raise ExperimentError(f"gradctl policy apply failed: {(done.stderr or done.stdout).strip()[:200]}")
+    try:
+        session.apply_policy(path.resolve())
+    except ControllerError as exc:
+        raise ExperimentError(f"gradctl policy apply failed: {str(exc)[:200]}") from None
     return path
 
 

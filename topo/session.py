@@ -7,7 +7,6 @@ ends everything it started by PID, in reverse order.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import subprocess
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
+from controller.errors import ControllerError
 from controller.topology import Topology
 from topo import agents
 from topo.errors import ProcessStartError, RunError, TopoError, ToolchainError
@@ -199,19 +199,39 @@ class RunSession:
         argv = agents.gradctl_argv(*args, socket=agents.controller_socket(self.config.log_dir))
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
 
+    def control(self, cmd: str, args: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
+        """One request to the running controller daemon, sent from this process: its answer is
+        what `gradctl --json` prints, without a Python process started (and gRPC imported) per
+        call, which experiments make several times per run; ControllerError when it fails."""
+        from controller import api  # noqa: PLC0415 (gRPC and protobuf: only once a network runs)
+
+        return api.call(Path(agents.controller_socket(self.config.log_dir)), cmd, args, timeout=timeout)
+
+    def apply_policy(self, path: str | Path) -> None:
+        """`gradctl policy apply PATH` from this process: the file is validated here, then
+        installed by the daemon; ControllerError (one line, naming the file) when either fails."""
+        from controller.policy import load_policy  # noqa: PLC0415
+
+        policy = load_policy(path)
+        self.control("policy.apply", {"document": dict(policy.document), "source": str(path)})
+
     def stats(self) -> dict[str, Any] | None:
-        """`gradctl stats --json`, parsed; None when unavailable."""
+        """`gradctl stats --json`'s document; None when unavailable."""
         try:
-            done = self.gradctl("--json", "stats")
-        except (TopoError, subprocess.TimeoutExpired):
-            return None
-        if done.returncode != 0:
-            return None
-        try:
-            data = json.loads(done.stdout)
-        except ValueError:
+            data = self.control("stats", {"switch": None})
+        except ControllerError:
             return None
         return data if isinstance(data, dict) else {"items": data}
+
+    def policy_jobs(self) -> list[dict[str, Any]]:
+        """The jobs of the controller's running policy (`gradctl --json policy show`); [] when
+        the controller cannot answer."""
+        try:
+            shown = self.control("policy.show")
+        except ControllerError:
+            return []
+        jobs = shown.get("jobs") if isinstance(shown, dict) else None
+        return [j for j in jobs if isinstance(j, dict)] if isinstance(jobs, list) else []
 
     def pace_pps(self, workers: int) -> float | None:
         """With `pace`, each sender's fair share of the bottleneck: 0.9 x rate / workers."""
@@ -252,12 +272,7 @@ class RunSession:
             return None
         if any(a.split("=")[0] in agents.BOUND_FLAGS for a in agent_args):
             return None
-        try:
-            done = self.gradctl("--json", "policy", "show")
-            jobs = json.loads(done.stdout).get("jobs", []) if done.returncode == 0 else []
-        except (TopoError, subprocess.TimeoutExpired, ValueError, AttributeError):
-            return None
-        if not any(isinstance(j, dict) and j.get("job") == job_id for j in jobs):
+        if not any(j.get("job") == job_id for j in self.policy_jobs()):
             return None
         return agents.controller_socket(self.config.log_dir)
 

@@ -34,6 +34,28 @@ def test_a_child_that_aborts_is_a_crash_not_the_end():
 
 
 @pytest.mark.slow
+def _pid() -> int:
+    return os.getpid()
+
+
+@pytest.mark.slow
+def test_a_runner_keeps_one_child_and_replaces_it_after_a_crash_or_an_error():
+    with isolate.Runner() as runner:
+        first = runner.call(_pid)
+        assert first != os.getpid() and runner.call(_pid) == first       # the same child, kept
+        assert runner.call(sum, [40, 2]) == 42
+        assert isinstance(runner.call(os.abort), isolate.Crash)
+        second = runner.call(_pid)
+        assert second not in (first, os.getpid())                         # a fresh one after the crash
+        with pytest.raises(SimError, match="no such thing"):
+            runner.call(_refuse)
+        assert runner.call(_pid) not in (second, os.getpid())            # ... and after an error
+        assert runner.call(lambda: 7) == 7          # a closure cannot be sent: a child of its own
+        child = runner._pid
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child, os.WNOHANG)               # the runner waited for its child
+
+
 def test_an_aborted_run_fails_and_the_experiment_goes_on(tmp_path, monkeypatch):
     cfg = harness.setup(configs.load(configs.default_path("ltp_incast"), quick=True))
     cfg = replace(cfg, rounds=2, topology=replace(cfg.topology, workers=2))

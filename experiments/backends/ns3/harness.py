@@ -299,34 +299,43 @@ def run(cfg: ExperimentConfig, rd: ResultsDir, out: Callable[[str], None] = lamb
             if rep < cfg.repetitions_of(arm) and (arm.name, rep) not in done]
     out(f"[{cfg.name}] {len(todo)} simulated run(s) (ns-3); results in {rd.path}")
     rd.set_state("running", todo=len(todo), total=len(todo))
-    for index, (rep, arm) in enumerate(todo):
-        t0 = time.monotonic()
-        result = run_isolated(cfg, arm, rep, rd.path)
-        elapsed = time.monotonic() - t0
-        tail = result.extra["tail_drops"]
-        run_record: dict[str, Any] = {
-            "arm": arm.name, "rep": rep, "seed": repetition_seed(cfg, rep), "ok": result.ok, "error": result.error,
-            "elapsed_s": round(elapsed, 3), "transport": arm.transport, "tcp_cc": arm.tcp_cc,
-            "tcp_ecn": arm.tcp_ecn, "pace": arm.pace, "workers": cfg.workers_of(arm),
-            "rounds_planned": cfg.rounds_of(arm), "metrics": result.metrics,
-            "switch": {"queue_tail_drops": tail, "switch_dropped": False},
-            "conditions": {"switch_dropped": False, "simulated": True},
-            **result.extra, "backend": BACKEND,
-        }
-        rd.append_run(run_record, [{**r, "arm": arm.name, "rep": rep} for r in result.rounds])
-        m = result.metrics
-        brief = ", ".join(f"{k} {m[k]:.3g}" for k in ("rounds_per_s", "round_time_p99_s", "start_queue_pkts",
-                                                      "burst_completion_s") if isinstance(m.get(k), (int, float)))
-        out(f"[{cfg.name}] run {index + 1}/{len(todo)} arm {arm.name} rep {rep + 1}: "
-            + ("done" if result.ok else f"FAILED: {result.error}")
-            + f" ({brief}; simulated) in {elapsed:.1f} s wall")
+    with isolate.Runner() as runner:
+        for index, (rep, arm) in enumerate(todo):
+            _run_one(cfg, rd, runner, index, len(todo), rep, arm, out)
     rd.set_state("done", remaining=0)
 
 
-def run_isolated(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path) -> ArmResult:
-    """`run_arm` in a forked child (`sim.isolate`): when ns-3 aborts the simulation (an
-    NS_ASSERT in its TCP, say), the run fails with ns-3's reason and the experiment goes on."""
-    outcome = isolate.call(run_arm, cfg, arm, rep, out_dir, sim_options(cfg))
+def _run_one(cfg: ExperimentConfig, rd: ResultsDir, runner: isolate.Runner, index: int, total: int,
+             rep: int, arm: Arm, out: Callable[[str], None]) -> None:
+    """One planned run, simulated by `runner`, written to `rd`, and its line."""
+    t0 = time.monotonic()
+    result = run_isolated(cfg, arm, rep, rd.path, runner)
+    elapsed = time.monotonic() - t0
+    tail = result.extra["tail_drops"]
+    run_record: dict[str, Any] = {
+        "arm": arm.name, "rep": rep, "seed": repetition_seed(cfg, rep), "ok": result.ok, "error": result.error,
+        "elapsed_s": round(elapsed, 3), "transport": arm.transport, "tcp_cc": arm.tcp_cc,
+        "tcp_ecn": arm.tcp_ecn, "pace": arm.pace, "workers": cfg.workers_of(arm),
+        "rounds_planned": cfg.rounds_of(arm), "metrics": result.metrics,
+        "switch": {"queue_tail_drops": tail, "switch_dropped": False},
+        "conditions": {"switch_dropped": False, "simulated": True},
+        **result.extra, "backend": BACKEND,
+    }
+    rd.append_run(run_record, [{**r, "arm": arm.name, "rep": rep} for r in result.rounds])
+    m = result.metrics
+    brief = ", ".join(f"{k} {m[k]:.3g}" for k in ("rounds_per_s", "round_time_p99_s", "start_queue_pkts",
+                                                  "burst_completion_s") if isinstance(m.get(k), (int, float)))
+    out(f"[{cfg.name}] run {index + 1}/{total} arm {arm.name} rep {rep + 1}: "
+        + ("done" if result.ok else f"FAILED: {result.error}")
+        + f" ({brief}; simulated) in {elapsed:.1f} s wall")
+
+
+def run_isolated(cfg: ExperimentConfig, arm: Arm, rep: int, out_dir: Path,
+                 runner: isolate.Runner | None = None) -> ArmResult:
+    """`run_arm` in a forked child (`sim.isolate`; `runner`'s, kept between an experiment's runs,
+    else one of its own): when ns-3 aborts the simulation (an NS_ASSERT in its TCP, say), the run
+    fails with ns-3's reason and the experiment goes on."""
+    outcome = (runner.call if runner is not None else isolate.call)(run_arm, cfg, arm, rep, out_dir, sim_options(cfg))
     if isinstance(outcome, ArmResult):
         return outcome
     return ArmResult(rounds=[], metrics={"rounds": 0}, ok=False, error=outcome.message(),
