@@ -145,8 +145,9 @@ class ExperimentConfig:
 
 
 def default_path(name: str, variant: str = "") -> Path:
-    """experiments/configs/NAME.yaml, or NAME_VARIANT.yaml for a variant."""
-    return CONFIG_DIR / (f"{name}_{variant}.yaml" if variant else f"{name}.yaml")
+    """experiments/configs/NAME.yaml, or NAME_VARIANT.yaml for a variant (a hyphen in the
+    variant, which names the results directory, is an underscore in the file's name)."""
+    return CONFIG_DIR / (f"{name}_{variant.replace('-', '_')}.yaml" if variant else f"{name}.yaml")
 
 
 def load(path: str | Path, quick: bool = False, overrides: dict[str, Any] | None = None) -> ExperimentConfig:

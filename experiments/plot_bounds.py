@@ -5,7 +5,9 @@ round-time CDF, final accuracy).
 Before a new run, `setup` profiles the model once (`experiments.plot_profile`, in process, with
 the config's model, rounds, workers and chunking, lost elements filled with zero as in PLOT's
 profile; the jobs' own hole fill is stated beside the profile in the summary) or reads a cached profile made with
-the same inputs (`params.profile.cache_dir`), or takes `params.bounds` as configured. The
+the same inputs (`params.profile.cache_dir`), or reads a published PyTorch model's profile
+(`params.profile.published`: a profile.json of `experiments.torch_profile`, each parameter's
+tolerance its bound), or takes `params.bounds` as configured. The
 per-layer arm uses the profiled bounds, the uniform arm their minimum on every layer, the
 tensor arm one bound over the whole tensor with the per-layer arm's total loss budget
 (sum of bound x layer size, divided by the tensor's size; LTP's and MLT's semantics: any chunk
@@ -28,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from controller.errors import ControllerError
-from experiments import plot_profile, plots
+from experiments import plot_profile, plots, torch_profile
 from experiments.api import ArmContext, ArmResult, Figure, Row, Summary, Table
 from experiments.config import ExperimentConfig
 from experiments.errors import ConfigError
@@ -37,8 +39,10 @@ from experiments.records import Results
 from experiments.stats import fmt_num, percentile
 from experiments.stats import summarize as stat_of
 from experiments.training import ROUND_TIME_MEANING, run_training, time_to_accuracy
+from hosts.errors import ConfigError as HostsConfigError
 from hosts.transport.bounds import DEFAULT_PULL_FRACTION
 
+REPO = Path(__file__).resolve().parents[1]
 ORDER = 3
 TITLE = ("PLOT: per-layer loss bounds vs one uniform bound vs one whole-tensor bound vs TCP under "
          "background congestion")
@@ -84,6 +88,16 @@ def profiled_bounds(config: ExperimentConfig, log: Any = print) -> tuple[list[fl
         return [float(b) for b in configured], {"source": "configured (params.bounds)"}
     opts = dict(config.params.get("profile") or {})
     settings = plot_profile.profile_settings(config)
+    if opts.get("published"):      # a path relative to the repository, as the config shows it
+        path = Path(opts["published"])
+        try:
+            bounds, record = torch_profile.published_bounds(
+                path if path.is_absolute() else REPO / path, settings.spec())
+        except HostsConfigError as exc:
+            raise ConfigError(f"{config.source}: params.profile.published: {exc}") from None
+        log(f"[plot_bounds] per-layer bounds from the published profile {path}")
+        return bounds, {**record, "source": f"published profile {path} (`{record['profile_command']}`)",
+                        "profile_file": str(path)}
     seeds = [int(s) for s in opts.get("seeds", plot_profile.DEFAULT_SEEDS)]
     rates = [float(r) for r in opts.get("rates", plot_profile.DEFAULT_RATES)]
     tolerance = float(opts.get("tolerance", plot_profile.DEFAULT_TOLERANCE))
@@ -406,7 +420,8 @@ def _profile_table(config: ExperimentConfig) -> Table | None:
     if not drops:
         return None
     rates = record.get("rates", [])
-    rows = [[f"layer {layer}", *(f"{row.get(str(r), math.nan) * 100:+.2f}" for r in rates),
+    names = record.get("layer_names") or []
+    rows = [[_layer_label(int(layer), names), *(f"{row.get(str(r), math.nan) * 100:+.2f}" for r in rates),
              f"{record['bounds'][int(layer)]:g}"] for layer, row in drops.items()]
     base = record.get("base_accuracy") or []
     filling = (record.get("settings") or {}).get("hole_fill", "?")
@@ -415,7 +430,15 @@ def _profile_table(config: ExperimentConfig) -> Table | None:
              f"loses chunks at each rate (loss-free accuracy {stat_of(base).fmt(4)}; tolerance "
              f"{record.get('tolerance', 0) * 100:g} point; holes filled with {filling} while profiling, "
              f"with {trained} in the network jobs)")
+    if record.get("profile_file"):
+        title += (f"; published profile {record['profile_file']}, trained with "
+                  + ", ".join(f"{k} {v}" for k, v in (record.get("settings") or {}).items()))
     return Table(title, ["layer", *(f"{r:.0%}" for r in rates), "bound"], rows)
+
+
+def _layer_label(layer: int, names: list[str]) -> str:
+    """'layer 2' or, when the profile names its layers (torch parameters), 'layer 2 (dense.weight)'."""
+    return f"layer {layer} ({names[layer]})" if layer < len(names) else f"layer {layer}"
 
 
 def _fmt_list(values: Any) -> str:
@@ -457,7 +480,7 @@ def profile_plot(config: ExperimentConfig, path: Path) -> Path | None:
         rates = sorted(by_rate, key=float)
         drops = [[100.0 * (b - a) for b, a in zip(base, by_rate[r])] for r in rates]
         size = f", {sizes[int(layer)]} elements" if int(layer) < len(sizes) else ""
-        label = f"layer {layer}{size}: bound {record['bounds'][int(layer)]:g}"
+        label = f"{_layer_label(int(layer), record.get('layer_names') or [])}{size}: bound {record['bounds'][int(layer)]:g}"
         series[label] = ([100.0 * float(r) for r in rates], [float(np.mean(d)) for d in drops],
                          [float(np.std(d, ddof=1)) if len(d) > 1 else 0.0 for d in drops])
     filling = (record.get("settings") or {}).get("hole_fill", "?")

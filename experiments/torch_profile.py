@@ -72,6 +72,36 @@ def tolerance_of(drops: dict[float, float], tolerance: float) -> float:
     return best
 
 
+def published_bounds(path: Path, spec: ModelSpec) -> tuple[list[float], dict]:
+    """(bound per layer, profile record) from a profile.json this module wrote, for `spec`'s
+    model: each parameter's tolerance is its bound, in the model's layer order. The record has
+    the shape `experiments.plot_profile.Profile` gives plot_bounds (layers keyed by index, holes
+    filled with zero) plus the profile's file and command. ConfigError (one line) when the file
+    cannot be read, was made for another model, or lacks a layer."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        model, tolerances = doc["model"], doc["tolerances"]
+        accuracy, drops = doc["accuracy"], doc["drops"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"published profile {path}: not a torch_profile profile.json ({exc})") from None
+    wanted = spec.describe()
+    if model != wanted:
+        raise ConfigError(f"published profile {path} is of model {model}, the experiment trains {wanted}")
+    names = wanted.get("layer_names", [])
+    missing = [n for n in names if n not in tolerances]
+    if missing:
+        raise ConfigError(f"published profile {path} has no tolerance for {', '.join(missing)}")
+    bounds = [float(tolerances[n]) for n in names]
+    record = {"settings": {**doc.get("settings", {}), "hole_fill": "zero"}, "seeds": doc.get("seeds"),
+              "rates": doc.get("rates", []), "tolerance": doc.get("tolerance"),
+              "base_accuracy": doc.get("base_accuracy", []),
+              "accuracy": {str(i): accuracy[n] for i, n in enumerate(names) if n in accuracy},
+              "drops": {str(i): drops[n] for i, n in enumerate(names) if n in drops},
+              "bounds": bounds, "layer_names": names, "elapsed_s": doc.get("elapsed_s", 0.0),
+              "profile_file": str(path), "profile_command": doc.get("command")}
+    return bounds, record
+
+
 def plot(out: Path, names: list[str], rates: list[float], drops: list[dict[float, float]],
          tolerances: list[float], title: str) -> None:
     import matplotlib

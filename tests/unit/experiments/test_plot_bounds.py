@@ -158,3 +158,44 @@ def test_summary_compares_per_layer_with_the_whole_tensor_bound(tmp_path):
     assert "tensor: the pooled budget let holes gather in layer 1 (20.0 % on average, its per-layer bound 0.1)" in text
     assert "per_layer: the pooled budget" not in text
     assert "so the per-layer arm may leave at most" in text
+
+
+def test_torch_config_takes_its_bounds_from_the_published_profile():
+    cfg = pb.setup(configs.load(configs.default_path("plot_bounds", "torch-cnn")))
+    assert cfg.label == "plot_bounds-torch-cnn" and cfg.model.kind == "torch-cnn"
+    assert report.command_line(cfg) == \
+        'make experiment NAME=plot_bounds ARGS="--config experiments/configs/plot_bounds_torch_cnn.yaml"'
+    # the published profile: dense.weight tolerates 20 %, every other parameter 80 %
+    record = cfg.params["profile_record"]
+    assert record["layer_names"] == ["conv.weight", "conv.bias", "dense.weight", "dense.bias",
+                                     "out.weight", "out.bias"]
+    assert cfg.params["per_layer_bounds"] == [0.8, 0.8, 0.2, 0.8, 0.8, 0.8]
+    assert cfg.params["uniform_bound"] == 0.2
+    assert cfg.params["layer_sizes"] == [144, 16, 16384, 64, 640, 10]
+    assert pb.arm_bounds(cfg, "tensor") == [plot_profile.tensor_bound(
+        [0.8, 0.8, 0.2, 0.8, 0.8, 0.8], [144, 16, 16384, 64, 640, 10])] * 6
+    assert record["source"].startswith("published profile docs/results/torch_profile-torch-cnn/")
+    # the summary's profile table names the parameters, with the profile's drops and bounds
+    table = pb._profile_table(cfg)
+    assert table.rows[2][0] == "layer 2 (dense.weight)" and table.rows[2][-1] == "0.2"
+    assert "published profile" in table.title
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda doc: doc["model"].update(filters=8), "is of model"),
+    (lambda doc: doc["tolerances"].pop("out.bias"), "no tolerance for out.bias"),
+    (lambda doc: doc.pop("tolerances"), "not a torch_profile profile.json"),
+])
+def test_a_published_profile_of_another_model_is_a_one_line_config_error(tmp_path, change, words):
+    import json
+
+    src = pb.REPO / "docs/results/torch_profile-torch-cnn/profile.json"
+    doc = json.loads(src.read_text())
+    change(doc)
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(doc))
+    cfg = configs.load(configs.default_path("plot_bounds", "torch-cnn"))
+    cfg = replace(cfg, params={**cfg.params, "profile": {"published": str(path)}})
+    with pytest.raises(configs.ConfigError) as info:
+        pb.setup(cfg)
+    assert words in str(info.value) and "\n" not in str(info.value)
