@@ -7,7 +7,8 @@ chunk go: that stage runs reliable), `round` (completion time and its parts push
 compute_s, control_s; per-layer delivered fraction and over the whole tensor, mean and worst
 worker; closed_by per worker, resends (push resends received + pull resends sent), bound
 violations, deadline, the switches' telemetry (and the deepest switch
-queue the push met), bytes, retransmissions), `violation` (a push closed by its deadline with more
+queue the push met), bytes, retransmissions and fast_resends, those of them sent on the ACKs'
+evidence rather than after a probe), `violation` (a push closed by its deadline with more
 loss than the bound), `adaptation` (the Early Close deadline changed: round from which it applies,
 value, reason; docs/control-laws.md), `epoch` (loss, accuracy on the held-out digits), `eval`
 (test accuracy every --eval-every rounds), `policy`
@@ -136,6 +137,7 @@ def _round_figures(gathered: Gathered, pull_s: float, delta: dict[str, int],
         telemetry=gathered.telemetry, deadline_adaptation=gathered.adaptation,
         bytes=delta.get("bytes_sent", 0) + delta.get("bytes_received", 0),
         retransmissions=delta.get("retransmissions", 0),
+        fast_resends=delta.get("fast_resends", 0),      # of those, on the ACKs' evidence (no timer)
         retx_received=delta.get("retx_received", 0),
         drops={k: v for k, v in delta.items() if k.startswith("drop_")},
         queue_depth=gathered.max_qdepth, lost=gathered.lost)

@@ -147,6 +147,13 @@ class LossyRound:
     # compute_s, push_s, wait_s (push's end to the pull's first packet), pull_s, control_s
     worker_breakdown: dict[str, float] = field(default_factory=dict)
     push_times: list[float] = field(default_factory=list)   # each worker's push_s (DLCP's gradient FCT)
+    # what set off each stage's resends, summed over its senders: `resent` chunks in all,
+    # `fast` on the ACKs' evidence (RACK, before any probe), the rest on a PROBE's BITMAP or a
+    # PULL_REQ (a timer); `probes` sent. `pull_sessions`: per worker [pull seconds at the PS
+    # (None while its STOP is on the way), chunks resent, of them fast], so a slow pull can be
+    # told apart by what repaired it.
+    repairs: dict[str, dict[str, int]] = field(default_factory=dict)
+    pull_sessions: list[list[float]] = field(default_factory=list)
 
 
 @dataclass
@@ -371,6 +378,13 @@ class _Job:
         senders = [*self._pushes.pop(group.round, []), *group.by_rank.values()]
         rec.retransmissions = sum(s.stats.retransmissions for s in senders)
         rec.data_packets = sum(s.stats.data_packets for s in senders)
+        for stage, group_senders in (("push", senders[:len(senders) - len(group.by_rank)]),
+                                     ("pull", list(group.by_rank.values()))):
+            rec.repairs[stage] = {"resent": sum(s.stats.retransmissions for s in group_senders),
+                                  "fast": sum(s.stats.fast_resends for s in group_senders),
+                                  "probes": sum(s.stats.probes for s in group_senders)}
+        rec.pull_sessions = [[round(s.stats.seconds, 6) if s.done else None, s.stats.retransmissions,
+                              s.stats.fast_resends] for s in group.by_rank.values()]
 
     def pulled(self, worker: _Worker, round_: int, now: float, parts: dict[str, float]) -> None:
         """A worker has round `round_`'s pull: it starts its next push after its own delay, as

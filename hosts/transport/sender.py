@@ -88,6 +88,7 @@ REORDER_WINDOW = 0.25
 class SendStats:
     data_packets: int = 0
     retransmissions: int = 0
+    fast_resends: int = 0          # of those, queued on the ACKs' evidence (RACK), not by a timer
     probes: int = 0
     bytes_sent: int = 0
     started: float = 0.0
@@ -169,6 +170,7 @@ class SendSession:
         self._rack_wake = INFINITY     # when a chunk sent before it will count as lost
         self.fast_repairs = 0          # chunks resent on the ACKs' evidence, before any probe
         self._lost = np.zeros(len(chunks), dtype=bool)   # last send known lost (ACKs or BITMAP)
+        self._fast = np.zeros(len(chunks), dtype=bool)   # queued again by RACK, not yet resent
 
     @property
     def active(self) -> bool:
@@ -200,6 +202,10 @@ class SendSession:
             self._resent[idx] = True
             self.stats.retransmissions += 1
             self.endpoint.counters["retransmissions"] += 1
+            if self._fast[idx]:
+                self.stats.fast_resends += 1
+                self.endpoint.counters["fast_resends"] += 1
+        self._fast[idx] = False
         payload = self._payloads[idx]
         hdr = wire.pack_header(wire.KIND_DATA, flags, self.endpoint.job_id, self.endpoint.rank,
                                chunk.layer, self.round, chunk.mag_class, len(payload),
@@ -339,6 +345,7 @@ class SendSession:
                     and self.budget.covers(self._missing_per_layer())):
                 return
             self._queued[missing] = True
+            self._fast[missing] = False
             self._queue = self._queue[self._pos:] + missing.tolist()
             self._pos = 0
             self._next_probe = INFINITY
@@ -382,6 +389,7 @@ class SendSession:
         missing = np.array(resend)
         self.fast_repairs += len(missing)
         self._queued[missing] = True
+        self._fast[missing] = True
         self._queue = self._queue[self._pos:] + missing.tolist()
         self._pos = 0
         self._next_probe = INFINITY

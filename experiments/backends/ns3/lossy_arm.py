@@ -67,7 +67,8 @@ def run(cfg: ExperimentConfig, arm: Arm, seed: int, topo: Any, jitter_s: float,
                "closed_by": r.push_closed_by, "retransmissions": r.retransmissions,
                "data_packets": r.data_packets, "queue_depth": r.queue_depth,
                "deadline_ms": r.deadline_ms, "accuracy": None, "phase": r.phase, "push_bound": r.push_bound,
-               "worker_breakdown": {k: round(v, 6) for k, v in r.worker_breakdown.items()}}
+               "worker_breakdown": {k: round(v, 6) for k, v in r.worker_breakdown.items()},
+               "repairs": r.repairs, "pull_sessions": r.pull_sessions}
               for i, r in enumerate(done)]
     times = [r["round_time_s"] for r in rounds]
     span = done[-1].end - done[0].start if done else 0.0

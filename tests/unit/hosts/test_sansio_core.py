@@ -167,6 +167,21 @@ def test_lost_chunks_of_a_reliable_push_are_resent_on_the_acks_evidence():
     assert net.data_dropped == 7
     # later chunks' ACKs show every loss: resent before any probe (was: after one)
     assert send.stats.retransmissions == send.fast_repairs == 7 and send.stats.probes == 0
+    assert send.stats.fast_resends == 7
+    assert send.stats.closed_by == "complete" and recv.fractions()[0] == [1.0, 1.0, 1.0]
+
+
+def test_a_tail_loss_is_repaired_by_the_probe_and_counted_as_the_timers():
+    seen = []
+
+    def lose_last_of_first_pass(rng, hdr) -> bool:   # no later chunk's ACK can reveal it
+        seen.append(hdr.flags & wire.FLAG_RETX)
+        return not seen[-1] and len(seen) == PLAN.total_chunks
+
+    net = Wire(loss=lose_last_of_first_pass)
+    send, recv = _push(net, 0, LayerBounds.fixed(3, 0.0, "tensor"), SendOptions(window=10))
+    assert net.data_dropped == 1 and send.stats.probes >= 1
+    assert send.stats.retransmissions == 1 and send.stats.fast_resends == 0
     assert send.stats.closed_by == "complete" and recv.fractions()[0] == [1.0, 1.0, 1.0]
 
 
