@@ -47,6 +47,11 @@ ORDER = 3
 TITLE = ("PLOT: per-layer loss bounds vs one uniform bound vs one whole-tensor bound vs TCP under "
          "background congestion")
 PAPER = "PLOT, IEEE TNSM 2024"
+
+
+def title(config: ExperimentConfig) -> str:
+    """The summary's title: TITLE, without "vs TCP" when the config runs no TCP arm."""
+    return TITLE if _tcp_arm(config) else TITLE.replace(" vs TCP", "")
 PER_LAYER, UNIFORM, TENSOR = "per_layer", "uniform", "tensor"
 FIGURES: list[Figure] = [
     Figure(key="p99_vs_uniform_x", label="p99 round time, uniform bound / per-layer bounds",

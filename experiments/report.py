@@ -92,7 +92,8 @@ def write_summary(module: ModuleType, config: ExperimentConfig, results: Results
                   summary: Summary, plots: list[Path], path: Path) -> Path:
     """Write summary.md; returns its path."""
     figures: list[Figure] = list(getattr(module, "FIGURES", []))
-    lines = [f"# {getattr(module, 'TITLE', config.name)}", ""]
+    title = getattr(module, "title", None)      # a module whose title depends on its arms
+    lines = [f"# {title(config) if callable(title) else getattr(module, 'TITLE', config.name)}", ""]
     if config.description:
         lines += [config.description.strip(), ""]
     topo = config.topology

@@ -199,3 +199,10 @@ def test_a_published_profile_of_another_model_is_a_one_line_config_error(tmp_pat
     with pytest.raises(configs.ConfigError) as info:
         pb.setup(cfg)
     assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_title_names_tcp_only_when_a_tcp_arm_runs(tmp_path):
+    cfg = _tiny(tmp_path)
+    assert "vs TCP" in pb.title(cfg)
+    without = replace(cfg, arms=[a for a in cfg.arms if a.transport != "tcp"])
+    assert "vs TCP" not in pb.title(without) and pb.title(without).startswith("PLOT: per-layer")
