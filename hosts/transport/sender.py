@@ -10,7 +10,9 @@ from hosts import wire
 from hosts.errors import PacketError, PeerTimeout
 from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import Chunk, ChunkPlan, send_order
+from hosts.transport import core as transport_core
 from hosts.transport.congestion import SWITCH_ECN_THRESHOLD, RttEstimate, Window
+from hosts.transport.data_frames import data_frames
 from hosts.transport.port import Port, Received
 from hosts.transport.probe_answer import probe_padding
 
@@ -111,13 +113,16 @@ class SendSession:
     come will close the round. PeerTimeout if the peer says nothing for `peer_timeout` s.
     Below the budget, loss does not shrink an 'ecn' window. `window` carries one peer's window
     over rounds (new_window(options)), as a TCP connection keeps its own; default: a fresh one.
+    `core` (hosts/transport/core.py; None: the default) builds the DATA datagrams natively or
+    in Python (hosts/transport/data_frames.py): the same bytes either way.
     """
 
     def __init__(self, endpoint: Port, peer: tuple[str, int], peer_rank: int,
                  plan: ChunkPlan, layers: list[np.ndarray], round_: int, *, pull: bool,
                  options: SendOptions, extra_flags: int = 0, peer_name: str = "peer",
                  critical_layers: frozenset[int] = frozenset(),
-                 budget: LossBudget | None = None, window: Window | None = None) -> None:
+                 budget: LossBudget | None = None, window: Window | None = None,
+                 core: str | None = None) -> None:
         self.endpoint = endpoint
         self.peer = peer
         self.peer_rank = peer_rank
@@ -132,7 +137,9 @@ class SendSession:
         chunks = plan.split(layers)
         self._base = np.cumsum([0] + plan.chunk_counts[:-1]).tolist()
         self._chunks = chunks
-        self._payloads = [c.values.astype(">f4").tobytes() for c in chunks]
+        self._frames = data_frames(plan, layers, chunks, endpoint.job_id, endpoint.rank, round_,
+                                   options.policy_epoch,
+                                   native=transport_core.resolve(core, announce=False) == "native")
         self._marks = [self._marking(c) for c in chunks]
         self._not_ect = np.array([tos & 3 == wire.ECN_NOT_ECT for _, tos in self._marks], dtype=bool)
         self.arrived = np.zeros(len(chunks), dtype=bool)
@@ -190,7 +197,6 @@ class SendSession:
         return flags, wire.data_tos(chunk.mag_class, droppable)
 
     def _send_chunk(self, idx: int, now: float, ack_now: bool = False) -> None:
-        chunk = self._chunks[idx]
         flags, tos = self._marks[idx]
         if ack_now:
             flags |= wire.FLAG_ACK_NOW
@@ -200,11 +206,7 @@ class SendSession:
             self._resent[idx] = True
             self.stats.retransmissions += 1
             self.endpoint.counters["retransmissions"] += 1
-        payload = self._payloads[idx]
-        hdr = wire.pack_header(wire.KIND_DATA, flags, self.endpoint.job_id, self.endpoint.rank,
-                               chunk.layer, self.round, chunk.mag_class, len(payload),
-                               chunk.seq, chunk.offset, policy_epoch=self.options.policy_epoch)
-        self.endpoint.send(hdr + payload, self.peer, tos)
+        nbytes = self.endpoint.send_data(self._frames, idx, flags, self.peer, tos)
         self._sent_once[idx] = True
         self._lost[idx] = False
         if self._in_flight is not None and not self._outstanding[idx]:
@@ -215,7 +217,7 @@ class SendSession:
         self._sent_at[idx] = now
         self.stats.data_packets += 1
         self.endpoint.counters["data_packets_sent"] += 1
-        self.stats.bytes_sent += len(hdr) + len(payload)
+        self.stats.bytes_sent += nbytes
 
     def tick(self, now: float, burst: int | None = None) -> float:
         """Send what pacing allows (at most `burst` DATA, default options.burst), probe when
