@@ -172,3 +172,50 @@ def test_signed_and_pulled_data_is_the_same_on_both(mac: str) -> None:
     for seed in range(2):
         assert (_exchange("native", seed, 0.1, options, pull=True, mac=mac)
                 == _exchange("python", seed, 0.1, options, pull=True, mac=mac))
+
+
+def _ack(entries: list[tuple[int, int, int]]) -> bytes:
+    return b"".join(wire.ACK_ENTRY.pack(layer, marks, seq) for layer, marks, seq in entries)
+
+
+@needs_native
+def test_every_ack_even_a_malformed_one_leaves_both_senders_in_the_same_state() -> None:
+    """ACKs of every shape (duplicates, CE echoes, resent chunks, an entry naming no chunk in
+    the middle, a payload of no whole entries, an empty one) applied to a sender on each core,
+    which sent the same chunks (some twice): the same arrays, counters and timers after each."""
+    plan = ChunkPlan([1000, 700, 64], [64, 50, 16])
+    counts = plan.chunk_counts
+    rng = np.random.default_rng(11)
+    clock = [0.0]
+    ports = {c: Port(JOB, 0, lambda: clock[0]) for c in ("python", "native")}
+    senders = {c: SendSession(ports[c], ("10.0.0.9", 6000), wire.PS_RANK, plan, _layers(plan, 1), 3,
+                              pull=False, options=SendOptions(window=40, cc="ecn"), core=c)
+               for c in ports}
+    payloads = [b"", b"\0" * 7, _ack([(3, 0, 0)]), _ack([(0, 1, 2), (0, 0, counts[0])]),
+                _ack([(1, 0, 1), (9, 0, 0), (2, 1, 0)])]
+    for step in range(150):
+        clock[0] += float(rng.exponential(0.0005))
+        if step % 3 == 0:
+            payload = payloads[step // 3 % len(payloads)] if step % 9 == 0 else _ack(
+                [(int(layer), int(rng.integers(0, 2)), int(rng.integers(0, counts[layer])))
+                 for layer in rng.integers(0, 3, int(rng.integers(1, 12)))])
+            hdr = wire.pack_header(wire.KIND_ACK, 0, JOB, wire.PS_RANK, wire.ALL_LAYERS, 3,
+                                   payload_len=len(payload), tele_qdelay_us=int(rng.integers(0, 40_000)))
+            for c, s in senders.items():
+                pkt = ports[c].parse(hdr + payload, ("10.0.0.9", 6000), 0)
+                s.on_packet(pkt, clock[0])
+        if step % 40 == 20:     # a BITMAP-free resend: chunks queued again as a probe would
+            for s in senders.values():
+                s._requeue_missing(clock[0], force=True)
+        wakes = {c: s.tick(clock[0]) for c, s in senders.items()}
+        py, nat = senders["python"], senders["native"]
+        assert wakes["python"] == wakes["native"]
+        for name in ("arrived", "_outstanding", "_sent_at", "_tx", "_resent", "_lost", "_queued"):
+            assert np.array_equal(getattr(py, name), getattr(nat, name)), name
+        assert (py._in_flight, py._rack_sent, py._rack_rtt, py._rack_wake, py.rtt.srtt,
+                py.window.cwnd) == (nat._in_flight, nat._rack_sent, nat._rack_rtt,
+                                    nat._rack_wake, nat.rtt.srtt, nat.window.cwnd)
+        assert dict(ports["python"].counters) == dict(ports["native"].counters)
+        assert [d.data for d in ports["python"].take()] == [d.data for d in ports["native"].take()]
+    assert ports["python"].counters["drop_corrupt"] >= 5
+    assert py.arrived.all() and py.stats.retransmissions > 0
