@@ -10,7 +10,8 @@ from setuptools import Extension, setup
 
 setup(ext_modules=[Extension(
     "hosts.transport._native",
-    sources=["native/module.cpp", "native/batch_io.cpp"],
+    sources=["native/module.cpp", "native/batch_io.cpp", "native/send_frames.cpp",
+             "native/send_acks.cpp"],
     depends=["native/recv_core.h"],
     include_dirs=["native"],
     language="c++",

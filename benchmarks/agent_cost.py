@@ -24,8 +24,14 @@ recvmsg besides the datagrams' own work).
 `--ios single,batch` runs every row once per socket I/O path of both processes (hosts/
 transport/endpoint.py: one sendmsg / recvmsg_into per datagram, or sendmmsg / recvmmsg per
 step); a native row takes the tx of the Python row on the same path.
+`--send-cores python,native` runs every row once per sender core (hosts/transport/
+data_frames.py: DATA framed in Python, or natively and, on the batch path, straight into the
+send queue). A native sender's tx is solved from its own CPU with the rx of the all-Python row
+of the same repetition and path (the sender takes in ACKs with the Python code in both):
+tx = (sender CPU - rx x ACKs received) / datagrams sent. `send us/out` is the sender's whole
+CPU per datagram it sent, its ACK handling included: no model.
 Run: .venv/bin/python benchmarks/agent_cost.py [--rounds 200] [--repeat 3] [--cores python,native]
-     [--ios single,batch]
+     [--ios single,batch] [--send-cores python,native]
 """
 from __future__ import annotations
 
@@ -107,7 +113,7 @@ def _receiver(rounds: int, port_out, result_out, core: str = "python", io: str =
     ep.close()
 
 
-def _sender(rounds: int, port: int, result_out, io: str = "single") -> None:
+def _sender(rounds: int, port: int, result_out, io: str = "single", core: str = "python") -> None:
     config, plan = _config(), ChunkPlan(LAYERS, CHUNK_ELEMS)
     ep = Endpoint(("127.0.0.1", 0), config.job_id, 0, io=io)
     mux = Mux(ep)
@@ -118,7 +124,8 @@ def _sender(rounds: int, port: int, result_out, io: str = "single") -> None:
         t0 = time.process_time()
         sender = SendSession(ep, ("127.0.0.1", port), wire.PS_RANK, plan, gradients[r], r, pull=False,
                              options=config.send, critical_layers=config.bounds.critical_layers(pull=False),
-                             budget=LossBudget.of(config.bounds.push, plan, config.bounds.scope))
+                             budget=LossBudget.of(config.bounds.push, plan, config.bounds.scope),
+                             core=core)
         mux.add(sender)
         mux.run(lambda: sender.done)
         mux.prune(r)
@@ -129,10 +136,12 @@ def _sender(rounds: int, port: int, result_out, io: str = "single") -> None:
 
 
 def measure(rounds: int, core: str = "python", tx_us: float | None = None,
-            io: str = "single") -> dict[str, float]:
-    """One sender and one receiver (on `core`, both on socket I/O `io`) for `rounds` rounds:
-    CPU seconds per received and per sent datagram, solved from both processes' CPU time and
-    counts (or, given `tx_us`, the receiver's rx from its own CPU time alone)."""
+            io: str = "single", send_core: str = "python",
+            rx_us: float | None = None) -> dict[str, float]:
+    """One sender (on `send_core`) and one receiver (on `core`), both on socket I/O `io`, for
+    `rounds` rounds: CPU seconds per received and per sent datagram, solved from both processes'
+    CPU time and counts (given `tx_us`, the receiver's rx from its own CPU time alone; given
+    `rx_us`, the sender's tx from its own)."""
     ctx = mp.get_context("fork")
     port_in, port_out = ctx.Pipe(duplex=False)
     rres_in, rres_out = ctx.Pipe(duplex=False)
@@ -140,7 +149,7 @@ def measure(rounds: int, core: str = "python", tx_us: float | None = None,
     recv = ctx.Process(target=_receiver, args=(rounds, port_out, rres_out, core, io))
     recv.start()
     port = port_in.recv()
-    send = ctx.Process(target=_sender, args=(rounds, port, sres_out, io))
+    send = ctx.Process(target=_sender, args=(rounds, port, sres_out, io, send_core))
     send.start()
     try:
         r_cpu, r_in, r_out, r_wakes = rres_in.recv()
@@ -155,9 +164,12 @@ def measure(rounds: int, core: str = "python", tx_us: float | None = None,
     a = np.array([[r_in, r_out], [s_in, s_out]], dtype=float)
     rx, tx = np.linalg.solve(a, np.array([r_cpu, s_cpu]))
     if tx_us is not None:
-        tx = tx_us / 1e6
-        rx = (r_cpu - tx * r_out) / r_in
-    return {"core": core, "io": io, "per_wake": r_in / max(r_wakes, 1), "rx_us": rx * 1e6, "tx_us": tx * 1e6, "recv_us_in": r_cpu / r_in * 1e6,
+        rx = (r_cpu - tx_us / 1e6 * r_out) / r_in
+    if rx_us is not None:
+        tx = (s_cpu - rx_us / 1e6 * s_in) / s_out
+    return {"core": core, "io": io, "send_core": send_core, "send_us_out": s_cpu / s_out * 1e6,
+            "per_wake": r_in / max(r_wakes, 1), "rx_us": rx * 1e6, "tx_us": tx * 1e6,
+            "recv_us_in": r_cpu / r_in * 1e6,
             "recv_cpu_s": r_cpu, "send_cpu_s": s_cpu,
             "recv_in": r_in, "recv_out": r_out, "send_in": s_in, "send_out": s_out,
             "mean_us": (r_cpu + s_cpu) / (r_in + r_out + s_in + s_out) * 1e6}
@@ -171,6 +183,8 @@ def main() -> None:
                     help="comma-separated receive cores to measure in turn: python, native")
     ap.add_argument("--ios", default="single",
                     help="comma-separated socket I/O paths to measure in turn: single, batch")
+    ap.add_argument("--send-cores", default="python",
+                    help="comma-separated sender cores (DATA framing) to measure in turn: python, native")
     args = ap.parse_args()
     ios = [x.strip() for x in args.ios.split(",") if x.strip()]
     if not ios or any(x not in IO_MODES for x in ios):
@@ -185,30 +199,46 @@ def main() -> None:
         ap.error(f"--cores native: the native core is not built ({transport_core.NATIVE_ERROR})")
     if "native" in cores and "python" not in cores:
         cores.insert(0, "python")     # the native rows take the Python run's tx
+    send_cores = [c.strip() for c in args.send_cores.split(",") if c.strip()]
+    bad = [c for c in send_cores if c not in transport_core.CORES]
+    if bad or not send_cores:
+        ap.error(f"--send-cores: {', '.join(bad) or 'none'} not among {', '.join(transport_core.CORES)}")
+    if "native" in send_cores and not transport_core.native_available():
+        ap.error(f"--send-cores native: the native core is not built ({transport_core.NATIVE_ERROR})")
+    if "native" in send_cores and "python" not in send_cores:
+        send_cores.insert(0, "python")     # the native sender's rows take the Python run's rx
     load = os.getloadavg()[0]
     print(f"ltp_incast's gradlane push, 1 sender -> 1 receiver over loopback, {args.rounds} rounds of "
           f"{len(LAYERS)} layers ({sum(LAYERS)} float32, {CHUNK_ELEMS} per chunk); load average {load:.2f}")
-    print(f"{'run':<5}{'core':<8}{'io':<8}{'rx us/dgram':>13}{'tx us/dgram':>13}{'recv us/in':>12}{'mean us':>9}"
+    print(f"{'run':<5}{'core':<8}{'send':<8}{'io':<8}{'rx us/dgram':>13}{'tx us/dgram':>13}"
+          f"{'recv us/in':>12}{'send us/out':>13}{'mean us':>9}"
           f"{'recv: in/out':>16}{'send: in/out':>16}{'cpu s recv/send':>18}{'dgrams/wake':>13}")
     rows = []
     for i in range(args.repeat):
         for io in ios:
-            tx_us = None
-            for core in cores:     # interleaved: every core and path meets the same load
-                m = measure(args.rounds, core, tx_us if core == "native" else None, io)
-                if core == "python":
-                    tx_us = m["tx_us"]
-                rows.append(m)
-                print(f"{i + 1:<5}{core:<8}{io:<8}{m['rx_us']:>13.1f}{m['tx_us']:>13.1f}{m['recv_us_in']:>12.1f}"
-                      f"{m['mean_us']:>9.1f}{m['recv_in']:>9}/{m['recv_out']:<6}{m['send_in']:>9}/"
-                      f"{m['send_out']:<6}{m['recv_cpu_s']:>9.2f}/{m['send_cpu_s']:<8.2f}{m['per_wake']:>13.2f}",
-                      flush=True)
+            tx_us = rx_us = None
+            for send_core in send_cores:     # interleaved: every core and path meets the same load
+                for core in cores:
+                    m = measure(args.rounds, core, tx_us if core == "native" else None, io, send_core,
+                                rx_us if send_core == "native" else None)
+                    if core == "python" and send_core == "python":
+                        tx_us, rx_us = m["tx_us"], m["rx_us"]
+                    rows.append(m)
+                    print(f"{i + 1:<5}{core:<8}{send_core:<8}{io:<8}{m['rx_us']:>13.1f}{m['tx_us']:>13.1f}"
+                          f"{m['recv_us_in']:>12.1f}{m['send_us_out']:>13.1f}"
+                          f"{m['mean_us']:>9.1f}{m['recv_in']:>9}/{m['recv_out']:<6}{m['send_in']:>9}/"
+                          f"{m['send_out']:<6}{m['recv_cpu_s']:>9.2f}/{m['send_cpu_s']:<8.2f}"
+                          f"{m['per_wake']:>13.2f}", flush=True)
     for io in ios:
-        for core in cores:
-            mine = [r for r in rows if r["core"] == core and r["io"] == io]
-            print(f"median, {core} receiver, {io} I/O: rx {statistics.median(r['rx_us'] for r in mine):.1f} us, "
-                  f"tx {statistics.median(r['tx_us'] for r in mine):.1f} us per datagram, receiver "
-                  f"{statistics.median(r['recv_us_in'] for r in mine):.1f} us per datagram received")
+        for send_core in send_cores:
+            for core in cores:
+                mine = [r for r in rows if r["core"] == core and r["io"] == io
+                        and r["send_core"] == send_core]
+                print(f"median, {core} receiver, {send_core} sender, {io} I/O: rx "
+                      f"{statistics.median(r['rx_us'] for r in mine):.1f} us, "
+                      f"tx {statistics.median(r['tx_us'] for r in mine):.1f} us per datagram, receiver "
+                      f"{statistics.median(r['recv_us_in'] for r in mine):.1f} us per datagram received, "
+                      f"sender {statistics.median(r['send_us_out'] for r in mine):.1f} us per datagram sent")
     print(f"(load average {os.getloadavg()[0]:.2f} at the end)")
 
 

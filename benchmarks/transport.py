@@ -8,13 +8,15 @@ TCP rows cannot take relay loss (a user-space relay cannot drop TCP segments) an
 `--cores python,native` runs every ltp/mlt row once per receive core (hosts/transport/core.py;
 the senders are Python); `--ios single,batch` once per socket I/O path of every agent
 (hosts/transport/endpoint.py: a system call per datagram, or sendmmsg/recvmmsg);
-`--transports ltp --loss ""` keeps only the direct ltp rows. `chunks/s` counts the DATA
+`--send-cores python,native` once per sender core (hosts/transport/data_frames.py: DATA framed
+in Python, or natively into the batch send queue; default: the agents' default, native where
+built); `--transports ltp --loss ""` keeps only the direct ltp rows. `chunks/s` counts the DATA
 datagrams the receiver accepted per second of push; `Gb/s` is that times the datagram's size on
 a wire (gradient header, UDP, IPv4 and Ethernet framing: 38 B preamble, header, FCS and gap),
 beside 10 Gb/s line rate.
 Run: .venv/bin/python benchmarks/transport.py [--rounds 30] [--layers 262144,65536] [--loss 0,0.05]
      [--senders 8 --window 10] [--transports tcp,ltp,mlt] [--cores python,native]
-     [--ios single,batch]
+     [--ios single,batch] [--send-cores python,native]
 """
 from __future__ import annotations
 
@@ -68,11 +70,11 @@ def _stop(procs: list[subprocess.Popen]) -> None:
 
 
 def run_row(transport: str, loss: float | None, args: argparse.Namespace, tmp: Path,
-            core: str | None = None, io: str | None = None) -> dict:
+            core: str | None = None, io: str | None = None, send_core: str | None = None) -> dict:
     """One configuration; loss None = direct (no relay); `core`: the receiver's (ltp/mlt);
-    `io`: every agent's socket I/O (ltp/mlt)."""
+    `io`: every agent's socket I/O (ltp/mlt); `send_core`: the senders' (ltp/mlt)."""
     port = _free_port()
-    tag = f"{transport}-{loss}-{core}-{io}"
+    tag = f"{transport}-{loss}-{core}-{io}-{send_core}"
     rlog = tmp / f"{tag}-recv.jsonl"
     slogs = [tmp / f"{tag}-send{k}.jsonl" for k in range(args.senders)]
     common = ["--transport", transport, "--layers", args.layers, "--rounds", str(args.rounds),
@@ -81,6 +83,7 @@ def run_row(transport: str, loss: float | None, args: argparse.Namespace, tmp: P
     if transport != "tcp" and args.window:
         common += ["--window", str(args.window)]
     recv_core = ["--core", core] if core is not None and transport != "tcp" else []
+    sender_core = ["--core", send_core] if send_core is not None and transport != "tcp" else []
     if io is not None and transport != "tcp":
         common += ["--io", io]
     procs = [_start(["recv", "--bind", "127.0.0.1", "--port", str(port), "--log", str(rlog),
@@ -93,7 +96,7 @@ def run_row(transport: str, loss: float | None, args: argparse.Namespace, tmp: P
             target = relay.address[1]
         for k, slog in enumerate(slogs):
             procs.append(_start(["send", "--to", f"127.0.0.1:{target}", "--bind", "127.0.0.1",
-                                 "--rank", str(k), "--log", str(slog), *common]))
+                                 "--rank", str(k), "--log", str(slog), *common, *sender_core]))
         for p in reversed(procs):
             _, err = p.communicate(timeout=600)
             if p.returncode != 0:
@@ -114,6 +117,7 @@ def run_row(transport: str, loss: float | None, args: argparse.Namespace, tmp: P
     pps = payload / chunk_bytes / sum(times)
     return {"transport": transport, "core": "" if transport == "tcp" else (core or "default"),
             "io": "" if transport == "tcp" else (io or "default"),
+            "send_core": "" if transport == "tcp" else (send_core or "default"),
             "gbps": pps * (chunk_bytes + wire.HEADER_LEN + WIRE_OVERHEAD) * 8 / 1e9,
             "loss": "direct" if loss is None else f"{loss:.0%} relay",
             "goodput": payload / sum(times) / 1e6, "pps": pps, "p50": q[49] * 1e3, "p90": q[89] * 1e3,
@@ -140,6 +144,9 @@ def main() -> None:
     ap.add_argument("--ios", default="",
                     help="socket I/O of the ltp/mlt rows' agents, each row once per path (comma-"
                          "separated: single, batch; default: the agents' default)")
+    ap.add_argument("--send-cores", default="",
+                    help="sender cores of the ltp/mlt rows, each row once per core (comma-"
+                         "separated: python, native; default: the agents' default)")
     args = ap.parse_args()
     if args.rounds <= args.warmup:
         ap.error("--rounds must exceed --warmup")
@@ -156,22 +163,26 @@ def main() -> None:
     ios: list[str | None] = [x.strip() for x in args.ios.split(",") if x.strip()] or [None]
     if any(x not in ("single", "batch", None) for x in ios):
         ap.error(f"--ios {args.ios!r}: choose among single, batch")
-    plan = [(t, None, c, x) for t in ("tcp", "ltp", "mlt") if t in transports
-            for c in ([None] if t == "tcp" else cores) for x in ([None] if t == "tcp" else ios)]
-    plan += [(t, loss, c, x) for loss in losses for t in ("ltp", "mlt") if t in transports
-             for c in cores for x in ios]
+    send_cores: list[str | None] = [c.strip() for c in args.send_cores.split(",") if c.strip()] or [None]
+    if any(c not in ("python", "native", None) for c in send_cores):
+        ap.error(f"--send-cores {args.send_cores!r}: choose among python, native")
+    plan = [(t, None, c, x, sc) for t in ("tcp", "ltp", "mlt") if t in transports
+            for c in ([None] if t == "tcp" else cores) for x in ([None] if t == "tcp" else ios)
+            for sc in ([None] if t == "tcp" else send_cores)]
+    plan += [(t, loss, c, x, sc) for loss in losses for t in ("ltp", "mlt") if t in transports
+             for c in cores for x in ios for sc in send_cores]
     mb = sum(int(x) for x in args.layers.split(",")) * 4 / 1e6
     print(f"tensor set {mb:.2f} MB per round ({args.layers} float32), chunk {args.chunk_elems} "
           f"values, bound {args.bound}, window {args.window or 'none'}, "
           f"{args.senders} sender(s) -> 1 receiver, "
           f"{args.rounds - args.warmup} measured rounds per row")
-    print(f"{'transport':<10}{'core':<8}{'io':<8}{'path':<13}{'goodput MB/s':>13}{'chunks/s':>9}"
+    print(f"{'transport':<10}{'core':<8}{'send':<8}{'io':<8}{'path':<13}{'goodput MB/s':>13}{'chunks/s':>9}"
           f"{'Gb/s':>7}{'of 10G':>7}{'p50 ms':>9}{'p90 ms':>9}"
           f"{'p99 ms':>9}{'min deliv':>10}{'retx/round':>11}")
     with tempfile.TemporaryDirectory() as tmp:
-        for transport, loss, core, io in plan:
-            r = run_row(transport, loss, args, Path(tmp), core, io)
-            print(f"{r['transport']:<10}{r['core']:<8}{r['io']:<8}{r['loss']:<13}{r['goodput']:>13.1f}"
+        for transport, loss, core, io, send_core in plan:
+            r = run_row(transport, loss, args, Path(tmp), core, io, send_core)
+            print(f"{r['transport']:<10}{r['core']:<8}{r['send_core']:<8}{r['io']:<8}{r['loss']:<13}{r['goodput']:>13.1f}"
                   f"{r['pps']:>9.0f}{r['gbps']:>7.3f}{r['gbps'] / LINE_RATE_GBPS:>7.1%}"
                   f"{r['p50']:>9.1f}"
                   f"{r['p90']:>9.1f}{r['p99']:>9.1f}{r['delivered']:>10.3f}{r['retx']:>11.1f}",

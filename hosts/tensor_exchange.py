@@ -162,7 +162,7 @@ def send_rounds(config: TransportConfig, plan: ChunkPlan, rank: int, rounds: int
                                  pull=False, options=config.send,
                                  critical_layers=config.bounds.critical_layers(pull=False),
                                  budget=LossBudget.of(config.bounds.push, plan,
-                                                      config.bounds.scope))
+                                                      config.bounds.scope), core=config.core)
             mux.add(sender)
             mux.run(lambda: sender.done)
             mux.prune(r)

@@ -262,6 +262,9 @@ PyMethodDef functions[] = {
 
 }  // namespace
 
+// to_sockaddr for send_frames.cpp's queue
+int gradlane_to_sockaddr(PyObject* addr, sockaddr_in& out) { return to_sockaddr(addr, out); }
+
 // Adds send_batch and Receiver to the extension module `m`; -1 on error.
 int gradlane_add_batch_io(PyObject* m) {
   ReceiverType.tp_name = "hosts.transport._native.Receiver";

@@ -406,6 +406,8 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "hosts.transport._native",
 }  // namespace
 
 int gradlane_add_batch_io(PyObject* m);   // batch_io.cpp: send_batch, Receiver
+int gradlane_add_send_frames(PyObject* m);   // send_frames.cpp: DataFrames, SendQueue
+int gradlane_add_send_acks(PyObject* m);     // send_acks.cpp: apply_ack
 
 PyMODINIT_FUNC PyInit__native(void) {
   const char* names[] = {"header", "payload", "addr", "tos", "kind", "worker_rank", "layer_id",
@@ -436,7 +438,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_DECREF(m);
     return nullptr;
   }
-  if (gradlane_add_batch_io(m) < 0) {
+  if (gradlane_add_batch_io(m) < 0 || gradlane_add_send_frames(m) < 0 ||
+      gradlane_add_send_acks(m) < 0) {
     Py_DECREF(m);
     return nullptr;
   }

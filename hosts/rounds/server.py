@@ -316,7 +316,7 @@ class ServerRounds:
                         pull=True, options=cfg.send, extra_flags=wire.FLAG_LAST if p.last else 0,
                         peer_name=self.names[rank],
                         critical_layers=cfg.bounds.critical_layers(pull=True),
-                        budget=budget, window=self.pull_windows.get(rank))
+                        budget=budget, window=self.pull_windows.get(rank), core=cfg.core)
             for rank in pullers])
         self.router.add(self.pull)
         self._wake = now + LAST_PULL_GRACE if p.last else INFINITY

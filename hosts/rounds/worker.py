@@ -170,7 +170,7 @@ class WorkerRounds:
                                   pull=False, options=options, peer_name=self.ps_name,
                                   critical_layers=cfg.bounds.critical_layers(pull=False),
                                   budget=LossBudget.of(cfg.bounds.push, self.plan, cfg.bounds.scope),
-                                  window=self.push_window)
+                                  window=self.push_window, core=cfg.core)
         self.router.add(self.sender)
         self.pull_req_at = INFINITY
 

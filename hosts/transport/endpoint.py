@@ -5,7 +5,9 @@ test_batch_io.py): `single`, the reference, one `sendmsg` per datagram as it is 
 `recvmsg_into` per datagram received; `batch` (the default where the native extension was
 built), where what a step sends waits in the endpoint until the driver flushes it with one
 `sendmmsg` (each datagram with its own address and TOS) and arrivals are drained with
-`recvmmsg` into preallocated buffers (`native/batch_io.cpp`). `--io batch|single` picks one.
+`recvmmsg` into preallocated buffers (`native/batch_io.cpp`); there a sender's native DATA
+frames (hosts/transport/data_frames.py) are built straight into the send queue
+(`native/send_frames.cpp`), no bytes object per datagram. `--io batch|single` picks one.
 """
 from __future__ import annotations
 
@@ -14,9 +16,12 @@ import socket
 import struct
 import time
 
+from hosts import wire
 from hosts.errors import ConfigError
+from hosts.transport import packet_mac
 from hosts.transport.core import NATIVE_ERROR
 from hosts.transport.counters import Counters
+from hosts.transport.data_frames import Frames, is_native
 from hosts.transport.port import Port, Received
 
 __all__ = ["Endpoint", "IO_MODES", "Received", "default_io", "resolve_io"]
@@ -75,9 +80,12 @@ class Endpoint(Port):
         self._buf = bytearray(MAX_DATAGRAM)
         self._ancillary = socket.CMSG_SPACE(4)
         self.io = resolve_io(io)
-        self._pending: list[tuple[bytes, tuple[str, int], int]] = []
         self._receiver = (_native.Receiver(self.sock.fileno(), _RECV_SLOTS)
                           if self.io == "batch" else None)
+        self._queue = _native.SendQueue() if self.io == "batch" else None
+        # a DATA frame is built in the queue unless it must be signed (then the port's path)
+        self._data_in_queue = self._queue is not None and not (
+            self.mac_key is not None and packet_mac.signs(self.mac_mode, wire.KIND_DATA))
 
     @property
     def address(self) -> tuple[str, int]:
@@ -92,8 +100,8 @@ class Endpoint(Port):
         """Put one datagram on the socket with IPv4 TOS `tos`, given with the datagram
         (IP_TOS ancillary data: no setsockopt when the TOS changes). `batch`: queue it for
         the next `flush`."""
-        if self._receiver is not None:
-            self._pending.append((data, addr, tos))
+        if self._queue is not None:
+            self._queue.add(data, addr, tos)
             return
         cmsg = self._tos_cmsg.get(tos)
         if cmsg is None:
@@ -109,13 +117,20 @@ class Endpoint(Port):
         self.counters["bytes_sent"] += len(data)
         self.counters["packets_sent"] += 1
 
+    def send_data(self, frames: Frames, idx: int, flags: int, addr: tuple[str, int],
+                  tos: int) -> int:
+        """`Port.send_data`; in `batch` with native frames and DATA unsigned, the frame is
+        built in the send queue."""
+        if self._data_in_queue and is_native(frames):
+            return self._queue.add_data(frames, idx, flags, addr, tos)
+        return super().send_data(frames, idx, flags, addr, tos)
+
     def flush(self) -> None:
         """`batch`: put every queued datagram on the socket, in order, in one `sendmmsg` per
         256; each counts as the single path counts it (sent, blocked or an error)."""
-        if not self._pending:
+        if self._queue is None or not len(self._queue):
             return
-        pending, self._pending = self._pending, []
-        sent, nbytes, blocked, errors = _native.send_batch(self.sock.fileno(), pending)
+        sent, nbytes, blocked, errors = self._queue.flush(self.sock.fileno())
         c = self.counters
         if sent:
             c["packets_sent"] += sent

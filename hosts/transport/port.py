@@ -17,6 +17,7 @@ from hosts import wire
 from hosts.errors import PacketError
 from hosts.transport import packet_mac
 from hosts.transport.counters import Counters
+from hosts.transport.data_frames import Frames
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,15 @@ class Port:
         if self.mac_key is not None and packet_mac.signs(self.mac_mode, packet_mac.kind_of(data)):
             data = packet_mac.sign(self.mac_key, data)
         self.transmit(data, addr, tos)
+
+    def send_data(self, frames: Frames, idx: int, flags: int, addr: tuple[str, int],
+                  tos: int) -> int:
+        """Send chunk `idx`'s DATA datagram of `frames` (hosts/transport/data_frames.py) with
+        header flags `flags`; its length before any MAC trailer. A batch endpoint builds a
+        native frame in its send queue instead of as bytes."""
+        data = frames.frame(idx, flags)
+        self.send(data, addr, tos)
+        return len(data)
 
     def send_control(self, kind: int, addr: tuple[str, int], round_: int, flags: int = 0,
                      layer: int = wire.ALL_LAYERS, payload: bytes = b"", chunk_seq: int = 0,

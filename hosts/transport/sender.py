@@ -10,9 +10,16 @@ from hosts import wire
 from hosts.errors import PacketError, PeerTimeout
 from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import Chunk, ChunkPlan, send_order
+from hosts.transport import core as transport_core
 from hosts.transport.congestion import SWITCH_ECN_THRESHOLD, RttEstimate, Window
+from hosts.transport.data_frames import data_frames
 from hosts.transport.port import Port, Received
 from hosts.transport.probe_answer import probe_padding
+
+if transport_core.NATIVE_ERROR is None:
+    from hosts.transport import _native
+else:   # not built: resolve() never picks the native core
+    _native = None
 
 INFINITY = float("inf")
 
@@ -112,13 +119,17 @@ class SendSession:
     come will close the round. PeerTimeout if the peer says nothing for `peer_timeout` s.
     Below the budget, loss does not shrink an 'ecn' window. `window` carries one peer's window
     over rounds (new_window(options)), as a TCP connection keeps its own; default: a fresh one.
+    `core` (hosts/transport/core.py; None: the default) builds the DATA datagrams
+    (hosts/transport/data_frames.py) and applies each ACK's entries (`_apply_ack`) natively or
+    in Python: the same frames and decisions either way.
     """
 
     def __init__(self, endpoint: Port, peer: tuple[str, int], peer_rank: int,
                  plan: ChunkPlan, layers: list[np.ndarray], round_: int, *, pull: bool,
                  options: SendOptions, extra_flags: int = 0, peer_name: str = "peer",
                  critical_layers: frozenset[int] = frozenset(),
-                 budget: LossBudget | None = None, window: Window | None = None) -> None:
+                 budget: LossBudget | None = None, window: Window | None = None,
+                 core: str | None = None) -> None:
         self.endpoint = endpoint
         self.peer = peer
         self.peer_rank = peer_rank
@@ -133,7 +144,12 @@ class SendSession:
         chunks = plan.split(layers)
         self._base = np.cumsum([0] + plan.chunk_counts[:-1]).tolist()
         self._chunks = chunks
-        self._payloads = [c.values.astype(">f4").tobytes() for c in chunks]
+        native = transport_core.resolve(core, announce=False) == "native"
+        self._frames = data_frames(plan, layers, chunks, endpoint.job_id, endpoint.rank, round_,
+                                   options.policy_epoch, native=native)
+        # the native ACK pass's view of the plan: first chunk index and chunk count per layer
+        self._ack_layout = ((np.array(self._base, dtype=np.int64),
+                             np.array(plan.chunk_counts, dtype=np.int64)) if native else None)
         self._marks = [self._marking(c) for c in chunks]
         self._not_ect = np.array([tos & 3 == wire.ECN_NOT_ECT for _, tos in self._marks], dtype=bool)
         self.arrived = np.zeros(len(chunks), dtype=bool)
@@ -192,7 +208,6 @@ class SendSession:
         return flags, wire.data_tos(chunk.mag_class, droppable)
 
     def _send_chunk(self, idx: int, now: float, ack_now: bool = False) -> None:
-        chunk = self._chunks[idx]
         flags, tos = self._marks[idx]
         if ack_now:
             flags |= wire.FLAG_ACK_NOW
@@ -206,11 +221,7 @@ class SendSession:
                 self.stats.fast_resends += 1
                 self.endpoint.counters["fast_resends"] += 1
         self._fast[idx] = False
-        payload = self._payloads[idx]
-        hdr = wire.pack_header(wire.KIND_DATA, flags, self.endpoint.job_id, self.endpoint.rank,
-                               chunk.layer, self.round, chunk.mag_class, len(payload),
-                               chunk.seq, chunk.offset, policy_epoch=self.options.policy_epoch)
-        self.endpoint.send(hdr + payload, self.peer, tos)
+        nbytes = self.endpoint.send_data(self._frames, idx, flags, self.peer, tos)
         self._sent_once[idx] = True
         self._lost[idx] = False
         if self._in_flight is not None and not self._outstanding[idx]:
@@ -221,7 +232,7 @@ class SendSession:
         self._sent_at[idx] = now
         self.stats.data_packets += 1
         self.endpoint.counters["data_packets_sent"] += 1
-        self.stats.bytes_sent += len(hdr) + len(payload)
+        self.stats.bytes_sent += nbytes
 
     def tick(self, now: float, burst: int | None = None) -> float:
         """Send what pacing allows (at most `burst` DATA, default options.burst), probe when
@@ -394,7 +405,22 @@ class SendSession:
         self._pos = 0
         self._next_probe = INFINITY
 
-    def _on_ack(self, payload: bytes, hdr: wire.Header, now: float) -> None:
+    def _apply_ack(self, payload: bytes) -> tuple[int, int, int, float, int]:
+        """Mark every chunk the ACK's entries name arrived and not outstanding: (newly arrived,
+        of them CE-marked, of them sent Not-ECT, the latest send time of those sent once or
+        -inf, the highest transmission number acknowledged). PacketError at the first entry
+        naming no chunk (the ones before it stay applied). The native core does it in
+        native/send_acks.cpp, the same way."""
+        if self._ack_layout is not None:
+            newly, marked, not_ect, latest_send, highest, applied, error = _native.apply_ack(
+                payload, *self._ack_layout, self.arrived, self._outstanding, self._not_ect,
+                self._resent, self._sent_at, self._tx)
+            if applied:
+                self._in_flight = None
+            if error:
+                raise PacketError("corrupt", "ACK payload is not whole entries" if error == 3
+                                  else f"ACK entry {applied} names no chunk of the plan")
+            return newly, marked, not_ect, latest_send, highest
         newly = marked = not_ect = 0
         highest = 0
         latest_send = -INFINITY      # of the newly acknowledged chunks sent once (Karn)
@@ -410,6 +436,10 @@ class SendSession:
             self._outstanding[idx] = False
             self._in_flight = None
             highest = max(highest, int(self._tx[idx]))
+        return newly, marked, not_ect, latest_send, highest
+
+    def _on_ack(self, payload: bytes, hdr: wire.Header, now: float) -> None:
+        newly, marked, not_ect, latest_send, highest = self._apply_ack(payload)
         if newly and latest_send > -INFINITY:
             self.rtt.sample(now - latest_send)
             if latest_send > self._rack_sent:

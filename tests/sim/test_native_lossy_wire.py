@@ -1,8 +1,9 @@
 """The pinned wire digests of tests/sim/test_lossy_wire.py again, with every receive session of
 the ns-3 driver on the native core (hosts/transport/native_receiver.py) instead of the Python
-one: the same frames at the same nanoseconds on every simulated device. Where the driver opens
-`RecvSession`s by name, the name is bound here to the native class (a RecvSession); the test
-checks that native sessions did run."""
+one, and every send session's native parts on (DATA frames and the ACK pass, core "native"):
+the same frames at the same nanoseconds on every simulated device. Where the driver opens
+`RecvSession`s and `SendSession`s by name, the name is bound here to the native class; the
+test checks that native sessions did run."""
 from __future__ import annotations
 
 import importlib
@@ -67,6 +68,21 @@ def test_the_native_receive_core_puts_the_pinned_frames_on_the_wire(
         if hasattr(module, "RecvSession"):
             monkeypatch.setattr(module, "RecvSession", Counted)
     monkeypatch.setattr(native_receiver, "NativeRecvSession", Counted)
+    from hosts.transport.data_frames import is_native
+    from hosts.transport.sender import SendSession
+
+    senders = []
+
+    class NativeSend(SendSession):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **{**kwargs, "core": "native"})
+            senders.append(self)
+
+    for module_name in ("hosts.rounds.server", "hosts.rounds.worker"):   # where they are opened
+        module = importlib.import_module(module_name)
+        if hasattr(module, "SendSession"):
+            monkeypatch.setattr(module, "SendSession", NativeSend)
     pinned = _pinned_module()
     assert pinned.wire_run(name) == pinned.PINNED[name]
     assert opened, "the driver opened no receive session on the native core"
+    assert senders and all(is_native(s._frames) for s in senders), "no native send session ran"

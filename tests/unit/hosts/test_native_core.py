@@ -220,7 +220,7 @@ def _exchange(core: str, seed: int, loss: float) -> list:
     bounds = LayerBounds.fixed(plan.num_layers, 0.1, scope="tensor")
     sender = SendSession(s_port, r_addr, wire.PS_RANK, plan, grads, 3, pull=False,
                          options=SendOptions(window=10, cc="ecn", probe_interval=0.02),
-                         budget=LossBudget.of(bounds.push, plan, bounds.scope))
+                         budget=LossBudget.of(bounds.push, plan, bounds.scope), core="python")
     receiver = transport_core.recv_session(
         r_port, plan, 3, pull=False, senders=[0], required=bounds.required_fraction(pull=False),
         options=ReceiveOptions(deadline=0.5, scope="tensor"), core=core)
