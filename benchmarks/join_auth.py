@@ -15,13 +15,14 @@ alike; the median round time and the datagrams per round. The receive core and s
 the defaults (native core and batched I/O where built) unless --core / --io say otherwise.
 All arms in one run.
 Run: .venv/bin/python benchmarks/join_auth.py [--joins N] [--packets N] [--chunk-elems N] [--rounds N]
-     [--core native|python] [--io batch|single] [--only rounds|packets|join ...]
+     [--core native|python] [--io batch|single] [--only rounds|packets|join ...] [--json PATH]
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import hmac
+import json
 import secrets
 import socket
 import statistics
@@ -239,7 +240,8 @@ class _Job:
         self.ps.close()
 
 
-def measure_rounds(rounds: int, chunk_elems: int, impls: tuple[str, ...], extra: list[str]) -> None:
+def measure_rounds(rounds: int, chunk_elems: int, impls: tuple[str, ...], extra: list[str],
+                   json_path: str | None = None) -> None:
     arms = [("off", "-")] + [(m, impl) for m in ("control", "all") for impl in impls]
     modes = [f"{m} {impl}" for m, impl in arms]
     jobs = {f"{m} {impl}": _Job(m, impl, chunk_elems, extra) for m, impl in arms}
@@ -274,6 +276,9 @@ def measure_rounds(rounds: int, chunk_elems: int, impls: tuple[str, ...], extra:
         pairs = [a / c for a, c in zip(times[f"all {impl}"], times[f"control {impl}"])]
         print(f"  all / control, MAC {impl}, paired per round: median {statistics.median(pairs):.3f}x "
               f"(n={len(pairs)})")
+    if json_path:     # every round's time per arm, to pool repeated runs
+        with open(json_path, "w") as f:
+            json.dump({"core": off.core, "io": off.io, "chunk_elems": chunk_elems, "seconds": times}, f)
 
 
 def main() -> None:
@@ -286,6 +291,7 @@ def main() -> None:
     ap.add_argument("--io", choices=("batch", "single"), help="socket I/O (default: the agents')")
     ap.add_argument("--only", nargs="+", choices=("join", "packets", "rounds"),
                     default=["join", "packets", "rounds"], help="which measurements to run")
+    ap.add_argument("--json", metavar="PATH", help="write every round's time per arm here")
     args = ap.parse_args()
     impls = ("python", "native") if mac_impl.native_available() else ("python",)
     if not mac_impl.native_available():
@@ -296,7 +302,7 @@ def main() -> None:
     if "packets" in args.only:
         measure_per_packet(args.packets, args.chunk_elems, impls)
     if "rounds" in args.only:
-        measure_rounds(args.rounds, args.chunk_elems, impls, extra)
+        measure_rounds(args.rounds, args.chunk_elems, impls, extra, args.json)
 
 
 if __name__ == "__main__":
