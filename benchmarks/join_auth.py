@@ -1,22 +1,28 @@
 """What authentication costs the transport: the keyed join, a MAC on every DATA packet, and
-per round the three --packet-mac modes (off, control: the default, all).
+per round the three --packet-mac modes (off, control, all), each MAC computed by the native
+extension (OpenSSL, native/packet_mac.cpp) and by the Python reference (hosts/transport/
+packet_mac.py).
 
 Join: wall time of a worker's join (two round trips over loopback, HMAC-SHA256 on both sides)
 against one bare round trip between the same sockets (the old join's cost: one HELLO, one
 HELLO_ACK), and the handshake's CPU time alone. Per packet: what sending and receiving one
 DATA packet costs today (header packing and sendto; validation, reassembly and ACK bookkeeping
-at the receiver), beside what a 16-byte HMAC-SHA256 (or keyed BLAKE2s) tag would add, computed
-by the sender and checked by the receiver. Per round: one PS and two workers on loopback push
-and pull the default MLP's gradients (4810 float32), modes interleaved round by round so that
-the machine's noise hits them alike; the median round time and the datagrams signed per round.
+at the receiver), beside what the --packet-mac trailer adds (sign at the sender, verify at the
+receiver), Python and native, and a keyed BLAKE2s tag for comparison. Per round: one PS and two
+workers on loopback push and pull the default MLP's gradients (4810 float32), each mode with
+each MAC implementation interleaved round by round so that the machine's noise hits them
+alike; the median round time and the datagrams per round. The receive core and socket I/O are
+the defaults (native core and batched I/O where built) unless --core / --io say otherwise.
 All arms in one run.
 Run: .venv/bin/python benchmarks/join_auth.py [--joins N] [--packets N] [--chunk-elems N] [--rounds N]
+     [--core native|python] [--io batch|single] [--only rounds|packets|join ...] [--json PATH]
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import hmac
+import json
 import secrets
 import socket
 import statistics
@@ -30,6 +36,7 @@ from hosts.exchange.config import add_transport_arguments, config_from_args
 from hosts.exchange.join import JoinClient, JoinServer
 from hosts.exchange.udp_server import UdpServerExchange
 from hosts.exchange.udp_worker import UdpWorkerExchange
+from hosts.transport import mac_impl, packet_mac
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.counters import Counters
 from hosts.transport.endpoint import Endpoint
@@ -98,7 +105,7 @@ def measure_join(joins: int, chunk_elems: int) -> None:
     print(f"handshake CPU, PS and worker together: median {statistics.median(cpu) * 1e6:.1f} us")
 
 
-def measure_per_packet(packets: int, chunk_elems: int) -> None:
+def measure_per_packet(packets: int, chunk_elems: int, impls: tuple[str, ...]) -> None:
     plan = ChunkPlan([chunk_elems * 512], chunk_elems)
     values = np.random.default_rng(1).standard_normal(plan.layer_sizes[0]).astype(np.float32)
     datagrams = []
@@ -143,12 +150,17 @@ def measure_per_packet(packets: int, chunk_elems: int) -> None:
                 session.on_packet(pkt, 0.0)
 
     tags = [hmac.digest(key, d, hashlib.sha256)[:16] for d in datagrams]
+    signed = [packet_mac.sign(key, d) for d in datagrams]
 
-    def hmac_both() -> None:
-        for _ in range(rounds):
-            for d, tag in zip(datagrams, tags):
-                hmac.digest(key, d, hashlib.sha256)[:16]                                     # sender
-                hmac.compare_digest(hmac.digest(key, d, hashlib.sha256)[:16], tag)           # receiver
+    def mac_both(impl: str):  # noqa: ANN202
+        mac = mac_impl.make(key, impl)
+
+        def run() -> None:
+            for _ in range(rounds):
+                for d, s in zip(datagrams, signed):
+                    mac.sign(d)              # sender
+                    mac.verify(s)            # receiver
+        return run
 
     def blake_both() -> None:
         for _ in range(rounds):
@@ -157,11 +169,11 @@ def measure_per_packet(packets: int, chunk_elems: int) -> None:
                 hmac.compare_digest(hashlib.blake2s(d, key=key, digest_size=16).digest(), tags[0])
 
     try:
-        for fn in (send, receive, hmac_both):    # warm-up
+        for fn in (send, receive, mac_both("python")):    # warm-up
             fn()
         send_us = per_packet(send)
         recv_us = per_packet(receive)
-        hmac_us = per_packet(hmac_both)
+        mac_us = {impl: per_packet(mac_both(impl)) for impl in impls}
         blake_us = per_packet(blake_both)
     finally:
         sink.close()
@@ -170,23 +182,29 @@ def measure_per_packet(packets: int, chunk_elems: int) -> None:
     today = send_us + recv_us
     print(f"per DATA packet ({len(datagrams[0])} B datagrams, {total} packets):")
     print(f"  today: send {send_us:.2f} us + receive {recv_us:.2f} us = {today:.2f} us")
-    print(f"  + HMAC-SHA256 tag (sign and verify): {hmac_us:.2f} us = +{hmac_us / today * 100:.0f}%")
+    for impl, us in mac_us.items():
+        print(f"  + --packet-mac trailer, {impl} (sign and verify): {us:.2f} us = "
+              f"+{us / today * 100:.0f}%")
     print(f"  + keyed BLAKE2s tag (sign and verify): {blake_us:.2f} us = +{blake_us / today * 100:.0f}%")
 
 
 class _Job:
     """A PS and two workers on loopback with one --packet-mac mode, kept open across rounds."""
 
-    def __init__(self, mode: str, chunk_elems: int) -> None:
+    def __init__(self, mode: str, impl: str, chunk_elems: int, extra: list[str]) -> None:
         ap = argparse.ArgumentParser()
         add_transport_arguments(ap)
         config = config_from_args(ap.parse_args(["--job", str(JOB), "--chunk-elems", str(chunk_elems),
                                                  "--packet-mac", mode, "--reliable-pull",
-                                                 "--bound", "0"]), 2, seed=0)
+                                                 "--bound", "0", *extra]), 2, seed=0)
+        self.core, self.io = config.core, config.io
         self.plan = ChunkPlan([4160, 650], chunk_elems)
         self.ps = UdpServerExchange(config, self.plan, 2, LOCAL)
         self.workers = [UdpWorkerExchange(config, self.plan, r, self.ps.endpoint.address, LOCAL)
                         for r in range(2)]
+        for ep in (self.ps.endpoint, *(w.endpoint for w in self.workers)):
+            if ep.mac_key is not None:
+                ep.mac = mac_impl.make(ep.mac_key, impl)
         self.grads = [np.ones(n, dtype=np.float32) for n in self.plan.layer_sizes]
         self.round = 0
 
@@ -222,9 +240,11 @@ class _Job:
         self.ps.close()
 
 
-def measure_rounds(rounds: int, chunk_elems: int) -> None:
-    modes = ("off", "control", "all")
-    jobs = {m: _Job(m, chunk_elems) for m in modes}
+def measure_rounds(rounds: int, chunk_elems: int, impls: tuple[str, ...], extra: list[str],
+                   json_path: str | None = None) -> None:
+    arms = [("off", "-")] + [(m, impl) for m in ("control", "all") for impl in impls]
+    modes = [f"{m} {impl}" for m, impl in arms]
+    jobs = {f"{m} {impl}": _Job(m, impl, chunk_elems, extra) for m, impl in arms}
     times: dict[str, list[float]] = {m: [] for m in modes}
     try:
         for m in modes:
@@ -238,13 +258,27 @@ def measure_rounds(rounds: int, chunk_elems: int) -> None:
     finally:
         for job in jobs.values():
             job.close()
-    base = statistics.median(times["off"])
-    print(f"per round (PS + 2 workers on loopback, {sum(jobs['off'].plan.layer_sizes)} float32 pushed "
-          f"and pulled, {rounds} rounds per mode, interleaved):")
+    off = jobs["off -"]
+    base = statistics.median(times["off -"])
+    print(f"per round (PS + 2 workers on loopback, {sum(off.plan.layer_sizes)} float32 pushed "
+          f"and pulled in {chunk_elems}-value chunks, core {off.core}, io {off.io}, {rounds} rounds "
+          f"per arm, interleaved):")
     for m in modes:
         med = statistics.median(times[m])
-        print(f"  --packet-mac {m:<7}: {_ms(times[m])}, {med / base:.2f}x off; "
+        mode, impl = m.split()
+        control = f"control {impl}"
+        vs = (f", {med / statistics.median(times[control]):.3f}x control {impl}"
+              if mode == "all" and control in times else "")
+        print(f"  --packet-mac {mode:<7} MAC {impl:<6}: {_ms(times[m])}, {med / base:.3f}x off{vs}; "
               f"{sent[m] / (rounds + 1):.0f} datagrams per round")
+    # the same ratio paired round by round (each interleaved round of `all` over `control`)
+    for impl in impls:
+        pairs = [a / c for a, c in zip(times[f"all {impl}"], times[f"control {impl}"])]
+        print(f"  all / control, MAC {impl}, paired per round: median {statistics.median(pairs):.3f}x "
+              f"(n={len(pairs)})")
+    if json_path:     # every round's time per arm, to pool repeated runs
+        with open(json_path, "w") as f:
+            json.dump({"core": off.core, "io": off.io, "chunk_elems": chunk_elems, "seconds": times}, f)
 
 
 def main() -> None:
@@ -252,11 +286,23 @@ def main() -> None:
     ap.add_argument("--joins", type=int, default=50)
     ap.add_argument("--packets", type=int, default=100_000)
     ap.add_argument("--chunk-elems", type=int, default=64, help="float32 values per DATA packet")
-    ap.add_argument("--rounds", type=int, default=200, help="rounds per --packet-mac mode")
+    ap.add_argument("--rounds", type=int, default=200, help="rounds per --packet-mac arm")
+    ap.add_argument("--core", choices=("native", "python"), help="receive core (default: the agents')")
+    ap.add_argument("--io", choices=("batch", "single"), help="socket I/O (default: the agents')")
+    ap.add_argument("--only", nargs="+", choices=("join", "packets", "rounds"),
+                    default=["join", "packets", "rounds"], help="which measurements to run")
+    ap.add_argument("--json", metavar="PATH", help="write every round's time per arm here")
     args = ap.parse_args()
-    measure_join(args.joins, args.chunk_elems)
-    measure_per_packet(args.packets, args.chunk_elems)
-    measure_rounds(args.rounds, args.chunk_elems)
+    impls = ("python", "native") if mac_impl.native_available() else ("python",)
+    if not mac_impl.native_available():
+        print("native packet MAC not built: Python MAC only")
+    extra = [f for flag, v in (("--core", args.core), ("--io", args.io)) if v for f in (flag, v)]
+    if "join" in args.only:
+        measure_join(args.joins, args.chunk_elems)
+    if "packets" in args.only:
+        measure_per_packet(args.packets, args.chunk_elems, impls)
+    if "rounds" in args.only:
+        measure_rounds(args.rounds, args.chunk_elems, impls, extra, args.json)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 // CPython binding of the native receive core (recv_core.h): hosts.transport._native.RecvCore
-// (and, from batch_io.cpp, the endpoint's batched socket I/O: send_batch, Receiver).
+// (and, from batch_io.cpp, the endpoint's batched socket I/O: send_batch, Receiver; from
+// packet_mac.cpp, the --packet-mac trailer: MacKey).
 // hosts/transport/native_receiver.py wraps it behind RecvSession's interface. The binding
 // reads the fields of a parsed packet (hosts.transport.port.Received), writes chunks straight
 // into the numpy arrays the session owns (no copy per datagram besides the byte swap into
@@ -408,6 +409,7 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "hosts.transport._native",
 int gradlane_add_batch_io(PyObject* m);   // batch_io.cpp: send_batch, Receiver
 int gradlane_add_send_frames(PyObject* m);   // send_frames.cpp: DataFrames, SendQueue
 int gradlane_add_send_acks(PyObject* m);     // send_acks.cpp: apply_ack
+int gradlane_add_packet_mac(PyObject* m);   // packet_mac.cpp: MacKey (where OpenSSL was found)
 
 PyMODINIT_FUNC PyInit__native(void) {
   const char* names[] = {"header", "payload", "addr", "tos", "kind", "worker_rank", "layer_id",
@@ -440,6 +442,10 @@ PyMODINIT_FUNC PyInit__native(void) {
   }
   if (gradlane_add_batch_io(m) < 0 || gradlane_add_send_frames(m) < 0 ||
       gradlane_add_send_acks(m) < 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  if (gradlane_add_packet_mac(m) < 0) {
     Py_DECREF(m);
     return nullptr;
   }

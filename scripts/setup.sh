@@ -8,9 +8,10 @@ cd "$(dirname "$0")/.."
 exec 9>.setup.lock
 flock 9
 
-# g++ and python3-dev: the native transport core (native/, built by `pip install -e .` below)
+# g++ and python3-dev: the native transport core (native/, built by `pip install -e .` below);
+# libssl-dev: OpenSSL's headers and libcrypto for its packet MAC (built without it where missing)
 APT_PACKAGES=(mininet iputils-ping bridge-utils ethtool libpcap0.8 tcpdump iproute2 iperf3 psmisc procps
-              g++ python3-dev)
+              g++ python3-dev libssl-dev)
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 

@@ -154,7 +154,8 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                         "key from --job-key (one without a valid trailer is dropped, so a packet "
                         "with a peer's spoofed source address changes nothing): 'control' (the "
                         "default) every kind but DATA; 'all' (the bare flag) DATA too, which adds "
-                        "16 to 23%% to the per-packet processing (benchmarks/join_auth.py) and "
+                        "about 6%% to a round over 'control' with the native MAC (21%% with the "
+                        "Python one; benchmarks/join_auth.py, docs/security.md) and "
                         "closes the last spoofing path, a DATA packet inside the round and window "
                         "the receiver expects; 'off' none. PS and workers must agree")
     g.add_argument("--controller", metavar="SOCKET",

@@ -3,8 +3,10 @@ the job's secret, so that a packet with a bound peer's spoofed source address is
 
 Which datagrams carry it is the mode: `control` (the default of the UDP transports) signs every
 kind but DATA: STOP, PULL_REQ, PROBE, BITMAP, ACK, EPOCH, the join and PCN's, the few packets
-per round that steer it; `all` signs DATA too (16 to 23% more per-packet processing,
-benchmarks/join_auth.py); `off` none. The receiver reads the kind from the header and requires
+per round that steer it; `all` signs DATA too (+6% per round over `control` with the native
+MAC, +21% per round with this Python one: benchmarks/join_auth.py, docs/security.md); `off` none.
+This module is the reference; hosts/transport/mac_impl.py picks the code that computes it
+(native/packet_mac.cpp where built, which gives the same tags). The receiver reads the kind from the header and requires
 a valid trailer on every kind its mode signs, so relabelling a control packet as DATA makes it
 DATA, subject to DATA's checks (the round and window the receiver expects).
 

@@ -15,7 +15,7 @@ from typing import Callable
 
 from hosts import wire
 from hosts.errors import PacketError
-from hosts.transport import packet_mac
+from hosts.transport import mac_impl, packet_mac
 from hosts.transport.counters import Counters
 from hosts.transport.data_frames import Frames
 
@@ -48,7 +48,9 @@ class Port:
     parameter server only, so a spoofed packet cannot redirect or close its sessions).
     `mac_key`: the datagrams of the kinds `mac_mode` signs ("all": every one; "control": all
     but DATA) carry a MAC trailer under it, and one of those kinds received without a valid
-    trailer is dropped (--packet-mac, hosts/transport/packet_mac.py).
+    trailer is dropped (--packet-mac, hosts/transport/packet_mac.py). `mac` computes the
+    trailers: the native MAC where it was built, else the Python reference
+    (hosts/transport/mac_impl.py); assign another `mac_impl.make(...)` to change it.
     `clock`: the driver's time in seconds (sessions read it only when they are created).
     """
 
@@ -66,6 +68,8 @@ class Port:
         self.peer = peer
         self.mac_key = mac_key if mac_mode != "off" else None
         self.mac_mode = mac_mode
+        self.mac: mac_impl.Mac | None = (mac_impl.make(self.mac_key) if self.mac_key is not None
+                                         else None)
         self.outbox: list[Datagram] = []
 
     def take(self) -> list[Datagram]:
@@ -81,8 +85,8 @@ class Port:
 
     def send(self, data: bytes, addr: tuple[str, int], tos: int) -> None:
         """Send one datagram with IPv4 TOS `tos` (signed first when its kind is signed)."""
-        if self.mac_key is not None and packet_mac.signs(self.mac_mode, packet_mac.kind_of(data)):
-            data = packet_mac.sign(self.mac_key, data)
+        if self.mac is not None and packet_mac.signs(self.mac_mode, packet_mac.kind_of(data)):
+            data = self.mac.sign(data)
         self.transmit(data, addr, tos)
 
     def send_data(self, frames: Frames, idx: int, flags: int, addr: tuple[str, int],
@@ -117,8 +121,8 @@ class Port:
         if self.peer is not None and addr != self.peer:
             self.counters["drop_wrong_source"] += 1
             return None
-        if self.mac_key is not None and packet_mac.signs(self.mac_mode, packet_mac.kind_of(data)):
-            verified = packet_mac.verify(self.mac_key, data)
+        if self.mac is not None and packet_mac.signs(self.mac_mode, packet_mac.kind_of(data)):
+            verified = self.mac.verify(data)
             if verified is None:
                 self.counters["drop_bad_mac"] += 1
                 return None
