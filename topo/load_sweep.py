@@ -97,19 +97,19 @@ def job_figures(job: int, result: TrainingResult, classes: list[dict[str, Any]])
 
 
 def overlap(figures: list[dict[str, Any]]) -> dict[str, float]:
-    """How much the jobs trained side by side: the seconds during which every job of the cell
-    was between its first and its last round (the start of a round is its end minus its time),
-    and the share of all jobs' rounds that ended within that window (1.0 for a single job)."""
-    windows = []
-    for f in figures:
-        if not f["round_t"]:
-            return {"overlap_s": 0.0, "overlap_share": 0.0}
-        windows.append((f["round_t"][0] - (f["round_s"][0] if f["round_s"] else 0.0), f["round_t"][-1]))
-    start, end = max(w[0] for w in windows), min(w[1] for w in windows)
-    ends = [t for f in figures for t in f["round_t"]]
-    inside = sum(1 for t in ends if start <= t <= end)
-    return {"overlap_s": round(max(0.0, end - start), 2),
-            "overlap_share": round(inside / len(ends), 3) if end > start else 0.0}
+    """How much the jobs trained side by side (each job trains from its first round's start, its
+    end minus its time, to its last round's end): the most jobs training at one moment, and the
+    share of all rounds that ended while at least one other job was training (0 for one job)."""
+    windows = [(f["round_t"][0] - (f["round_s"][0] if f["round_s"] else 0.0), f["round_t"][-1])
+               for f in figures if f["round_t"]]
+    edges = sorted([(a, 1) for a, _ in windows] + [(b, -1) for _, b in windows], key=lambda e: (e[0], e[1]))
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    ends = [(i, t) for i, f in enumerate(figures) if f["round_t"] for t in f["round_t"]]
+    beside = sum(1 for i, t in ends if any(k != i and a <= t <= b for k, (a, b) in enumerate(windows)))
+    return {"most_side_by_side": most, "side_by_side_share": round(beside / len(ends), 3) if ends else 0.0}
 
 
 def cell_reasons(cell: dict[str, Any], rounds: int, share: float) -> list[str]:
@@ -256,7 +256,7 @@ def table(cells: list[dict[str, Any]], share: float) -> list[str]:
         reasons = cell_reasons(c, c["rounds"], share)
         lines.append(f"| {c['jobs_n']} x {c['workers']} | {rounds} | {dl} | {vr} | {vio} | {oob} "
                      f"| {c['round_mean_s']} / {c['round_p90_s']} "
-                     f"| {c['overlap_s']} s, {c['overlap_share']:.0%} of rounds | {c['switch_cpu_s']} s ({c['switch_cpu_pct']} %) "
+                     f"| {c['most_side_by_side']} jobs, {c['side_by_side_share']:.0%} of rounds | {c['switch_cpu_s']} s ({c['switch_cpu_pct']} %) "
                      f"| {c['hosts_cpu_s']} s ({c['hosts_cpu_pct']} %) | {c['machine_busy_pct']} % "
                      f"| {c['load_before'][0]} / {c['load_after'][0]} "
                      f"| {'KNEE: ' + '; '.join(reasons) if reasons else 'holds'} |")
@@ -289,9 +289,10 @@ def write_summary(out: Path, cells: list[dict[str, Any]], meta: dict[str, Any]) 
             "",
             *knee_lines,
             "",
-            "Per-job columns list jobs 1..N. Side by side: the seconds during which every job of the "
-            "cell was training (between its first and last round) and the share of all rounds that "
-            "ended then (jobs start one after the other: each PS, then its workers). CPU is seconds over the cell's jobs (from their start to the "
+            "Per-job columns list jobs 1..N. Side by side: the most jobs training at one moment "
+            "(between their first and last round) and the share of all rounds that ended while "
+            "another job was training; the jobs start one after the other (each PS, then its "
+            "workers, whose start takes seconds on a loaded machine). CPU is seconds over the cell's jobs (from their start to the "
             "last agent's exit) and its share of one core; machine busy is all CPUs' busy share then.",
             "",
             *table(cells, share), ""]
@@ -329,6 +330,22 @@ def run_sweep(args: argparse.Namespace, command: str) -> int:
     return 0
 
 
+def render(folder: Path) -> int:
+    """Write FOLDER/summary.md again from its cells.jsonl and meta.json (the side-by-side
+    figures recomputed from the rounds' times); 0, or 1 with a one-line error."""
+    try:
+        cells = [json.loads(line) for line in (folder / "cells.jsonl").read_text().splitlines() if line.strip()]
+        meta = json.loads((folder / "meta.json").read_text())
+    except (OSError, ValueError) as exc:
+        print(f"topo.load_sweep: error: cannot read the sweep in {folder}: {exc}", file=sys.stderr)
+        return 1
+    for cell in cells:
+        cell.update(overlap(cell["jobs"]))
+    write_summary(folder, cells, meta)
+    print(f"summary in {folder / 'summary.md'}")
+    return 0
+
+
 def _ints(text: str) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
@@ -354,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--build", default="build", help="folder with gradlane.json and its P4Info")
     p.add_argument("--log-dir", default="logs/load", help="logs, one folder per cell (default logs/load)")
     p.add_argument("--out", default="logs/load", help="cells.jsonl, meta.json, summary.md (default logs/load)")
+    p.add_argument("--render", metavar="FOLDER", help="only write FOLDER/summary.md again from its cells.jsonl")
     try:
         args = p.parse_args(argv)
     except SystemExit as exc:
@@ -362,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
         print("topo.load_sweep: error: need --rounds >= 1, 0 <= --deadline-share < 1, --timeout > 0 "
               "and --bottleneck-pps > 0", file=sys.stderr)
         return 2
+    if args.render:
+        return render(Path(args.render))
     from mininet.log import setLogLevel  # noqa: PLC0415
 
     setLogLevel("warning")

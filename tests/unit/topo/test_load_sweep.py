@@ -26,7 +26,7 @@ def _round(time_s: float = 0.5, closed: str = "bound", tensor: float = 0.99, vio
 
 def _cell(*jobs: dict) -> dict:
     return {"jobs_n": len(jobs), "workers": 2, "rounds": 6, "jobs": list(jobs), "round_mean_s": 0.5,
-            "round_p90_s": 0.6, "overlap_s": 5.0, "overlap_share": 1.0, "switch_cpu_s": 1.0, "switch_cpu_pct": 10.0, "hosts_cpu_s": 2.0,
+            "round_p90_s": 0.6, "most_side_by_side": 1, "side_by_side_share": 0.0, "switch_cpu_s": 1.0, "switch_cpu_pct": 10.0, "hosts_cpu_s": 2.0,
             "hosts_cpu_pct": 20.0, "machine_busy_pct": 50.0, "load_before": [1.0, 1, 1], "load_after": [2.0, 1, 1]}
 
 
@@ -83,17 +83,17 @@ def test_percentile_and_table():
     good = job_figures(1, _result([_round()] * 6), [])
     lines = load_sweep.table([_cell(good)], 0.2)
     assert lines[-1].startswith("| 1 x 2 | 6 | 0 | 0 | 0 | 0 |") and lines[-1].endswith("holds |")
-    assert "5.0 s, 100% of rounds" in lines[-1]
+    assert "1 jobs, 0% of rounds" in lines[-1]
 
 
 def test_overlap_of_jobs_training_side_by_side():
-    a = {"round_t": [10.0, 11.0, 12.0, 13.0], "round_s": [1.0] * 4}
-    b = {"round_t": [12.0, 13.0, 14.0], "round_s": [1.0] * 3}
-    got = overlap([a, b])                     # both train from 11 to 13
-    assert got == {"overlap_s": 2.0, "overlap_share": round(5 / 7, 3)}   # a: 11, 12, 13; b: 12, 13
-    c = {"round_t": [20.0, 21.0], "round_s": [0.5, 0.5]}
-    assert overlap([a, c]) == {"overlap_s": 0.0, "overlap_share": 0.0}     # one after the other
-    assert overlap([a])["overlap_share"] == 1.0
+    a = {"round_t": [10.0, 11.0, 12.0, 13.0], "round_s": [1.0] * 4}      # trains 9..13
+    b = {"round_t": [12.0, 13.0, 14.0], "round_s": [1.0] * 3}            # trains 11..14
+    c = {"round_t": [20.0, 21.0], "round_s": [0.5, 0.5]}                 # trains 19.5..21
+    assert overlap([a, b]) == {"most_side_by_side": 2, "side_by_side_share": round(5 / 7, 3)}
+    assert overlap([a, c]) == {"most_side_by_side": 1, "side_by_side_share": 0.0}
+    assert overlap([a, b, c])["most_side_by_side"] == 2
+    assert overlap([a]) == {"most_side_by_side": 1, "side_by_side_share": 0.0}
 
 
 def test_cpu_readers_of_proc():
@@ -109,3 +109,18 @@ def test_bad_flags_are_one_line_errors(capsys):
     assert load_sweep.main(["--deadline-share", "1.5"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "--deadline-share" in err
+
+
+def test_render_writes_the_summary_again(tmp_path, capsys):
+    import json
+    good = job_figures(1, _result([_round()] * 6), [])
+    (tmp_path / "cells.jsonl").write_text(json.dumps(_cell(good)) + "\n")
+    meta = {"command": "python -m topo.load_sweep", "commit": "abc1234", "started": "now", "cpus": 2,
+            "rounds": 6, "bottleneck_pps": 2000.0, "deadline_share": 0.2, "load_start": [1, 1, 1],
+            "load_end": [2, 2, 2], "switch": "embedded"}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    assert load_sweep.main(["--render", str(tmp_path)]) == 0
+    text = (tmp_path / "summary.md").read_text()
+    assert "2 workers per job: no knee within the grid" in text and "| 1 x 2 |" in text
+    assert load_sweep.main(["--render", str(tmp_path / "missing")]) == 1
+    assert "cannot read the sweep" in capsys.readouterr().err
