@@ -85,7 +85,8 @@ def job_figures(job: int, result: TrainingResult, classes: list[dict[str, Any]])
                 and isinstance(r.get("delivered_tensor_min"), (int, float))
                 and r["delivered_tensor_min"] < 1 - push - 1e-6)
     mine = [c for c in classes if c.get("job") == job]
-    return {"job": job, "ok": result.ok, "timed_out": result.timed_out, "rounds": rounds_completed(result),
+    return {"job": job, "ok": result.ok, "timed_out": result.timed_out,
+            "exits": {name: code for name, code in result.exit_codes.items() if code != 0}, "rounds": rounds_completed(result),
             "deadline_rounds": deadline, "absent_rounds": absent, "violated_rounds": violated_rounds,
             "violations": sum(sum(r.get("violations") or []) for r in recs),
             "under_bound_rounds": under,
@@ -118,8 +119,9 @@ def cell_reasons(cell: dict[str, Any], rounds: int, share: float) -> list[str]:
     for j in cell["jobs"]:
         tag = f"job {j['job']}"
         if not j["ok"] or j["rounds"] < rounds:
-            out.append(f"{tag} failed ({j['rounds']}/{rounds} rounds"
-                       + (", timed out)" if j["timed_out"] else ")"))
+            exits = ", ".join(f"{name.split('@')[0]} exit {code}" for name, code in (j.get("exits") or {}).items())
+            out.append(f"{tag} failed ({j['rounds']}/{rounds} rounds" + (f"; {exits}" if exits else "")
+                       + ("; timed out)" if j["timed_out"] else ")"))
         if j["deadline_rounds"] > share * rounds:
             out.append(f"{tag}: {j['deadline_rounds']}/{rounds} rounds closed by deadline")
         if j["absent_rounds"] > share * rounds:

@@ -59,7 +59,7 @@ def test_knee_rule():
     two = job_figures(1, _result([_round(closed="deadline")] * 2 + [_round()] * 4), [])
     assert ["job 1: 2/6 rounds closed by deadline"] == cell_reasons(_cell(two), 6, 0.2)
     short = job_figures(1, _result([_round()] * 5, ok=False), [])
-    assert "failed" in cell_reasons(_cell(short), 6, 0.2)[0]
+    assert cell_reasons(_cell(short), 6, 0.2) == ["job 1 failed (5/6 rounds; ps exit 1)"]
     broken = job_figures(2, _result([_round(tensor=0.9)] + [_round()] * 5), [])
     assert "under the bound" in cell_reasons(_cell(broken), 6, 0.2)[0]
     # a round closed without an absent worker is no broken bound, but counts towards the knee
