@@ -216,8 +216,9 @@ def run_cell(args: argparse.Namespace, jobs: int, workers: int) -> dict[str, Any
     with RunSession(cfg) as session:
         load_before = os.getloadavg()
         meter = CpuMeter(str(log_dir)).start()
-        started = [session.start_job(args.rounds, workers,
-                                     extra_worker=("--pcn",) if j % 2 == 1 else ())
+        extra = tuple(args.agent_arg)
+        started = [session.start_job(args.rounds, workers, extra_ps=extra,
+                                     extra_worker=(*extra, *(("--pcn",) if j % 2 == 1 else ())))
                    for j in range(1, jobs + 1)]
         results = {j: session.finish_job(j, timeout=args.timeout) for j in started}
         cpu = meter.stop()
@@ -283,7 +284,8 @@ def write_summary(out: Path, cells: list[dict[str, Any]], meta: dict[str, Any]) 
             f"- seed: the agents' default (--seed 1); {meta['rounds']} rounds per job; bottleneck "
             f"{meta['bottleneck_pps']:g} pps, queue depth {QUEUE_DEPTH}; odd jobs push/pull bound "
             f"{BOUNDS[1][0]}/{BOUNDS[1][1]} (telemetry Early Close, PCN), even jobs {BOUNDS[0][0]}/{BOUNDS[0][1]} "
-            "(adaptive deadline)",
+            "(adaptive deadline)" + (f"; agent flags {' '.join(meta['agent_args'])}" if meta.get("agent_args")
+                                     else "; no other agent flags (deadline start 500 ms, floor 200 ms)"),
             f"- knee rule: a job failed, more than {share:.0%} of a job's rounds closed by a deadline, "
             "without an absent worker, or with a counted violation, a switch class over its bound, or a bound-closed round under "
             "its bound",
@@ -307,7 +309,7 @@ def run_sweep(args: argparse.Namespace, command: str) -> int:
     out.mkdir(parents=True, exist_ok=True)
     meta = {"command": command, "commit": _commit(), "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "cpus": os.cpu_count(), "rounds": args.rounds, "bottleneck_pps": args.bottleneck_pps,
-            "deadline_share": args.deadline_share, "load_start": [round(x, 2) for x in os.getloadavg()],
+            "deadline_share": args.deadline_share, "agent_args": list(args.agent_arg), "load_start": [round(x, 2) for x in os.getloadavg()],
             "switch": os.environ.get("SWITCH") or "default (embedded unless simple_switch_grpc is on PATH)"}
     cells: list[dict[str, Any]] = []
     done: dict[tuple[int, int], list[str]] = {}
@@ -370,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bottleneck-pps", type=float, default=BOTTLENECK_PPS,
                    help=f"bottleneck rate (default {BOTTLENECK_PPS:g}, the two-jobs test's)")
     p.add_argument("--timeout", type=float, default=400.0, help="per job, s (default 400, the test's)")
+    p.add_argument("--agent-arg", action="append", default=[], metavar="ARG",
+                   help="one more flag for every PS and worker (repeat; e.g. --agent-arg=--deadline-floor-ms "
+                        "--agent-arg=1800)")
     p.add_argument("--build", default="build", help="folder with gradlane.json and its P4Info")
     p.add_argument("--log-dir", default="logs/load", help="logs, one folder per cell (default logs/load)")
     p.add_argument("--out", default="logs/load", help="cells.jsonl, meta.json, summary.md (default logs/load)")
