@@ -77,8 +77,9 @@ def job_figures(job: int, result: TrainingResult, classes: list[dict[str, Any]])
     recs = round_records(result)
     times = [float(r["time_s"]) for r in recs if isinstance(r.get("time_s"), (int, float))]
     deadline = sum(1 for r in recs if "deadline" in (r.get("closed_by") or []))
-    # a worker left behind (absent, or joining again): the round closed without its push
-    absent = sum(1 for r in recs if {"absent", "rejoined"} & set(r.get("closed_by") or []))
+    # a worker left behind (absent, or joining again): the round closed without its push, or
+    # ran while the PS counted it absent
+    absent = sum(1 for r in recs if {"absent", "rejoined"} & set(r.get("closed_by") or []) or r.get("absent"))
     violated_rounds = sum(1 for r in recs if sum(r.get("violations") or []) > 0)
     # closed by the bound yet delivering less than it: a broken bound, not a counted violation
     under = sum(1 for r in recs if not {"deadline", "absent", "rejoined"} & set(r.get("closed_by") or [])
@@ -259,7 +260,7 @@ def table(cells: list[dict[str, Any]], share: float) -> list[str]:
         reasons = cell_reasons(c, c["rounds"], share)
         lines.append(f"| {c['jobs_n']} x {c['workers']} | {rounds} | {dl} | {vr} | {vio} | {oob} "
                      f"| {c['round_mean_s']} / {c['round_p90_s']} "
-                     f"| {c['most_side_by_side']} jobs, {c['side_by_side_share']:.0%} of rounds | {c['switch_cpu_s']} s ({c['switch_cpu_pct']} %) "
+                     f"| {c['most_side_by_side']} at once, {c['side_by_side_share']:.0%} of rounds | {c['switch_cpu_s']} s ({c['switch_cpu_pct']} %) "
                      f"| {c['hosts_cpu_s']} s ({c['hosts_cpu_pct']} %) | {c['machine_busy_pct']} % "
                      f"| {c['load_before'][0]} / {c['load_after'][0]} "
                      f"| {'KNEE: ' + '; '.join(reasons) if reasons else 'holds'} |")
@@ -286,8 +287,8 @@ def write_summary(out: Path, cells: list[dict[str, Any]], meta: dict[str, Any]) 
             f"{BOUNDS[1][0]}/{BOUNDS[1][1]} (telemetry Early Close, PCN), even jobs {BOUNDS[0][0]}/{BOUNDS[0][1]} "
             "(adaptive deadline)" + (f"; agent flags {' '.join(meta['agent_args'])}" if meta.get("agent_args")
                                      else "; no other agent flags (deadline start 500 ms, floor 200 ms)"),
-            f"- knee rule: a job failed, more than {share:.0%} of a job's rounds closed by a deadline, "
-            "without an absent worker, or with a counted violation, a switch class over its bound, or a bound-closed round under "
+            f"- knee rule: a job failed, more than {share:.0%} of a job's rounds closed by a deadline, or "
+            "closed with a worker left behind (absent), or with a counted violation, a switch class over its bound, or a bound-closed round under "
             "its bound",
             f"- load average (1/5/15 min) at the start {meta['load_start']}, at the end {meta['load_end']}",
             "",

@@ -66,6 +66,9 @@ def test_knee_rule():
     absent = job_figures(2, _result([_round(closed="absent", tensor=0.0)] * 2 + [_round()] * 4), [])
     assert absent["under_bound_rounds"] == 0 and absent["absent_rounds"] == 2
     assert cell_reasons(_cell(absent), 6, 0.2) == ["job 2: 2/6 rounds closed without a worker (absent)"]
+    # rounds the PS ran on without a worker it counts absent (its `absent` list) count too
+    gone = job_figures(1, _result([_round()] * 3 + [{**_round(), "absent": [1]}] * 3), [])
+    assert gone["absent_rounds"] == 3
 
 
 def test_rows_grow_until_their_knee():
@@ -83,7 +86,7 @@ def test_percentile_and_table():
     good = job_figures(1, _result([_round()] * 6), [])
     lines = load_sweep.table([_cell(good)], 0.2)
     assert lines[-1].startswith("| 1 x 2 | 6 | 0 | 0 | 0 | 0 |") and lines[-1].endswith("holds |")
-    assert "1 jobs, 0% of rounds" in lines[-1]
+    assert "1 at once, 0% of rounds" in lines[-1]
 
 
 def test_overlap_of_jobs_training_side_by_side():
