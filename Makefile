@@ -16,7 +16,7 @@ SWITCH_LOG ?=
 export P4C SWITCH SWITCH_LOG
 
 .PHONY: experiment experiments all setup build run demo test test-unit test-sim test-conformance test-integration test-topology lint bench bench-ns3 fuzz stop \
-        clean check-env check-reference check-compiler chaos soak
+        clean check-env check-reference check-compiler chaos soak load
 
 all: build
 
@@ -131,6 +131,14 @@ SOAK_INTERVAL ?= 60
 SOAK_OUT ?= logs/soak
 soak: build
 	$(PY) -m topo.soak --minutes $(DURATION) --interval $(SOAK_INTERVAL) --out $(SOAK_OUT) --build $(BUILD)
+
+# Not in CI: 1..4 concurrent jobs x {2,4,8} workers of the two-jobs test's short job on one
+# machine (a fresh network per cell), each row grown until rounds close by deadline or a bound
+# breaks; per cell rounds, deadline closes, violations, round times, switch and host CPU, load.
+LOAD_ARGS ?=
+LOAD_OUT ?= logs/load
+load: build
+	$(PY) -m topo.load_sweep --build $(BUILD) --out $(LOAD_OUT) --log-dir $(LOAD_OUT) $(LOAD_ARGS)
 
 stop:
 	-@[ -x $(PY) ] && $(PY) -m topo.stop || true

@@ -11,12 +11,19 @@ policy names), and prints one JSON line per run and a summary per arm:
   arrives, so the run must be the same bit for bit, whatever the packet timing;
 - `policy`: the default policy on a loss-free path (switches may drop up to 10 % of the tensor
   when their queue builds up, rounds close by that bound: which chunks miss depends on timing);
-- `lossy`: the default policy with `--loss` % random loss on the bottleneck (default 3).
+- `lossy`: the default policy with `--loss` % random loss on the bottleneck (default 3);
+- `chaos-clean`, `chaos`: the scenario of tests/topology/test_chaos.py (incast, 3 workers, 2000
+  pps, 60 rounds, its agent flags, the default policy) without faults, and with its three faults
+  (s1 killed at round 10, the controller at 25, worker 2 at 40); `chaos-reliable`: its
+  loss-free reference (the test's `clean` job). `--rounds` does not apply to them.
 
 The summary gives per arm the mean, standard deviation, min and max of the final accuracy and
 of the final training loss, and for each non-reference arm its gap to the reference (one
 deterministic value): the largest drop below it and a one-sided 95 % bound on the mean gap
-(Student's t with n - 1 degrees of freedom). Run: `python scripts/accuracy_spread.py --arms
+(Student's t with n - 1 degrees of freedom). With both chaos arms it also gives the faults'
+own share: the chaos arm's mean minus the fault-free arm's, a one-sided 95 % lower bound on
+that difference (Welch's standard error, Student's t with the smaller arm's n - 1 degrees of
+freedom: conservative) and the largest drop of a chaos run below the fault-free mean. Run: `python scripts/accuracy_spread.py --arms
 reliable,policy,lossy --runs 5` (as root, from the repository; on a shared machine under
 `flock /tmp/gradlane-net.lock`).
 """
@@ -69,6 +76,62 @@ def one_run(arm: str, loss: float, build: str, rounds: int, seed: int, log_root:
             "accuracy": final_accuracy(result), "train_loss": epochs[-1]["loss"] if epochs else None,
             "mean_delivered": round(sum(delivered) / len(delivered), 5) if delivered else None,
             "logs": str(log_dir)}
+
+
+CHAOS_ARMS = ("chaos-clean", "chaos", "chaos-reliable")
+CHAOS_ROUNDS = 60
+CHAOS_WORKERS = 3
+
+
+def chaos_run(arm: str, build: str, seed: int, log_root: Path, index: int) -> dict:
+    """One job of test_chaos's scenario in a fresh network: with its faults (`chaos`), without
+    them (`chaos-clean`), or its loss-free reference (`chaos-reliable`)."""
+    from topo.chaos import AGENT_FLAGS, FaultInjector  # noqa: PLC0415
+
+    log_dir = log_root / f"{arm}-{index}"
+    cfg = RunConfig(topo_name="incast", build_dir=build, log_dir=str(log_dir),
+                    params=TopoParams(workers=CHAOS_WORKERS, background=0, bottleneck_pps=2000),
+                    policy=str(REPO / "controller/policies/default.yaml"))
+    flags = (*AGENT_FLAGS, "--chunk-elems", "64", *(RELIABLE_FLAGS if arm == "chaos-reliable" else ()),
+             "--seed", str(seed))
+    faults = 0
+    with RunSession(cfg) as session:
+        job_id = session.start_job(rounds=CHAOS_ROUNDS, workers=CHAOS_WORKERS, extra_ps=flags,
+                                   extra_worker=flags)
+        if arm == "chaos":
+            chaos = FaultInjector(session, job_id)
+            chaos.wait_round(10)
+            chaos.kill_switch("s1")
+            chaos.wait_round(25)
+            chaos.kill_controller()
+            chaos.wait_round(40)
+            chaos.kill_worker(2)
+            faults = len(chaos.faults())
+        result = session.finish_job(job_id, timeout=400)
+    ps = [r for name, recs in result.records.items() if name.startswith("ps") for r in recs]
+    epochs = [r for r in ps if r.get("event") == "epoch"]
+    delivered = [r["delivered_tensor"] for r in ps if r.get("event") == "round"
+                 and r.get("delivered_tensor") is not None]
+    return {"arm": arm, "run": index, "ok": result.ok and rounds_completed(result) == CHAOS_ROUNDS,
+            "faults": faults, "rounds": rounds_completed(result), "accuracy": final_accuracy(result),
+            "train_loss": epochs[-1]["loss"] if epochs else None,
+            "mean_delivered": round(sum(delivered) / len(delivered), 5) if delivered else None,
+            "logs": str(log_dir)}
+
+
+def fault_share(runs: list[dict]) -> dict | None:
+    """The chaos arm against the fault-free chaos arm (both noisy): mean difference, its
+    one-sided 95 % lower bound, the largest drop below the fault-free mean; None without both."""
+    clean = [r["accuracy"] for r in runs if r["ok"] and r["arm"] == "chaos-clean"]
+    chaos = [r["accuracy"] for r in runs if r["ok"] and r["arm"] == "chaos"]
+    if len(clean) < 2 or len(chaos) < 2:
+        return None
+    mean = statistics.fmean(chaos) - statistics.fmean(clean)
+    se = math.sqrt(statistics.variance(chaos) / len(chaos) + statistics.variance(clean) / len(clean))
+    t = T95.get(min(len(chaos), len(clean)) - 1, 1.645)
+    return {"n_chaos": len(chaos), "n_clean": len(clean), "mean": round(mean, 5),
+            "mean_lower_95": round(mean - t * se, 5),
+            "largest_drop": round(statistics.fmean(clean) - min(chaos), 5)}
 
 
 def loopback_run(arm: str, loss: float, rounds: int, seed: int, log_root: Path,
@@ -129,12 +192,18 @@ def _stats(values: list[float]) -> dict:
             "min": round(min(values), 5), "max": round(max(values), 5)}
 
 
+def _reference_arm(arm: str) -> str:
+    """The deterministic arm a noisy arm's gaps are taken to."""
+    if arm.startswith("chaos"):
+        return "chaos-reliable"
+    return arm.replace("lossy", "reliable").replace("policy", "reliable")
+
+
 def summary(runs: list[dict]) -> dict:
     """Per arm: accuracy and training-loss statistics; gaps to the reliable reference."""
     out: dict = {}
     for arm in dict.fromkeys(r["arm"] for r in runs):
-        ref = [r["accuracy"] for r in runs if r["ok"] and r["arm"] == arm.replace(
-            "lossy", "reliable").replace("policy", "reliable")]
+        ref = [r["accuracy"] for r in runs if r["ok"] and r["arm"] == _reference_arm(arm)]
         mine = [r for r in runs if r["arm"] == arm and r["ok"]]
         if not mine:
             out[arm] = {"n": 0}
@@ -150,6 +219,9 @@ def summary(runs: list[dict]) -> dict:
                 "reference": ref[0], "largest_drop": round(-min(gaps), 5),
                 "mean": round(mean, 5),
                 "mean_lower_95": round(mean - t * sd / math.sqrt(len(gaps)), 5)}
+    share = fault_share(runs)
+    if share is not None:
+        out["fault_share"] = share
     return out
 
 
@@ -157,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="scripts/accuracy_spread.py", description=__doc__.splitlines()[0])
     ap.add_argument("--arms", default="reliable,policy,lossy")
     ap.add_argument("--runs", type=int, default=5, help="runs per arm (the reliable arm: at least 2)")
+    ap.add_argument("--reference-runs", type=int, default=None,
+                    help="runs of the deterministic arms (reliable, chaos-reliable; default --runs)")
     ap.add_argument("--loss", type=float, default=3.0, help="random loss %% of the lossy arm")
     ap.add_argument("--rounds", type=int, default=120)
     ap.add_argument("--seed", type=int, default=1)
@@ -166,15 +240,21 @@ def main(argv: list[str] | None = None) -> int:
                     help="the job on 127.0.0.1 instead (reliable and lossy arms; no root)")
     args = ap.parse_args(argv)
     arms = args.arms.split(",")
-    if args.runs < 1 or any(a not in ("reliable", "policy", "lossy") for a in arms) \
-            or (args.loopback and "policy" in arms):
-        print("accuracy_spread: error: --runs >= 1, --arms of reliable, policy, lossy", file=sys.stderr)
+    bad_counts = args.runs < 1 or (args.reference_runs is not None and args.reference_runs < 1)
+    if bad_counts or any(a not in ("reliable", "policy", "lossy", *CHAOS_ARMS) for a in arms) \
+            or (args.loopback and any(a not in ("reliable", "lossy") for a in arms)):
+        print("accuracy_spread: error: --runs >= 1, --arms of reliable, policy, lossy, "
+              + ", ".join(CHAOS_ARMS) + " (with --loopback: reliable, lossy)", file=sys.stderr)
         return 2
     runs: list[dict] = []
     root = Path(tempfile.mkdtemp(prefix="gradlane-spread-"))
     for arm in arms:
-        for i in range(args.runs):
-            if args.loopback:
+        count = args.runs if not arm.endswith("reliable") or args.reference_runs is None \
+            else args.reference_runs
+        for i in range(count):
+            if arm in CHAOS_ARMS:
+                run = chaos_run(arm, args.build, args.seed, root, i)
+            elif args.loopback:
                 run = loopback_run(arm, args.loss, args.rounds, args.seed, root, i)
             else:
                 run = one_run(arm, args.loss, args.build, args.rounds, args.seed, root, i)

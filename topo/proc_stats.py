@@ -78,3 +78,24 @@ def tcp_established(pid: int) -> int | None:
         except OSError:
             continue
     return len(mine & established)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) ``pid`` has used so far, in seconds (a zombie not yet reaped
+    still reports its total)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rpartition(")")[2].split()   # after the command name, which may hold spaces
+    try:
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (IndexError, ValueError):
+        return None
+
+
+def busy_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs since boot, from /proc/stat's `cpu` line."""
+    cols = [int(c) for c in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = cols[3] + (cols[4] if len(cols) > 4 else 0)   # idle + iowait
+    return sum(cols) - idle, sum(cols)

@@ -20,6 +20,9 @@ from typing import IO, Any
 
 from mininet.log import setLogLevel
 
+from controller.adaptation import ADAPTATIONS_KEPT
+from controller.jobs import HISTORY
+from controller.state import EPOCH_HISTORY
 from topo import proc_stats, soak_report
 from topo.errors import TopoError
 from topo.pidfile import RunRecord, is_same_process
@@ -88,7 +91,7 @@ def sample(session: RunSession, counters: dict[int, RoundCounter], since: float,
             controller_pid = p.pid
     rows, _ = _gradctl_json(session, "switches")
     switches = {row["switch"]: row.get("entries") for row in rows} if isinstance(rows, list) else {}
-    _, jobs_view = _gradctl_json(session, "jobs")
+    jobs, jobs_view = _gradctl_json(session, "jobs")
     log_dir = Path(session.config.log_dir)
     state = log_dir / f"{session.topo.name}.controller.json"
     logs = {}
@@ -105,8 +108,30 @@ def sample(session: RunSession, counters: dict[int, RoundCounter], since: float,
             "controller": {"state_file_bytes": state.stat().st_size if state.exists() else None,
                            "tcp_established": (None if controller_pid is None
                                                else proc_stats.tcp_established(controller_pid)),
-                           "jobs_view_bytes": jobs_view},
+                           "jobs_view_bytes": jobs_view, "capped": capped_counts(state, jobs)},
             "logs": logs, "rounds": {str(j): c.read() for j, c in counters.items()}}
+
+
+def capped_counts(state: Path, jobs: Any) -> dict[str, list[int]]:
+    """What the capped controller series hold, each as [count, documented cap]: the PCN changes
+    and (the most of any job's) epoch changes kept in the state file, and the most reports any
+    job's `gradctl jobs` entry shows; a figure that cannot be read is left out."""
+    out: dict[str, list[int]] = {}
+    try:
+        doc = json.loads(state.read_text())
+    except (OSError, ValueError):
+        doc = None
+    if isinstance(doc, dict):
+        if isinstance(doc.get("adaptations"), list):
+            out["state file: PCN changes kept"] = [len(doc["adaptations"]), ADAPTATIONS_KEPT]
+        epochs = doc.get("epochs")
+        if isinstance(epochs, dict):
+            kept = [len(e.get("history") or []) for e in epochs.values() if isinstance(e, dict)]
+            out["state file: epoch changes kept per job"] = [max(kept, default=0), EPOCH_HISTORY]
+    if isinstance(jobs, list):
+        kept = [len(j.get("rounds") or []) for j in jobs if isinstance(j, dict)]
+        out["`gradctl jobs` view: reports kept per job"] = [max(kept, default=0), HISTORY]
+    return out
 
 
 def _counters(session: RunSession) -> dict[int, RoundCounter]:

@@ -45,6 +45,7 @@ class Series:
     unit: str
     points: list[tuple[float, float]] = field(default_factory=list)
     pids: list[int] = field(default_factory=list)
+    cap: float | None = None   # a documented cap (entries kept): bounded while under it
 
     @property
     def label(self) -> str:
@@ -127,6 +128,9 @@ def build_series(samples: Sequence[dict[str, Any]]) -> list[Series]:
             add("switch", sw, "table entries", "entries", x, entries)
         for key, metric, unit in CONTROLLER_METRICS:
             add("controller", "controller", metric, unit, x, smp.get("controller", {}).get(key))
+        for metric, (count, cap) in sorted((smp.get("controller", {}).get("capped") or {}).items()):
+            add("controller", "controller", metric, "entries", x, count)
+            table[("controller", "controller", metric)].cap = cap
         logs = smp.get("logs", {})
         for name, size in sorted(logs.items()):
             add("logs", name, "size", "MiB", x, size / 2 ** 20)
@@ -186,13 +190,45 @@ def bounded_check(series: Series, warm_up_s: float, bar: float = BOUNDED_BAR) ->
                                    f"({'flat' if ok else 'GROWS'})")
 
 
+def capped_check(series: Series) -> Check:
+    """A count with a documented cap (entries a bounded log keeps): bounded while it never
+    went above the cap, however it grew on the way there."""
+    assert series.cap is not None
+    most = max(v for _, v in series.points)
+    ok = most <= series.cap
+    return Check(series.label, ok, f"at most {most:.0f} of its cap {series.cap:.0f} "
+                                   f"({'bounded' if ok else 'ABOVE its cap'})")
+
+
+# The size series whose contents are capped counts (the capped series name these prefixes):
+# a size that grows by the fitted rule is bounded when every capped count in it stayed under
+# its cap; the fitted verdict stays in the reason.
+CAPPED_SIZES = {"state file": "state file: ", "`gradctl jobs` view": "`gradctl jobs` view: "}
+
+
 def checks(series: Sequence[Series], warm_up_s: float) -> tuple[list[Check], list[Check]]:
     """(per-process RSS verdicts, bounded-count verdicts). Log sizes grow by design and
-    rounds depend on the machine's load: neither is checked."""
+    rounds depend on the machine's load: neither is checked. A capped count is judged against
+    its cap; a size made of capped counts is bounded when the fitted rule flags it but every
+    count in it stayed under its cap (samples without counts keep the fitted verdict)."""
     end = max((s.points[-1][0] for s in series if s.points), default=None)
     rss = [rss_check(s, warm_up_s, end_s=end) for s in series if s.group == "process" and s.metric == "RSS"]
-    bounded = [bounded_check(s, warm_up_s) for s in series
-               if (s.group == "process" and s.metric != "RSS") or s.group in ("switch", "controller")]
+    capped = {s.metric: capped_check(s) for s in series if s.cap is not None and s.points}
+    bounded = []
+    for s in series:
+        if not ((s.group == "process" and s.metric != "RSS") or s.group in ("switch", "controller")):
+            continue
+        if s.cap is not None:
+            if s.points:
+                bounded.append(capped[s.metric])
+            continue
+        check = bounded_check(s, warm_up_s)
+        prefix = CAPPED_SIZES.get(s.metric) if s.group == "controller" else None
+        inner = [c for metric, c in capped.items() if prefix and metric.startswith(prefix)]
+        if check.ok is False and inner and all(c.ok for c in inner):
+            check = Check(check.label, True, f"{check.reason} by the fitted rule; bounded: its capped "
+                                             f"contents stayed under their caps")
+        bounded.append(check)
     return rss, bounded
 
 
@@ -251,7 +287,16 @@ def render_markdown(samples: Sequence[dict[str, Any]], meta: dict[str, Any]) -> 
               "its indexed counters are arrays of fixed size allocated when the program loads and "
               "its direct counters live in their table entries, so they are covered by the "
               "switch's table entries and RSS above.", ""]
-    lines += _other_table("Controller", [s for s in series if s.group == "controller"], warm, bounded)
+    controller = [s for s in series if s.group == "controller"]
+    lines += _other_table("Controller", controller, warm, bounded)
+    if lines[-1] == "":
+        lines.pop()
+    lines += ["", "A count with a documented cap (entries a bounded log keeps) is bounded while it "
+              "stays under the cap; a size made of such counts (the state file, the `gradctl jobs` "
+              "view) is bounded when the fitted rule flags it but every count in it stayed under its "
+              "cap, the fitted verdict kept in its reason. "
+              + ("" if any(s.cap is not None for s in controller) else
+                 "These samples carry no such counts: the fitted rule alone decides."), ""]
     logs = [s for s in series if s.group == "logs"]
     lines += _other_table("Log files (grow by design: not checked)",
                           sorted(logs, key=lambda s: -(s.points[-1][1] if s.points else 0))[:12], warm, [])

@@ -36,6 +36,11 @@ def _round_records(result: TrainingResult) -> list[dict[str, Any]]:
     return [r for r in ps if r.get("event", "round") == "round" and isinstance(r.get("round"), int)]
 
 
+def round_records(result: TrainingResult) -> list[dict[str, Any]]:
+    """The parameter server's per-round records, in order."""
+    return _round_records(result)
+
+
 def rounds_completed(result: TrainingResult) -> int:
     """Rounds the parameter server closed (distinct round numbers it reported)."""
     return len({r["round"] for r in _round_records(result)})

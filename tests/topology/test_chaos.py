@@ -1,7 +1,8 @@
 """One training job survives a switch, the controller and a worker being killed (by PID) at
 chosen rounds: the job finishes, its summary lists each fault with its time to recovery and
 the rounds it cost, every violation is counted, and the accuracy stays within 2 points of a
-fault-free reference with the same seed (the reliable arm, the same in every run: 0.955432)."""
+fault-free reference with the same seed (the reliable arm, the same in every run: 0.955432;
+the bar is set from the faults' measured share, below)."""
 from topo.agents import RELIABLE_FLAGS
 from topo.chaos import AGENT_FLAGS, FaultInjector
 from topo.fault_report import fault_rows
@@ -79,8 +80,11 @@ def test_a_job_survives_a_switch_the_controller_and_a_worker_dying(network):
               for res in (clean, result)]
     print(f"accuracy fault-free {acc_clean:.4f} (train loss {losses[0]:.4f}), with faults "
           f"{acc_chaos:.4f} (train loss {losses[1]:.4f})")
-    # 2 points, not 1: the reference is deterministic (0.955432 for --seed 1, 60 rounds, 3
-    # workers), but the chaos arm follows the default policy (switches may drop up to 10 % of
-    # the tensor, rounds close by that bound at timing-dependent moments) and loses the rounds
-    # the faults cost; its noise floor in Mininet is above 1 point (docs/faults.md).
+    # 2 points, not 1, from the faults' own share (docs/faults.md "Repeatable accuracy",
+    # `scripts/accuracy_spread.py --arms chaos-clean,chaos --runs 5`, seed 1): the reference is
+    # deterministic (0.955432), this scenario without faults ended 0 to +0.28 points from it
+    # in 5 of 5 runs, with the faults -0.61 points on average (sd 0.41), down to -1.11 in one
+    # run of 5; the faults' share against the fault-free runs: mean -0.72 points, one-sided 95 %
+    # lower bound -1.14. A 1-point bar would fail one run in five; 2 points is above mean - 3 sd
+    # (-1.85).
     assert abs(acc_clean - acc_chaos) <= 0.02

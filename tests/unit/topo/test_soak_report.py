@@ -12,7 +12,7 @@ import pytest
 from topo import proc_stats
 from topo.soak import RoundCounter, main
 from topo import soak_report
-from topo.soak_report import (Series, build_series, bounded_check, failures, least_squares, plot_all,
+from topo.soak_report import (Series, build_series, bounded_check, checks, failures, least_squares, plot_all,
                               relative_to_warm, render_markdown, rss_check, trend)
 
 MIN = 60.0
@@ -196,3 +196,46 @@ def test_bad_arguments_are_one_line_errors(args, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("topo.soak: error:") and err.count("\n") == 1
+
+
+def _capped(samples: list[dict], adaptations: list[int], cap: int = 100) -> list[dict]:
+    """The samples with a state file that grows in steps as its capped change log fills."""
+    for smp, kept in zip(samples, adaptations):
+        smp["controller"]["state_file_bytes"] = 1354 + 200 * kept
+        smp["controller"]["capped"] = {"state file: PCN changes kept": [kept, cap],
+                                       "`gradctl jobs` view: reports kept per job": [32, 32]}
+    return samples
+
+
+def test_a_capped_size_is_bounded_while_its_counts_stay_under_their_caps():
+    steps = [0, 0, 0, 2, 2, 10, 10, 21, 21, 21, 21]
+    _, bounded = checks(build_series(_capped(_samples(), steps)), warm_up_s=120)
+    by_label = {c.label: c for c in bounded}
+    state = by_label["state file of controller"]
+    assert state.ok and "GROWS" in state.reason and "by the fitted rule; bounded" in state.reason
+    kept = by_label["state file: PCN changes kept of controller"]
+    assert kept.ok and kept.reason == "at most 21 of its cap 100 (bounded)"
+    assert failures(build_series(_capped(_samples(), steps)), 120, []) == []
+
+
+def test_a_count_above_its_cap_fails_and_a_size_without_counts_keeps_the_fitted_verdict():
+    over = _capped(_samples(), [0, 0, 0, 40, 40, 80, 80, 101, 101, 101, 101])
+    fails = failures(build_series(over), 120, [])
+    assert "state file: PCN changes kept of controller: at most 101 of its cap 100 (ABOVE its cap)" in fails
+    assert any(f.startswith("state file of controller: fitted") for f in fails)
+    bare = _samples()
+    for k, smp in enumerate(bare):       # the published run: bytes only, no counts sampled
+        smp["controller"]["state_file_bytes"] = 1354 + 300 * k
+    assert any(f.startswith("state file of controller: fitted") and f.endswith("(GROWS)")
+               for f in failures(build_series(bare), 120, []))
+
+
+def test_capped_counts_read_the_state_file_and_the_jobs_view(tmp_path: Path):
+    from topo.soak import capped_counts
+    state = tmp_path / "incast.controller.json"
+    state.write_text(json.dumps({"adaptations": [{}] * 21,
+                                 "epochs": {"1": {"epoch": 3, "history": [{}] * 2}, "2": {"epoch": 1}}}))
+    got = capped_counts(state, [{"job": 1, "rounds": [{}] * 32}, {"job": 2, "rounds": [{}] * 7}])
+    assert got == {"state file: PCN changes kept": [21, 100], "state file: epoch changes kept per job": [2, 64],
+                   "`gradctl jobs` view: reports kept per job": [32, 32]}
+    assert capped_counts(tmp_path / "missing.json", None) == {}
