@@ -1,7 +1,7 @@
 // Batched UDP I/O for the agents' endpoint (hosts/transport/endpoint.py), part of the
 // hosts.transport._native extension (module.cpp registers it):
-//   send_batch(fd, frames) puts a list of (data, (host, port), tos) datagrams on an IPv4 UDP
-//     socket with sendmmsg, each with its own IP_TOS ancillary data and address, in order;
+//   to_sockaddr resolves (host, port) for send_frames.cpp's SendQueue, which puts the
+//     endpoint's datagrams on the socket with sendmmsg, each with its own IP_TOS and address;
 //   Receiver(fd, slots) drains a socket with recvmmsg into preallocated buffers and returns
 //     (data, (host, port), tos) per datagram, the TOS from its IP_TOS ancillary data (the socket
 //     has IP_RECVTOS set).
@@ -59,80 +59,6 @@ int to_sockaddr(PyObject* addr, sockaddr_in& out) {
   out.sin_addr = reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr;
   freeaddrinfo(res);
   return 1;
-}
-
-// send_batch(fd, frames) -> (sent, bytes_sent, blocked, errors)
-PyObject* send_batch(PyObject*, PyObject* args) {
-  int fd;
-  PyObject* frames;
-  if (!PyArg_ParseTuple(args, "iO!", &fd, &PyList_Type, &frames)) return nullptr;
-  Py_ssize_t n = PyList_GET_SIZE(frames);
-  std::vector<mmsghdr> msgs(static_cast<size_t>(n));
-  std::vector<iovec> iovs(static_cast<size_t>(n));
-  std::vector<sockaddr_in> addrs(static_cast<size_t>(n));
-  std::vector<char> control(static_cast<size_t>(n) * TOS_SPACE, 0);
-  std::vector<Py_buffer> views;
-  views.reserve(static_cast<size_t>(n));
-  auto release = [&views]() { for (Py_buffer& v : views) PyBuffer_Release(&v); };
-  long long sent = 0, bytes = 0, blocked = 0, errors = 0;
-  PyObject* last_addr = nullptr;   // consecutive frames mostly go to one peer
-  size_t m = 0;                    // messages built (a frame whose host does not resolve: none)
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject* item = PyList_GET_ITEM(frames, i);
-    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) {
-      release();
-      PyErr_SetString(PyExc_TypeError, "a frame is (data, addr, tos)");
-      return nullptr;
-    }
-    PyObject* addr = PyTuple_GET_ITEM(item, 1);
-    long tos = PyLong_AsLong(PyTuple_GET_ITEM(item, 2));
-    if (tos == -1 && PyErr_Occurred()) { release(); return nullptr; }
-    if (m > 0 && last_addr && addr == last_addr) {
-      addrs[m] = addrs[m - 1];
-    } else {
-      int ok = to_sockaddr(addr, addrs[m]);
-      if (ok < 0) { release(); return nullptr; }
-      last_addr = ok ? addr : nullptr;
-      if (!ok) { ++errors; continue; }
-    }
-    Py_buffer view;
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 0), &view, PyBUF_SIMPLE) < 0) { release(); return nullptr; }
-    views.push_back(view);
-    iovs[m].iov_base = view.buf;
-    iovs[m].iov_len = static_cast<size_t>(view.len);
-    msghdr& h = msgs[m].msg_hdr;
-    std::memset(&h, 0, sizeof(h));
-    h.msg_name = &addrs[m];
-    h.msg_namelen = sizeof(sockaddr_in);
-    h.msg_iov = &iovs[m];
-    h.msg_iovlen = 1;
-    h.msg_control = &control[m * TOS_SPACE];
-    h.msg_controllen = TOS_SPACE;
-    cmsghdr* c = CMSG_FIRSTHDR(&h);
-    c->cmsg_level = IPPROTO_IP;
-    c->cmsg_type = IP_TOS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    int t = static_cast<int>(tos);
-    std::memcpy(CMSG_DATA(c), &t, sizeof(int));
-    ++m;
-  }
-  size_t i = 0;   // the GIL stays held: the socket does not block, and the buffers are shared
-  while (i < m) {
-    unsigned len = static_cast<unsigned>(std::min<size_t>(m - i, BATCH));
-    int rc = sendmmsg(fd, &msgs[i], len, 0);
-    if (rc > 0) {
-      for (int j = 0; j < rc; ++j) bytes += static_cast<long long>(iovs[i + j].iov_len);
-      sent += rc;
-      i += rc;
-    } else if (rc < 0 && errno == EINTR) {
-      continue;
-    } else {   // the datagram at i failed: count it as the per-datagram path would, go on
-      if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) ++blocked; else ++errors;
-      ++i;
-    }
-  }
-  release();
-  return Py_BuildValue("LLLL", sent, bytes, blocked, errors);
 }
 
 struct ReceiverObject {
@@ -255,17 +181,12 @@ PyMethodDef receiver_methods[] = {
 
 PyTypeObject ReceiverType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
-PyMethodDef functions[] = {
-    {"send_batch", send_batch, METH_VARARGS,
-     "send_batch(fd, [(data, (host, port), tos), ...]) -> (sent, bytes, blocked, errors)"},
-    {nullptr, nullptr, 0, nullptr}};
-
 }  // namespace
 
 // to_sockaddr for send_frames.cpp's queue
 int gradlane_to_sockaddr(PyObject* addr, sockaddr_in& out) { return to_sockaddr(addr, out); }
 
-// Adds send_batch and Receiver to the extension module `m`; -1 on error.
+// Adds Receiver to the extension module `m`; -1 on error.
 int gradlane_add_batch_io(PyObject* m) {
   ReceiverType.tp_name = "hosts.transport._native.Receiver";
   ReceiverType.tp_basicsize = sizeof(ReceiverObject);
@@ -281,5 +202,5 @@ int gradlane_add_batch_io(PyObject* m) {
     Py_DECREF(&ReceiverType);
     return -1;
   }
-  return PyModule_AddFunctions(m, functions);
+  return 0;
 }

@@ -1,5 +1,5 @@
 // CPython binding of the native receive core (recv_core.h): hosts.transport._native.RecvCore
-// (and, from batch_io.cpp, the endpoint's batched socket I/O: send_batch, Receiver; from
+// (and, from batch_io.cpp, the endpoint's batched socket I/O: Receiver; from
 // packet_mac.cpp, the --packet-mac trailer: MacKey).
 // hosts/transport/native_receiver.py wraps it behind RecvSession's interface. The binding
 // reads the fields of a parsed packet (hosts.transport.port.Received), writes chunks straight
@@ -406,7 +406,7 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "hosts.transport._native",
 
 }  // namespace
 
-int gradlane_add_batch_io(PyObject* m);   // batch_io.cpp: send_batch, Receiver
+int gradlane_add_batch_io(PyObject* m);   // batch_io.cpp: Receiver
 int gradlane_add_send_frames(PyObject* m);   // send_frames.cpp: DataFrames, SendQueue
 int gradlane_add_send_acks(PyObject* m);     // send_acks.cpp: apply_ack
 int gradlane_add_packet_mac(PyObject* m);   // packet_mac.cpp: MacKey (where OpenSSL was found)

@@ -9,7 +9,7 @@
 //     finished datagram, add_data(frames, idx, flags, addr, tos) builds a DATA frame straight into
 //     the queue's own buffer (no Python object per datagram), and flush(fd) puts everything out in
 //     order with sendmmsg, each message with its own address and IP_TOS ancillary data, counted
-//     as send_batch counts it (sent, bytes, would block, other errors).
+//     as the per-datagram path counts it (sent, bytes, would block, other errors).
 // hosts/transport/data_frames.py holds the Python reference of the frames; the differential test
 // (tests/unit/hosts/test_native_send.py) holds both to the same bytes.
 #define PY_SSIZE_T_CLEAN
