@@ -100,12 +100,7 @@ def chaos_run(arm: str, build: str, seed: int, log_root: Path, index: int) -> di
                                    extra_worker=flags)
         if arm == "chaos":
             chaos = FaultInjector(session, job_id)
-            chaos.wait_round(10)
-            chaos.kill_switch("s1")
-            chaos.wait_round(25)
-            chaos.kill_controller()
-            chaos.wait_round(40)
-            chaos.kill_worker(2)
+            chaos.one_of_each()
             faults = len(chaos.faults())
         result = session.finish_job(job_id, timeout=400)
     ps = [r for name, recs in result.records.items() if name.startswith("ps") for r in recs]

@@ -123,6 +123,16 @@ class FaultInjector:
                 raise RunError(f"worker rank {rank} was not {change} within {timeout:g} s")
             time.sleep(0.1)
 
+    def one_of_each(self) -> None:
+        """The chaos test's script: switch s1 dies at round 10, the controller at 25, worker
+        rank 2 at 40 (tests/topology/test_chaos.py, scripts/accuracy_spread.py)."""
+        self.wait_round(10)
+        self.kill_switch("s1")
+        self.wait_round(25)
+        self.kill_controller()
+        self.wait_round(40)
+        self.kill_worker(2)
+
     def faults(self) -> list[dict[str, Any]]:
         """Every fault injected so far (supervisor's and workers'), in time order."""
         assert self.session.supervisor is not None

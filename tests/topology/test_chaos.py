@@ -33,12 +33,7 @@ def test_a_job_survives_a_switch_the_controller_and_a_worker_dying(network):
     session = network("incast", **PARAMS)
     job_id = session.start_job(rounds=ROUNDS, workers=3, extra_ps=FLAGS, extra_worker=FLAGS)
     chaos = FaultInjector(session, job_id)
-    chaos.wait_round(10)
-    chaos.kill_switch("s1")
-    chaos.wait_round(25)
-    chaos.kill_controller()
-    chaos.wait_round(40)
-    chaos.kill_worker(2)
+    chaos.one_of_each()          # s1 at round 10, the controller at 25, worker rank 2 at 40
     result = session.finish_job(job_id, timeout=400)
     assert result.ok, {n: open(p).read()[-1500:] for n, p in result.logs.items()}
     assert rounds_completed(result) == ROUNDS
