@@ -140,6 +140,16 @@ PyTypeObject MacKeyType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 }  // namespace
 
+// 1 with `data[0:n]`'s tag written to `out` when `key` is a MacKey, 0 when it is not (no error
+// set): SendQueue signs the DATA frames it builds with it (send_frames.cpp).
+int gradlane_mac_tag(PyObject* key, const unsigned char* data, Py_ssize_t n, unsigned char* out) {
+  if (!PyObject_TypeCheck(key, &MacKeyType)) return 0;
+  auto* k = reinterpret_cast<MacKeyObject*>(key);
+  if (!k->ready) return 0;
+  tag_of(k, data, n, out);
+  return 1;
+}
+
 // Adds MacKey to the extension module `m`; -1 on error.
 int gradlane_add_packet_mac(PyObject* m) {
   MacKeyType.tp_name = "hosts.transport._native.MacKey";
@@ -162,5 +172,7 @@ int gradlane_add_packet_mac(PyObject* m) {
 #else   // no OpenSSL headers at build time: no MacKey, the Python reference signs
 
 int gradlane_add_packet_mac(PyObject*) { return 0; }
+
+int gradlane_mac_tag(PyObject*, const unsigned char*, Py_ssize_t, unsigned char*) { return 0; }
 
 #endif

@@ -6,8 +6,9 @@
 //     DATA packet, then the chunk's values. frame(idx, flags) returns the bytes (for a sans-IO
 //     port); size(idx) is the frame's length.
 //   SendQueue() is the batch endpoint's queue of datagrams to send: add(data, addr, tos) takes a
-//     finished datagram, add_data(frames, idx, flags, addr, tos) builds a DATA frame straight into
-//     the queue's own buffer (no Python object per datagram), and flush(fd) puts everything out in
+//     finished datagram, add_data(frames, idx, flags, addr, tos[, mac]) builds a DATA frame straight
+//     into the queue's own buffer (no Python object per datagram; with a MacKey, its --packet-mac
+//     trailer after it, packet_mac.cpp), and flush(fd) puts everything out in
 //     order with sendmmsg, each message with its own address and IP_TOS ancillary data, counted
 //     as the per-datagram path counts it (sent, bytes, would block, other errors).
 // hosts/transport/data_frames.py holds the Python reference of the frames; the differential test
@@ -25,6 +26,8 @@
 #include <vector>
 
 int gradlane_to_sockaddr(PyObject* addr, sockaddr_in& out);   // batch_io.cpp
+int gradlane_mac_tag(PyObject* key, const unsigned char* data, Py_ssize_t n,
+                     unsigned char* out);                        // packet_mac.cpp
 
 namespace {
 
@@ -33,6 +36,7 @@ constexpr size_t HEADER_LEN = 32;
 constexpr int VERSION = 1;
 constexpr int KIND_DATA = 0;
 constexpr size_t TOS_SPACE = CMSG_SPACE(sizeof(int));
+constexpr size_t TAG_BYTES = 16;   // hosts/transport/packet_mac.py TAG_BYTES
 
 struct ChunkInfo {
   uint16_t layer;
@@ -321,30 +325,38 @@ PyObject* queue_add(QueueObject* self, PyObject* const* args, Py_ssize_t nargs) 
   Py_RETURN_NONE;
 }
 
-// add_data(frames, idx, flags, addr, tos) -> the frame's length: chunk idx's DATA frame, built
-// in the queue's buffer
+// add_data(frames, idx, flags, addr, tos[, mac]) -> the frame's length (before a trailer): chunk idx's DATA
+// frame, built in the queue's buffer; with `mac` (a MacKey) its --packet-mac trailer appended
 PyObject* queue_add_data(QueueObject* self, PyObject* const* args, Py_ssize_t nargs) {
   if (!queue_ready(self)) return nullptr;
-  if (nargs != 5 || !PyObject_TypeCheck(args[0], &FramesType)) {
-    PyErr_SetString(PyExc_TypeError, "add_data(frames: DataFrames, idx, flags, addr, tos)");
+  if ((nargs != 5 && nargs != 6) || !PyObject_TypeCheck(args[0], &FramesType)) {
+    PyErr_SetString(PyExc_TypeError, "add_data(frames: DataFrames, idx, flags, addr, tos[, mac])");
     return nullptr;
   }
+  PyObject* mac = nargs == 6 && args[5] != Py_None ? args[5] : nullptr;
   auto* f = reinterpret_cast<FramesObject*>(args[0]);
   uint8_t flags;
   const ChunkInfo* c = chunk_arg(f, args[1], args[2], flags);
   if (!c) return nullptr;
   Entry e{};
   if (!tos_arg(args[4], e.tos)) return nullptr;
-  size_t len = HEADER_LEN + c->bytes;
+  size_t frame = HEADER_LEN + c->bytes;
+  size_t len = frame + (mac ? TAG_BYTES : 0);
   int ok = queue_address(self, args[3], e.addr);
   if (ok < 0) return nullptr;
-  if (ok == 0) { ++self->unresolved; return PyLong_FromSize_t(len); }
+  if (ok == 0) { ++self->unresolved; return PyLong_FromSize_t(frame); }
   e.start = self->arena->size();
   e.len = len;
   self->arena->resize(e.start + len);
-  write_frame(f, *c, flags, self->arena->data() + e.start);
+  uint8_t* out = self->arena->data() + e.start;
+  write_frame(f, *c, flags, out);
+  if (mac && !gradlane_mac_tag(mac, out, static_cast<Py_ssize_t>(frame), out + frame)) {
+    self->arena->resize(e.start);
+    PyErr_SetString(PyExc_TypeError, "add_data's mac is not an initialised MacKey");
+    return nullptr;
+  }
   self->entries->push_back(e);
-  return PyLong_FromSize_t(len);
+  return PyLong_FromSize_t(frame);
 }
 
 // flush(fd) -> (sent, bytes_sent, blocked, errors): every queued datagram, in order
@@ -417,7 +429,7 @@ PyMethodDef queue_methods[] = {
     {"add", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(queue_add)), METH_FASTCALL,
      "add(data, addr, tos): queue a finished datagram"},
     {"add_data", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(queue_add_data)),
-     METH_FASTCALL, "add_data(frames, idx, flags, addr, tos) -> length: queue a DATA frame"},
+     METH_FASTCALL, "add_data(frames, idx, flags, addr, tos[, mac]) -> length: queue a DATA frame, signed with mac"},
     {"flush", reinterpret_cast<PyCFunction>(queue_flush), METH_O,
      "flush(fd) -> (sent, bytes, blocked, errors)"},
     {nullptr, nullptr, 0, nullptr}};

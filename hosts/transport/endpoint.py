@@ -7,7 +7,8 @@ built), where what a step sends waits in the endpoint until the driver flushes i
 `sendmmsg` (each datagram with its own address and TOS) and arrivals are drained with
 `recvmmsg` into preallocated buffers (`native/batch_io.cpp`); there a sender's native DATA
 frames (hosts/transport/data_frames.py) are built straight into the send queue
-(`native/send_frames.cpp`), no bytes object per datagram. `--io batch|single` picks one.
+(`native/send_frames.cpp`), no bytes object per datagram, and signed there under `--packet-mac
+all` by the native MAC. `--io batch|single` picks one.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import time
 
 from hosts import wire
 from hosts.errors import ConfigError
-from hosts.transport import packet_mac
+from hosts.transport import mac_impl, packet_mac
 from hosts.transport.core import NATIVE_ERROR
 from hosts.transport.counters import Counters
 from hosts.transport.data_frames import Frames, is_native
@@ -83,9 +84,8 @@ class Endpoint(Port):
         self._receiver = (_native.Receiver(self.sock.fileno(), _RECV_SLOTS)
                           if self.io == "batch" else None)
         self._queue = _native.SendQueue() if self.io == "batch" else None
-        # a DATA frame is built in the queue unless it must be signed (then the port's path)
-        self._data_in_queue = self._queue is not None and not (
-            self.mac_key is not None and packet_mac.signs(self.mac_mode, wire.KIND_DATA))
+        self._signs_data = (self.mac_key is not None
+                            and packet_mac.signs(self.mac_mode, wire.KIND_DATA))
 
     @property
     def address(self) -> tuple[str, int]:
@@ -119,10 +119,13 @@ class Endpoint(Port):
 
     def send_data(self, frames: Frames, idx: int, flags: int, addr: tuple[str, int],
                   tos: int) -> int:
-        """`Port.send_data`; in `batch` with native frames and DATA unsigned, the frame is
-        built in the send queue."""
-        if self._data_in_queue and is_native(frames):
-            return self._queue.add_data(frames, idx, flags, addr, tos)
+        """`Port.send_data`; in `batch` with native frames (and, where DATA is signed, a
+        native MAC) the frame is built and signed in the send queue."""
+        if self._queue is not None and is_native(frames):
+            if not self._signs_data:
+                return self._queue.add_data(frames, idx, flags, addr, tos)
+            if mac_impl.is_native(self.mac):   # signed by the Python MAC: the port's path
+                return self._queue.add_data(frames, idx, flags, addr, tos, self.mac)
         return super().send_data(frames, idx, flags, addr, tos)
 
     def flush(self) -> None:

@@ -51,6 +51,11 @@ def native_available() -> bool:
     return _NativeMacKey is not None
 
 
+def is_native(mac: Mac | None) -> bool:
+    """`mac` is the native `MacKey` (which the batch send queue can sign with)."""
+    return _NativeMacKey is not None and isinstance(mac, _NativeMacKey)
+
+
 def default_impl() -> str:
     """`native` where it was built, else `python`."""
     return "native" if native_available() else "python"

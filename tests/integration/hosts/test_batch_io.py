@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from hosts import wire
+from hosts.transport import mac_impl, packet_mac
 from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import ChunkPlan
+from hosts.transport.data_frames import PyFrames, native_frames
 from hosts.transport.endpoint import Endpoint, default_io
 from hosts.transport.mux import Mux
 from hosts.transport.receiver import ReceiveOptions, RecvSession
@@ -252,3 +254,34 @@ def test_native_data_frames_queued_in_a_batch_go_out_as_the_python_ones_do(mac: 
     assert counters[1] == counters[0]
     assert counters[0]["data_packets_sent"] == 14 + 12 + 11
     assert len({tos for _, tos in seen[0][0]}) > 1      # the TOS changes from chunk to chunk
+
+
+@pytest.mark.skipif(not mac_impl.native_available(), reason="native MAC not built")
+def test_the_send_queue_signs_data_as_the_reference_does() -> None:
+    """DATA built and signed in the send queue (`--packet-mac all` on the batch path) is the
+    reference frame with the reference trailer; the length returned is the frame's."""
+    from hosts.transport import _native
+    plan = ChunkPlan([1000, 37, 5], [360, 16, 8])
+    layers = [np.random.default_rng(3).normal(0, 1, n).astype(np.float32)
+              for n in plan.layer_sizes]
+    chunks = plan.split(layers)
+    nat = native_frames(plan, layers, chunks, JOB, 1, 9)
+    ref = PyFrames(chunks, JOB, 1, 9)
+    key = packet_mac.packet_key(b"j" * 32)
+    rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        rx.bind(("127.0.0.1", 0))
+        rx.settimeout(5.0)
+        queue = _native.SendQueue()
+        lengths = [queue.add_data(nat, i, wire.FLAG_PULL, rx.getsockname(), 0,
+                                  mac_impl.make(key, "native")) for i in range(len(nat))]
+        sent, _, blocked, errors = queue.flush(tx.fileno())
+        assert (sent, blocked, errors) == (len(nat), 0, 0)
+        got = [rx.recv(65535) for _ in range(len(nat))]
+    finally:
+        rx.close()
+        tx.close()
+    want = [ref.frame(i, wire.FLAG_PULL) for i in range(len(ref))]
+    assert lengths == [len(w) for w in want]
+    assert got == [packet_mac.sign(key, w) for w in want]

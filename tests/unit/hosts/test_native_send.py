@@ -84,6 +84,11 @@ def test_bad_arguments_are_errors_not_crashes() -> None:
         _native.DataFrames([np.zeros(10, dtype=np.int32)], [4], b"\0\0\0", JOB, 0, 0, 0)
     with pytest.raises(TypeError):
         _native.SendQueue().add_data(object(), 0, 0, ("127.0.0.1", 1), 0)
+    queue = _native.SendQueue()
+    with pytest.raises(TypeError):     # a mac that is not a MacKey: an error, nothing queued
+        queue.add_data(nat, 0, 0, ("127.0.0.1", 1), 0, b"k" * 32)
+    assert len(queue) == 0
+
 
 
 def test_the_choice_of_frames_follows_the_core() -> None:
