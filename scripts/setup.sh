@@ -8,10 +8,13 @@ cd "$(dirname "$0")/.."
 exec 9>.setup.lock
 flock 9
 
-# g++ and python3-dev: the native transport core (native/, built by `pip install -e .` below);
-# libssl-dev: OpenSSL's headers and libcrypto for its packet MAC (built without it where missing)
+# g++ and python3-dev: the native transport core (native/, built by `pip install -e .` below)
 APT_PACKAGES=(mininet iputils-ping bridge-utils ethtool libpcap0.8 tcpdump iproute2 iperf3 psmisc procps
-              g++ python3-dev libssl-dev)
+              g++ python3-dev)
+# Installed with the rest as root; without root, a missing one is a warning, not a stop.
+# libssl-dev: OpenSSL's headers and libcrypto for the native packet MAC (setup.py builds the
+# extension without it where missing, and the Python MAC signs)
+OPTIONAL_APT_PACKAGES=(libssl-dev)
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 
@@ -52,15 +55,25 @@ wait_for_package_manager() {
   fi
 }
 
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  installed "$pkg" || missing+=("$pkg")
 done
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
+if [ "$(id -u)" -ne 0 ]; then
+  if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: missing Debian packages (${missing[*]}); run as root or install them" >&2
     exit 1
   fi
+  for pkg in "${OPTIONAL_APT_PACKAGES[@]}"; do
+    installed "$pkg" || echo "setup: $pkg is not installed (not root): the native packet MAC is left out, the Python one signs" >&2
+  done
+else
+  for pkg in "${OPTIONAL_APT_PACKAGES[@]}"; do
+    installed "$pkg" || missing+=("$pkg")
+  done
+fi
+if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   wait_for_package_manager
