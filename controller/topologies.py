@@ -29,6 +29,7 @@ class TopoParams:
     background: int = 2
     jobs: int = 1              # host groups (incast): a PS and `workers` workers per job
     bottleneck_pps: float | None = 1000.0
+    bottleneck_bytes: float | None = None   # bytes/s instead (embedded switch only): replaces pps
     queue_depth: int = 64
     delay_ms: float = 0.0
     loss_pct: float = 0.0
@@ -76,7 +77,10 @@ class _Plan:
         p = self.params
         link = Link(a=a, b=b, a_port=self._port(a), b_port=self._port(b), bw_mbps=p.bw_mbps, delay_ms=delay_ms)
         if bottleneck:
-            link.a_queue_rate_pps = p.bottleneck_pps
+            if p.bottleneck_bytes is not None:
+                link.a_byte_rate = p.bottleneck_bytes
+            else:
+                link.a_queue_rate_pps = p.bottleneck_pps
             link.delay_ms = p.delay_ms
             link.loss_pct = p.loss_pct
         self.topo.links.append(link)

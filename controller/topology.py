@@ -80,6 +80,10 @@ class Link:
     impairment: str = "none"
     a_queue_rate_pps: float | None = None
     b_queue_rate_pps: float | None = None
+    # bytes/s shaping the switch port as a whole: the embedded switch's --port-byte-rate (BMv2
+    # has no byte rate; its queue rates count packets)
+    a_byte_rate: float | None = None
+    b_byte_rate: float | None = None
 
     def end(self, node: str) -> tuple[int | None, float | None]:
         """(port, queue rate) of this link's end on `node`."""
@@ -140,7 +144,7 @@ class Topology:
         links = []
         for link in self.links:
             item = asdict(link)
-            for key in ("a_queue_rate_pps", "b_queue_rate_pps"):
+            for key in ("a_queue_rate_pps", "b_queue_rate_pps", "a_byte_rate", "b_byte_rate"):
                 if item[key] is None:
                     del item[key]
             links.append(item)
@@ -283,11 +287,16 @@ class Topology:
                 used[(node, port)] = i
                 if rate is not None and not rate > 0:
                     fail(f".{side}_queue_rate_pps", f"{rate} is not a rate > 0 (or absent)")
+                byte_rate = link.a_byte_rate if side == "a" else link.b_byte_rate
+                if byte_rate is not None and not 0 < byte_rate < float("inf"):
+                    fail(f".{side}_byte_rate", f"{byte_rate} is not a rate > 0 in bytes/s (or absent)")
             elif node in self.hosts:
                 if port is not None:
                     fail(f".{side}_port", f"host end {node} takes no port (null)")
                 if rate is not None:
                     fail(f".{side}_queue_rate_pps", f"host end {node} has no queues")
+                if (link.a_byte_rate if side == "a" else link.b_byte_rate) is not None:
+                    fail(f".{side}_byte_rate", f"host end {node} has no queues")
             else:
                 fail(f".{side}", f"unknown node '{node}'")
         if link.impairment not in IMPAIRMENTS:
@@ -376,11 +385,14 @@ class _Reader:
         where = f"links[{i}]"
         link = self.object(link, where)
         self.keys(link, where, ("a", "b"), ("a_port", "b_port", "bw_mbps", "delay_ms", "loss_pct", "impairment",
-                                            "a_queue_rate_pps", "b_queue_rate_pps"))
+                                            "a_queue_rate_pps", "b_queue_rate_pps", "a_byte_rate",
+                                            "b_byte_rate"))
         return Link(self.string(link, "a", where), self.string(link, "b", where),
                     self.integer(link, "a_port", where, None), self.integer(link, "b_port", where, None),
                     self.number(link, "bw_mbps", where, None), self.number(link, "delay_ms", where, 0),
                     self.number(link, "loss_pct", where, 0),
                     self.string(link, "impairment", where) if "impairment" in link else "none",
                     self.number(link, "a_queue_rate_pps", where, None),
-                    self.number(link, "b_queue_rate_pps", where, None))
+                    self.number(link, "b_queue_rate_pps", where, None),
+                    self.number(link, "a_byte_rate", where, None),
+                    self.number(link, "b_byte_rate", where, None))

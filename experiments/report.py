@@ -102,7 +102,9 @@ def write_summary(module: ModuleType, config: ExperimentConfig, results: Results
               + (", quick mode: a smoke run, not a measurement" if config.is_quick else "") + ").",
               scale(config) if scale else
               f"Scale: topology {topo.name}, {topo.workers} workers, bottleneck "
-              f"{fmt_num(topo.bottleneck_pps) if topo.bottleneck_pps else 'unlimited'} pps, queue "
+              + (f"{fmt_num(topo.bottleneck_pps)} pps (a queue rate in packets, as BMv2's: a packet "
+                 f"costs one whatever its size)" if topo.bottleneck_pps else "unlimited")
+              + f", queue "
               f"{topo.queue_depth} packets, {config.rounds} rounds, {config.repetitions} repetition(s) per arm, "
               f"arms alternating, seed {config.seed}.", ""]
     lines += switch_capacity.summary_lines(path.parent)

@@ -98,6 +98,7 @@ class GradNetwork:
             node = net.addSwitch(name, cls=P4Switch, desc=sw, tool=self.tool, json_path=self.options.json_path,
                                  record=self.record, impairments=plan.switch_specs.get(name, ()),
                                  port_rates={port: pps for port, pps in rates.items() if pps},
+                                 port_byte_rates=self._byte_rates(name),
                                  pcap_dir=self.options.pcap_dir, start_timeout=self.options.start_timeout,
                                  tls=self.options.tls)
             self.record.add_process(node.pid, f"{name}-shell", "node-shell")
@@ -106,6 +107,16 @@ class GradNetwork:
             node = net.addHost(name, cls=GradHost, ip=f"{host.ip}/{host.prefix_len}", mac=host.mac,
                                gateway=host.gateway, router_mac=router_mac)
             self.record.add_process(node.pid, f"{name}-shell", "node-shell")
+
+    def _byte_rates(self, name: str) -> dict[int, float]:
+        """{port: bytes/s} of switch `name`'s byte-shaped ports."""
+        out = {}
+        for link in self.topo.switch_links(name):
+            rate = link.a_byte_rate if link.a == name else link.b_byte_rate
+            port = link.port_of(name)
+            if rate and port is not None:
+                out[port] = rate
+        return out
 
     def _add_links(self, net: Mininet, plan: ImpairmentPlan) -> None:
         for index, link in enumerate(self.topo.links):

@@ -48,7 +48,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="the switches' log level (-L), as $SWITCH_LOG (`make run SWITCH_LOG=debug`); "
                         "default warn: debug and trace log every packet, which slows BMv2 many times over")
     p.add_argument("--bottleneck-pps", type=float, default=1000.0,
-                   help="queue rate of the bottleneck port(s), packets/s (default 1000)")
+                   help="queue rate of the bottleneck port(s), packets/s (default 1000): BMv2's "
+                        "per-queue rate, which counts packets whatever their size")
+    p.add_argument("--bottleneck-bytes", type=float, default=None, metavar="BYTES_PER_S",
+                   help="shape the bottleneck port(s) in bytes/s instead, all priority queues "
+                        "together (a packet costs its length, as on a real link); the embedded "
+                        "switch only: BMv2 has no byte rate")
     p.add_argument("--queue-depth", type=int, default=64, help="queue depth, packets (default 64; pcn 60)")
     p.add_argument("--delay-ms", type=float, default=0.0, help="bottleneck link delay")
     p.add_argument("--loss-pct", type=float, default=0.0, help="bottleneck link random loss, percent")
@@ -96,6 +101,10 @@ def _config(args: argparse.Namespace) -> RunConfig:
             or args.bottleneck_pps <= 0 or args.delay_ms < 0 or not 0 <= args.loss_pct <= 100:
         raise TopoError("need --workers >= 1, --background >= 0, --rounds >= 1, --queue-depth >= 1, "
                         "--bottleneck-pps > 0, --delay-ms >= 0, --loss-pct 0..100")
+    if args.bottleneck_bytes is not None and not 0 < args.bottleneck_bytes < float("inf"):
+        raise TopoError(f"--bottleneck-bytes {args.bottleneck_bytes:g} must be a rate > 0 in bytes/s")
+    if args.bottleneck_bytes is not None and args.pace:
+        raise TopoError("--pace shares a bottleneck in packets/s: use --bottleneck-pps with it")
     if args.background_flows < 0:
         raise TopoError("--background-flows must be >= 0")
     if args.min_workers is not None and not 1 <= args.min_workers <= args.workers:
@@ -125,8 +134,8 @@ def _config(args: argparse.Namespace) -> RunConfig:
     if not 1 <= args.jobs <= 8 or (args.jobs > 1 and args.topo != "incast"):
         raise TopoError("--jobs must be 1..8, and more than 1 only with --topo incast")
     params = TopoParams(workers=args.workers, background=args.background, bottleneck_pps=args.bottleneck_pps,
-                        queue_depth=args.queue_depth, delay_ms=args.delay_ms, loss_pct=args.loss_pct,
-                        jobs=args.jobs)
+                        bottleneck_bytes=args.bottleneck_bytes, queue_depth=args.queue_depth,
+                        delay_ms=args.delay_ms, loss_pct=args.loss_pct, jobs=args.jobs)
     policy = args.policy or (TWO_JOBS_POLICY if args.jobs > 1 else DEFAULT_POLICY)
     return RunConfig(topo_name=args.topo, build_dir=args.build, log_dir=args.log_dir, params=params,
                      policy=policy, pcap=args.pcap, bursts=tuple(args.burst), rounds=args.rounds,
@@ -134,6 +143,13 @@ def _config(args: argparse.Namespace) -> RunConfig:
                      tcp_ecn=args.tcp_ecn, agent_args=agent_args, min_workers=args.min_workers,
                      plaintext=args.plaintext, ddp_script=args.ddp and os.path.abspath(args.ddp),
                      ddp_model=args.ddp_model)
+
+
+def bottleneck_text(params: TopoParams) -> str:
+    """Which bottleneck is in force: bytes/s (a port shaper) or packets/s (BMv2's queue rate)."""
+    if params.bottleneck_bytes is not None:
+        return f"bottleneck {params.bottleneck_bytes:g} bytes/s (a packet costs its length)"
+    return f"bottleneck {params.bottleneck_pps:g} packets/s (every packet costs one, whatever its size)"
 
 
 def overview(session: RunSession) -> str:
@@ -151,6 +167,10 @@ def overview(session: RunSession) -> str:
         rates = {link.port_of(name): (link.a_queue_rate_pps if link.a == name else link.b_queue_rate_pps)
                  for link in topo.switch_links(name)}
         limited = ", ".join(f"port {p} {r:g} pps" for p, r in sorted(rates.items()) if r)
+        byte_rates = ", ".join(f"port {link.port_of(name)} {r:g} bytes/s (port shaper)"
+                               for link in topo.switch_links(name)
+                               if (r := link.a_byte_rate if link.a == name else link.b_byte_rate))
+        limited = ", ".join(x for x in (limited, byte_rates) if x)
         out.append(f"  {name:<4} device {sw.device_id}  gRPC {sw.grpc_addr}  thrift {sw.thrift_port}  "
                    f"pid {net.switch(name).pid_of_process}  log {sw.log}")
         out.append(f"       ports {ports}; queues {sw.priority_queues} x depth {sw.queue_depth}"
@@ -220,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             share = session.pace_pps(args.workers)
             what = f"DDP steps of {args.ddp} through the hook" if args.ddp else "rounds"
             print(f"demo: training {args.rounds} {what} with {args.workers} workers over {args.transport}, "
+                  f"{bottleneck_text(session.config.params)}, "
                   + (f"workers paced at {share:.0f} pps each" if share else "unpaced") + " ...", flush=True)
             result = session.train(rounds=args.rounds, workers=args.workers, timeout=args.timeout)
             faults = session.supervisor.snapshot() if session.supervisor else []

@@ -49,6 +49,7 @@ def log_flags(log_path: str, level: str) -> list[str]:
 def switch_command(tool: Tool, desc: topology.Switch, ports: dict[int, str], json_path: str | None, *,
                    pcap_dir: str | None = None, impairments: tuple[str, ...] = (),
                    port_rates: dict[int, float] | None = None,
+                   port_byte_rates: dict[int, float] | None = None,
                    log_level: str = DEFAULT_SWITCH_LOG, tls: tuple[str, ...] = ()) -> list[str]:
     """The argv of one switch process (simple_switch_grpc flags). Its servers listen on
     loopback only: P4Runtime on `desc.grpc_addr` (127.0.0.1 from `topologies`), Thrift on
@@ -71,6 +72,11 @@ def switch_command(tool: Tool, desc: topology.Switch, ports: dict[int, str], jso
         # has to choose; the embedded switch can also shape the port as a whole.
         for port, pps in sorted((port_rates or {}).items()):
             argv += ["--port-rate", f"{port}:{pps:g}"]
+        for port, rate in sorted((port_byte_rates or {}).items()):
+            argv += ["--port-byte-rate", f"{port}:{rate:g}"]
+    elif port_byte_rates:
+        raise SwitchStartError(f"switch {desc.name}: a bottleneck in bytes/s needs the embedded "
+                               f"switch (BMv2's queue rates count packets; use --bottleneck-pps)")
     argv += [json_path] if json_path else ["--no-p4"]
     argv += ["--", "--grpc-server-addr", desc.grpc_addr, "--cpu-port", str(desc.cpu_port),
              "--priority-queues", str(desc.priority_queues), *tls]
@@ -84,6 +90,7 @@ class P4Switch(Switch):
                  json_path: str | None = None, record: RunRecord | None = None,
                  impairments: tuple[str, ...] = (), pcap_dir: str | None = None,
                  port_rates: dict[int, float] | None = None,
+                 port_byte_rates: dict[int, float] | None = None,
                  start_timeout: float = 60.0, tls: tuple[str, ...] = (), **params: Any) -> None:
         if desc is None or tool is None:
             raise SwitchStartError(f"switch {name}: P4Switch needs desc= and tool=")
@@ -95,6 +102,7 @@ class P4Switch(Switch):
         self.record = record
         self.impairments = impairments
         self.port_rates = dict(port_rates or {})
+        self.port_byte_rates = dict(port_byte_rates or {})
         self.pcap_dir = pcap_dir
         self.start_timeout = start_timeout
         self.tls = tls
@@ -108,7 +116,8 @@ class P4Switch(Switch):
         """The switch's full argv (simple_switch_grpc flags)."""
         ports = {port: intf.name for port, intf in self.intfs.items() if intf.name != "lo" and port > 0}
         return switch_command(self.tool, self.desc, ports, self.json_path, pcap_dir=self.pcap_dir,
-                              impairments=self.impairments, port_rates=self.port_rates, log_level=self.log_level,
+                              impairments=self.impairments, port_rates=self.port_rates,
+                              port_byte_rates=self.port_byte_rates, log_level=self.log_level,
                               tls=self.tls)
 
     # -- Mininet hooks ---------------------------------------------------------------------

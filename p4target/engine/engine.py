@@ -61,7 +61,7 @@ class Engine:
         self.mc_nodes: dict[int, tuple[int, list[int]]] = {}
         self._next_node = 0
         self.mirror_sessions: dict[int, MirrorSession] = {}
-        self.tm = TrafficManager(self.priority_queues, queue_depth)
+        self.tm = TrafficManager(self.priority_queues, queue_depth, size_of=_packet_length)
         self.lock = threading.RLock()
         self._live = None
         self.dropped = 0
@@ -364,6 +364,10 @@ class Engine:
         """Extension: shape a whole egress port (all its queues together) to `pps` packets/s."""
         self.tm.set_port_rate(pps, port)
 
+    def set_port_byte_rate(self, bytes_per_s: float | None, port: int) -> None:
+        """Extension: shape a whole egress port to `bytes_per_s` bytes/s (None = off)."""
+        self.tm.set_port_byte_rate(bytes_per_s, port)
+
     def set_queue_depth(self, depth: int, port: int | None = None, priority: int | None = None) -> None:
         """Egress queue capacity in packets for one port/priority or all."""
         self.tm.set_depth(depth, port, priority)
@@ -642,3 +646,8 @@ def _lookup(objects: dict, name: str, kind: str) -> Any:
     if obj is None:
         raise UnknownNameError(f"unknown {kind} '{name}'")
     return obj
+
+
+def _packet_length(P: PacketState) -> int:
+    """A queued packet's cost to a byte-shaped port: its length as received."""
+    return P.length

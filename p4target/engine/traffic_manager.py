@@ -3,8 +3,11 @@
 `standard_metadata.priority` selects the queue; a priority >= the number of queues drops the
 packet, as in BMv2. The higher the queue number, the earlier it is served. Each queue
 has a capacity in packets (tail drop) and, as in BMv2, its own rate in packets/s: setting a
-port's rate sets the rate of each of its queues. An optional port shaper (an extension,
-off by default) limits the port as a whole, with strict priority deciding who goes.
+port's rate sets the rate of each of its queues. Two optional port shapers (extensions, off
+by default) limit the port as a whole, with strict priority deciding who goes: one in packets
+per second, one in bytes per second (a packet leaves while the byte bucket is not in debt and
+then takes its length from it, so the long-run rate is exact for any packet size). BMv2 has
+neither; its queue rates count packets only.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from collections import deque
 from typing import Any, Callable
 
 DEFAULT_DEPTH = 64
+BYTE_BURST = 1514   # bytes a byte-shaped port may save up while idle: one full Ethernet frame
 
 # egress callback: (port, packet, enq_timestamp_us, enq_qdepth, deq_qdepth)
 EgressCallback = Callable[[int, Any, float, int, int], None]
@@ -39,6 +43,26 @@ class _Queue:
         return now_us + (1.0 - self.tokens) * 1e6 / self.pps if self.pps > 0 else float("inf")
 
 
+class _ByteGate:
+    """A port's shaper in bytes per second: a token bucket that may go into debt by one packet."""
+
+    __slots__ = ("rate", "tokens", "last_us")
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate            # bytes per second
+        self.tokens = float(BYTE_BURST)
+        self.last_us: float | None = None
+
+    def ready_at(self, now_us: float) -> float:
+        """Microsecond time at which the port may send its next packet, whatever its size."""
+        if self.last_us is not None:
+            self.tokens = min(float(BYTE_BURST), self.tokens + (now_us - self.last_us) * self.rate / 1e6)
+        self.last_us = now_us
+        if self.tokens >= 0.0:
+            return now_us
+        return now_us - self.tokens * 1e6 / self.rate
+
+
 class TrafficManager:
     """Egress queues for every port, a synchronous drain and a live scheduler.
 
@@ -49,8 +73,11 @@ class TrafficManager:
     so each port's packets leave in queue order.
     """
 
-    def __init__(self, queues_per_port: int = 1, depth: int = DEFAULT_DEPTH) -> None:
+    def __init__(self, queues_per_port: int = 1, depth: int = DEFAULT_DEPTH,
+                 size_of: Callable[[Any], int] = len) -> None:
         self.nq = queues_per_port
+        self.size_of = size_of      # a queued packet's length in bytes (the byte shaper's cost)
+        self.byte_gates: dict[int, _ByteGate] = {}
         self.default_depth = depth
         self.default_pps: float | None = None
         self.ports: dict[int, list[_Queue]] = {}
@@ -111,6 +138,22 @@ class TrafficManager:
             self.overrides[(port, "shaper")] = ("shaper", pps)
             self._cv.notify_all()
 
+    def set_port_byte_rate(self, bytes_per_s: float | None, port: int) -> None:
+        """Shape a whole port to `bytes_per_s` bytes/s (None = off), shared by its queues; it
+        applies together with any packet-rate shaper of the port."""
+        with self._cv:
+            self._port(port)
+            if bytes_per_s is None:
+                self.byte_gates.pop(port, None)
+            else:
+                self.byte_gates[port] = _ByteGate(bytes_per_s)
+            self._cv.notify_all()
+
+    def port_byte_rate(self, port: int) -> float | None:
+        """The port's byte rate in bytes/s (None: not shaped in bytes)."""
+        gate = self.byte_gates.get(port)
+        return None if gate is None else gate.rate
+
     def set_depth(self, depth: int, port: int | None = None, priority: int | None = None) -> None:
         with self._cv:
             if port is None:
@@ -151,12 +194,16 @@ class TrafficManager:
         if qs is None or self.queued[port] or not self._running or not 0 <= priority < self.nq:
             return False
         q = qs[priority]
-        return q.pps is None and q.depth > 0 and self.shapers[port].pps is None
+        return (q.pps is None and q.depth > 0 and self.shapers[port].pps is None
+                and port not in self.byte_gates)
 
     def _pop(self, port: int, now_us: float, honour_rate: bool) -> tuple[Any, float, int, int] | None:
         qs = self.ports[port]
         shaper = self.shapers[port]
         if honour_rate and shaper.pps is not None and shaper.ready_at(now_us) > now_us:
+            return None
+        gate = self.byte_gates.get(port) if honour_rate else None
+        if gate is not None and gate.ready_at(now_us) > now_us:
             return None
         for q in reversed(qs):
             if q.items:
@@ -167,6 +214,8 @@ class TrafficManager:
                 if honour_rate and shaper.pps is not None:
                     shaper.tokens -= 1.0
                 packet, enq_us, enq_depth = q.items.popleft()
+                if gate is not None:
+                    gate.tokens -= self.size_of(packet)
                 left = self.queued[port] - 1
                 self.queued[port] = left
                 if not left:
@@ -238,6 +287,9 @@ class TrafficManager:
         for port in self.pending:
             shaper = self.shapers[port]
             gate = shaper.ready_at(now) if shaper.pps is not None else now
+            byte_gate = self.byte_gates.get(port)
+            if byte_gate is not None:
+                gate = max(gate, byte_gate.ready_at(now))
             for q in self.ports[port]:
                 if q.items:
                     due = min(due, max(q.ready_at(now), gate))

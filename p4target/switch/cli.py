@@ -58,6 +58,9 @@ options:
                                manager); times count from switch start
   --port-rate PORT:PPS         ours: shape the whole egress port (all priority queues together)
                                to PPS packets/s, so strict priority decides who waits (repeatable)
+  --port-byte-rate PORT:BYTES_PER_S
+                               ours: the same in bytes/s (a packet costs its length), applied
+                               together with any --port-rate; BMv2 has no byte rate (repeatable)
   refused, with a message: --packet-in, --restore-state
 run time: python -m p4target.switch.impair --thrift-port N PORT SPEC|off [--rate PPS|off]
   changes a port's impairment or rate while the switch runs (burst times count from the call)

@@ -67,6 +67,7 @@ class SwitchOptions:
     priority_queues: int = 1
     impairments: tuple[str, ...] = ()
     port_rates: tuple[tuple[int, float], ...] = ()
+    port_byte_rates: tuple[tuple[int, float], ...] = ()
     # accepted as BMv2 accepts them; they only shape BMv2's own logging or limits
     log_flush: bool = False
     dump_packet_data: int = 0
@@ -106,6 +107,7 @@ def _general_syntax() -> OptionSyntax:
         Spec("thrift-any-user", takes_value=False, ours=True),
         Spec("impair", repeatable=True, ours=True),
         Spec("port-rate", repeatable=True, ours=True),
+        Spec("port-byte-rate", repeatable=True, ours=True),
     ])
 
 
@@ -305,12 +307,14 @@ def _ports_and_files(g: dict, interfaces: int) -> dict[str, Any]:
 
 
 def _link_extensions(g: dict) -> dict[str, Any]:
-    """Our `--impair` and `--port-rate` (not BMv2 flags), each spec checked."""
+    """Our `--impair`, `--port-rate` and `--port-byte-rate` (not BMv2 flags), each spec checked."""
     impairments = tuple(str(x) for x in g.get("impair", []))  # type: ignore[union-attr]
     for spec in impairments:
         parse_impairment(spec)
     port_rates = tuple(parse_port_rate(str(spec)) for spec in g.get("port-rate", []))  # type: ignore[union-attr]
-    return {"impairments": impairments, "port_rates": port_rates}
+    port_byte_rates = tuple(parse_port_rate(str(spec), "port-byte-rate", "BYTES_PER_S")
+                            for spec in g.get("port-byte-rate", []))  # type: ignore[union-attr]
+    return {"impairments": impairments, "port_rates": port_rates, "port_byte_rates": port_byte_rates}
 
 
 def _target(argv: list[str], notes: list[str]) -> dict[str, Any]:
@@ -343,14 +347,15 @@ def _target(argv: list[str], notes: list[str]) -> dict[str, Any]:
             "grpc_tls": _tls(t), "cpu_port": cpu_port, "priority_queues": priority_queues}
 
 
-def parse_port_rate(spec: str) -> tuple[int, float]:
-    """`PORT:PPS` of our `--port-rate` extension: one shaper for the whole egress port (all its
-    priority queues together), which BMv2's per-queue `set_queue_rate` cannot express."""
+def parse_port_rate(spec: str, flag: str = "port-rate", unit: str = "PPS") -> tuple[int, float]:
+    """`PORT:RATE` of our `--port-rate` (RATE in packets/s) and `--port-byte-rate` (bytes/s)
+    extensions: one shaper for the whole egress port (all its priority queues together), which
+    BMv2's per-queue, packet-counting `set_queue_rate` cannot express."""
     port_text, sep, rate_text = spec.partition(":")
     try:
-        port, pps = int(port_text), float(rate_text)
+        port, rate = int(port_text), float(rate_text)
     except ValueError:
-        port, pps = -1, 0.0
-    if not sep or port < 0 or not pps > 0:
-        raise OptionError(f"bad --port-rate '{spec}': expected PORT:PPS with PORT >= 0 and PPS > 0")
-    return port, pps
+        port, rate = -1, 0.0
+    if not sep or port < 0 or not 0 < rate < float("inf"):
+        raise OptionError(f"bad --{flag} '{spec}': expected PORT:{unit} with PORT >= 0 and {unit} > 0")
+    return port, rate

@@ -95,6 +95,9 @@ class SwitchProcess:
         self.rates = PortRateSchedule(self.target, log=lambda msg: log.info(msg))
         for port, pps in opts.port_rates:
             self.rates.set_base_rate(port, pps)  # logs the port's rate (all priority queues together)
+        for port, bytes_per_s in opts.port_byte_rates:
+            self.target.set_port_byte_rate(bytes_per_s, port)
+            log.info(f"port {port}: egress rate {bytes_per_s:g} bytes/s (all priority queues together)")
         if program is not None:
             try:
                 self.target.set_pipeline(program)

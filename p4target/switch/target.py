@@ -107,9 +107,14 @@ class SwitchTarget:
         """Shape a whole egress port to `pps` packets/s (extension; None = off)."""
         self._remember("port_rate", pps, port, None)
 
+    def set_port_byte_rate(self, bytes_per_s: float | None, port: int) -> None:
+        """Shape a whole egress port to `bytes_per_s` bytes/s (extension; None = off); it
+        applies together with a packet-rate shaper of the port."""
+        self._remember("port_byte_rate", bytes_per_s, port, None)
+
     def _remember(self, kind: str, value: Any, port: int | None, priority: int | None) -> None:
         with self.lock:
-            if port is None and priority is None and kind != "port_rate":
+            if port is None and priority is None and kind not in ("port_rate", "port_byte_rate"):
                 # a switch-wide setting supersedes every narrower one of the same kind
                 for k in [k for k in self._tm if k[0] == kind]:
                     del self._tm[k]
@@ -124,6 +129,8 @@ class SwitchTarget:
             engine.set_queue_rate(value, port, priority)
         elif kind == "depth":
             engine.set_queue_depth(value, port, priority)
+        elif kind == "port_byte_rate":
+            engine.set_port_byte_rate(value, port)
         else:
             engine.set_port_rate(value, port)
 

@@ -6,7 +6,8 @@
 `send` paces packets (interleaving the layers round-robin); with `--pcn` it first sends a
 PCN-START control packet to the receiver, waits for the PCN-ACK, waits `--lead` seconds, then
 bursts. `recv` binds the gradient UDP port, and prints one JSON report when nothing arrived for
-`--idle` seconds: per layer the count and telemetry, and the first packets in arrival order.
+`--idle` seconds: per layer the count and telemetry, the first packets in arrival order, and the
+seconds from the first DATA arrival to the last (`span_s`).
 """
 from __future__ import annotations
 
@@ -104,9 +105,12 @@ def recv(args: argparse.Namespace) -> int:
             continue
         if h.kind != wire.KIND_DATA:
             continue
+        now = time.monotonic()
         if not started:
             started = True
+            first_at = now
             sock.settimeout(args.idle)
+        last_at = now
         row = layers.setdefault(h.layer_id, {"count": 0, "qdelay_us_sum": 0, "max_qdepth": 0, "hops": 0})
         row["count"] += 1
         row["qdelay_us_sum"] += h.tele_qdelay_us
@@ -116,7 +120,9 @@ def recv(args: argparse.Namespace) -> int:
             first.append([h.layer_id, h.chunk_seq, h.tele_max_qdepth, h.tele_qdelay_us])
     for row in layers.values():
         row["qdelay_us_mean"] = row["qdelay_us_sum"] / row["count"]
-    print(json.dumps({"layers": {str(k): v for k, v in layers.items()}, "first": first}), flush=True)
+    span = round(last_at - first_at, 6) if started else 0.0   # first to last DATA arrival
+    print(json.dumps({"layers": {str(k): v for k, v in layers.items()}, "first": first,
+                      "span_s": span}), flush=True)
     return 0
 
 

@@ -132,6 +132,8 @@ RULES = [
     (_set("links[0].a_port", 3), "links[0].a_port: host end h1 takes no port"),
     (_set("links[0].a_queue_rate_pps", 10), "links[0].a_queue_rate_pps: host end h1 has no queues"),
     (_set("links[6].b_queue_rate_pps", -5), "links[6].b_queue_rate_pps: -5.0 is not a rate > 0"),
+    (_set("links[6].b_byte_rate", 0), "links[6].b_byte_rate: 0.0 is not a rate > 0 in bytes/s"),
+    (_set("links[0].a_byte_rate", 1e6), "links[0].a_byte_rate: host end h1 has no queues"),
     (lambda d: d["links"].append({"a": "h1", "b": "zz"}), "links[7].b: unknown node 'zz'"),
     (lambda d: d["links"].append({"a": "s1", "a_port": 9, "b": "s1", "b_port": 10}), "links[7]: both ends are s1"),
     (_set("links[0].impairment", "magic"), "links[0].impairment: 'magic' (choose from netem, switch, none)"),

@@ -8,6 +8,8 @@ from topo.run import main
     (["--workers", "0"], "need --workers >= 1"),
     (["--loss-pct", "101"], "--loss-pct 0..100"),
     (["--bottleneck-pps", "0"], "--bottleneck-pps > 0"),
+    (["--bottleneck-bytes", "0"], "--bottleneck-bytes 0 must be a rate > 0 in bytes/s"),
+    (["--bottleneck-bytes", "4e5", "--pace"], "--pace shares a bottleneck in packets/s"),
     (["--burst", "soon"], "bad --burst 'soon'"),
     (["--demo", "--no-controller"], "--demo needs the controller"),
     (["--build", "/nonexistent-build"], "program JSON /nonexistent-build/gradlane.json not found"),

@@ -7,7 +7,7 @@ import pytest
 from controller.topology import Switch
 from p4target.switch.options import parse_options
 from topo.check_env import switch_log_checks
-from topo.errors import ToolchainError
+from topo.errors import SwitchStartError, ToolchainError
 from topo.run import main
 from topo.switch_node import switch_command
 from topo.toolchain import (LOG_FILE_BACKUPS, LOG_FILE_MAX_BYTES, PACKET_TRACE_MARKER, Tool, switch_build,
@@ -35,6 +35,14 @@ def test_default_argv_logs_to_capped_file_at_warn(tool):
     opts = parse_options(general)
     assert (opts.log_file, opts.log_level, opts.log_file_max_size, opts.log_file_max_files) == \
         ("logs/s1.log", "warn", LOG_FILE_MAX_BYTES, LOG_FILE_BACKUPS)
+
+
+def test_a_byte_rate_reaches_the_embedded_switch_and_is_refused_for_bmv2():
+    argv = switch_command(EMBEDDED, DESC, {1: "s1-eth1"}, None, port_byte_rates={1: 450000.0})
+    general = argv[len(EMBEDDED.argv):argv.index("--")]
+    assert parse_options(general).port_byte_rates == ((1, 450000.0),)
+    with pytest.raises(SwitchStartError, match="bytes/s needs the embedded switch"):
+        switch_command(BMV2, DESC, {1: "s1-eth1"}, None, port_byte_rates={1: 450000.0})
 
 
 def test_requested_level_reaches_both_switches():

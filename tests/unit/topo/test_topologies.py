@@ -25,6 +25,14 @@ def test_incast_shares_one_bottleneck_port():
     assert limited[0].a_queue_rate_pps == 500
 
 
+def test_a_bottleneck_in_bytes_replaces_the_packet_rate():
+    topo = build_topology("incast", TopoParams(workers=2, background=0, bottleneck_bytes=4.5e5))
+    shaped = [link for link in topo.links if link.a_byte_rate or link.b_byte_rate]
+    assert len(shaped) == 1 and (shaped[0].a, shaped[0].b) == ("s1", "s2")
+    assert shaped[0].a_byte_rate == 4.5e5 and shaped[0].a_queue_rate_pps is None
+    assert not any(link.a_queue_rate_pps or link.b_queue_rate_pps for link in topo.links)
+
+
 def test_leafspine_has_two_equal_cost_paths():
     topo = build_topology("leafspine")
     for leaf in ("l1", "l2"):

@@ -63,6 +63,14 @@ def test_port_rate_extension_is_parsed_and_validated():
             parse_options(["--port-rate", bad, "--no-p4"])
 
 
+def test_port_byte_rate_extension_is_parsed_and_validated():
+    opts = parse_options(["-i", "1@veth1", "--port-byte-rate", "1:4.5e6", "--no-p4"])
+    assert opts.port_byte_rates == ((1, 4.5e6),) and opts.port_rates == ()
+    for bad in ("1", "x:5", "1:0", "-1:10", "1:inf"):
+        with pytest.raises(OptionError, match="--port-byte-rate .*BYTES_PER_S"):
+            parse_options(["--port-byte-rate", bad, "--no-p4"])
+
+
 # -- BMv2's syntax and every flag `simple_switch --help` lists (issue 17 point 5) -------------
 
 def test_p4c_stf_runner_command_line_is_accepted() -> None:

@@ -95,8 +95,10 @@ def test_tm_settings_survive_pipeline_push(sink):
         t.set_pipeline(l3_router())
         t.set_queue_rate(100, port=3, priority=1)
         t.set_port_rate(50, port=4)
+        t.set_port_byte_rate(125_000.0, port=4)
         t.set_pipeline(l3_router())
         tm = t.engine.tm
+        assert tm.port_byte_rate(4) == 125_000.0
         qs = tm._port(3)
         assert [q.depth for q in qs] == [7, 7]
         assert qs[0].pps is None and qs[1].pps == 100
