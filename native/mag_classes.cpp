@@ -2,7 +2,8 @@
 // module.cpp registers it):
 //   mag_classes(layers, chunk_elems) -> bytes, one class (0..7) per chunk in ChunkPlan.split's
 //   order (layer order, then offset); `layers` are C-contiguous float32 buffers, `chunk_elems`
-//   one chunk size per layer.
+//   one chunk size per layer. For the differential test, its two halves alone:
+//   chunk_means(layer, chunk_elems) -> (layer mean, [chunk means]) and mag_class(mean, layer_mean).
 // hosts/transport/chunking.py (ChunkPlan.split) keeps the Python reference, which takes numpy's
 // float32 means. To give the same class for every input, this file computes the same float32
 // numbers in the same order and decides the class from them exactly:
@@ -11,8 +12,9 @@
 //    combined as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)) and the rest added after; above that the
 //    two halves, the first a multiple of 8 long, summed alike and added). numpy reduces a layer,
 //    and each row of its (chunks x chunk size) view, in one such call, added to its identity 0;
-//  - a mean is that sum divided by the element count in float64, rounded to float32 (numpy's
-//    mean divides a float32 sum by its count, an intp, in float64);
+//  - a mean is that sum divided by the element count in float64, rounded to float32 (numpy 2's
+//    mean divides a float32 sum by its count, an intp, in float64; numpy 1.26 divides in
+//    float32, which rounds to the same float32 for any count up to 2^24, every chunk's);
 //  - the class is floor(log2(mean / layer mean)) + 4 clamped to 0..7, with the ratio a float64
 //    as in the reference, and floor(log2(ratio)) read off the ratio's binary exponent, exactly.
 //    The reference's np.log2 gives the same floor for every ratio of two positive float32: such
@@ -172,10 +174,20 @@ PyObject* chunk_means(PyObject*, PyObject* args) {
   return Py_BuildValue("dN", mean_abs(a, count), means);
 }
 
+// mag_class(mean, layer_mean) -> the class of a chunk of mean |value| `mean` in a layer of
+// mean |value| `layer_mean` (chunking._class_of_mean's rule, for the differential test).
+PyObject* mag_class(PyObject*, PyObject* args) {
+  double mean, layer_mean;
+  if (!PyArg_ParseTuple(args, "dd", &mean, &layer_mean)) return nullptr;
+  return PyLong_FromLong(class_of_mean(mean, layer_mean));
+}
+
 PyMethodDef methods[] = {
     {"mag_classes", mag_classes, METH_VARARGS,
      "mag_classes(layers, chunk_elems) -> bytes: every chunk's magnitude class, as "
      "ChunkPlan.split gives them."},
+    {"mag_class", mag_class, METH_VARARGS,
+     "mag_class(mean, layer_mean) -> the class of a chunk of that mean |value| in its layer."},
     {"chunk_means", chunk_means, METH_VARARGS,
      "chunk_means(layer, chunk_elems) -> (layer mean, [chunk means]) of |value|, float32."},
     {nullptr, nullptr, 0, nullptr}};
