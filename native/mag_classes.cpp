@@ -13,8 +13,9 @@
 //    two halves, the first a multiple of 8 long, summed alike and added). numpy reduces a layer,
 //    and each row of its (chunks x chunk size) view, in one such call, added to its identity 0;
 //  - a mean is that sum divided by the element count in float64, rounded to float32 (numpy 2's
-//    mean divides a float32 sum by its count, an intp, in float64; numpy 1.26 divides in
-//    float32, which rounds to the same float32 for any count up to 2^24, every chunk's);
+//    mean divides a float32 sum by its count, an intp, in float64; a float32 division, should an
+//    older numpy's casting rules pick one, gives the same float32 for any count up to 2^24, as
+//    float64 has more than twice float32's precision);
 //  - the class is floor(log2(mean / layer mean)) + 4 clamped to 0..7, with the ratio a float64
 //    as in the reference, and floor(log2(ratio)) read off the ratio's binary exponent, exactly.
 //    The reference's np.log2 gives the same floor for every ratio of two positive float32: such
