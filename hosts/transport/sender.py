@@ -211,13 +211,17 @@ class SendSession:
     def _chunk_marks(self) -> tuple[list[tuple[int, int]], np.ndarray]:
         """Every chunk's (flags, TOS) (`_marking`, once per layer and class present) and
         whether its DATA goes out Not-ECT."""
-        layer_of = np.repeat(np.arange(self.plan.num_layers, dtype=np.int64), self.plan.chunk_counts)
-        keys = (layer_of << 3) | np.frombuffer(self.mag_classes, dtype=np.uint8)
-        present = np.unique(keys).tolist()
-        marks = {k: self._marking(k >> 3, k & 7) for k in present}
-        not_ect = np.zeros(8 * self.plan.num_layers, dtype=bool)
-        not_ect[present] = [marks[k][1] & 3 == wire.ECN_NOT_ECT for k in present]
-        return list(map(marks.__getitem__, keys.tolist())), not_ect[keys]
+        classes = self.mag_classes
+        marks: list[tuple[int, int]] = []
+        base = 0
+        for layer, count in enumerate(self.plan.chunk_counts):
+            of_class: list[tuple[int, int] | None] = [None] * 8
+            for cls in set(classes[base:base + count]):
+                of_class[cls] = self._marking(layer, cls)
+            marks.extend(map(of_class.__getitem__, classes[base:base + count]))
+            base += count
+        not_ect = np.array([tos & 3 == wire.ECN_NOT_ECT for _, tos in marks], dtype=bool)
+        return marks, not_ect
 
     def _send_chunk(self, idx: int, now: float, ack_now: bool = False) -> None:
         flags, tos = self._marks[idx]
