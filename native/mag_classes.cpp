@@ -21,7 +21,7 @@
 //    The reference's np.log2 gives the same floor for every ratio of two positive float32: such
 //    a ratio is a power of two (log2 exact) or at least a relative 2^-25 away from one, so its
 //    log2 is at least 2^-25 / ln 2 away from an integer, far beyond log2's error
-//    (tests/unit/hosts/test_native_classes.py checks both sides at every power of two and
+//    (tests/unit/hosts/test_native_setup.py checks both sides at every power of two and
 //    beside it).
 // Build with -ffp-contract=off and without -ffast-math (setup.py): every float operation here
 // is the one written, in the order written.

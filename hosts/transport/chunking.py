@@ -2,7 +2,8 @@
 
 `ChunkPlan.split` is the reference for the classes; `ChunkPlan.classes(..., native=True)` takes
 them from the native extension (native/mag_classes.cpp: numpy's float32 means in numpy's
-order, so the same class for every input; tests/unit/hosts/test_native_classes.py).
+order, so the same class for every input; tests/unit/hosts/test_native_setup.py), and
+`send_order(..., native=True)` the 'interleave' order (native/send_order.cpp, the same order).
 """
 from __future__ import annotations
 
@@ -128,12 +129,14 @@ def _chunk_means(magnitude: np.ndarray, size: int) -> list[float]:
 ORDERS = ("interleave", "shuffle", "layer")
 
 
-def send_order(plan: ChunkPlan, order: str, seed: int | list[int] = 0) -> list[int]:
+def send_order(plan: ChunkPlan, order: str, seed: int | list[int] = 0, native: bool = False) -> list[int]:
     """Indices into `plan.split(...)` in the order a sender first sends them.
 
     interleave: every layer spread evenly over the pass (chunk k of a layer of c chunks goes at
     about (k + 1/2) / c of it), so the pass's tail holds chunks of every layer;
     shuffle: a random permutation seeded by `seed`; layer: layer 0 first, in offset order.
+    `native`: 'interleave' sorted by the extension (native/send_order.cpp), where it was built;
+    the same order.
     """
     total = plan.total_chunks
     if order == "layer":
@@ -144,6 +147,8 @@ def send_order(plan: ChunkPlan, order: str, seed: int | list[int] = 0) -> list[i
         return indices
     if order != "interleave":
         raise ConfigError(f"--order {order!r} is not one of {', '.join(ORDERS)}")
+    if native and _native is not None:
+        return _native.interleave(plan.chunk_counts)
     keys = []
     base = 0
     for layer, count in enumerate(plan.chunk_counts):

@@ -120,7 +120,7 @@ class SendSession:
     Below the budget, loss does not shrink an 'ecn' window. `window` carries one peer's window
     over rounds (new_window(options)), as a TCP connection keeps its own; default: a fresh one.
     `core` (hosts/transport/core.py; None: the default) takes the chunks' magnitude classes
-    (ChunkPlan.classes), builds the DATA datagrams (hosts/transport/data_frames.py) and applies
+    (ChunkPlan.classes) and first-pass order (send_order), builds the DATA datagrams (hosts/transport/data_frames.py) and applies
     each ACK's entries (`_apply_ack`) natively or in Python: the same frames and decisions
     either way. `mag_classes`: every chunk's class, one byte each in ChunkPlan.split's order.
     """
@@ -155,7 +155,7 @@ class SendSession:
         self.arrived = np.zeros(n_chunks, dtype=bool)
         self._queued = np.ones(n_chunks, dtype=bool)
         self._queue = send_order(plan, options.order,
-                                 [options.seed, endpoint.job_id, round_, int(pull)])
+                                 [options.seed, endpoint.job_id, round_, int(pull)], native=native)
         self._pos = 0
         self._sent_once = np.zeros(n_chunks, dtype=bool)
         now = endpoint.clock()

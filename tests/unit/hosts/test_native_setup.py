@@ -1,8 +1,10 @@
-"""The native magnitude classes of a round's chunks (native/mag_classes.cpp, ChunkPlan.classes
-with native=True) against the Python reference (ChunkPlan.split): bit for bit the same float32
-means (numpy's pairwise sums) and the same class for every chunk, whatever the sizes, the chunk
-boundaries and the values (zeros, denormals, inf, nan, negatives, exponents from the smallest to
-the largest); and a sender opened on either core marks every chunk the same."""
+"""A send session's setup on the native core against the Python reference: the chunks'
+magnitude classes (native/mag_classes.cpp, ChunkPlan.classes with native=True, against
+ChunkPlan.split): bit for bit the same float32 means (numpy's pairwise sums) and the same class
+for every chunk, whatever the sizes, the chunk boundaries and the values (zeros, denormals, inf,
+nan, negatives, exponents from the smallest to the largest); the first pass's 'interleave' order
+(native/send_order.cpp); and a sender opened on either core marks and orders every chunk the
+same."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +13,7 @@ import pytest
 from hosts import wire
 from hosts.errors import ConfigError
 from hosts.transport import core as transport_core
-from hosts.transport.chunking import ChunkPlan, _chunk_means, _class_of_mean
+from hosts.transport.chunking import ChunkPlan, _chunk_means, _class_of_mean, send_order
 from hosts.transport.port import Port
 from hosts.transport.sender import SendOptions, SendSession
 
@@ -176,9 +178,29 @@ def test_a_sender_marks_every_chunk_the_same_on_both_cores(options: SendOptions,
         port = Port(7, wire.PS_RANK if pull else 0, lambda: 0.0)
         s = SendSession(port, ("10.0.0.9", 6000), 0 if pull else wire.PS_RANK, plan, layers, 3,
                         pull=pull, options=options, critical_layers=frozenset({2}), core=core)
-        opened[core] = (s.mag_classes, s._marks, s._not_ect.tolist())
+        opened[core] = (s.mag_classes, s._marks, s._not_ect.tolist(), s._queue)
     assert opened["native"] == opened["python"]
     assert len(set(opened["python"][0])) >= 4
+
+
+@needs_native
+def test_the_interleave_order_is_the_reference_order() -> None:
+    rng = np.random.default_rng(4)
+    plans = [ChunkPlan([1], 1), ChunkPlan([8320, 8256, 650], 360), ChunkPlan([1000, 37, 5], [64, 7, 1]),
+             ChunkPlan([360 * 7, 360 * 21, 360 * 3, 360], 360)]     # equal fractions across layers
+    for _ in range(20):
+        layers = int(rng.integers(1, 12))
+        plans.append(ChunkPlan([int(n) for n in rng.integers(1, 20_000, layers)],
+                               [int(c) for c in rng.integers(1, 361, layers)]))
+    for plan in plans:
+        want = send_order(plan, "interleave")
+        assert send_order(plan, "interleave", native=True) == want
+        assert sorted(want) == list(range(plan.total_chunks))
+    plan = plans[1]
+    for order in ("layer", "shuffle"):   # not ported: the same on both
+        assert send_order(plan, order, [1, 2], native=True) == send_order(plan, order, [1, 2])
+    with pytest.raises(ConfigError):
+        send_order(plan, "random", native=True)
 
 
 @needs_native
