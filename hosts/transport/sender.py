@@ -120,9 +120,10 @@ class SendSession:
     Below the budget, loss does not shrink an 'ecn' window. `window` carries one peer's window
     over rounds (new_window(options)), as a TCP connection keeps its own; default: a fresh one.
     `core` (hosts/transport/core.py; None: the default) takes the chunks' magnitude classes
-    (ChunkPlan.classes) and first-pass order (send_order), builds the DATA datagrams (hosts/transport/data_frames.py) and applies
-    each ACK's entries (`_apply_ack`) natively or in Python: the same frames and decisions
-    either way. `mag_classes`: every chunk's class, one byte each in ChunkPlan.split's order.
+    (ChunkPlan.classes) and first-pass order (send_order), builds the DATA datagrams
+    (hosts/transport/data_frames.py) and applies each ACK's entries (`_apply_ack`) natively or
+    in Python: the same frames and decisions either way. `mag_classes`: every chunk's class, one
+    byte each in ChunkPlan.split's order.
     """
 
     def __init__(self, endpoint: Port, peer: tuple[str, int], peer_rank: int,
