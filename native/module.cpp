@@ -1,6 +1,7 @@
 // CPython binding of the native receive core (recv_core.h): hosts.transport._native.RecvCore
 // (and, from batch_io.cpp, the endpoint's batched socket I/O: Receiver; from
-// packet_mac.cpp, the --packet-mac trailer: MacKey).
+// packet_mac.cpp, the --packet-mac trailer: MacKey; from mag_classes.cpp, the chunks'
+// magnitude classes: mag_classes; from send_order.cpp, the first pass's order: interleave).
 // hosts/transport/native_receiver.py wraps it behind RecvSession's interface. The binding
 // reads the fields of a parsed packet (hosts.transport.port.Received), writes chunks straight
 // into the numpy arrays the session owns (no copy per datagram besides the byte swap into
@@ -409,6 +410,8 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "hosts.transport._native",
 int gradlane_add_batch_io(PyObject* m);   // batch_io.cpp: Receiver
 int gradlane_add_send_frames(PyObject* m);   // send_frames.cpp: DataFrames, SendQueue
 int gradlane_add_send_acks(PyObject* m);     // send_acks.cpp: apply_ack
+int gradlane_add_mag_classes(PyObject* m);   // mag_classes.cpp: mag_classes
+int gradlane_add_send_order(PyObject* m);    // send_order.cpp: interleave
 int gradlane_add_packet_mac(PyObject* m);   // packet_mac.cpp: MacKey (where OpenSSL was found)
 
 PyMODINIT_FUNC PyInit__native(void) {
@@ -441,7 +444,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     return nullptr;
   }
   if (gradlane_add_batch_io(m) < 0 || gradlane_add_send_frames(m) < 0 ||
-      gradlane_add_send_acks(m) < 0) {
+      gradlane_add_send_acks(m) < 0 || gradlane_add_mag_classes(m) < 0 ||
+      gradlane_add_send_order(m) < 0) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -250,8 +250,9 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                         "(random, seeded by --seed, the job and the round), layer (layer 0 "
                         "first)")
     g.add_argument("--core", choices=transport_core.CORES, default=None,
-                   help="the receive side's transport core: native (C++, the default where it "
-                        "was built at install) or python (the reference); a native core that "
+                   help="the transport core: native (C++, the default where it was built at "
+                        "install: the receive side, and the sender's session opening, DATA "
+                        "frames and ACK pass) or python (the reference); a native core that "
                         "was not built runs the Python one, said in one line")
     g.add_argument("--io", choices=IO_MODES, default=None,
                    help="the UDP endpoint's socket I/O: batch (sendmmsg/recvmmsg, the TOS per "

@@ -1,4 +1,10 @@
-"""Split per-layer tensors into fixed-size chunks that carry their layer, offset and magnitude class."""
+"""Split per-layer tensors into fixed-size chunks that carry their layer, offset and magnitude class.
+
+`ChunkPlan.split` is the reference for the classes; `ChunkPlan.classes(..., native=True)` takes
+them from the native extension (native/mag_classes.cpp: numpy's float32 means in numpy's
+order, so the same class for every input; tests/unit/hosts/test_native_setup.py), and
+`send_order(..., native=True)` the 'interleave' order (native/send_order.cpp, the same order).
+"""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -8,6 +14,11 @@ import numpy as np
 
 from hosts.errors import ConfigError
 from hosts.wire import MAX_DATA_PAYLOAD
+
+try:
+    from hosts.transport import _native
+except ImportError:   # not built: the reference only (hosts/transport/core.py says so)
+    _native = None
 
 NUM_MAG_CLASSES = 8
 # Class of a chunk whose mean |value| equals its layer's mean |value|; each class step is x2.
@@ -76,6 +87,19 @@ class ChunkPlan:
         if sizes != self.layer_sizes:
             raise ConfigError(f"tensor layer sizes {sizes} differ from the plan {self.layer_sizes}")
 
+    def flats(self, layers: list[np.ndarray]) -> list[np.ndarray]:
+        """`layers` as flat C-contiguous float32 arrays (no copy where they are already);
+        ConfigError unless they match the plan."""
+        self.check(layers)
+        return [np.ascontiguousarray(a, dtype=np.float32).ravel() for a in layers]
+
+    def classes(self, layers: list[np.ndarray], native: bool = False) -> bytes:
+        """Every chunk's magnitude class, one byte per chunk in `split`'s order: natively when
+        `native` and the extension was built, else from `split` (the same classes either way)."""
+        if native and _native is not None:
+            return _native.mag_classes(self.flats(layers), self.layer_chunk_elems)
+        return bytes(c.mag_class for c in self.split(layers))
+
     def split(self, layers: list[np.ndarray]) -> list[Chunk]:
         """Every chunk of `layers` (layer order, then offset) with its magnitude class."""
         self.check(layers)
@@ -105,12 +129,14 @@ def _chunk_means(magnitude: np.ndarray, size: int) -> list[float]:
 ORDERS = ("interleave", "shuffle", "layer")
 
 
-def send_order(plan: ChunkPlan, order: str, seed: int | list[int] = 0) -> list[int]:
+def send_order(plan: ChunkPlan, order: str, seed: int | list[int] = 0, native: bool = False) -> list[int]:
     """Indices into `plan.split(...)` in the order a sender first sends them.
 
     interleave: every layer spread evenly over the pass (chunk k of a layer of c chunks goes at
     about (k + 1/2) / c of it), so the pass's tail holds chunks of every layer;
     shuffle: a random permutation seeded by `seed`; layer: layer 0 first, in offset order.
+    `native`: 'interleave' sorted by the extension (native/send_order.cpp), where it was built;
+    the same order.
     """
     total = plan.total_chunks
     if order == "layer":
@@ -121,6 +147,8 @@ def send_order(plan: ChunkPlan, order: str, seed: int | list[int] = 0) -> list[i
         return indices
     if order != "interleave":
         raise ConfigError(f"--order {order!r} is not one of {', '.join(ORDERS)}")
+    if native and _native is not None:
+        return _native.interleave(plan.chunk_counts)
     keys = []
     base = 0
     for layer, count in enumerate(plan.chunk_counts):

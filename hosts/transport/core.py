@@ -3,9 +3,10 @@
 The native core (`native/`, built into `hosts.transport._native` when the project installs)
 decides exactly what `hosts.transport.receiver.RecvSession` decides for the same packets and
 clock (tests/unit/hosts/test_native_core.py holds both to it), at a fraction of the CPU per
-datagram. On the send side it builds the DATA datagrams and applies the ACKs' entries of
-`hosts.transport.sender.SendSession` (the rest of the sender is Python on both; tests/unit/
-hosts/test_native_send.py holds the two to the same frames and decisions).
+datagram. On the send side it opens `hosts.transport.sender.SendSession`'s round (the chunks'
+magnitude classes, the first pass's order), builds the DATA datagrams and applies the ACKs'
+entries (the rest of the sender is Python on both; tests/unit/hosts/test_native_send.py and
+test_native_setup.py hold the two to the same classes, order, frames and decisions).
 `--core native|python` picks one; by default the native core where it was built.
 Where it was not, the agent says so in one line on stderr and runs the Python core.
 The drivers open their receive sessions through `recv_session`, the one place the choice is made.

@@ -5,8 +5,9 @@ header packed per datagram. The native frames (`native/send_frames.cpp`, `_nativ
 copy the gradient once, byte-swapped, and build each datagram in native code, either as bytes
 (`frame`, for a sans-IO port) or straight into a batch endpoint's send queue
 (`Endpoint.send_data`), with no Python object per datagram. Both give the same bytes
-(tests/unit/hosts/test_native_send.py). `data_frames` picks one by transport core
-(hosts/transport/core.py: `--core native|python`).
+(tests/unit/hosts/test_native_send.py). `round_frames` picks one by transport core
+(hosts/transport/core.py: `--core native|python`), and with it where the chunks' magnitude
+classes come from (ChunkPlan.classes: the same either way).
 """
 from __future__ import annotations
 
@@ -56,21 +57,25 @@ class PyFrames:
         return len(self._chunks)
 
 
-def native_frames(plan: ChunkPlan, layers: list[np.ndarray], chunks: Sequence[Chunk], job_id: int,
+def native_frames(plan: ChunkPlan, layers: list[np.ndarray], mag_classes: bytes, job_id: int,
                   rank: int, round_: int, policy_epoch: int = 0) -> Frames:
-    """The native frames of `layers` cut by `plan` (`chunks` gives the magnitude classes)."""
-    flats = [np.ascontiguousarray(a, dtype=np.float32).ravel() for a in layers]
-    mags = bytes(c.mag_class for c in chunks)
-    return _native.DataFrames(flats, plan.layer_chunk_elems, mags, job_id, rank, round_, policy_epoch)
+    """The native frames of `layers` cut by `plan`, chunk i of class `mag_classes[i]`."""
+    return _native.DataFrames(plan.flats(layers), plan.layer_chunk_elems, mag_classes, job_id, rank,
+                              round_, policy_epoch)
 
 
-def data_frames(plan: ChunkPlan, layers: list[np.ndarray], chunks: Sequence[Chunk], job_id: int,
-                rank: int, round_: int, policy_epoch: int = 0, native: bool = False) -> Frames:
-    """The frames of one round: native when `native` and the extension was built, else the
-    reference."""
+def round_frames(plan: ChunkPlan, layers: list[np.ndarray], job_id: int, rank: int, round_: int,
+                 policy_epoch: int = 0, native: bool = False) -> tuple[Frames, bytes]:
+    """The frames of one round and every chunk's magnitude class (one byte per chunk, in
+    ChunkPlan.split's order): both native when `native` and the extension was built (no Chunk
+    object made), else the reference (ChunkPlan.split, PyFrames)."""
     if native and _native is not None:
-        return native_frames(plan, layers, chunks, job_id, rank, round_, policy_epoch)
-    return PyFrames(chunks, job_id, rank, round_, policy_epoch)
+        flats = plan.flats(layers)
+        classes = _native.mag_classes(flats, plan.layer_chunk_elems)
+        return (_native.DataFrames(flats, plan.layer_chunk_elems, classes, job_id, rank, round_,
+                                   policy_epoch), classes)
+    chunks = plan.split(layers)
+    return PyFrames(chunks, job_id, rank, round_, policy_epoch), bytes(c.mag_class for c in chunks)
 
 
 def is_native(frames: Frames) -> bool:

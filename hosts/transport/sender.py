@@ -9,10 +9,10 @@ import numpy as np
 from hosts import wire
 from hosts.errors import PacketError, PeerTimeout
 from hosts.transport.bounds import LossBudget
-from hosts.transport.chunking import Chunk, ChunkPlan, send_order
+from hosts.transport.chunking import ChunkPlan, send_order
 from hosts.transport import core as transport_core
 from hosts.transport.congestion import SWITCH_ECN_THRESHOLD, RttEstimate, Window
-from hosts.transport.data_frames import data_frames
+from hosts.transport.data_frames import round_frames
 from hosts.transport.port import Port, Received
 from hosts.transport.probe_answer import probe_padding
 
@@ -119,9 +119,11 @@ class SendSession:
     come will close the round. PeerTimeout if the peer says nothing for `peer_timeout` s.
     Below the budget, loss does not shrink an 'ecn' window. `window` carries one peer's window
     over rounds (new_window(options)), as a TCP connection keeps its own; default: a fresh one.
-    `core` (hosts/transport/core.py; None: the default) builds the DATA datagrams
+    `core` (hosts/transport/core.py; None: the default) takes the chunks' magnitude classes
+    (ChunkPlan.classes) and first-pass order (send_order), builds the DATA datagrams
     (hosts/transport/data_frames.py) and applies each ACK's entries (`_apply_ack`) natively or
-    in Python: the same frames and decisions either way.
+    in Python: the same frames and decisions either way. `mag_classes`: every chunk's class, one
+    byte each in ChunkPlan.split's order.
     """
 
     def __init__(self, endpoint: Port, peer: tuple[str, int], peer_rank: int,
@@ -141,23 +143,22 @@ class SendSession:
         self.stage_flags = ((wire.FLAG_PULL if pull else 0) | extra_flags
                             | (wire.FLAG_PLAIN if options.plain else 0))
         self.critical_layers = critical_layers
-        chunks = plan.split(layers)
         self._base = np.cumsum([0] + plan.chunk_counts[:-1]).tolist()
-        self._chunks = chunks
         native = transport_core.resolve(core, announce=False) == "native"
-        self._frames = data_frames(plan, layers, chunks, endpoint.job_id, endpoint.rank, round_,
-                                   options.policy_epoch, native=native)
+        # the frames and every chunk's magnitude class (ChunkPlan.split's order)
+        self._frames, self.mag_classes = round_frames(plan, layers, endpoint.job_id, endpoint.rank,
+                                                      round_, options.policy_epoch, native=native)
         # the native ACK pass's view of the plan: first chunk index and chunk count per layer
         self._ack_layout = ((np.array(self._base, dtype=np.int64),
                              np.array(plan.chunk_counts, dtype=np.int64)) if native else None)
-        self._marks = [self._marking(c) for c in chunks]
-        self._not_ect = np.array([tos & 3 == wire.ECN_NOT_ECT for _, tos in self._marks], dtype=bool)
-        self.arrived = np.zeros(len(chunks), dtype=bool)
-        self._queued = np.ones(len(chunks), dtype=bool)
+        self._marks, self._not_ect = self._chunk_marks()
+        n_chunks = len(self.mag_classes)
+        self.arrived = np.zeros(n_chunks, dtype=bool)
+        self._queued = np.ones(n_chunks, dtype=bool)
         self._queue = send_order(plan, options.order,
-                                 [options.seed, endpoint.job_id, round_, int(pull)])
+                                 [options.seed, endpoint.job_id, round_, int(pull)], native=native)
         self._pos = 0
-        self._sent_once = np.zeros(len(chunks), dtype=bool)
+        self._sent_once = np.zeros(n_chunks, dtype=bool)
         now = endpoint.clock()
         self.stats = SendStats(started=now)
         self._next_send = now
@@ -170,13 +171,13 @@ class SendSession:
         if self.window is not None:
             self.window.loss_budget = self.budget.total
         self._window_start = dataclasses.replace(self.window.stats) if self.window else None
-        self._outstanding = np.zeros(len(chunks), dtype=bool)   # sent, neither ACKed nor known lost
+        self._outstanding = np.zeros(n_chunks, dtype=bool)      # sent, neither ACKed nor known lost
         self._in_flight: int | None = 0     # _outstanding's count; None: count it again
         self._probe_padding = bytes(probe_padding(plan))   # pays for the answer's BITMAPs
-        self._tx = np.zeros(len(chunks), dtype=np.int64)         # transmission number, last send
+        self._tx = np.zeros(n_chunks, dtype=np.int64)            # transmission number, last send
         self._tx_count = 0
-        self._sent_at = np.zeros(len(chunks))                    # time of the last send
-        self._resent = np.zeros(len(chunks), dtype=bool)
+        self._sent_at = np.zeros(n_chunks)                       # time of the last send
+        self._resent = np.zeros(n_chunks, dtype=bool)
         self._probe_at = -INFINITY                               # when the last PROBE went out
         self._pull_req_ok_at = -INFINITY                         # when a PULL_REQ counts again
         # the round trip the loss timers use: the window's (kept over rounds) or this session's
@@ -185,27 +186,43 @@ class SendSession:
         self._rack_rtt = 0.0           # and its round trip
         self._rack_wake = INFINITY     # when a chunk sent before it will count as lost
         self.fast_repairs = 0          # chunks resent on the ACKs' evidence, before any probe
-        self._lost = np.zeros(len(chunks), dtype=bool)   # last send known lost (ACKs or BITMAP)
-        self._fast = np.zeros(len(chunks), dtype=bool)   # queued again by RACK, not yet resent
+        self._lost = np.zeros(n_chunks, dtype=bool)      # last send known lost (ACKs or BITMAP)
+        self._fast = np.zeros(n_chunks, dtype=bool)      # queued again by RACK, not yet resent
 
     @property
     def active(self) -> bool:
         return not self.done
 
-    def _marking(self, chunk: Chunk) -> tuple[int, int]:
-        """(flags, TOS) of a chunk's DATA packets. A chunk of a bound-0 layer always carries
-        CRITICAL (LTP: must be delivered); with PLAIN the switches ignore it all the same."""
-        critical = chunk.layer in self.critical_layers
+    def _marking(self, layer: int, mag_class: int) -> tuple[int, int]:
+        """(flags, TOS) of the DATA packets of a chunk of `layer` and magnitude class
+        `mag_class`. A chunk of a bound-0 layer always carries CRITICAL (LTP: must be
+        delivered); with PLAIN the switches ignore it all the same."""
+        critical = layer in self.critical_layers
         if self.options.plain or not self.options.priority_hints:
             tos = wire.ECN_ECT0 if self.options.plain and self.options.cc == "ecn" else 0
             return self.stage_flags | (wire.FLAG_CRITICAL if critical else 0), tos
         if critical:
-            return self.stage_flags | wire.FLAG_CRITICAL, wire.data_tos(chunk.mag_class, False)
+            return self.stage_flags | wire.FLAG_CRITICAL, wire.data_tos(mag_class, False)
         eligible = self.options.droppable
-        droppable = not self.pull and (chunk.mag_class < self.options.droppable_below
-                                       if eligible is None else chunk.mag_class in eligible[chunk.layer])
+        droppable = not self.pull and (mag_class < self.options.droppable_below
+                                       if eligible is None else mag_class in eligible[layer])
         flags = self.stage_flags | (wire.FLAG_DROPPABLE if droppable else 0)
-        return flags, wire.data_tos(chunk.mag_class, droppable)
+        return flags, wire.data_tos(mag_class, droppable)
+
+    def _chunk_marks(self) -> tuple[list[tuple[int, int]], np.ndarray]:
+        """Every chunk's (flags, TOS) (`_marking`, once per layer and class present) and
+        whether its DATA goes out Not-ECT."""
+        classes = self.mag_classes
+        marks: list[tuple[int, int]] = []
+        base = 0
+        for layer, count in enumerate(self.plan.chunk_counts):
+            of_class: list[tuple[int, int] | None] = [None] * 8
+            for cls in set(classes[base:base + count]):
+                of_class[cls] = self._marking(layer, cls)
+            marks.extend(map(of_class.__getitem__, classes[base:base + count]))
+            base += count
+        not_ect = np.array([tos & 3 == wire.ECN_NOT_ECT for _, tos in marks], dtype=bool)
+        return marks, not_ect
 
     def _send_chunk(self, idx: int, now: float, ack_now: bool = False) -> None:
         flags, tos = self._marks[idx]

@@ -254,7 +254,7 @@ def test_policy_marks_and_epoch_stamp_of_data_packets(peer):
         layers = [np.array([0.01] * 4 + [1.0] * 4, dtype=np.float32)]
         probe = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, layers, 3, pull=False,
                             options=SendOptions())
-        small_class, large_class = (c.mag_class for c in probe._chunks)
+        small_class, large_class = probe.mag_classes
         assert small_class < large_class
         s = SendSession(ep, peer.getsockname(), wire.PS_RANK, plan, layers, 3, pull=False,
                         options=SendOptions(droppable=(frozenset({large_class}),), policy_epoch=42,

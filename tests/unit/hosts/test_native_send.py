@@ -15,7 +15,7 @@ from hosts import wire
 from hosts.transport import core as transport_core
 from hosts.transport.bounds import LayerBounds, LossBudget
 from hosts.transport.chunking import ChunkPlan
-from hosts.transport.data_frames import PyFrames, data_frames, is_native, native_frames
+from hosts.transport.data_frames import PyFrames, is_native, native_frames, round_frames
 from hosts.transport.port import Port
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.sender import SendOptions, SendSession
@@ -42,7 +42,7 @@ def test_native_frames_are_the_reference_bytes(sizes: list[int], chunk) -> None:
     layers = _layers(plan, 3)
     chunks = plan.split(layers)
     ref = PyFrames(chunks, JOB, 65535, 0xFFFFFFFF, 255)
-    nat = native_frames(plan, layers, chunks, JOB, 65535, 0xFFFFFFFF, 255)
+    nat = native_frames(plan, layers, plan.classes(layers), JOB, 65535, 0xFFFFFFFF, 255)
     assert is_native(nat) and not is_native(ref)
     assert len(nat) == len(ref) == plan.total_chunks
     for idx in range(len(ref)):
@@ -58,7 +58,7 @@ def test_native_frames_take_any_layout_and_keep_the_values_of_when_they_were_mad
     layers = [base[0], np.asfortranarray(base[1, :24].reshape(4, 6))]   # float64, strided
     chunks = plan.split(layers)
     ref = PyFrames(chunks, JOB, 1, 2)
-    nat = native_frames(plan, layers, chunks, JOB, 1, 2)
+    nat = native_frames(plan, layers, plan.classes(layers), JOB, 1, 2)
     before = [nat.frame(i, 0) for i in range(len(nat))]
     assert before == [ref.frame(i, 0) for i in range(len(ref))]
     layers[0][:] = 0.0            # the sender's frames are a snapshot, as the reference's
@@ -70,15 +70,15 @@ def test_bad_arguments_are_errors_not_crashes() -> None:
     plan = ChunkPlan([10], 4)
     layers = [np.zeros(10, dtype=np.float32)]
     chunks = plan.split(layers)
-    nat = native_frames(plan, layers, chunks, JOB, 0, 0)
+    nat = native_frames(plan, layers, plan.classes(layers), JOB, 0, 0)
     with pytest.raises(IndexError):
         nat.frame(len(chunks), 0)
     with pytest.raises(ValueError):
         nat.frame(0, 256)
     with pytest.raises(ValueError):
-        native_frames(plan, layers, chunks, 65536, 0, 0)
+        native_frames(plan, layers, plan.classes(layers), 65536, 0, 0)
     with pytest.raises(ValueError):
-        native_frames(plan, layers, chunks[:-1], JOB, 0, 0)
+        native_frames(plan, layers, plan.classes(layers)[:-1], JOB, 0, 0)
     from hosts.transport import _native
     with pytest.raises(TypeError):
         _native.DataFrames([np.zeros(10, dtype=np.int32)], [4], b"\0\0\0", JOB, 0, 0, 0)
@@ -94,10 +94,11 @@ def test_bad_arguments_are_errors_not_crashes() -> None:
 def test_the_choice_of_frames_follows_the_core() -> None:
     plan = ChunkPlan([10], 4)
     layers = [np.zeros(10, dtype=np.float32)]
-    chunks = plan.split(layers)
-    assert isinstance(data_frames(plan, layers, chunks, JOB, 0, 0, native=False), PyFrames)
-    native = data_frames(plan, layers, chunks, JOB, 0, 0, native=True)
+    frames, classes = round_frames(plan, layers, JOB, 0, 0, native=False)
+    assert isinstance(frames, PyFrames) and classes == plan.classes(layers)
+    native, native_classes = round_frames(plan, layers, JOB, 0, 0, native=True)
     assert is_native(native) == transport_core.native_available()
+    assert native_classes == classes
 
 
 def _exchange(core: str, seed: int, loss: float, options: SendOptions, pull: bool = False,
