@@ -13,7 +13,7 @@ from hosts import wire
 from hosts.transport import mac_impl, packet_mac
 from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import ChunkPlan
-from hosts.transport.data_frames import PyFrames, native_frames
+from hosts.transport.data_frames import round_frames
 from hosts.transport.endpoint import Endpoint, default_io
 from hosts.transport.mux import Mux
 from hosts.transport.receiver import ReceiveOptions, RecvSession
@@ -264,9 +264,8 @@ def test_the_send_queue_signs_data_as_the_reference_does() -> None:
     plan = ChunkPlan([1000, 37, 5], [360, 16, 8])
     layers = [np.random.default_rng(3).normal(0, 1, n).astype(np.float32)
               for n in plan.layer_sizes]
-    chunks = plan.split(layers)
-    nat = native_frames(plan, layers, chunks, JOB, 1, 9)
-    ref = PyFrames(chunks, JOB, 1, 9)
+    nat, _ = round_frames(plan, layers, JOB, 1, 9, native=True)
+    ref, _ = round_frames(plan, layers, JOB, 1, 9, native=False)
     key = packet_mac.packet_key(b"j" * 32)
     rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
