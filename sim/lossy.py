@@ -552,6 +552,16 @@ def _alarm(router: Router) -> float:
     return at - _ALARM_SLACK if at < INFINITY else at
 
 
+def with_port_rate(config: TransportConfig, net: SimNetwork, hosts: list[str]) -> TransportConfig:
+    """`config` with `--port-mbps` at the line rate of the slowest of `hosts`' own links (a
+    simulated host knows its NIC's rate as a real one does), unless the flags set one: the
+    agents' senders then pace DATA to what their own port carries (hosts/transport/port_pacer.py)."""
+    if config.send.port_mbps > 0:
+        return config
+    mbps = min(net.host_rate_bps(h) for h in hosts) / 1e6
+    return dataclasses.replace(config, send=dataclasses.replace(config.send, port_mbps=mbps))
+
+
 def run_lossy_rounds(net: SimNetwork, ps: str, workers: list[str], config: TransportConfig,
                      layer_sizes: list[int], rounds: int, limit_s: float, jitter_s: float = 0.0,
                      seed: int = 0, on_round_start: Callable[[int], None] | None = None,
@@ -568,7 +578,7 @@ def run_lossy_rounds(net: SimNetwork, ps: str, workers: list[str], config: Trans
         raise SimError("rounds must be at least 1")
     if not config.udp:
         raise SimError(f"transport {config.kind} is not gradlane's UDP transport (ltp, mlt)")
-    config, plan = with_chunk_plan(config, layer_sizes)     # as the agents cut their chunks
+    config, plan = with_chunk_plan(with_port_rate(config, net, [ps, *workers]), layer_sizes)
     job = _Job(net, ps, workers, config, plan, rounds, jitter_s, seed, on_round_start, worker_pace_pps)
     t0 = time.monotonic()
     error = job.run(limit_s)
@@ -598,7 +608,8 @@ def run_lossy_jobs(net: SimNetwork, jobs: list[LossyJob], limit_s: float) -> lis
     for j in jobs:
         if not j.workers or j.rounds < 1 or not j.config.udp:
             raise SimError(f"job of PS {j.ps}: needs workers, rounds >= 1 and a UDP transport (ltp, mlt)")
-    built = [_Job(net, j.ps, j.workers, *with_chunk_plan(j.config, j.layer_sizes), j.rounds,
+    built = [_Job(net, j.ps, j.workers,
+                  *with_chunk_plan(with_port_rate(j.config, net, [j.ps, *j.workers]), j.layer_sizes), j.rounds,
                   j.jitter_s, j.seed) for j in jobs]
     for job, spec in zip(built, jobs):
         job.first_start = spec.start_s

@@ -234,6 +234,14 @@ class SimNetwork:
         except KeyError:
             raise SimError(f"no host '{host}' in topology '{self.topo.name}'") from None
 
+    def host_rate_bps(self, host: str) -> float:
+        """The rate at which `host` sends into its one link, bits/s (its NIC's line rate, or
+        `SimOptions.switch_pps` full-size packets per second where that is set)."""
+        if host not in self.topo.hosts:
+            raise SimError(f"no host '{host}' in topology '{self.topo.name}'")
+        link = next(lk for lk in self.topo.links if host in (lk.a, lk.b))
+        return self._rate_bps(link, host)
+
     def base_rtt_s(self, src: str, dst: str, ack_bytes: int = 64) -> float:
         """The round-trip time from host `src` to host `dst` without queueing, computed from the
         links on the fewest-hop path: propagation both ways, one full-size packet

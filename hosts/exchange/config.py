@@ -115,7 +115,7 @@ class TransportConfig:
                        ack_delay_ms=round(self.ack_delay * 1000, 3),
                        probe_on_silence=self.send.probe_on_silence, window=self.send.window,
                        bound_scope=self.bounds.scope, order=self.send.order, cc=self.send.cc,
-                       core=self.core, io=self.io)
+                       core=self.core, io=self.io, port_mbps=self.send.port_mbps)
             if self.phase_aware:
                 out.update(phase_check_rounds=self.phase_check_rounds,
                            phase_per_layer=self.phase_per_layer)
@@ -218,6 +218,10 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--pace-pps", type=float, default=0.0,
                    help="packets/s per sender (0 = unpaced); tcp: SO_MAX_PACING_RATE of as many "
                         "full segments per second")
+    g.add_argument("--port-mbps", type=float, default=0.0, metavar="MBPS",
+                   help="line rate of this host's own link (0 = not known, the default): the UDP "
+                        "senders on this host share one pacing budget at that rate, so the PS's "
+                        "pull to N workers does not overrun its own host's queue")
     g.add_argument("--priority-hints", choices=("on", "off"), default="on",
                    help="ltp: DSCP of DATA packets by magnitude class, ECN Not-ECT when droppable "
                         "(on, default), or TOS 0 (off: a switch told not to prioritize the job "
@@ -290,6 +294,8 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
         value = getattr(args, name)
         if not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"--{name.replace('_', '-')} must be a positive number")
+    if not (args.port_mbps >= 0 and math.isfinite(args.port_mbps)):
+        raise ConfigError(f"--port-mbps {args.port_mbps} is not a rate >= 0")
     if not (args.pace_pps >= 0 and math.isfinite(args.pace_pps)):
         raise ConfigError("--pace-pps must be >= 0")
     if args.window < 0:
@@ -366,7 +372,7 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
                        plain=kind == "mlt", order=args.order, seed=seed,
                        probe_on_silence=args.probe_on_silence, window=args.window, cc=args.cc,
                        delay_target_us=int(args.cc_delay_ms * 1000),
-                       mark_depth=args.cc_mark_depth)
+                       mark_depth=args.cc_mark_depth, port_mbps=args.port_mbps)
     mode = args.deadline or ("telemetry" if kind == "ltp" else "fixed")
     pull_ms = args.pull_deadline_ms if args.pull_deadline_ms is not None else args.deadline_ms
     if not (pull_ms > 0 and math.isfinite(pull_ms)):

@@ -18,6 +18,7 @@ from hosts.errors import PacketError
 from hosts.transport import mac_impl, packet_mac
 from hosts.transport.counters import Counters
 from hosts.transport.data_frames import Frames
+from hosts.transport.port_pacer import PortPacer
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +72,16 @@ class Port:
         self.mac: mac_impl.Mac | None = (mac_impl.make(self.mac_key) if self.mac_key is not None
                                          else None)
         self.outbox: list[Datagram] = []
+        self._pacer: PortPacer | None = None
+
+    def pacer(self, port_mbps: float) -> PortPacer | None:
+        """The budget of what this port carries at `port_mbps` Mb/s (None when 0: not known),
+        one per port, shared by every session that sends DATA on it (port_pacer.py)."""
+        if port_mbps <= 0:
+            return None
+        if self._pacer is None or self._pacer.rate_bps != port_mbps * 1e6:
+            self._pacer = PortPacer.for_port(port_mbps)
+        return self._pacer
 
     def take(self) -> list[Datagram]:
         """The datagrams sent since the last call, oldest first (the driver puts them on its wire)."""

@@ -14,6 +14,7 @@ from hosts.transport import core as transport_core
 from hosts.transport.congestion import SWITCH_ECN_THRESHOLD, RttEstimate, Window
 from hosts.transport.data_frames import round_frames
 from hosts.transport.port import Port, Received
+from hosts.transport.port_pacer import PortPacer
 from hosts.transport.probe_answer import probe_padding
 
 if transport_core.NATIVE_ERROR is None:
@@ -53,6 +54,9 @@ class SendOptions:
     delay_target_us: with 'ecn', an ACK echoing a longer path queueing delay counts as marked.
     mark_depth: with 'ecn', the Not-ECT packets of an ACK echoing a deeper switch queue count
         as marked (the switches' ECN threshold, in packets).
+    port_mbps: the line rate of the sender's own port (0 = not known). When set, DATA goes out
+        no faster than the port carries (hosts/transport/port_pacer.py): one budget per port,
+        shared by every session on it (the PS's pull to all its workers), whatever their number.
     """
 
     pace_pps: float = 0.0
@@ -72,6 +76,7 @@ class SendOptions:
     cc: str = "ecn"
     delay_target_us: int = 20_000
     mark_depth: int = SWITCH_ECN_THRESHOLD
+    port_mbps: float = 0.0
 
 
 def new_window(options: SendOptions) -> Window | None:
@@ -188,6 +193,8 @@ class SendSession:
         self.fast_repairs = 0          # chunks resent on the ACKs' evidence, before any probe
         self._lost = np.zeros(n_chunks, dtype=bool)      # last send known lost (ACKs or BITMAP)
         self._fast = np.zeros(n_chunks, dtype=bool)      # queued again by RACK, not yet resent
+        # what the sender's own port carries: one budget per port, shared by all its sessions
+        self.pacer: PortPacer | None = endpoint.pacer(options.port_mbps)
 
     @property
     def active(self) -> bool:
@@ -250,6 +257,8 @@ class SendSession:
         self.stats.data_packets += 1
         self.endpoint.counters["data_packets_sent"] += 1
         self.stats.bytes_sent += nbytes
+        if self.pacer is not None:
+            self.pacer.spend(nbytes, now)
 
     def tick(self, now: float, burst: int | None = None) -> float:
         """Send what pacing allows (at most `burst` DATA, default options.burst), probe when
@@ -262,11 +271,18 @@ class SendSession:
                               f"(dead or unreachable)")
         pps = self.options.pace_pps
         sent = 0
+        paced = INFINITY
         while self._pos < len(self._queue):
             if pps > 0 and self._next_send > now:
                 return self._next_send
             if sent >= (self.options.burst if burst is None else burst):
                 return now
+            if self.pacer is not None:
+                paced = self.pacer.ready_at(now)
+                if paced > now:      # the port's own queue is full: go on once it drained
+                    self.endpoint.counters["port_paced"] += 1
+                    break
+                paced = INFINITY
             outstanding = self._outstanding_count() if self.window is not None else 0
             if self.window is not None and not self.window.allows(outstanding):
                 # Window full: wait for ACKs; a probe after silence finds what was lost.
@@ -289,19 +305,19 @@ class SendSession:
                 self._next_send = max(self._next_send, now - 1.0 / pps) + 1.0 / pps
             if self._pos == len(self._queue):
                 self._next_probe = now + self._probe_delay()
-        if self._next_probe == INFINITY:
+        if self._next_probe == INFINITY and paced == INFINITY:
             self._next_probe = now + self._probe_delay()
         if now >= self._rack_wake:
             self._detect_lost(now)
-            if self._pos < len(self._queue):
-                return now                 # resend at once
+            if self._pos < len(self._queue) and paced == INFINITY:
+                return now                 # resend at once (paced: once the port drained)
         if now >= self._next_probe:
             self.endpoint.send_control(wire.KIND_PROBE, self.peer, self.round, self.stage_flags,
                                        payload=self._probe_padding)
             self.stats.probes += 1
             self._probe_at = now
             self._next_probe = now + self._loss_timer()
-        return min(self._next_probe, self._rack_wake)
+        return min(self._next_probe, self._rack_wake, paced)
 
     def _outstanding_count(self) -> int:
         """Chunks in flight (`_outstanding`), counted again only after a bulk change."""
@@ -550,6 +566,7 @@ class SendGroup:
         self.round = sessions[0].round
         self.pull = sessions[0].pull
         self.by_rank = {s.peer_rank: s for s in sessions}
+        self._served = -1     # the rank that sent the group's last DATA packet
 
     @property
     def done(self) -> bool:
@@ -562,13 +579,20 @@ class SendGroup:
     def tick(self, now: float) -> float:
         """Tick every session, one DATA packet each in turn (up to each one's burst): the
         peers' transfers go out interleaved and end together, so the next round's pushes start
-        together (one session after the other, the last peer's pull ended a whole pull later)."""
-        active = [s for s in self.by_rank.values() if s.active]
+        together (one session after the other, the last peer's pull ended a whole pull later).
+        Each tick begins with the peer after the one that sent last: when the port's budget
+        (port_pacer.py) lets only a few packets out per tick, every peer still gets its turn."""
+        ranks = sorted(r for r, s in self.by_rank.items() if s.active)
+        first = next((i for i, r in enumerate(ranks) if r > self._served), 0)
+        active = [self.by_rank[r] for r in ranks[first:] + ranks[:first]]
         wake = {id(s): INFINITY for s in active}
         for _ in range(max((s.options.burst for s in active), default=0)):
             before = sum(s.stats.data_packets for s in active)
             for s in active:
+                sent = s.stats.data_packets
                 wake[id(s)] = s.tick(now, burst=1)
+                if s.stats.data_packets > sent:
+                    self._served = s.peer_rank
             if sum(s.stats.data_packets for s in active) == before:
                 break
         return min(wake.values(), default=INFINITY)
