@@ -488,6 +488,35 @@ def test_the_packet_that_fills_the_window_is_acknowledged_at_once():
     assert send.stats.closed_by == "complete" and net.now < 0.1
 
 
+def _data(chunk, flags=0) -> bytes:
+    payload = chunk.values.astype(">f4").tobytes()
+    return wire.pack_header(wire.KIND_DATA, flags, JOB, 0, chunk.layer, 0, chunk.mag_class,
+                            len(payload), chunk.seq, chunk.offset) + payload
+
+
+def test_a_data_that_shows_a_gap_is_acknowledged_at_once():
+    """A first send beyond the next chunk expected in its layer (one was lost or overtaken)
+    is acknowledged at once; in-order DATA, a late one and a resend wait for ack_every."""
+    port = Port(JOB, wire.PS_RANK, lambda: 0.0)
+    recv = RecvSession(port, PLAN, 0, pull=False, senders=[0], required=(1.0,) * 3,
+                       options=ReceiveOptions(ack_every=16, ack_delay=1.0))
+    chunks = PLAN.split(_layers(0))             # layer 0: chunks 0..39
+
+    def acks_after(chunk, flags=0):
+        recv.on_packet(port.parse(_data(chunk, flags), WORKER), 0.0)
+        return [wire.unpack_ack_entries(d.data[wire.HEADER_LEN:])
+                for d in port.take() if wire.unpack_header(d.data).kind == wire.KIND_ACK]
+
+    assert acks_after(chunks[0]) == [] and acks_after(chunks[1]) == []
+    assert acks_after(chunks[3]) == [[(0, 0), (0, 1), (0, 3)]]     # chunk 2 missing: a gap
+    assert acks_after(chunks[2]) == []                               # late: no new gap
+    assert acks_after(chunks[4]) == []                               # in order again
+    assert acks_after(chunks[6], wire.FLAG_RETX) == []               # a resend shows no gap
+    assert acks_after(chunks[40]) == []                              # layer 1 starts at 0
+    assert acks_after(chunks[42]) == [[(0, 2), (0, 4), (0, 6), (1, 0), (1, 2),
+                                       (0, 0), (0, 1), (0, 3)]]      # layer 1's chunk 1
+
+
 def test_an_ack_repeats_the_previous_acks_entries():
     port = Port(JOB, wire.PS_RANK, lambda: 0.0)
     recv = RecvSession(port, PLAN, 0, pull=False, senders=[0], required=(1.0,) * 3,
