@@ -5,7 +5,6 @@
 // interface. It sends nothing itself: every frame to send is returned as a `Send`.
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -76,7 +75,6 @@ struct SenderState {
   uint32_t pending_qdelay_us = 0;
   uint32_t pending_qdepth = 0;
   double last_ack = 0.0;
-  std::vector<uint32_t> next_seq;   // per layer: after the highest chunk first sent that arrived
   double last_stop = -std::numeric_limits<double>::infinity();
   int closed = OPEN;
 };
@@ -122,7 +120,6 @@ class RecvCore {
       s.layers.resize(sizes_.size());
       s.delivered_elems.assign(sizes_.size(), 0);
       s.layer_met.assign(sizes_.size(), 0);
-      s.next_seq.assign(sizes_.size(), 0);
       for (size_t i = 0; i < sizes_.size(); ++i) {
         if (layer_met(i, 0)) s.layer_met[i] = 1; else s.layers_short++;
         if (required_[i] >= 1.0) s.whole_short++;
@@ -171,15 +168,7 @@ class RecvCore {
       s.first_data = now;
     }
     s.flags_seen |= d.flags;
-    // a first send beyond the next chunk expected in its layer shows a gap: ACK at once
-    bool gap = false;
-    if (d.flags & FLAG_RETX) {
-      ev |= EV_RETX;
-    } else {
-      uint32_t& expected = s.next_seq[static_cast<size_t>(d.layer)];
-      gap = d.seq > expected;
-      expected = std::max(expected, d.seq + 1);
-    }
+    if (d.flags & FLAG_RETX) ev |= EV_RETX;
     if (!placed) {
       ev |= EV_DUPLICATE;
       s.duplicates++;
@@ -192,7 +181,7 @@ class RecvCore {
                 now, out))
         ev |= EV_SEND;
     } else if (static_cast<int>(s.pending.size()) >= options_.ack_every ||
-               (d.flags & FLAG_ACK_NOW) || gap) {
+               (d.flags & FLAG_ACK_NOW)) {
       if (flush(k, now, out)) ev |= EV_SEND;
     }
     return ev;

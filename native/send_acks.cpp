@@ -1,17 +1,14 @@
 // The sender's pass over one ACK's entries, in native code (part of hosts.transport._native;
 // module.cpp registers it). hosts/transport/sender.py (SendSession._on_ack) keeps the Python
 // reference; both update the session's per-chunk arrays the same way and return the same sums:
-//   apply_ack(payload, base, counts, arrived, outstanding, not_ect, resent, sent_at, tx,
-//             cls, latest_by_class)
+//   apply_ack(payload, base, counts, arrived, outstanding, not_ect, resent, sent_at, tx)
 //     -> (newly, marked, not_ect_count, latest_send, highest, entries_applied, error)
 // payload: the ACK's 8-byte entries (layer_id, marks, chunk_seq, big-endian); base / counts:
 // int64 per layer, the first chunk index and the chunk count; arrived, outstanding, not_ect,
-// resent: bool per chunk; sent_at: float64 per chunk; tx: int64 per chunk; cls: int64 per chunk,
-// its RACK class (sender.py rack_classes); latest_by_class: float64 per class, written. Each entry in turn
+// resent: bool per chunk; sent_at: float64 per chunk; tx: int64 per chunk. Each entry in turn
 // marks its chunk arrived and no longer outstanding; a chunk newly arrived counts in `newly`,
 // its CE echo in `marked`, a Not-ECT send in `not_ect_count`, and, when sent once only, its send
-// time in `latest_send` (the latest) and in its class's slot of `latest_by_class` (raised, never
-// lowered); `highest` is the largest transmission number acknowledged.
+// time in `latest_send` (the latest); `highest` is the largest transmission number acknowledged.
 // An entry naming no chunk of the plan stops the pass there (the entries before it stay
 // applied, as in the reference): error 1 = its layer is out of range, 2 = its chunk; a payload
 // that is not whole entries is error 3 before any entry. The caller raises PacketError on error.
@@ -27,7 +24,7 @@ namespace {
 constexpr uint16_t ACK_MARK_CE = 1;
 
 struct Views {
-  Py_buffer v[11];
+  Py_buffer v[9];
   int n = 0;
   ~Views() { for (int i = 0; i < n; ++i) PyBuffer_Release(&v[i]); }
 };
@@ -50,10 +47,9 @@ bool view_of(Views& views, PyObject* obj, Py_ssize_t itemsize, Py_ssize_t items,
 }
 
 PyObject* apply_ack(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 11) {
+  if (nargs != 9) {
     PyErr_SetString(PyExc_TypeError,
-                    "apply_ack(payload, base, counts, arrived, outstanding, not_ect, resent, sent_at, tx, "
-                    "cls, latest_by_class)");
+                    "apply_ack(payload, base, counts, arrived, outstanding, not_ect, resent, sent_at, tx)");
     return nullptr;
   }
   Views views;
@@ -63,10 +59,8 @@ PyObject* apply_ack(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_ssize_t chunks = views.v[3].len;
   if (!view_of(views, args[4], 1, chunks, true) || !view_of(views, args[5], 1, chunks, false) ||
       !view_of(views, args[6], 1, chunks, false) || !view_of(views, args[7], 8, chunks, false) ||
-      !view_of(views, args[8], 8, chunks, false) || !view_of(views, args[9], 8, chunks, false) ||
-      !view_of(views, args[10], 8, -1, true))
+      !view_of(views, args[8], 8, chunks, false))
     return nullptr;
-  Py_ssize_t classes = views.v[10].len / 8;
   const auto* p = static_cast<const uint8_t*>(views.v[0].buf);
   Py_ssize_t len = views.v[0].len;
   const auto* base = static_cast<const int64_t*>(views.v[1].buf);
@@ -77,8 +71,6 @@ PyObject* apply_ack(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   const auto* resent = static_cast<const uint8_t*>(views.v[6].buf);
   const auto* sent_at = static_cast<const double*>(views.v[7].buf);
   const auto* tx = static_cast<const int64_t*>(views.v[8].buf);
-  const auto* cls = static_cast<const int64_t*>(views.v[9].buf);
-  auto* latest_by_class = static_cast<double*>(views.v[10].buf);
   long newly = 0, marked = 0, not_ect_count = 0, applied = 0;
   int error = 0;
   double latest = -HUGE_VAL;
@@ -102,15 +94,7 @@ PyObject* apply_ack(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         ++newly;
         marked += (marks & ACK_MARK_CE) ? 1 : 0;
         not_ect_count += not_ect[idx] ? 1 : 0;
-        if (!resent[idx]) {
-          if (sent_at[idx] > latest) latest = sent_at[idx];
-          int64_t c = cls[idx];
-          if (c < 0 || c >= classes) {
-            PyErr_SetString(PyExc_ValueError, "apply_ack: a chunk's class has no slot in latest_by_class");
-            return nullptr;
-          }
-          if (sent_at[idx] > latest_by_class[c]) latest_by_class[c] = sent_at[idx];
-        }
+        if (!resent[idx] && sent_at[idx] > latest) latest = sent_at[idx];
       }
       arrived[idx] = 1;
       outstanding[idx] = 0;

@@ -12,9 +12,8 @@ the bottleneck, at bottleneck_pps):
 - push deadline: start 4 x W, floor W + 10 probe intervals (the agents' default floor is ten
   probe intervals), ceiling 4 x the start (as 2 s to 500 ms); MLT's fixed deadline is the start;
 - the receiver's ACK delay (how long it holds an ACK of fewer than 16 chunks) = RTT + Q, one
-  probe interval / 3: a window of 10 packets never fills 16 chunks; its last packet (ACK_NOW)
-  and a DATA showing a gap are acknowledged at once, so the timer clocks a window only when
-  that last packet is lost;
+  probe interval / 3: a sender's window of 10 packets never fills 16 chunks, so it is ACK-clocked
+  by this timer;
 - congestion control's queueing-delay target = Q / 2.
 
 Not derived (a constant of the agents, not a flag): PROBE answers at 200 per second and sender

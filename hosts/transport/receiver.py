@@ -19,8 +19,7 @@ class ReceiveOptions:
     """deadline: seconds after a sender's first DATA at which its transfer closes regardless.
     absent_timeout: seconds an expected sender may stay silent before PeerTimeout.
     ack_every / ack_delay: an ACK goes out after this many chunks or this many seconds, or at
-    once on a DATA flagged ACK_NOW (its sender waits for that ACK to send more) or on a DATA
-    that shows a gap (see RecvSession)."""
+    once on a DATA flagged ACK_NOW (its sender waits for that ACK to send more)."""
 
     deadline: float = 0.5
     absent_timeout: float = 10.0
@@ -48,8 +47,6 @@ class SenderState:
     repeat_acks: list[tuple[int, int]] = field(default_factory=list)
     repeat_marks: list[bool] = field(default_factory=list)
     last_ack: float = 0.0
-    # per layer, the chunk after the highest one first sent (not RETX) that arrived
-    next_seq: dict[int, int] = field(default_factory=dict)
     last_stop: float = -INFINITY
     probe_answers: ProbeAnswers = field(default_factory=ProbeAnswers)
 
@@ -61,12 +58,7 @@ class RecvSession:
     previous ACK's entries, so one lost ACK hides no arrival); each ACK entry echoes
     whether its DATA arrived CE-marked, and the ACK's telemetry fields the largest queueing
     delay and depth the switches stamped into the DATA it acknowledges (the sender's congestion
-    signals). The ACK goes out at once when the DATA is flagged ACK_NOW (the last its sender
-    may send before it waits) or shows a gap: a first send (not RETX) of a chunk beyond the
-    next one expected in its layer (chunks are first sent in offset order within a layer in
-    the orders 'interleave' and 'layer'; in 'shuffle' most DATA shows one). The sender then
-    learns of a loss or reordering one ACK earlier (its RACK repair waits on ACKs). A
-    sender's transfer closes (STOP) once its bound is met (per layer or over the
+    signals). A sender's transfer closes (STOP) once its bound is met (per layer or over the
     tensor, `options.scope`): "complete" if nothing is missing then, else "bound"; or
     `deadline` s after its first DATA ("deadline"). The STOP names the reason (wire.STOP_*).
     The session is done when every expected sender is closed. Later DATA or PROBE from a
@@ -174,11 +166,6 @@ class RecvSession:
         state.flags_seen |= hdr.flags
         if hdr.flags & wire.FLAG_RETX:
             counters["retx_received"] += 1
-            gap = False
-        else:
-            expected = state.next_seq.get(hdr.layer_id, 0)
-            gap = hdr.chunk_seq > expected
-            state.next_seq[hdr.layer_id] = max(expected, hdr.chunk_seq + 1)
         if not placed:
             counters["drop_duplicate"] += 1
             state.duplicates += 1
@@ -188,8 +175,7 @@ class RecvSession:
         state.pending_qdepth = max(state.pending_qdepth, hdr.tele_max_qdepth)
         if state.buffer.meets(self.required, self.options.scope):
             self._close(state, "complete" if state.buffer.complete() else "bound", now)
-        elif (len(state.pending_acks) >= self.options.ack_every
-              or hdr.flags & wire.FLAG_ACK_NOW or gap):
+        elif len(state.pending_acks) >= self.options.ack_every or hdr.flags & wire.FLAG_ACK_NOW:
             self._flush_acks(state, now)
 
     def _flush_acks(self, state: SenderState, now: float) -> None:

@@ -86,27 +86,9 @@ def new_window(options: SendOptions) -> Window | None:
 # holding the window (lost, or its ACK was, or it waits in a lower-priority queue).
 REORDER_THRESHOLD = 3
 # Fast repair (RACK, RFC 8985): a chunk sent before one that was acknowledged since is lost once
-# it has been out for that chunk's round trip plus this fraction of the smoothed RTT; then it is
-# resent at once, no probe awaited. The evidence is judged per queue class (rack_classes): a
-# chunk is compared only with later-sent chunks of its own class.
+# it has been out for that chunk's round trip plus this fraction of the smoothed RTT (the
+# reordering a switch's priority queues may add); then it is resent at once, no probe awaited.
 REORDER_WINDOW = 0.25
-
-
-def rack_classes(chunks: list[Chunk], plain: bool) -> np.ndarray:
-    """Per chunk, its RACK class: chunks of one class ride one FIFO queue of a switch, so a
-    later-sent chunk of the class delivered first shows a loss, while one of another class may
-    only have overtaken it from a higher-priority queue. The switches pick a DATA packet's
-    queue by its (layer, magnitude class) (controller/policy.py: a rule's layer range and
-    magnitude classes), so that pair is the class; PLAIN DATA shares one queue (class 0).
-    Classes are numbered 0.. in order of first appearance."""
-    if plain or not chunks:
-        return np.zeros(len(chunks), dtype=np.int64)
-    keys = np.array([c.layer * 8 + (c.mag_class & 7) for c in chunks], dtype=np.int64)
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return rank[inverse].astype(np.int64)
 
 
 @dataclass
@@ -199,13 +181,8 @@ class SendSession:
         self._pull_req_ok_at = -INFINITY                         # when a PULL_REQ counts again
         # the round trip the loss timers use: the window's (kept over rounds) or this session's
         self.rtt = self.window.rtt if self.window is not None else RttEstimate()
-        # per RACK class (rack_classes): send time of its latest-sent chunk known delivered
-        # (-inf: none yet) and that chunk's round trip
-        self._cls = rack_classes(chunks, options.plain)
-        n_cls = int(self._cls.max()) + 1 if len(chunks) else 1
-        self._rack_sent = np.full(n_cls, -INFINITY)
-        self._rack_rtt = np.zeros(n_cls)
-        self._rack_any = False         # some chunk sent once was acknowledged
+        self._rack_sent = -INFINITY    # send time of the latest-sent chunk known delivered
+        self._rack_rtt = 0.0           # and its round trip
         self._rack_wake = INFINITY     # when a chunk sent before it will count as lost
         self.fast_repairs = 0          # chunks resent on the ACKs' evidence, before any probe
         self._lost = np.zeros(len(chunks), dtype=bool)   # last send known lost (ACKs or BITMAP)
@@ -385,21 +362,19 @@ class SendSession:
             self._next_probe = INFINITY
 
     def _detect_lost(self, now: float) -> None:
-        """RACK: chunks in flight sent before the latest-sent chunk of their class known
-        delivered are lost once out longer than its round trip plus the reordering window (a
-        chunk of another class proves nothing: it may have overtaken from a higher-priority
-        queue); resend them now, unless
+        """RACK: chunks in flight sent before the latest-sent chunk known delivered are lost
+        once out longer than its round trip plus the reordering window; resend them now, unless
         the budget covers every chunk known lost (the receiver closes without them once the
         chunks in flight arrive; a later loss is judged again). Only a BITMAP (the open receiver's word) makes a covered loss be resent."""
         self._rack_wake = INFINITY
-        if not self._rack_any:
+        if self._rack_sent == -INFINITY:
             return
         # (a chunk the reordering rule freed from the window is still a candidate)
         earlier = (self._sent_once & ~self.arrived & ~self._queued & ~self._lost
-                   & (self._sent_at < self._rack_sent[self._cls]))
+                   & (self._sent_at < self._rack_sent))
         if not earlier.any():
             return
-        due = self._sent_at + self._rack_rtt[self._cls] + REORDER_WINDOW * self.rtt.srtt
+        due = self._sent_at + self._rack_rtt + REORDER_WINDOW * self.rtt.srtt
         lost = earlier & (due <= now)
         waiting = earlier & ~lost
         if waiting.any():
@@ -430,18 +405,16 @@ class SendSession:
         self._pos = 0
         self._next_probe = INFINITY
 
-    def _apply_ack(self, payload: bytes, latest_by_class: np.ndarray
-                   ) -> tuple[int, int, int, float, int]:
+    def _apply_ack(self, payload: bytes) -> tuple[int, int, int, float, int]:
         """Mark every chunk the ACK's entries name arrived and not outstanding: (newly arrived,
         of them CE-marked, of them sent Not-ECT, the latest send time of those sent once or
-        -inf, the highest transmission number acknowledged); `latest_by_class` (-inf per RACK
-        class on entry) gets that latest send time per class. PacketError at the first entry
+        -inf, the highest transmission number acknowledged). PacketError at the first entry
         naming no chunk (the ones before it stay applied). The native core does it in
         native/send_acks.cpp, the same way."""
         if self._ack_layout is not None:
             newly, marked, not_ect, latest_send, highest, applied, error = _native.apply_ack(
                 payload, *self._ack_layout, self.arrived, self._outstanding, self._not_ect,
-                self._resent, self._sent_at, self._tx, self._cls, latest_by_class)
+                self._resent, self._sent_at, self._tx)
             if applied:
                 self._in_flight = None
             if error:
@@ -458,10 +431,7 @@ class SendSession:
                 marked += ce
                 not_ect += int(self._not_ect[idx])
                 if not self._resent[idx]:
-                    sent_at = float(self._sent_at[idx])
-                    latest_send = max(latest_send, sent_at)
-                    cls = self._cls[idx]
-                    latest_by_class[cls] = max(latest_by_class[cls], sent_at)
+                    latest_send = max(latest_send, float(self._sent_at[idx]))
             self.arrived[idx] = True
             self._outstanding[idx] = False
             self._in_flight = None
@@ -469,14 +439,11 @@ class SendSession:
         return newly, marked, not_ect, latest_send, highest
 
     def _on_ack(self, payload: bytes, hdr: wire.Header, now: float) -> None:
-        latest_by_class = np.full(len(self._rack_sent), -INFINITY)
-        newly, marked, not_ect, latest_send, highest = self._apply_ack(payload, latest_by_class)
+        newly, marked, not_ect, latest_send, highest = self._apply_ack(payload)
         if newly and latest_send > -INFINITY:
             self.rtt.sample(now - latest_send)
-            later = latest_by_class > self._rack_sent
-            self._rack_sent[later] = latest_by_class[later]
-            self._rack_rtt[later] = now - latest_by_class[later]
-            self._rack_any = True
+            if latest_send > self._rack_sent:
+                self._rack_sent, self._rack_rtt = latest_send, now - latest_send
         if newly:
             self._detect_lost(now)
         if self.window is not None and newly:
