@@ -23,7 +23,7 @@ from hosts.rounds.cadence import EPOCH_COPIES, LAST_PULL_GRACE, QUORUM_POLL
 from hosts.rounds.step import INFINITY, Step
 from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import ChunkPlan
-from hosts.transport.congestion import RttEstimate, Window
+from hosts.transport.congestion import Window
 from hosts.transport.deadline import Deadline
 from hosts.transport.port import Received
 from hosts.transport.core import recv_session
@@ -84,7 +84,6 @@ class ServerRounds:
         self.addrs: dict[int, tuple[str, int]] = {}
         self.names = {r: f"worker rank {r}" for r in range(workers)}
         self.pull_windows: dict[int, Window | None] = {}   # per rank, kept over rounds
-        self.pull_rtts: dict[int, RttEstimate] = {}
         self.round = 0
         self.push: RecvSession | None = None     # the push a step waits to close
         self.pull: SendGroup | None = None       # the pull a step waits to close
@@ -100,7 +99,6 @@ class ServerRounds:
         """``rank`` speaks from ``addr`` (a fresh pull window: a (re)joined worker)."""
         self.addrs[rank] = addr
         self.pull_windows[rank] = new_window(self.config.send)
-        self.pull_rtts[rank] = RttEstimate()          # the windowless sender's, kept likewise
 
     def admit(self, pkt: Received) -> bool:
         """Only a worker's bound address speaks for its rank (HELLO is how it gets bound)."""
@@ -318,8 +316,7 @@ class ServerRounds:
                         pull=True, options=cfg.send, extra_flags=wire.FLAG_LAST if p.last else 0,
                         peer_name=self.names[rank],
                         critical_layers=cfg.bounds.critical_layers(pull=True),
-                        budget=budget, window=self.pull_windows.get(rank), core=cfg.core,
-                        rtt=self.pull_rtts.get(rank))
+                        budget=budget, window=self.pull_windows.get(rank), core=cfg.core)
             for rank in pullers])
         self.router.add(self.pull)
         self._wake = now + LAST_PULL_GRACE if p.last else INFINITY

@@ -24,7 +24,6 @@ from hosts.rounds.cadence import EPOCHS_KEPT, HELLO_EVERY, PULL_REQ_EVERY_PROBES
 from hosts.rounds.step import INFINITY, Step
 from hosts.transport.bounds import LossBudget
 from hosts.transport.chunking import ChunkPlan
-from hosts.transport.congestion import RttEstimate
 from hosts.transport.deadline import Adaptation, Deadline
 from hosts.transport.port import Received
 from hosts.transport.core import recv_session
@@ -79,7 +78,6 @@ class WorkerRounds:
         self.pace_pps = pace_pps
         self.pull_deadline = Deadline(config.pull_deadline)
         self.push_window = new_window(config.send)   # kept over rounds, as TCP's connection is
-        self.push_rtt = RttEstimate()                 # the windowless sender's, kept likewise
         self.round = -1
         self.sender: SendSession | None = None
         self.pull: RecvSession | None = None
@@ -172,7 +170,7 @@ class WorkerRounds:
                                   pull=False, options=options, peer_name=self.ps_name,
                                   critical_layers=cfg.bounds.critical_layers(pull=False),
                                   budget=LossBudget.of(cfg.bounds.push, self.plan, cfg.bounds.scope),
-                                  window=self.push_window, core=cfg.core, rtt=self.push_rtt)
+                                  window=self.push_window, core=cfg.core)
         self.router.add(self.sender)
         self.pull_req_at = INFINITY
 

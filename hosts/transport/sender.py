@@ -136,7 +136,7 @@ class SendSession:
                  options: SendOptions, extra_flags: int = 0, peer_name: str = "peer",
                  critical_layers: frozenset[int] = frozenset(),
                  budget: LossBudget | None = None, window: Window | None = None,
-                 core: str | None = None, rtt: RttEstimate | None = None) -> None:
+                 core: str | None = None) -> None:
         self.endpoint = endpoint
         self.peer = peer
         self.peer_rank = peer_rank
@@ -186,8 +186,7 @@ class SendSession:
         self._probe_at = -INFINITY                               # when the last PROBE went out
         self._pull_req_ok_at = -INFINITY                         # when a PULL_REQ counts again
         # the round trip the loss timers use: the window's (kept over rounds) or this session's
-        self.rtt = (self.window.rtt if self.window is not None
-                    else rtt if rtt is not None else RttEstimate())
+        self.rtt = self.window.rtt if self.window is not None else RttEstimate()
         self._rack_sent = -INFINITY    # send time of the latest-sent chunk known delivered
         self._rack_rtt = 0.0           # and its round trip
         self._rack_wake = INFINITY     # when a chunk sent before it will count as lost
@@ -374,11 +373,10 @@ class SendSession:
             lo = self._base[layer]
             hi = lo + self.plan.chunk_counts[layer]
         candidates = ~self.arrived[lo:hi] & ~self._queued[lo:hi] & (self._sent_at[lo:hi] < sent_before)
-        if not force and (self.window is not None or self.rtt.samples):
+        if not force and self.window is not None:
             # Control packets ride the switches' highest-priority queue and overtake DATA that
             # waits in lower ones: a chunk sent less than a round trip before the probe may
-            # still be queued behind it. It stays in flight until a later probe. (Without a
-            # window, once the round trip was sampled: the driver keeps `rtt` over rounds.)
+            # still be queued behind it. It stays in flight until a later probe.
             candidates &= self.rtt.surely_arrived_by(self._sent_at[lo:hi]) <= self._probe_at
         missing = lo + np.flatnonzero(candidates)
         if len(missing):
