@@ -41,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--reps", type=int, metavar="N", help="repetitions per arm (default: the config's)")
     p.add_argument("--arms", metavar="A,B", help="run only these arms of the config (comma-separated names)")
     p.add_argument("--config", metavar="FILE", help="config file (default experiments/configs/NAME.yaml)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
+                   help="override one config key (dotted, e.g. topology.loss_pct=1 or rounds=6; the "
+                        "value is read as YAML); repeatable, recorded in the summary's command")
     p.add_argument("--resume", metavar="DIR", help="continue an interrupted run in DIR (its saved config)")
     p.add_argument("--out", default="results", metavar="DIR", help="results root (default results)")
     p.add_argument("--publish", action="store_true",
@@ -63,6 +66,9 @@ def _load_config(name: str, args: argparse.Namespace) -> configs.ExperimentConfi
         overrides["only_arms"] = [a.strip() for a in args.arms.split(",") if a.strip()]
         if not overrides["only_arms"]:
             raise ExperimentError("--arms names no arm")
+    settings = list(args.settings or [])
+    if settings:
+        overrides = configs.merge_overrides(overrides, configs.parse_settings(settings))
     path = Path(args.config) if args.config else configs.default_path(name)
     if args.backend == "ns3" and not args.config:
         from experiments.backends.ns3 import harness  # noqa: PLC0415 (ns-3 only when asked for)
@@ -72,6 +78,8 @@ def _load_config(name: str, args: argparse.Namespace) -> configs.ExperimentConfi
     cfg = configs.load(path, quick=args.quick, overrides=overrides)
     if args.arms is not None:     # recorded, so that the summary's command names them
         cfg = replace(cfg, params={**cfg.params, "arms_selected": overrides["only_arms"]})
+    if settings:
+        cfg = replace(cfg, params={**cfg.params, "cli_settings": settings})
     if cfg.name != name:
         raise ExperimentError(f"{path}: name '{cfg.name}' is not experiment '{name}'")
     module = experiments.get(name)

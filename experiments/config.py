@@ -374,6 +374,36 @@ def _check_topology(topo: TopologySettings, where: str) -> None:
         raise ConfigError(f"{where}: policy file {topo.policy} not found")
 
 
+def parse_settings(settings: list[str]) -> dict[str, Any]:
+    """`KEY=VALUE` command-line overrides as a nested mapping: dotted keys name nested keys
+    (`topology.loss_pct=1`), values are read as YAML (`1` an int, `[a, b]` a list)."""
+    out: dict[str, Any] = {}
+    for setting in settings:
+        key, sep, text = setting.partition("=")
+        parts = key.strip().split(".")
+        if not sep or not all(parts):
+            raise ConfigError(f"--set {setting!r}: expected KEY=VALUE, e.g. topology.loss_pct=1")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise ConfigError(f"--set {setting!r}: the value is not valid YAML") from None
+        node = out
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {setting!r}: {part} is set to a value and used as a section")
+            node = child
+        if isinstance(node.get(parts[-1]), dict):
+            raise ConfigError(f"--set {setting!r}: {parts[-1]} is a section set key by key")
+        node[parts[-1]] = value
+    return out
+
+
+def merge_overrides(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """Overrides combined as `load` applies them (`extra` wins)."""
+    return _merge(base, extra)
+
+
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     """Deep merge of mappings; lists and scalars in `extra` replace."""
     out = dict(base)

@@ -2,6 +2,7 @@
 conditions per arm (flagged where a switch process itself dropped packets), and the plots."""
 from __future__ import annotations
 
+import shlex
 import shutil
 from pathlib import Path
 from types import ModuleType
@@ -77,6 +78,7 @@ def command_line(config: ExperimentConfig) -> str:
     quick = " --quick" if config.is_quick else ""
     selected = config.params.get("arms_selected")
     arms = [f"--arms {','.join(selected)}"] if selected else []
+    arms += [f"--set {shlex.quote(s)}" for s in config.params.get("cli_settings") or ()]
     if config.params.get("backend") == "ns3":
         return (f"python -m experiments {config.name}{quick} --backend ns3 --config {config_file(config)}"
                 + "".join(f" {a}" for a in arms))

@@ -127,3 +127,39 @@ def test_arms_selects_arms_and_the_command_names_them():
     assert report.command_line(cfg) == 'make experiment NAME=ltp_incast ARGS="--arms mlt,tcp-cubic"'
     with pytest.raises(ConfigError, match="no arm named nope"):
         cli._load_config("ltp_incast", cli._parser().parse_args(["ltp_incast", "--arms", "mlt,nope"]))
+
+
+def test_set_overrides_nested_keys_and_the_command_repeats_them():
+    from experiments import cli, report
+
+    args = cli._parser().parse_args(["ltp_incast", "--set", "topology.loss_pct=1", "--set", "rounds=6",
+                                     "--arms", "mlt"])
+    cfg = cli._load_config("ltp_incast", args)
+    assert cfg.topology.loss_pct == 1 and cfg.rounds == 6 and [a.name for a in cfg.arms] == ["mlt"]
+    assert cfg.topology.workers == configs.load(configs.default_path("ltp_incast")).topology.workers
+    assert report.command_line(cfg) == ('make experiment NAME=ltp_incast '
+                                        'ARGS="--arms mlt --set topology.loss_pct=1 --set rounds=6"')
+
+
+@pytest.mark.parametrize("setting, words", [
+    ("rounds", "expected KEY=VALUE"),
+    ("topology..loss_pct=1", "expected KEY=VALUE"),
+    ("rounds=[1", "not valid YAML"),
+    ("topology=1", "is a section"),
+])
+def test_bad_set_is_a_one_line_config_error(setting, words):
+    from experiments import cli
+
+    settings = [setting] if setting != "topology=1" else ["topology.loss_pct=1", "topology=1"]
+    args = cli._parser().parse_args(["ltp_incast", *[a for s in settings for a in ("--set", s)]])
+    with pytest.raises(ConfigError, match=words) as err:
+        cli._load_config("ltp_incast", args)
+    assert "\n" not in str(err.value)
+
+
+def test_set_value_is_validated_like_the_file():
+    from experiments import cli
+
+    args = cli._parser().parse_args(["ltp_incast", "--set", "topology.loss_pct=200"])
+    with pytest.raises(ConfigError, match="loss_pct within 0..100"):
+        cli._load_config("ltp_incast", args)
