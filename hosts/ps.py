@@ -343,7 +343,7 @@ def _ms(seconds: float) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return agent_main(build_parser(), serve, "hosts.ps", argv, preload=dataset.preload)
+    return agent_main(build_parser(), serve, "hosts.ps", argv)
 
 
 if __name__ == "__main__":

@@ -225,7 +225,7 @@ def _ride_out(exchange, log: JsonLog, round_: int, error: str,   # noqa: ANN001 
 
 
 def main(argv: list[str] | None = None) -> int:
-    return agent_main(build_parser(), work, "hosts.worker", argv, preload=dataset.preload)
+    return agent_main(build_parser(), work, "hosts.worker", argv)
 
 
 if __name__ == "__main__":

@@ -118,3 +118,19 @@ def test_bad_model_flags_are_one_line_errors(spec, words):
 def test_cnn_needs_the_digits_images():
     with pytest.raises(ConfigError, match="8x8"):
         ModelSpec("cnn", (32,), 16).build(features=30, classes=10, seed=1)
+
+
+def test_digits_read_from_the_file_equal_scikit_learns_loader():
+    from sklearn.datasets import load_digits
+
+    assert dataset.digits_file() is not None      # else every agent pays scikit-learn's import
+    reference = load_digits()
+    data = dataset.load(7)
+    order = np.random.default_rng(7).permutation(len(reference.target))
+    x, y = (reference.data / 16.0).astype(np.float32)[order], reference.target[order]
+    n_test = int(len(y) * dataset.TEST_FRACTION)
+    np.testing.assert_array_equal(data.x_test, x[:n_test])
+    np.testing.assert_array_equal(data.x_train, x[n_test:])
+    np.testing.assert_array_equal(data.y_test, y[:n_test])
+    np.testing.assert_array_equal(data.y_train, y[n_test:])
+    assert data.y_train.dtype == np.int64 and data.x_train.dtype == np.float32
