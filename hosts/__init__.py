@@ -20,7 +20,7 @@ Agents
         --deadline telemetry|adaptive|fixed (ltp: telemetry, mlt: fixed) --deadline-ms 500
         [--pull-deadline-ms] --deadline-floor-ms 200 --deadline-ceiling-ms 2000 --deadline-mult 3
         --chunk-elems 64 --pace-pps 0 --probe-ms 20 --order interleave|shuffle|layer
-        --window 0 --cc ecn|reno --cc-delay-ms 20 --cc-mark-depth 40 --peer-timeout 10
+        --window 10 (0: none) --cc ecn|reno --cc-delay-ms 20 --cc-mark-depth 40 --peer-timeout 10
         --join-timeout 60 --pcn [--pcn-threshold 10 --pcn-timeout-ms 50]
         --tcp-cc NAME --tcp-ecn on|off (tcp only)
     mlt is the software-MLT baseline: one fixed bound for push and pull, every packet PLAIN.

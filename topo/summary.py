@@ -186,6 +186,9 @@ def transport_line(result: TrainingResult) -> str:
     else:
         if cfg.get("plain"):
             parts.append("PLAIN (no network assistance)")
+        if isinstance(cfg.get("window"), int):
+            parts.append(f"initial window {cfg['window']} packets, --cc {cfg.get('cc')}" if cfg["window"] > 0
+                         else "no window (every chunk at once)")
         parts.append(f"hole fill {cfg.get('hole_fill')}")
         parts.append(f"push deadline {cfg.get('push_deadline')}")
         parts.append(f"pull deadline {cfg.get('pull_deadline')}")

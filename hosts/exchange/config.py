@@ -28,6 +28,8 @@ from hosts.wire import MAX_DATA_PAYLOAD, pcn_tos
 
 TRANSPORTS = ("ltp", "tcp", "mlt")
 DEFAULT_BOUND = 0.1
+# the UDP sender's initial window in DATA packets; without one a probe overtakes queued DATA
+DEFAULT_WINDOW = 10
 
 TRANSPORT_HELP = (
     "ltp: our loss-tolerant UDP transport: one bound over the tensor (LTP, MLT, DBLP) or per-layer "
@@ -232,10 +234,12 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--probe-on-silence", action="store_true",
                    help="probe only after --probe-ms without new ACKs (a queue that still drains "
                         "keeps ACKs coming; default: probe right after the first pass)")
-    g.add_argument("--window", type=int, default=0, metavar="PACKETS",
-                   help="initial congestion window of the UDP sender in DATA packets (0 = none, "
-                        "the default: all at once); grows per ACK and shrinks by --cc; implies "
-                        "--probe-on-silence")
+    g.add_argument("--window", type=int, default=DEFAULT_WINDOW, metavar="PACKETS",
+                   help=f"initial congestion window of the UDP sender in DATA packets (default "
+                        f"{DEFAULT_WINDOW}, TCP's initial window); grows per ACK and shrinks by --cc; "
+                        "implies --probe-on-silence. 0: no window, every chunk at once (a probe "
+                        "then overtakes DATA still queued at a priority switch and its BITMAP calls "
+                        "it lost: docs/mechanisms.md)")
     g.add_argument("--cc", default="ecn", choices=CC_RULES,
                    help="how the --window reacts (ltp, mlt): ecn (default, DCTCP-like): to CE "
                         "marks and to a telemetry queueing delay above --cc-delay-ms, to loss "

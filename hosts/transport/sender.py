@@ -80,7 +80,7 @@ class SendOptions:
 
 
 def new_window(options: SendOptions) -> Window | None:
-    """The congestion window `options` ask for (None without --window)."""
+    """The congestion window `options` ask for (None with --window 0)."""
     if options.window <= 0:
         return None
     return Window(options.window, options.cc, 0, options.delay_target_us,

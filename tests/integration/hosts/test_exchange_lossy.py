@@ -88,7 +88,7 @@ def test_deadline_closes_rounds_that_cannot_reach_their_bound(agents, tmp_path):
         assert 6 <= s["retransmissions"] <= 6 * (s["probes"] + 1)
 
 
-@pytest.mark.parametrize("window", [[], ["--window", "10", "--cc", "ecn"]], ids=["no-window", "ecn-window"])
+@pytest.mark.parametrize("window", [["--window", "0"], ["--window", "10", "--cc", "ecn"]], ids=["no-window", "ecn-window"])
 def test_tensor_bound_closes_rounds_with_holes_anywhere_and_no_resend(agents, tmp_path, window):
     # One 10% bound over the tensor, 5% random loss on the path (ACKs and STOPs too), chunks
     # interleaved across layers: rounds close by the bound on the first pass, whichever chunks

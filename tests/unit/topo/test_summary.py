@@ -98,6 +98,9 @@ def test_transport_and_pacing_are_shown_as_recorded():
     result = _job([], [], mlt)
     result.records["worker0@w1"].insert(0, {"event": "start", "config": {**mlt, "pace_pps": 600}})
     assert "transport: mlt; workers paced at 600 pps each; PLAIN (no network assistance)" in render(result, None)
+    assert "pacing off; initial window 10 packets, --cc ecn; hole fill" in \
+        render(_job([], [], {**ltp, "window": 10, "cc": "ecn"}), None)
+    assert "no window (every chunk at once)" in render(_job([], [], {**ltp, "window": 0}), None)
     tcp = {"transport": "tcp", "pace_pps": 0, "tcp_cc": "reno", "tcp_ecn": "on"}
     result = _job([], [], tcp)
     result.records["ps@ps"].append({"event": "done", "connections": {"0": {"cc": "reno", "ecn": True}}})
