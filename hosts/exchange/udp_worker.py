@@ -98,7 +98,8 @@ class UdpWorkerExchange:
         if isinstance(event, PullClosed):   # the pull closed before our push's STOP came
             self._events.insert(0, event)
         stats.update(push_s=sender.stats.seconds, retransmissions=sender.stats.retransmissions,
-                     data_packets=sender.stats.data_packets, closed_by=sender.stats.closed_by,
+                     data_packets=sender.stats.data_packets, probes=sender.stats.probes,
+                     closed_by=sender.stats.closed_by,
                      **sender.window_summary())
         return stats
 

@@ -532,7 +532,9 @@ class SendSession:
         return {"cwnd": round(self.window.cwnd, 2), "cc_marked": now.marked - start.marked,
                 "cc_mark_cuts": now.reductions - start.reductions,
                 "cc_loss_cuts": now.loss_halvings - start.loss_halvings,
-                "cc_idle_cuts": now.idle_restarts - start.idle_restarts}
+                "cc_idle_cuts": now.idle_restarts - start.idle_restarts,
+                "srtt_ms": round(self.window.rtt.srtt * 1000, 3),
+                "rto_ms": round(self.window.rtt.timeout(self.options.probe_interval) * 1000, 3)}
 
     def _bitmap_window(self, hdr: wire.Header, payload_bytes: int) -> tuple[int, int]:
         """The chunks of its layer a BITMAP covers, (first, count): from its chunk_seq, as many

@@ -157,6 +157,10 @@ def test_a_loss_free_reliable_push_completes_without_resends():
     net = Wire()
     send, recv = _push(net, 0, LayerBounds.fixed(3, 0.0, "tensor"), SendOptions(window=10))
     assert send.stats.closed_by == "complete" and send.stats.retransmissions == 0
+    # the round records the loss timer's inputs: 2 ms of path delay, 100 us a packet, and at
+    # most the receiver's 2 ms ACK delay; the RTO floored at the 20 ms probe interval
+    summary = send.window_summary()
+    assert 2.0 <= summary["srtt_ms"] <= 8.0 and summary["rto_ms"] == 20.0
     assert recv.fractions()[0] == [1.0, 1.0, 1.0]
     assert np.array_equal(recv.senders[0].buffer.values[2], _layers(0)[2])
 
