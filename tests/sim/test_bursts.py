@@ -13,7 +13,7 @@ from sim.rounds import model_layer_sizes
 from controller.topologies import TopoParams, build_topology
 
 SIZES = model_layer_sizes("128,64")
-FLAGS = ["--bound", "0.008", "--probe-on-silence"]
+FLAGS = ["--bound", "0.008", "--probe-on-silence", "--window", "0"]     # DBLP's arms
 BURST_ROUND = 2
 BURST_S = 0.2
 
