@@ -28,6 +28,11 @@ from hosts.transport.reassembly import TensorBuffer
 
 _CONNECT_RETRY = 0.1
 _HANDSHAKE_TIMEOUT = 2.0    # a connection silent in the join must not hold the others up long
+JOIN_ATTEMPTS = 3           # handshakes a worker tries (a new connection each) before giving up
+
+
+class _HandshakeAbandoned(PeerTimeout):
+    """The PS closed the connection or went silent during the join (worth another try)."""
 
 
 def _tcp_retransmissions(sock: socket.socket) -> int:
@@ -212,6 +217,7 @@ class TcpServerExchange:
         self.membership = Membership(workers)   # the PS sets its flags' limits
         self.member_events: list[dict] = []     # absences and re-admissions, for the PS's log
         self.addrs: dict[int, tuple[str, int]] = {}
+        self.refused: list[str] = []            # why joins on new connections failed, in order
         self._started = False
 
     def _handshake(self, stream: FrameStream, addr: tuple[str, int]) -> int | None:
@@ -267,9 +273,14 @@ class TcpServerExchange:
                              min(self.config.peer_timeout, _HANDSHAKE_TIMEOUT), self.counters)
         try:
             rank = self._handshake(stream, addr)
-        except (PeerTimeout, PacketError):
+        except (PeerTimeout, PacketError) as exc:
             self.counters["drop_bad_hello"] += 1
+            self.refused.append(f"{addr[0]}:{addr[1]}: {exc}")
             rank = None
+        else:
+            if rank is None:
+                self.refused.append(f"{addr[0]}:{addr[1]}: HELLO refused (key, job or "
+                                    f"configuration)")
         if rank is None:
             conn.close()
             return
@@ -290,8 +301,9 @@ class TcpServerExchange:
             left = give_up - time.monotonic()
             missing = sorted(set(range(self.workers)) - set(self.streams))
             if left <= 0 or not select.select([self.listener], [], [], left)[0]:
+                refused = f" (joins refused: {'; '.join(self.refused[-3:])})" if self.refused else ""
                 raise PeerTimeout(f"workers {missing} did not connect within "
-                                  f"{self.config.join_timeout:.1f} s")
+                                  f"{self.config.join_timeout:.1f} s{refused}")
             self._accept_one()
 
     def _leave_behind(self, rank: int, round_: int, why: str) -> None:
@@ -428,13 +440,37 @@ class TcpWorkerExchange:
         """The join handshake with the job's key (hosts/exchange/join.py); the first round we
         push (0 at the start, later when re-joining a running job: see `catch_up`). A join
         after the first opens a new connection (within ``timeout``, default --join-timeout).
+        A handshake the PS gave up on (it closed the connection, or went silent: a lost
+        segment whose retransmission outlasted the PS's short handshake timeout) is tried
+        again on a new connection, JOIN_ATTEMPTS times in all within ``timeout``.
         ConfigError if the PS's configuration differs, PeerTimeout if it does not prove the key."""
-        cfg = self.config
-        timeout = cfg.join_timeout if timeout is None else timeout
+        timeout = self.config.join_timeout if timeout is None else timeout
+        give_up = time.monotonic() + timeout
         if self._joined:
-            self.stream.sock.close()
-            self.stream = self._connect(timeout)
-            self.counters["reconnects"] += 1
+            self._reconnect(timeout)
+        for attempt in range(1, JOIN_ATTEMPTS + 1):
+            try:
+                first_push = self._handshake()
+                break
+            except _HandshakeAbandoned:
+                left = give_up - time.monotonic()
+                if attempt == JOIN_ATTEMPTS or left <= 0:
+                    raise
+                self.counters["join_retries"] += 1
+                self._reconnect(left)
+        self._joined = True
+        if first_push > 0:
+            self._round0 = False
+        return first_push
+
+    def _reconnect(self, timeout: float) -> None:
+        self.stream.sock.close()
+        self.stream = self._connect(timeout)
+        self.counters["reconnects"] += 1
+
+    def _handshake(self) -> int:
+        """One join on the current connection: the first round we push."""
+        cfg = self.config
         client = JoinClient(cfg.job_key, cfg.job_id, self.rank, self.fingerprint)
         hello = client.next_hello()
         first_push = 0
@@ -451,16 +487,13 @@ class TcpWorkerExchange:
                 raise PeerTimeout(f"{self.stream.peer_name} answered HELLO badly ({exc}; a "
                                   f"different --job-key?)") from None
             except PeerTimeout as exc:
-                raise PeerTimeout(f"{exc} during the join (a different --job-key?)") from None
+                raise _HandshakeAbandoned(f"{exc} during the join (a different --job-key?)") from None
             if hello is None and not client.joined:
                 raise PeerTimeout(f"{self.stream.peer_name} answered HELLO out of order")
         if client.ps_fingerprint != self.fingerprint:
             raise ConfigError(f"{self.stream.peer_name} runs a different configuration (model "
                               f"layer sizes, --chunk-elems or the push bounds that size the "
                               f"default chunks, --transport or --job differ)")
-        self._joined = True
-        if first_push > 0:
-            self._round0 = False
         return first_push
 
     def catch_up(self, round_: int) -> Pulled:

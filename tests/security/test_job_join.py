@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -313,6 +314,88 @@ def test_tcp_a_silent_connection_holds_the_join_up_briefly_only():
         assert not errors, errors
         for got, sent in zip(gathered[0], _grads()):
             np.testing.assert_array_equal(got, sent)
+    finally:
+        thread.join(timeout=5)
+        ps.close()
+
+
+def _relay(client: socket.socket, server: socket.socket) -> None:
+    """Copy bytes both ways until either side closes."""
+    with client, server:
+        while True:
+            ready = select.select([client, server], [], [], 10)[0]
+            if not ready:
+                return
+            for src in ready:
+                data = src.recv(65536)
+                if not data:
+                    return
+                (server if src is client else client).sendall(data)
+
+
+def test_tcp_a_join_the_ps_gave_up_on_is_tried_again_on_a_new_connection():
+    """The PS closes a join that outlasts its short handshake timeout (a lost segment on a lossy
+    path); the worker then joins again instead of failing the job."""
+    config = _config("--transport", "tcp")
+    plan = ChunkPlan(LAYERS, CHUNK)
+    ps = TcpServerExchange(config, plan, 1, ("127.0.0.1", 0))
+    front = socket.create_server(("127.0.0.1", 0))
+    relays: list[threading.Thread] = []
+
+    def serve_front() -> None:
+        first, _ = front.accept()
+        with first:
+            first.recv(4096)            # the HELLO arrived; the "PS" gives up on it
+        second, _ = front.accept()
+        upstream = socket.create_connection(ps.listener.getsockname())
+        relay = threading.Thread(target=_relay, args=(second, upstream))
+        relay.start()
+        relays.append(relay)
+
+    gathered: list = []
+    threads = [threading.Thread(target=serve_front),
+               threading.Thread(target=lambda: gathered.append(ps.gather(0, (1.0, 1.0)).values[0]))]
+    for t in threads:
+        t.start()
+    worker = TcpWorkerExchange(config, plan, 0, front.getsockname(), ("127.0.0.1", 0))
+    try:
+        assert worker.join() == 0
+        assert worker.counters["join_retries"] == 1
+        worker.push(0, _grads())
+        threads[1].join(timeout=20)
+        for got, sent in zip(gathered[0], _grads()):
+            np.testing.assert_array_equal(got, sent)
+    finally:
+        worker.close()
+        for t in [*threads, *relays]:
+            t.join(timeout=15)
+        front.close()
+        ps.close()
+
+
+def test_tcp_the_ps_names_the_joins_it_refused_when_a_worker_never_joins():
+    config = _config("--transport", "tcp", "--join-timeout", "1.5")
+    plan = ChunkPlan(LAYERS, CHUNK)
+    ps = TcpServerExchange(config, plan, 1, ("127.0.0.1", 0))
+    errors: list[BaseException] = []
+
+    def run_ps() -> None:
+        try:
+            ps.gather(0, (1.0, 1.0))
+        except PeerTimeout as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run_ps)
+    thread.start()
+    try:
+        with socket.create_connection(ps.listener.getsockname()) as rogue:
+            rogue.sendall(_old_style_hello(config, plan))
+            rogue.settimeout(3)
+            assert rogue.recv(4096) == b""
+            thread.join(timeout=10)
+        assert len(errors) == 1
+        text = str(errors[0])
+        assert "workers [0] did not connect" in text and "joins refused: 127.0.0.1:" in text, text
     finally:
         thread.join(timeout=5)
         ps.close()
