@@ -77,12 +77,14 @@ def run_agent(body: Callable[[], None], pid_file: str | None = None,
 
 def agent_main(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace], None],
                prog: str, argv: list[str] | None = None,
-               preload: Callable[[], None] | None = None) -> int:
-    """The `main()` of an agent: parse `argv`, honour `--die-with-parent`, then `run_agent`."""
+               preload: Callable[[argparse.Namespace], None] | None = None) -> int:
+    """The `main()` of an agent: parse `argv`, honour `--die-with-parent`, then `run_agent`
+    (`preload(args)` as its preload)."""
     args = parser.parse_args(argv)
     if getattr(args, "die_with_parent", False):
         die_with_parent()
-    return run_agent(lambda: run(args), getattr(args, "pid_file", None), prog, preload)
+    return run_agent(lambda: run(args), getattr(args, "pid_file", None), prog,
+                     None if preload is None else (lambda: preload(args)))
 
 
 def parse_hostport(text: str, what: str, default_port: int | None = None) -> tuple[str, int]:

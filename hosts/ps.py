@@ -45,7 +45,7 @@ from hosts.policy_client import PolicyClient, PolicyView
 from hosts.training import dataset
 from hosts.training.aggregate import PushAggregator
 from hosts.training.mlp import MomentumSGD
-from hosts.training.model_args import add_model_arguments, model_spec
+from hosts.training.model_args import add_model_arguments, model_spec, preload_model
 from hosts.transport.bounds import sub_chunk_notes, violated_layers
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.phase import PhaseSchedule
@@ -343,7 +343,7 @@ def _ms(seconds: float) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return agent_main(build_parser(), serve, "hosts.ps", argv)
+    return agent_main(build_parser(), serve, "hosts.ps", argv, preload=preload_model)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from hosts.exchange.results import Pulled
 from hosts.jsonlog import JsonLog
 from hosts.policy_client import HostPolicy, PolicyClient
 from hosts.training import dataset
-from hosts.training.model_args import add_model_arguments, model_spec
+from hosts.training.model_args import add_model_arguments, model_spec, preload_model
 from hosts.transport.bounds import LayerBounds, sub_chunk_notes, violated_layers
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.holes import keep_previous
@@ -225,7 +225,7 @@ def _ride_out(exchange, log: JsonLog, round_: int, error: str,   # noqa: ANN001 
 
 
 def main(argv: list[str] | None = None) -> int:
-    return agent_main(build_parser(), work, "hosts.worker", argv)
+    return agent_main(build_parser(), work, "hosts.worker", argv, preload=preload_model)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from hosts.training.models import MODEL_KINDS, ModelSpec, parse_hidden
+from hosts.training.models import MODEL_KINDS, TORCH_KINDS, ModelSpec, parse_hidden
 
 
 def add_model_arguments(ap: argparse.ArgumentParser) -> None:
@@ -25,3 +25,11 @@ def add_model_arguments(ap: argparse.ArgumentParser) -> None:
 def model_spec(args: argparse.Namespace) -> ModelSpec:
     """The model the flags name (ConfigError on bad widths)."""
     return ModelSpec(args.model, parse_hidden(args.hidden), args.filters)
+
+
+def preload_model(args: argparse.Namespace) -> None:
+    """Import the libraries of the model the flags name that take seconds to import (PyTorch),
+    as an agent's preload (hosts.cli.run_agent): before its signal handlers exist, so a
+    SIGTERM during the import ends the agent instead of being lost inside the extension."""
+    if args.model in TORCH_KINDS:
+        import hosts.training.torch_nets  # noqa: F401, PLC0415 - imports torch
