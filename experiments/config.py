@@ -199,7 +199,7 @@ def to_dict(cfg: ExperimentConfig) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in fields(cfg):
         value = getattr(cfg, f.name)
-        if f.name in ("source", "is_quick"):
+        if f.name in _SET_BY_LOADER:
             continue
         if f.name == "topology":
             value = _topology_dict(value)
@@ -236,13 +236,17 @@ def load_saved(path: str | Path) -> ExperimentConfig:
 
 # -- validation ---------------------------------------------------------------------------------
 
+_SET_BY_LOADER = ("source", "is_quick")      # ExperimentConfig fields no file writes
+
+
 def _build(cls: type, data: Any, where: str) -> Any:
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: must be a mapping")
     names = {f.name: f for f in fields(cls)}
     unknown = sorted(set(data) - set(names))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(names)})")
+        known = [n for n in names if n not in _SET_BY_LOADER]
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(known)})")
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         kwargs[key] = _coerce(cls, key, value, f"{where}: {key}")

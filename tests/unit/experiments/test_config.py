@@ -52,7 +52,7 @@ def test_arm_topology_override_and_repetition_cap():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"repetitons": 3}, "unknown key"),
+    ({"repetitons": 3}, r"unknown key\(s\) repetitons \(known: name, [a-z_, ]*quick\)$"),
     ({"rounds": "many"}, "rounds: 'many' is not an integer"),
     ({"arms": []}, "non-empty list"),
     ({"arms": [{"name": "a", "transport": "quic"}]}, "transport 'quic'"),
