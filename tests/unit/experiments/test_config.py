@@ -52,7 +52,7 @@ def test_arm_topology_override_and_repetition_cap():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"repetitons": 3}, r"unknown key\(s\) repetitons \(known: name, [a-z_, ]*quick\)$"),
+    ({"repetitons": 3}, "unknown key"),
     ({"rounds": "many"}, "rounds: 'many' is not an integer"),
     ({"arms": []}, "non-empty list"),
     ({"arms": [{"name": "a", "transport": "quic"}]}, "transport 'quic'"),
@@ -68,6 +68,14 @@ def test_mistakes_are_one_line_errors_naming_the_key(change, message):
     with pytest.raises(ConfigError, match=message) as info:
         configs.from_dict({**BASE, **change}, "t.yaml")
     assert "\n" not in str(info.value) and str(info.value).startswith("t.yaml")
+
+
+def test_an_unknown_key_error_lists_only_the_keys_a_file_may_write():
+    with pytest.raises(ConfigError) as info:
+        configs.from_dict({**BASE, "repetitons": 3}, "t.yaml")
+    known = str(info.value).split("(known: ")[1].rstrip(")").split(", ")
+    assert "rounds" in known and "quick" in known
+    assert "source" not in known and "is_quick" not in known
 
 
 @pytest.mark.slow
