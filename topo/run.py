@@ -97,10 +97,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
-    if args.workers < 1 or args.background < 0 or args.rounds < 1 or args.queue_depth < 1 \
-            or args.bottleneck_pps <= 0 or args.delay_ms < 0 or not 0 <= args.loss_pct <= 100:
-        raise TopoError("need --workers >= 1, --background >= 0, --rounds >= 1, --queue-depth >= 1, "
-                        "--bottleneck-pps > 0, --delay-ms >= 0, --loss-pct 0..100")
+    ranges = (("--workers", args.workers, args.workers >= 1, ">= 1"),
+              ("--background", args.background, args.background >= 0, ">= 0"),
+              ("--rounds", args.rounds, args.rounds >= 1, ">= 1"),
+              ("--queue-depth", args.queue_depth, args.queue_depth >= 1, ">= 1"),
+              ("--bottleneck-pps", args.bottleneck_pps, 0 < args.bottleneck_pps < float("inf"), "> 0"),
+              ("--delay-ms", args.delay_ms, 0 <= args.delay_ms < float("inf"), ">= 0"),
+              ("--loss-pct", args.loss_pct, 0 <= args.loss_pct <= 100, "within 0..100"))
+    bad = [f"{flag} {value:g} must be {rule}" for flag, value, ok, rule in ranges if not ok]
+    if bad:
+        raise TopoError("; ".join(bad))
     if args.bottleneck_bytes is not None and not 0 < args.bottleneck_bytes < float("inf"):
         raise TopoError(f"--bottleneck-bytes {args.bottleneck_bytes:g} must be a rate > 0 in bytes/s")
     if args.bottleneck_bytes is not None and args.pace:

@@ -5,9 +5,11 @@ from topo.run import main
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["--workers", "0"], "need --workers >= 1"),
-    (["--loss-pct", "101"], "--loss-pct 0..100"),
-    (["--bottleneck-pps", "0"], "--bottleneck-pps > 0"),
+    (["--workers", "0"], "--workers 0 must be >= 1"),
+    (["--rounds", "-3", "--delay-ms", "-1"], "--rounds -3 must be >= 1; --delay-ms -1 must be >= 0"),
+    (["--loss-pct", "101"], "--loss-pct 101 must be within 0..100"),
+    (["--bottleneck-pps", "0"], "--bottleneck-pps 0 must be > 0"),
+    (["--bottleneck-pps", "nan"], "--bottleneck-pps nan must be > 0"),
     (["--bottleneck-bytes", "0"], "--bottleneck-bytes 0 must be a rate > 0 in bytes/s"),
     (["--bottleneck-bytes", "4e5", "--pace"], "--pace shares a bottleneck in packets/s"),
     (["--burst", "soon"], "bad --burst 'soon'"),
