@@ -216,6 +216,7 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
             + _missed(results, arm),
             stat_of(results.metric(arm, "final_accuracy")).fmt(3),
             fmt_num(stat_of(_tail_drops(r) for r in results.runs_of(arm)).mean, 4),
+            _resent_share(results.rounds_of(arm)),
             fmt_num(stat_of(results.metric(arm, "violations")).mean, 3),
         ])
     notes = [f"'best TCP' is chosen per figure among {', '.join(tcps) or 'no TCP arm'} (best mean).",
@@ -230,7 +231,23 @@ def summarize(results: Results, config: ExperimentConfig) -> Summary:
     return Summary(rows=rows, tables=[Table(
         "Per arm (p50/p99 pooled over repetitions' rounds)",
         ["arm", "workers", "runs ok", "rounds/s", "p50 round s", "p99 round s", "time to target s",
-         "final accuracy", "queue tail drops/run", "bound violations/run"], table_rows)], notes=notes)
+         "final accuracy", "queue tail drops/run", "DATA resent/round", "bound violations/run"],
+        table_rows)], notes=notes + [RESENT_NOTE])
+
+
+RESENT_NOTE = ("DATA resent/round: the share of a round's DATA packets (push and pull, every "
+               "sender) that were resends, mean and largest over the rounds; where the round "
+               "records count both (the lossy arms on ns-3), else n/a. Without random loss a "
+               "round should resend under 1 %.")
+
+
+def _resent_share(rounds: list[dict[str, Any]]) -> str:
+    """Mean (max) share of resent DATA packets per round, or n/a where not recorded."""
+    shares = [r["retransmissions"] / r["data_packets"] for r in rounds
+              if isinstance(r.get("retransmissions"), (int, float)) and r.get("data_packets")]
+    if not shares:
+        return "n/a"
+    return f"{100 * sum(shares) / len(shares):.2g} % (max {100 * max(shares):.2g} %)"
 
 
 def _missed(results: Results, arm: str) -> str:

@@ -1,5 +1,6 @@
 """The worker trend of ltp_incast compares gradlane with the best of the same TCP variants at
-every worker count, not with whatever TCP arm happened to run there."""
+every worker count, not with whatever TCP arm happened to run there; its per-arm table gives the
+share of DATA resent per round."""
 from __future__ import annotations
 
 import pytest
@@ -42,3 +43,11 @@ def test_the_shipped_config_runs_every_tcp_variant_at_every_worker_count():
     assert set(by_workers) == {2, 4, 8} and by_workers[2] == by_workers[4] == by_workers[8]
     # matched arms: gradlane and MLT push under one bound
     assert "0.1" in cfg.arm("gradlane").agent_args and "0.1" in cfg.arm("mlt").agent_args
+
+
+def test_the_resent_share_is_per_round_and_only_where_both_counts_are_recorded():
+    rounds = [{"retransmissions": 0, "data_packets": 1000},
+              {"retransmissions": 36, "data_packets": 1000},
+              {"retransmissions": 3, "data_packets": None}]       # not counted: no total
+    assert ltp_incast._resent_share(rounds) == "1.8 % (max 3.6 %)"
+    assert ltp_incast._resent_share([{"retransmissions": 5}, {"round": 1}]) == "n/a"
