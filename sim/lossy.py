@@ -152,7 +152,7 @@ class LossyRound:
     # PULL_REQ (a timer); `probes` sent. `pull_sessions`: per worker [pull seconds at the PS
     # (None while its STOP is on the way), chunks resent, of them fast], so a slow pull can be
     # told apart by what repaired it.
-    repairs: dict[str, dict[str, int]] = field(default_factory=dict)
+    repairs: dict[str, dict[str, int]] = field(default_factory=dict)   # per stage: resends, probes, window cuts
     pull_sessions: list[list[float]] = field(default_factory=list)
 
 
@@ -382,7 +382,8 @@ class _Job:
                                      ("pull", list(group.by_rank.values()))):
             rec.repairs[stage] = {"resent": sum(s.stats.retransmissions for s in group_senders),
                                   "fast": sum(s.stats.fast_resends for s in group_senders),
-                                  "probes": sum(s.stats.probes for s in group_senders)}
+                                  "probes": sum(s.stats.probes for s in group_senders),
+                                  **_window_totals(group_senders)}
         rec.pull_sessions = [[round(s.stats.seconds, 6) if s.done else None, s.stats.retransmissions,
                               s.stats.fast_resends] for s in group.by_rank.values()]
 
@@ -533,6 +534,16 @@ def _drive(jobs: list[_Job], limit_s: float) -> list[str | None]:
                 if wake == INFINITY:
                     errors[i] = f"the job stalled at simulated time {before:.3f} s (nothing in flight, no timer)"
     return [errors.get(i) for i in range(len(jobs))]
+
+
+def _window_totals(senders: list[SendSession]) -> dict[str, int]:
+    """What cut the senders' windows during this transfer, summed over them (empty without a
+    window): packets counted as marked, cuts by marks, by loss beyond the bound, after idle."""
+    summaries = [w for w in (s.window_summary() for s in senders) if w]
+    if not summaries:
+        return {}
+    return {key: sum(w[key] for w in summaries)
+            for key in ("cc_marked", "cc_mark_cuts", "cc_loss_cuts", "cc_idle_cuts")}
 
 
 def _alarm(router: Router) -> float:
