@@ -91,6 +91,11 @@ class SwitchState {
     if (port < ports_) { ecn_normal_[port] = normal; ecn_pcn_[port] = pcn; }
   }
   uint32_t NumPorts() const { return ports_ - 1; }
+  // What the ECN threshold is compared with: the packet's own priority queue (false: what
+  // BMv2's enq_qdepth gives the P4 program), or the port's occupancy over all its priority
+  // queues (true: a what-if the P4 program does not implement; docs/ns3.md).
+  void SetMarkOnPortOccupancy(bool on) { mark_on_port_ = on; }
+  bool MarkOnPortOccupancy() const { return mark_on_port_; }
 
   // -- counters (read by Python after the run) ---------------------------------------------
   // slot_seen/slot_dropped are per stage index slot * 2 + stage (0 push, 1 pull)
@@ -319,6 +324,7 @@ class SwitchState {
   std::vector<uint32_t> budget_round_;
   std::vector<uint64_t> budget_seen_, budget_dropped_;
   std::vector<uint32_t> ecn_normal_, ecn_pcn_;
+  bool mark_on_port_ = false;
   std::vector<uint32_t> pcn_count_, pcn_threshold_;
   std::vector<uint64_t> pcn_deadline_;
   std::unordered_map<uint64_t, Sender> senders_;
@@ -395,7 +401,10 @@ class PortQueueDisc : public ns3::QueueDisc {
     if (v.drop) { DropBeforeEnqueue(item, "selective"); return false; }
     uint32_t d = depths[v.prio];
     if (d >= depth_) { state_->TailDrop(port_, v.prio); DropBeforeEnqueue(item, "tail"); return false; }
-    if (state_->ShouldMark(port_, v, ip, d)) Mark(item, "ecn");
+    uint32_t marking_depth = d;
+    if (state_->MarkOnPortOccupancy())
+      for (uint32_t i = 0; i < kPriorities; i++) if (i != v.prio) marking_depth += depths[i];
+    if (state_->ShouldMark(port_, v, ip, marking_depth)) Mark(item, "ecn");
     state_->Depth(port_, v.prio, d + 1);
     if (!GetInternalQueue(v.prio)->Enqueue(item)) return false;
     // what egress needs at dequeue: telemetry for gradient DATA, with the enqueue depth

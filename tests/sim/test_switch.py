@@ -4,9 +4,14 @@ PCN's lowered one; and ns-3's TCP completes a job's rounds. Each test runs a tin
 (ns-3 is loaded once per session, ~10 s)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from controller.policy import load_policy, parse_policy
+from experiments import config as configs
+from experiments.backends.ns3 import harness
+from sim.errors import SimError
 from hosts import wire
 from sim.network import SimNetwork, SimOptions
 from sim.rounds import run_tcp_rounds
@@ -22,10 +27,11 @@ def incast():
     """A 2-worker incast whose s1 -> s2 link sends 1000 packets/s; closed after the test."""
     nets = []
 
-    def build(bottleneck_pps: float | None = 1000.0, workers: int = 2) -> SimNetwork:
+    def build(bottleneck_pps: float | None = 1000.0, workers: int = 2,
+              ecn_depth: str = "queue") -> SimNetwork:
         topo = build_topology("incast", TopoParams(workers=workers, background=0,
                                                    bottleneck_pps=bottleneck_pps, queue_depth=64))
-        net = SimNetwork(topo, POLICY, SimOptions(rate_gbps=1.0))
+        net = SimNetwork(topo, POLICY, SimOptions(rate_gbps=1.0, ecn_depth=ecn_depth))
         nets.append(net)
         return net
 
@@ -113,6 +119,37 @@ def test_ecn_marks_above_the_ports_threshold(incast):
     assert not any(ce[:40])              # the normal threshold is 40 packets
     assert all(ce[45:])
     assert net.switches["s1"].counters()["marked"] == sum(ce)
+
+
+@pytest.mark.parametrize("ecn_depth", ["queue", "port"])
+def test_marking_on_the_ports_occupancy_is_a_what_if_off_by_default(incast, ecn_depth):
+    """Queue 4 (drop-eligible, Not-ECT: never marked) fills; ECT DATA of a higher class behind
+    it is marked only when the threshold is compared with the port's occupancy."""
+    net = incast(ecn_depth=ecn_depth)
+    low, high, rx = sender(net, "w1", GRADIENT_PORT), sender(net, "w2", GRADIENT_PORT), sink(net, GRADIENT_PORT)
+    for i in range(50):     # later layers, small magnitude: queue 4, drop-eligible
+        low.Add(1e-6 * i, gradient(5, 1, i), wire.data_tos(1, True))
+    for i in range(10):     # later layers, large magnitude: queue 5, never dropped, ECT
+        high.Add(0.005 + 1e-6 * i, gradient(5, 6, 100 + i), wire.data_tos(6, False))
+    net.run(1.0)
+    seqs = chunk_seqs(rx)
+    ce_high = [t & 3 == wire.ECN_CE for seq, t in zip(seqs, rx.tos) if seq >= 100]
+    assert len(ce_high) == 10
+    assert net.switches["s1"].counters()["tail_drops"] == 0
+    if ecn_depth == "queue":
+        assert not any(ce_high)          # their own queue never reaches the threshold of 40
+    else:
+        assert all(ce_high)              # ~40 low-class packets wait ahead of them on the port
+
+
+def test_the_config_sets_the_marking_depth_and_a_bad_one_is_refused():
+    cfg = configs.load(configs.default_path("ltp_incast"), quick=True)
+    assert harness.sim_options(cfg).ecn_depth == "queue"
+    assert harness.sim_options(replace(cfg, params={**cfg.params, "sim_ecn_depth": "port"})).ecn_depth == "port"
+    with pytest.raises(SimError, match="sim_ecn_depth"):
+        harness.sim_options(replace(cfg, params={**cfg.params, "sim_ecn_depth": "both"}))
+    with pytest.raises(SimError, match="ecn_depth"):
+        SimOptions(ecn_depth="egress")
 
 
 def test_pcn_start_lowers_the_threshold_until_the_burst_arrives(incast):
