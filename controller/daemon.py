@@ -29,7 +29,7 @@ from p4.config.v1 import p4info_pb2
 from controller import errors
 from controller.api import ApiServer
 from controller.manager import DAEMON_ELECTION_ID, NetworkController
-from controller.network import NetworkOptions
+from controller.network import ECN_DEPTHS, NetworkOptions
 from controller.p4info import load_p4info
 from controller.policy import load_policy
 from controller.tls import add_tls_arguments, resolve_client_tls
@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="default ECN marking threshold (packets)")
     p.add_argument("--ecn-pcn", type=int, default=NetworkOptions.ecn_pcn,
                    help="default ECN threshold while a PCN burst is pending (packets)")
+    p.add_argument("--ecn-depth", choices=ECN_DEPTHS, default=NetworkOptions.ecn_depth,
+                   help="what a port compares its ECN threshold with: queue (the packet's own "
+                        "priority queue, default) or port (its occupancy over all its queues)")
     p.add_argument("--once", action="store_true", help="program every switch, then exit")
     p.add_argument("--adapt-interval", type=float, default=1.0,
                    help="seconds between steps of the PCN threshold law of jobs whose policy "
@@ -111,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy) if args.policy else None
     tls = resolve_client_tls(args.pki, args.plaintext, args.topology)
     state_file = Path(args.state_file or f"logs/{topo.name}.controller.json")
-    options = NetworkOptions(ecn_normal=args.ecn_normal, ecn_pcn=args.ecn_pcn)
+    options = NetworkOptions(ecn_normal=args.ecn_normal, ecn_pcn=args.ecn_pcn,
+                             ecn_depth=args.ecn_depth)
     ctl = NetworkController(topo, p4info, config, election_id=DAEMON_ELECTION_ID, options=options,
                             timeout=args.timeout, state_file=state_file, log=_log,
                             set_queues=not args.no_queues, reconnect=not args.once, tls=tls)

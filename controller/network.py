@@ -17,6 +17,7 @@ from controller.errors import ConfigError
 from controller.topology import Topology
 
 INFINITE = 0xFFFFFFFF
+ECN_DEPTHS = ("queue", "port")
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,15 @@ class NetworkOptions:
     ecn_normal: int = 40            # PCN paper's normal marking threshold (packets)
     ecn_pcn: int = 10               # threshold while a PCN burst is pending
     dscp_drop_threshold: int = INFINITE  # commodity Not-ECT drop threshold for DSCP classes
+    # What each port compares its ECN threshold with: "queue", the packet's own priority queue,
+    # or "port", the port's occupancy over all its priority queues (docs/ns3.md, "Where
+    # gradlane's push tail-drops": with strict priority, a lower class's standing queue then
+    # marks the higher classes' ECT packets too).
+    ecn_depth: str = "queue"
+
+    def __post_init__(self) -> None:
+        if self.ecn_depth not in ECN_DEPTHS:
+            raise ConfigError(f"ecn_depth {self.ecn_depth!r} is not one of {', '.join(ECN_DEPTHS)}")
 
 
 @dataclass(frozen=True)
@@ -145,6 +155,12 @@ def ecn_entry(port: int, normal: int, pcn: int) -> TableEntry:
                       Action.of(N.SET_ECN, **{N.SET_ECN_NORMAL: normal, N.SET_ECN_PCN: pcn}))
 
 
+def ecn_depth_entry(port: int) -> TableEntry:
+    """Egress port `port` compares its ECN threshold with its occupancy over all its queues."""
+    return TableEntry(N.ECN_DEPTH_TABLE, ((N.ECN_KEY_PORT, Exact(port)),),
+                      Action.of(N.COMPARE_PORT_OCCUPANCY))
+
+
 def queue_settings(topo: Topology, switch: str) -> list[QueueSetting]:
     """Depth for all queues, then the switch-wide rate, then per-port rates named by links."""
     sw = topo.switches[switch]
@@ -167,6 +183,8 @@ def plan_switch(topo: Topology, switch: str, options: NetworkOptions = NetworkOp
     overrides = ecn_overrides or {}
     ecn = [ecn_entry(port, *overrides.get(port, (options.ecn_normal, options.ecn_pcn)))
            for port in sorted(topo.ports(switch))]
+    if options.ecn_depth == "port":
+        ecn += [ecn_depth_entry(port) for port in sorted(topo.ports(switch))]
     entities: list[Entity] = [*arp_entries(topo, switch), *route_entities(topo, switch),
                               *dscp_entries(options, topo.switches[switch].priority_queues), *ecn]
     return SwitchPlan(switch, entities, queue_settings(topo, switch))

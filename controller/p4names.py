@@ -65,6 +65,9 @@ ECN_KEY_PORT = "standard_metadata.egress_port"
 SET_ECN = "GradEgress.set_ecn_thresholds"
 SET_ECN_NORMAL = "normal"
 SET_ECN_PCN = "pcn"
+# Ports whose ECN threshold is compared with the port's occupancy, not the packet's queue
+ECN_DEPTH_TABLE = "GradEgress.ecn_depth"
+COMPARE_PORT_OCCUPANCY = "GradEgress.compare_port_occupancy"
 
 # A job's own PCN threshold (no entry = the START's TOS bits, else the port's pcn value)
 PCN_JOB_TABLE = "GradEgress.pcn_job"

@@ -1,5 +1,7 @@
 /* gradlane egress: record queue depth for ingress, PCN burst counting and ECN marking with
- * threshold switching, telemetry stamping of gradient DATA packets, per-queue counters. */
+ * threshold switching (the threshold compared with the packet's queue, or with the port's
+ * occupancy over its priority queues), telemetry stamping of gradient DATA packets, per-queue
+ * counters. */
 #ifndef GRADLANE_EGRESS_P4
 #define GRADLANE_EGRESS_P4
 #include "headers.p4"
@@ -43,10 +45,29 @@ control GradEgress(inout headers_t hdr,
     bit<1>  ddl_flow_hit = 0;        /* a DDL flow without the gradient header (ddl_flow) */
     bit<16> ddl_job = 0;
     bit<16> ddl_rank = 0;
+    bit<1>  mark_on_port = 0;        /* ecn_depth: compare the threshold with the port's occupancy */
+    bit<32> marking_depth = 0;
 
     action set_ecn_thresholds(bit<32> normal, bit<32> pcn) {
         normal_threshold = normal;
         table_pcn_threshold = pcn;
+    }
+
+    /* A port with an entry here compares its ECN threshold with its occupancy over all its
+     * priority queues (each other queue's depth at its last dequeue, qdepth_reg, plus this
+     * packet's enq_qdepth), so that packets of a higher class carry the mark while a lower
+     * class fills; without one, with this packet's own queue (enq_qdepth). */
+    action compare_port_occupancy() {
+        mark_on_port = 1;
+    }
+
+    table ecn_depth {
+        key = {
+            standard_metadata.egress_port: exact;
+        }
+        actions = { compare_port_occupancy; NoAction; }
+        default_action = NoAction();
+        size = 512;
     }
 
     table ecn_config {
@@ -218,7 +239,31 @@ control GradEgress(inout headers_t hdr,
             if (pcn_expired == 1) {
                 pcn_expired_ctr.count((bit<32>)standard_metadata.egress_port);
             }
-            if (hdr.ipv4.ecn != 0 && (bit<32>)standard_metadata.enq_qdepth > ecn_threshold) {
+            marking_depth = (bit<32>)standard_metadata.enq_qdepth;
+            ecn_depth.apply();
+            if (mark_on_port == 1) {
+                bit<32> base = ((bit<32>)standard_metadata.egress_port) * 8;
+                bit<32> d0 = 0;
+                bit<32> d1 = 0;
+                bit<32> d2 = 0;
+                bit<32> d3 = 0;
+                bit<32> d4 = 0;
+                bit<32> d5 = 0;
+                bit<32> d6 = 0;
+                bit<32> d7 = 0;
+                qdepth_reg.read(d0, base);
+                qdepth_reg.read(d1, base + 1);
+                qdepth_reg.read(d2, base + 2);
+                qdepth_reg.read(d3, base + 3);
+                qdepth_reg.read(d4, base + 4);
+                qdepth_reg.read(d5, base + 5);
+                qdepth_reg.read(d6, base + 6);
+                qdepth_reg.read(d7, base + 7);
+                /* this packet's own queue: its enqueue depth, not the register just written */
+                marking_depth = marking_depth + d0 + d1 + d2 + d3 + d4 + d5 + d6 + d7
+                                - (bit<32>)standard_metadata.deq_qdepth;
+            }
+            if (hdr.ipv4.ecn != 0 && marking_depth > ecn_threshold) {
                 mark_ce();
                 queue_marked_ctr.count(qidx);
                 if (meta.has_slot == 1) {

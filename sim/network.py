@@ -60,19 +60,12 @@ class SimOptions:
     # Which ends of the bottleneck links `SimNetwork.start_burst` hits: None (no bursts),
     # "congested" (the rated direction's receiving end) or "both".
     bursts: str | None = None
-    # What a switch compares with its ECN threshold: "queue", the packet's own priority queue
-    # (what BMv2's enq_qdepth gives the P4 program), or "port", the port's occupancy over all
-    # its priority queues: a what-if the P4 program does not implement (docs/ns3.md, "Where
-    # gradlane's push tail-drops").
-    ecn_depth: str = "queue"
 
     def __post_init__(self) -> None:
         if not self.rate_gbps > 0:
             raise SimError(f"rate_gbps {self.rate_gbps} is not a rate > 0")
         if self.link_delay_us < 0:
             raise SimError(f"link_delay_us {self.link_delay_us} is below 0")
-        if self.ecn_depth not in ("queue", "port"):
-            raise SimError(f"ecn_depth {self.ecn_depth!r} is not 'queue' or 'port'")
         if self.switch_pps is not None and not self.switch_pps > 0:
             raise SimError(f"switch_pps {self.switch_pps} is not a rate > 0")
         for name in ("host_rx_us", "host_tx_us"):
@@ -133,8 +126,6 @@ class SimNetwork:
             stack.Install(node)
         self.switches = {name: SimSwitch(name, cpp.SwitchState(max(topo.ports(name), default=0)))
                          for name in topo.switches}
-        for switch in self.switches.values():
-            switch.state.SetMarkOnPortOccupancy(options.ecn_depth == "port")
         entries = {name: tables.switch_entries(topo, name, policy, options.network) for name in topo.switches}
         self.addresses: dict[str, Any] = {}
         self._peers: dict[tuple[str, int], tuple[Any, Any]] = {}   # (switch, port) -> (device, neighbour address)

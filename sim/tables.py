@@ -123,6 +123,8 @@ def load(state: Any, entities: Sequence[Entity], cpp: Any,
         elif entity.table == N.ECN_TABLE:
             port = match[N.ECN_KEY_PORT]
             state.SetEcn(port.value, action.param(N.SET_ECN_NORMAL), action.param(N.SET_ECN_PCN))
+        elif entity.table == N.ECN_DEPTH_TABLE:
+            state.SetMarkOnPortOccupancy(match[N.ECN_KEY_PORT].value, True)
         elif entity.table == N.JOB_FEATURES_TABLE:
             features = cpp.JobFeatures()
             features.job = match[N.JOB_FEATURES_KEY_JOB].value

@@ -42,10 +42,10 @@ def require(module: str, what: str) -> None:
 
 
 def controller_argv(topology: str, p4info: str, bmv2_json: str, policy: str | None,
-                    log_dir: str, pki: str | None = None) -> list[str]:
+                    log_dir: str, pki: str | None = None, ecn_depth: str = "queue") -> list[str]:
     """The controller daemon's command line; its socket, PID file and state live in `log_dir`.
     `pki`: the run's certificate folder (topo.pki) the daemon connects to the switches with;
-    None: the switches run without TLS (`--plaintext`)."""
+    None: the switches run without TLS (`--plaintext`). `ecn_depth`: its --ecn-depth."""
     argv = [sys.executable, "-u", "-m", CONTROLLER_MODULE, "--topology", topology, "--p4info", p4info,
             "--bmv2-json", bmv2_json, "--listen", controller_socket(log_dir),
             "--pid-file", f"{log_dir}/controller.pid",
@@ -53,6 +53,8 @@ def controller_argv(topology: str, p4info: str, bmv2_json: str, policy: str | No
     argv += ["--pki", pki] if pki else ["--plaintext"]
     if policy:
         argv += ["--policy", policy]
+    if ecn_depth != "queue":
+        argv += ["--ecn-depth", ecn_depth]
     return argv
 
 

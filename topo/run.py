@@ -14,6 +14,7 @@ from mininet.log import setLogLevel
 
 from p4target.switch.errors import OptionError
 from p4target.switch.links.impairments import parse_impairment
+from controller.network import ECN_DEPTHS
 from hosts.errors import ConfigError
 from hosts.exchange.config import TRANSPORTS
 from hosts.exchange.tcp_options import check_congestion_control
@@ -41,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
                         "bottleneck, so jobs can run side by side (CLI `job start`); with more "
                         f"than one and no --policy, {TWO_JOBS_POLICY} (default 1)")
     p.add_argument("--pcap", action="store_true", help="write per-port pcaps to pcaps/")
+    p.add_argument("--ecn-depth", choices=ECN_DEPTHS, default="queue",
+                   help="what the switches' ports compare their ECN threshold with: the packet's "
+                        "own priority queue (default) or the port's occupancy over all its queues")
     p.add_argument("--policy", default=None, help=f"tolerance policy file (default {DEFAULT_POLICY}; with --jobs > 1 "
                         f"{TWO_JOBS_POLICY})")
     p.add_argument("--log-dir", default="logs", help="logs, description and run record (default logs)")
@@ -148,7 +152,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
                      controller=not args.no_controller, transport=args.transport, pace=args.pace,
                      tcp_ecn=args.tcp_ecn, agent_args=agent_args, min_workers=args.min_workers,
                      plaintext=args.plaintext, ddp_script=args.ddp and os.path.abspath(args.ddp),
-                     ddp_model=args.ddp_model)
+                     ddp_model=args.ddp_model, ecn_depth=args.ecn_depth)
 
 
 def bottleneck_text(params: TopoParams) -> str:

@@ -69,6 +69,9 @@ class RunConfig:
     # (topo/ddp_job.py); `ddp_model` its --model.
     ddp_script: str | None = None
     ddp_model: str | None = None
+    # What the switches' ports compare their ECN threshold with (the controller's --ecn-depth):
+    # "queue", the packet's own priority queue, or "port", the port's occupancy.
+    ecn_depth: str = "queue"
 
     @property
     def bmv2_json(self) -> str:
@@ -169,7 +172,8 @@ class RunSession:
         cfg = self.config
         assert self.record is not None
         argv = agents.controller_argv(cfg.topology_path, cfg.p4info, cfg.bmv2_json, cfg.policy, cfg.log_dir,
-                                      pki=str(self.pki.folder) if self.pki else None)
+                                      pki=str(self.pki.folder) if self.pki else None,
+                                      ecn_depth=cfg.ecn_depth)
         proc = ManagedProcess("controller", "controller", argv, Path(cfg.log_dir) / "controller.log", self.record)
         self.controller = proc.start()
         ready = re.compile(agents.CONTROLLER_READY, re.MULTILINE)

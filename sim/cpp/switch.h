@@ -79,7 +79,7 @@ class SwitchState {
         pcn_expired(ports + 1), ports_(ports + 1), budget_round_(kSlots * 2 * kLanes, kInfinite),
         budget_seen_(kSlots * 2 * kLanes), budget_dropped_(kSlots * 2 * kLanes),
         ecn_normal_(ports + 1, kInfinite), ecn_pcn_(ports + 1, kInfinite), pcn_count_(ports + 1),
-        pcn_threshold_(ports + 1), pcn_deadline_(ports + 1) {}
+        pcn_threshold_(ports + 1), pcn_deadline_(ports + 1), mark_on_port_(ports + 1, false) {}
 
   // -- tables (filled by sim/tables.py) ----------------------------------------------------
   void AddClassRule(const ClassRule& r) { class_rules_.push_back(r); }
@@ -91,11 +91,10 @@ class SwitchState {
     if (port < ports_) { ecn_normal_[port] = normal; ecn_pcn_[port] = pcn; }
   }
   uint32_t NumPorts() const { return ports_ - 1; }
-  // What the ECN threshold is compared with: the packet's own priority queue (false: what
-  // BMv2's enq_qdepth gives the P4 program), or the port's occupancy over all its priority
-  // queues (true: a what-if the P4 program does not implement; docs/ns3.md).
-  void SetMarkOnPortOccupancy(bool on) { mark_on_port_ = on; }
-  bool MarkOnPortOccupancy() const { return mark_on_port_; }
+  // What a port compares its ECN threshold with (the ecn_depth table): the packet's own
+  // priority queue (false, default), or the port's occupancy over all its priority queues.
+  void SetMarkOnPortOccupancy(uint32_t port, bool on) { if (port < ports_) mark_on_port_[port] = on; }
+  bool MarkOnPortOccupancy(uint32_t port) const { return port < ports_ && mark_on_port_[port]; }
 
   // -- counters (read by Python after the run) ---------------------------------------------
   // slot_seen/slot_dropped are per stage index slot * 2 + stage (0 push, 1 pull)
@@ -324,9 +323,9 @@ class SwitchState {
   std::vector<uint32_t> budget_round_;
   std::vector<uint64_t> budget_seen_, budget_dropped_;
   std::vector<uint32_t> ecn_normal_, ecn_pcn_;
-  bool mark_on_port_ = false;
   std::vector<uint32_t> pcn_count_, pcn_threshold_;
   std::vector<uint64_t> pcn_deadline_;
+  std::vector<bool> mark_on_port_;
   std::unordered_map<uint64_t, Sender> senders_;
 };
 
@@ -402,7 +401,7 @@ class PortQueueDisc : public ns3::QueueDisc {
     uint32_t d = depths[v.prio];
     if (d >= depth_) { state_->TailDrop(port_, v.prio); DropBeforeEnqueue(item, "tail"); return false; }
     uint32_t marking_depth = d;
-    if (state_->MarkOnPortOccupancy())
+    if (state_->MarkOnPortOccupancy(port_))
       for (uint32_t i = 0; i < kPriorities; i++) if (i != v.prio) marking_depth += depths[i];
     if (state_->ShouldMark(port_, v, ip, marking_depth)) Mark(item, "ecn");
     state_->Depth(port_, v.prio, d + 1);

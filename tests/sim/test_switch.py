@@ -8,6 +8,8 @@ from dataclasses import replace
 
 import pytest
 
+from controller.errors import ConfigError
+from controller.network import NetworkOptions
 from controller.policy import load_policy, parse_policy
 from experiments import config as configs
 from experiments.backends.ns3 import harness
@@ -31,7 +33,8 @@ def incast():
               ecn_depth: str = "queue") -> SimNetwork:
         topo = build_topology("incast", TopoParams(workers=workers, background=0,
                                                    bottleneck_pps=bottleneck_pps, queue_depth=64))
-        net = SimNetwork(topo, POLICY, SimOptions(rate_gbps=1.0, ecn_depth=ecn_depth))
+        net = SimNetwork(topo, POLICY, SimOptions(rate_gbps=1.0,
+                                                  network=NetworkOptions(ecn_depth=ecn_depth)))
         nets.append(net)
         return net
 
@@ -122,9 +125,10 @@ def test_ecn_marks_above_the_ports_threshold(incast):
 
 
 @pytest.mark.parametrize("ecn_depth", ["queue", "port"])
-def test_marking_on_the_ports_occupancy_is_a_what_if_off_by_default(incast, ecn_depth):
+def test_marking_on_the_ports_occupancy_is_off_by_default(incast, ecn_depth):
     """Queue 4 (drop-eligible, Not-ECT: never marked) fills; ECT DATA of a higher class behind
-    it is marked only when the threshold is compared with the port's occupancy."""
+    it is marked only where the controller asks the ports to compare the threshold with their
+    occupancy (NetworkOptions.ecn_depth, the ecn_depth table)."""
     net = incast(ecn_depth=ecn_depth)
     low, high, rx = sender(net, "w1", GRADIENT_PORT), sender(net, "w2", GRADIENT_PORT), sink(net, GRADIENT_PORT)
     for i in range(50):     # later layers, small magnitude: queue 4, drop-eligible
@@ -144,12 +148,12 @@ def test_marking_on_the_ports_occupancy_is_a_what_if_off_by_default(incast, ecn_
 
 def test_the_config_sets_the_marking_depth_and_a_bad_one_is_refused():
     cfg = configs.load(configs.default_path("ltp_incast"), quick=True)
-    assert harness.sim_options(cfg).ecn_depth == "queue"
-    assert harness.sim_options(replace(cfg, params={**cfg.params, "sim_ecn_depth": "port"})).ecn_depth == "port"
+    assert harness.sim_options(cfg).network.ecn_depth == "queue"
     with pytest.raises(SimError, match="sim_ecn_depth"):
         harness.sim_options(replace(cfg, params={**cfg.params, "sim_ecn_depth": "both"}))
-    with pytest.raises(SimError, match="ecn_depth"):
-        SimOptions(ecn_depth="egress")
+    assert harness.sim_options(replace(cfg, params={**cfg.params, "sim_ecn_depth": "port"})).network.ecn_depth == "port"
+    with pytest.raises(ConfigError, match="ecn_depth"):
+        NetworkOptions(ecn_depth="egress")
 
 
 def test_pcn_start_lowers_the_threshold_until_the_burst_arrives(incast):

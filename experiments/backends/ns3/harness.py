@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import experiments
 from controller.errors import TopologyError
+from controller.network import ECN_DEPTHS, NetworkOptions
 from controller.policy import load_policy
 from controller.topologies import TopoParams, build_topology
 from controller.topology import Topology
@@ -87,8 +88,8 @@ def sim_options(cfg: ExperimentConfig) -> SimOptions:
     forwarding rate (`SimOptions.switch_pps`; unset: switches forward at line rate), and
     `params.sim_host_rx_us` / `sim_host_tx_us`, the agents' software time per received / sent
     datagram (`SimOptions.host_rx_us`; unset: hosts answer instantly); `params.sim_ecn_depth`,
-    what the switches compare with their ECN threshold (`SimOptions.ecn_depth`: "queue", the
-    default and what the P4 program does, or "port", a what-if)."""
+    what the switches compare with their ECN threshold (the controller's
+    `NetworkOptions.ecn_depth`: "queue", the default, or "port")."""
     pps = cfg.params.get("sim_switch_pps")
     if pps is not None and (not isinstance(pps, (int, float)) or isinstance(pps, bool) or not pps > 0):
         raise SimError(f"params.sim_switch_pps must be a rate > 0 in packets/s, not {pps!r}")
@@ -99,9 +100,10 @@ def sim_options(cfg: ExperimentConfig) -> SimOptions:
             raise SimError(f"params.{key} must be a time >= 0 in microseconds, not {value!r}")
         host[key.removeprefix("sim_")] = float(value)
     ecn_depth = cfg.params.get("sim_ecn_depth", "queue")
-    if ecn_depth not in ("queue", "port"):
-        raise SimError(f"params.sim_ecn_depth must be 'queue' or 'port', not {ecn_depth!r}")
-    return SimOptions(switch_pps=None if pps is None else float(pps), ecn_depth=ecn_depth, **host)
+    if ecn_depth not in ECN_DEPTHS:
+        raise SimError(f"params.sim_ecn_depth must be one of {', '.join(ECN_DEPTHS)}, not {ecn_depth!r}")
+    return SimOptions(switch_pps=None if pps is None else float(pps),
+                      network=NetworkOptions(ecn_depth=ecn_depth), **host)
 
 
 def simulation(name: str) -> Simulation | None:

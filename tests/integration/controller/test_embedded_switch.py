@@ -21,6 +21,7 @@ from controller import p4names as N
 from controller.client import SwitchConnection
 from controller.entries import Action, Range, TableEntry, Ternary
 from controller.manager import NetworkController
+from controller.network import NetworkOptions
 from controller.p4info import P4Info
 from controller.policy import assign_slots, load_policy, parse_policy, translate
 from controller.sync import Changes, apply_changes, diff
@@ -89,6 +90,7 @@ def test_p4names_exist_in_the_compiled_p4info(program):
     for table, keys in [(N.ARP_TABLE, [N.ARP_KEY_OPER, N.ARP_KEY_TPA]), (N.ROUTE_TABLE, [N.ROUTE_KEY_DST]),
                         (N.CLASS_TABLE, [N.CLASS_KEY_JOB, N.CLASS_KEY_LAYER, N.CLASS_KEY_MAG]),
                         (N.DSCP_TABLE, [N.DSCP_KEY]), (N.ECN_TABLE, [N.ECN_KEY_PORT]),
+                        (N.ECN_DEPTH_TABLE, [N.ECN_KEY_PORT]),
                         (N.JOB_FEATURES_TABLE, [N.JOB_FEATURES_KEY_JOB]),
                         (N.DDL_FLOW_TABLE, [N.DDL_FLOW_KEY_SRC, N.DDL_FLOW_KEY_DST,
                                             N.DDL_FLOW_KEY_PROTOCOL, N.DDL_FLOW_KEY_DST_PORT])]:
@@ -100,9 +102,11 @@ def test_p4names_exist_in_the_compiled_p4info(program):
                                           N.SET_CLASS_DROP_THRESHOLD]),
                            (N.SET_DSCP_CLASS, [N.SET_DSCP_PRIO, N.SET_DSCP_DROP_THRESHOLD]),
                            (N.SET_ECN, [N.SET_ECN_NORMAL, N.SET_ECN_PCN]),
+                           (N.COMPARE_PORT_OCCUPANCY, []),
                            (N.SET_JOB_FEATURES, [N.SET_JOB_FEATURES_SPRAY, N.SET_JOB_FEATURES_PRIORITY,
                                                  N.SET_JOB_FEATURES_DROP]),
                            (N.SET_DDL_SENDER, [N.SET_DDL_SENDER_JOB, N.SET_DDL_SENDER_RANK])]:
+        assert info.action(action).preamble.name == action
         assert [info.param(action, p).name for p in params] == params
     for counter in (N.SLOT_SEEN_CTR, N.SLOT_DROPPED_CTR, N.SLOT_MARKED_CTR, N.QUEUE_DROPPED_CTR,
                     N.QUEUE_TX_CTR, N.QUEUE_MARKED_CTR, N.PCN_START_CTR, N.PCN_ARRIVAL_CTR,
@@ -300,10 +304,10 @@ def test_changing_a_layer_bound_changes_drops(switches, controller):
     assert queues[(2, 3)]["dropped"] == dropped
 
 
-def _ecn_frame(seq: int) -> bytes:
-    """h1 -> h2 ordinary UDP packet, ECT(0), so the switch may CE-mark it."""
+def _ecn_frame(seq: int, tos: int = 0x02) -> bytes:
+    """h1 -> h2 ordinary UDP packet, ECT(0) by default, so the switch may CE-mark it."""
     udp = struct.pack("!HHHH", 5000, 6000, 8 + 32, 0) + bytes(32)
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0x02, 20 + len(udp), seq, 0, 64, 17, 0,
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + len(udp), seq, 0, 64, 17, 0,
                      bytes([10, 0, 1, 1]), bytes([10, 0, 2, 2]))
     ip = ip[:10] + struct.pack("!H", _checksum(ip)) + ip[12:]
     return _mac(ROUTER_MAC["s1"]) + _mac(H1_MAC) + b"\x08\x00" + ip + udp
@@ -329,6 +333,34 @@ def test_ecn_threshold_set_through_pcn_changes_marking(switches, controller):
     assert ce > 0 and marked == ce
     rows = {(r["switch"], r["port"]): r for r in controller.pcn_table()}
     assert (rows[("s1", 2)]["normal"], rows[("s1", 2)]["pcn"]) == (2, 10)
+
+
+@pytest.mark.parametrize("ecn_depth", ["queue", "port"])
+def test_a_port_compares_its_ecn_threshold_with_its_occupancy_when_told(program, switches, ecn_depth):
+    """60 Not-ECT packets wait in queue 0 of s1's port 2; 10 ECT ones of IP precedence 5
+    (queue 5) come after them and leave first. Compared with their own queue (the default)
+    they are never marked; with the port's occupancy (NetworkOptions.ecn_depth 'port', the
+    ecn_depth table) every one is."""
+    ctl = NetworkController(topology(switches), program.p4info, json.dumps(program.bmv2_json).encode(),
+                            set_queues=False, timeout=5.0, options=NetworkOptions(ecn_depth=ecn_depth))
+    assert ctl.start() == {"s1": None, "s2": None}
+    try:
+        ports = len(ctl.installed("s1", [N.ECN_TABLE]))
+        assert len(ctl.installed("s1", [N.ECN_DEPTH_TABLE])) == (ports if ecn_depth == "port" else 0)
+        s1 = switches["s1"]
+        s1.target.set_queue_depth(1000, port=2)
+        s1.target.set_queue_rate(200, port=2)
+        for seq in range(60):
+            s1.target.receive(1, _ecn_frame(seq, tos=0x00))
+        for seq in range(100, 110):
+            s1.target.receive(1, _ecn_frame(seq, tos=(5 << 5) | 0x02))
+        _wait_drained(s1, 70)
+        high = [f for _, f in s1.sent if f[15] >> 5 == 5]
+        assert len(high) == 10
+        marked = [f[15] & 0x03 == 0x03 for f in high]
+        assert marked == [ecn_depth == "port"] * 10
+    finally:
+        ctl.stop()
 
 
 def test_packet_out_enters_the_pipeline(switches, controller):

@@ -63,6 +63,19 @@ def test_classification_defaults_and_ecn(diamond_doc):
                    3: Action.of(N.SET_ECN, normal=40, pcn=10), 4: Action.of(N.SET_ECN, normal=40, pcn=10)}
 
 
+def test_ports_compare_their_ecn_threshold_with_their_occupancy_only_when_asked(diamond_doc):
+    topo = Topology.from_dict(diamond_doc)
+
+    def depth_ports(options: NetworkOptions) -> list[int]:
+        return [e.match[0][1].value for e in plan_switch(topo, "s1", options).entities
+                if getattr(e, "table", None) == N.ECN_DEPTH_TABLE]
+
+    assert depth_ports(NetworkOptions()) == []
+    assert depth_ports(NetworkOptions(ecn_depth="port")) == [1, 2, 3, 4]
+    with pytest.raises(ConfigError, match="ecn_depth 'egress'"):
+        NetworkOptions(ecn_depth="egress")
+
+
 def test_queue_settings(diamond_doc):
     diamond_doc["switches"]["s4"]["queue_rate_pps"] = 1000
     topo = Topology.from_dict(diamond_doc)
