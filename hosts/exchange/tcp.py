@@ -31,8 +31,12 @@ _HANDSHAKE_TIMEOUT = 2.0    # a connection silent in the join must not hold the 
 JOIN_ATTEMPTS = 3           # handshakes a worker tries (a new connection each) before giving up
 
 
+class ConnectionClosed(PeerTimeout):
+    """The peer closed or reset the connection (as opposed to falling silent)."""
+
+
 class _HandshakeAbandoned(PeerTimeout):
-    """The PS closed the connection or went silent during the join (worth another try)."""
+    """The PS closed the connection during the join (worth another try on a new one)."""
 
 
 def _tcp_retransmissions(sock: socket.socket) -> int:
@@ -67,9 +71,9 @@ class FrameStream:
                 raise PeerTimeout(f"{self.peer_name} sent nothing for {self.timeout:.1f} s "
                                   f"(dead or unreachable)") from None
             except OSError as exc:
-                raise PeerTimeout(f"{self.peer_name}: connection failed ({exc.strerror})") from None
+                raise ConnectionClosed(f"{self.peer_name}: connection failed ({exc.strerror})") from None
             if not part:
-                raise PeerTimeout(f"{self.peer_name} closed the connection")
+                raise ConnectionClosed(f"{self.peer_name} closed the connection")
             got += part
         self.counters["bytes_received"] += n
         return bytes(out)
@@ -86,7 +90,7 @@ class FrameStream:
         except socket.timeout:
             raise PeerTimeout(f"{self.peer_name} stopped reading for {self.timeout:.1f} s") from None
         except OSError as exc:
-            raise PeerTimeout(f"{self.peer_name}: connection failed ({exc.strerror})") from None
+            raise ConnectionClosed(f"{self.peer_name}: connection failed ({exc.strerror})") from None
         self.counters["bytes_sent"] += len(data)
 
     def retransmissions(self) -> int:
@@ -440,9 +444,10 @@ class TcpWorkerExchange:
         """The join handshake with the job's key (hosts/exchange/join.py); the first round we
         push (0 at the start, later when re-joining a running job: see `catch_up`). A join
         after the first opens a new connection (within ``timeout``, default --join-timeout).
-        A handshake the PS gave up on (it closed the connection, or went silent: a lost
-        segment whose retransmission outlasted the PS's short handshake timeout) is tried
-        again on a new connection, JOIN_ATTEMPTS times in all within ``timeout``.
+        A handshake the PS gave up on (it closed the connection: a lost segment whose
+        retransmission outlasted the PS's short handshake timeout) is tried again on a new
+        connection, JOIN_ATTEMPTS times in all within ``timeout``; a PS silent for the
+        worker's patience is not tried again.
         ConfigError if the PS's configuration differs, PeerTimeout if it does not prove the key."""
         timeout = self.config.join_timeout if timeout is None else timeout
         give_up = time.monotonic() + timeout
@@ -475,9 +480,9 @@ class TcpWorkerExchange:
         hello = client.next_hello()
         first_push = 0
         while not client.joined:
-            self.stream.write(wire.pack_header(wire.KIND_HELLO, 0, cfg.job_id, self.rank,
-                                               wire.ALL_LAYERS, 0, payload_len=len(hello)) + hello)
             try:
+                self.stream.write(wire.pack_header(wire.KIND_HELLO, 0, cfg.job_id, self.rank,
+                                                   wire.ALL_LAYERS, 0, payload_len=len(hello)) + hello)
                 hdr, payload = self.stream.read_frame()
                 if hdr.kind != wire.KIND_HELLO_ACK:
                     raise PacketError("corrupt", f"{wire.KIND_NAMES[hdr.kind]} instead of HELLO_ACK")
@@ -486,8 +491,10 @@ class TcpWorkerExchange:
             except PacketError as exc:
                 raise PeerTimeout(f"{self.stream.peer_name} answered HELLO badly ({exc}; a "
                                   f"different --job-key?)") from None
-            except PeerTimeout as exc:
+            except ConnectionClosed as exc:
                 raise _HandshakeAbandoned(f"{exc} during the join (a different --job-key?)") from None
+            except PeerTimeout as exc:
+                raise PeerTimeout(f"{exc} during the join (a different --job-key?)") from None
             if hello is None and not client.joined:
                 raise PeerTimeout(f"{self.stream.peer_name} answered HELLO out of order")
         if client.ps_fingerprint != self.fingerprint:

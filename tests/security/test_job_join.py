@@ -399,3 +399,24 @@ def test_tcp_the_ps_names_the_joins_it_refused_when_a_worker_never_joins():
     finally:
         thread.join(timeout=5)
         ps.close()
+
+
+def test_tcp_a_silent_ps_is_not_asked_again():
+    """Silence for the worker's patience ends the join (a retry would only wait as long again)."""
+    config = _config("--transport", "tcp", "--peer-timeout", "0.5")
+    plan = ChunkPlan(LAYERS, CHUNK)
+    front = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    acceptor = threading.Thread(target=lambda: held.append(front.accept()[0]))
+    acceptor.start()
+    worker = TcpWorkerExchange(config, plan, 0, front.getsockname(), ("127.0.0.1", 0))
+    try:
+        with pytest.raises(PeerTimeout, match="sent nothing .* during the join"):
+            worker.join()
+        assert worker.counters["join_retries"] == 0
+    finally:
+        worker.close()
+        acceptor.join(timeout=5)
+        for conn in held:
+            conn.close()
+        front.close()
