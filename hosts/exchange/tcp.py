@@ -11,6 +11,7 @@ import select
 import socket
 import struct
 import time
+from collections import deque
 
 import numpy as np
 
@@ -221,7 +222,7 @@ class TcpServerExchange:
         self.membership = Membership(workers)   # the PS sets its flags' limits
         self.member_events: list[dict] = []     # absences and re-admissions, for the PS's log
         self.addrs: dict[int, tuple[str, int]] = {}
-        self.refused: list[str] = []            # why joins on new connections failed, in order
+        self.refused: deque[str] = deque(maxlen=3)   # why the last joins on new connections failed
         self._started = False
 
     def _handshake(self, stream: FrameStream, addr: tuple[str, int]) -> int | None:
@@ -305,7 +306,7 @@ class TcpServerExchange:
             left = give_up - time.monotonic()
             missing = sorted(set(range(self.workers)) - set(self.streams))
             if left <= 0 or not select.select([self.listener], [], [], left)[0]:
-                refused = f" (joins refused: {'; '.join(self.refused[-3:])})" if self.refused else ""
+                refused = f" (joins refused: {'; '.join(self.refused)})" if self.refused else ""
                 raise PeerTimeout(f"workers {missing} did not connect within "
                                   f"{self.config.join_timeout:.1f} s{refused}")
             self._accept_one()
