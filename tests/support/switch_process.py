@@ -3,19 +3,14 @@ them, the Thrift CLI against it, and a stop by PID."""
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 
+from support.ports import free_port as free_tcp_port
+
 PY = sys.executable
-
-
-def free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class SwitchProcess:

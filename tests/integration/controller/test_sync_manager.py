@@ -1,7 +1,6 @@
 """Diff application, rollback of failed batches, and the controller over real gRPC test switches."""
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
@@ -13,6 +12,7 @@ from controller import p4names as N
 from controller.manager import NetworkController
 from support.controller_topologies import diamond
 from support.p4runtime_server import TestP4RuntimeServer
+from support.ports import free_port
 from controller.policy import assign_slots, parse_policy, translate
 from controller.sync import apply_changes, diff
 from controller.topology import Topology
@@ -139,11 +139,9 @@ def test_network_programming_order_and_contents(p4info_msg):
 
 def test_unreachable_switch_is_reported_and_restarted_switch_restored(p4info_msg):
     servers = {f"s{i}": TestP4RuntimeServer().start() for i in range(1, 4)}
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        free_port = sock.getsockname()[1]
+    late_port = free_port()
     addrs = {n: s.address for n, s in servers.items()}
-    addrs["s4"] = f"127.0.0.1:{free_port}"
+    addrs["s4"] = f"127.0.0.1:{late_port}"
     topo = Topology.from_dict(diamond(addrs))
     ctl = NetworkController(topo, p4info_msg, b"{}", set_queues=False, timeout=0.5)
     try:
@@ -156,7 +154,7 @@ def test_unreachable_switch_is_reported_and_restarted_switch_restored(p4info_msg
         status = {r["switch"]: r for r in ctl.switch_status()}
         assert status["s4"]["pipeline_loaded"] is False and status["s1"]["pipeline_loaded"] is True
         # s4 comes up later on its port: the background reconnect programs it, policy included
-        late = TestP4RuntimeServer(free_port).start()
+        late = TestP4RuntimeServer(late_port).start()
         servers["s4"] = late
         assert ctl.wait_reachable(["s4"], 15)
         assert len(late.entities("table_entry")) == 2 + 3 + 7 + 3 + 3   # ARP(h2, gw), routes, DSCP, ECN, policy

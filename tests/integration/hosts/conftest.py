@@ -2,7 +2,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -11,23 +10,9 @@ from pathlib import Path
 import pytest
 
 from hosts.exchange.job_key import create_key_file
+from support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def free_port(kind=socket.SOCK_DGRAM) -> int:
-    """A port free for both UDP and TCP on 127.0.0.1."""
-    for _ in range(50):
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-            u.bind(("127.0.0.1", 0))
-            port = u.getsockname()[1]
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
-                try:
-                    t.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-            return port
-    raise RuntimeError("no free port")
 
 
 def read_jsonl(path) -> list[dict]:
@@ -63,6 +48,28 @@ class Agents:
     def wait(self, proc: subprocess.Popen, timeout: float = 60) -> tuple[int, str, str]:
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, out, err
+
+    def records(self, log: Path) -> list[dict]:
+        """The records `log` holds so far (none while it is missing or a line is half written)."""
+        try:
+            return read_jsonl(log)
+        except (ValueError, FileNotFoundError):
+            return []
+
+    def wait_for_record(self, log: Path, pred, timeout: float = 60.0) -> None:
+        """Wait until a record of `log` satisfies `pred`; on a timeout the error names the
+        log's last record and every agent that has exited, with its exit code and last error line."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if any(pred(e) for e in self.records(log)):
+                return
+            time.sleep(0.05)
+        held = self.records(log)
+        exited = [f"{p.args[2]} (pid {p.pid}) exited {p.returncode}: "
+                  f"{(p.stderr.read().strip().splitlines() or ['no stderr'])[-1]}"
+                  for p in self.procs if p.poll() is not None]
+        raise AssertionError(f"{log.name}: condition not met within {timeout} s; last record "
+                             f"{held[-1] if held else None}; exited agents: {exited or 'none'}")
 
     def stop_all(self) -> None:
         for proc in self.procs:

@@ -30,22 +30,6 @@ def _worker(agents, tmp_path, rank, ps_port, port, tag=""):
     return proc, log
 
 
-def _wait_for(agents, log, pred, timeout=60.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if log.exists() and any(pred(e) for e in _events(agents, log)):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{log.name}: condition not met within {timeout} s")
-
-
-def _events(agents, log):
-    try:
-        return agents.read_jsonl(log)
-    except ValueError:   # a line being written
-        return []
-
-
 def test_agents_ride_out_an_outage_longer_than_their_peer_timeout(agents, tmp_path):
     port = agents.free_port()
     down = threading.Event()
@@ -54,7 +38,7 @@ def test_agents_ride_out_an_outage_longer_than_their_peer_timeout(agents, tmp_pa
     try:
         ps, ps_log = _ps(agents, tmp_path, port)
         workers = [_worker(agents, tmp_path, r, relay.address[1], agents.free_port()) for r in range(3)]
-        _wait_for(agents, ps_log, lambda e: e["event"] == "round" and e["round"] >= 20)
+        agents.wait_for_record(ps_log, lambda e: e["event"] == "round" and e["round"] >= 20)
         down.set()
         time.sleep(3.5)     # more than the 1.5 s peer timeout, less than the 20 s horizon
         down.clear()
@@ -88,14 +72,14 @@ def _kill_and_restart_rank_2(agents, tmp_path, new_port: bool):
     ps, ps_log = _ps(agents, tmp_path, port, rounds=RESTART_ROUNDS)
     ports = [agents.free_port() for _ in range(3)]
     workers = [_worker(agents, tmp_path, r, port, ports[r]) for r in range(3)]
-    _wait_for(agents, ps_log, lambda e: e["event"] == "round" and e["round"] >= 30)
+    agents.wait_for_record(ps_log, lambda e: e["event"] == "round" and e["round"] >= 30)
     os.kill(workers[2][0].pid, signal.SIGKILL)
     if new_port:
         restart_port = agents.free_port()
         assert restart_port != ports[2]
     else:
         restart_port = ports[2]
-        _wait_for(agents, ps_log, lambda e: e["event"] == "member" and e["change"] == "absent")
+        agents.wait_for_record(ps_log, lambda e: e["event"] == "member" and e["change"] == "absent")
     again, again_log = _worker(agents, tmp_path, 2, port, restart_port, tag="-again")
     rc, _, err = agents.wait(ps, 240)
     assert rc == 0, err

@@ -29,22 +29,6 @@ def _worker(agents, tmp_path, rank, ps_port, tag=""):
     return proc, log
 
 
-def _events(agents, log):
-    try:
-        return agents.read_jsonl(log)
-    except (ValueError, FileNotFoundError):   # a line being written, or not yet a file
-        return []
-
-
-def _wait_for(agents, log, pred, timeout=60.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if any(pred(e) for e in _events(agents, log)):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{log.name}: condition not met within {timeout} s")
-
-
 def _finish(agents, ps, procs):
     rc, _, err = agents.wait(ps, 120)
     assert rc == 0, err
@@ -57,9 +41,9 @@ def test_a_killed_tcp_worker_is_left_behind_and_readmitted_with_the_current_mode
     port = agents.free_port()
     ps, ps_log = _ps(agents, tmp_path, port)
     workers = [_worker(agents, tmp_path, r, port) for r in range(3)]
-    _wait_for(agents, ps_log, lambda e: e["event"] == "round" and e["round"] >= 30)
+    agents.wait_for_record(ps_log, lambda e: e["event"] == "round" and e["round"] >= 30)
     os.kill(workers[2][0].pid, signal.SIGKILL)
-    _wait_for(agents, ps_log, lambda e: e["event"] == "member" and e["change"] == "absent")
+    agents.wait_for_record(ps_log, lambda e: e["event"] == "member" and e["change"] == "absent")
     again, again_log = _worker(agents, tmp_path, 2, port, tag="-again")
     _finish(agents, ps, (workers[0][0], workers[1][0], again))
 
@@ -164,7 +148,7 @@ def test_tcp_connections_reset_mid_job_are_opened_again_and_the_job_finishes(age
     proxy = _ResettingProxy(("127.0.0.1", port))
     try:
         workers = [_worker(agents, tmp_path, r, proxy.address[1]) for r in range(3)]
-        _wait_for(agents, ps_log, lambda e: e["event"] == "round" and e["round"] >= 30)
+        agents.wait_for_record(ps_log, lambda e: e["event"] == "round" and e["round"] >= 30)
         assert proxy.reset_all() == 3
         _finish(agents, ps, [w for w, _ in workers])
     finally:

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hosts.exchange.job_key import create_key_file
+from support.ports import free_port
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
@@ -25,13 +25,6 @@ ROOT = Path(__file__).resolve().parents[4]
 SCRIPT = Path(__file__).with_name("rank_script.py")
 EXAMPLE = ROOT / "examples" / "ddp_digits.py"
 WAIT = 600   # seconds a whole job may take on a loaded two-core machine (imports included)
-
-
-def free_port() -> int:
-    """A free TCP (and, most likely, UDP) port on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _launch(*args: str) -> subprocess.CompletedProcess:
