@@ -34,7 +34,9 @@ class TopoParams:
     delay_ms: float = 0.0
     loss_pct: float = 0.0
     bw_mbps: float | None = None
-    grpc_base: int = 50000
+    # below the kernel's ephemeral ports (32768-60999 by default): a port in that range may be
+    # taken by any client socket, a connect() to it even by the connecting socket itself
+    grpc_base: int = 9600
     thrift_base: int = 9090
     log_dir: str = "logs"
 

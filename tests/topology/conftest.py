@@ -19,7 +19,7 @@ from topo.switch_node import port_accepts
 from topo.toolchain import compiler_tool, switch_tool
 
 
-PROBE_GRPC_PORT = 50990
+PROBE_GRPC_PORT = 9980
 PROBE_THRIFT_PORT = 9990
 
 

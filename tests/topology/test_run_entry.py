@@ -16,7 +16,7 @@ def test_cli_train_command(build_dir, switch_works, tmp_path):
     done = _run(build_dir, tmp_path, stdin="train 4 2\ngradctl policy show\nexit\n")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     out = done.stdout
-    assert "train [ROUNDS] [WORKERS]" in out and "s1   device 1  gRPC 127.0.0.1:50001" in out
+    assert "train [ROUNDS] [WORKERS]" in out and "s1   device 1  gRPC 127.0.0.1:9601" in out
     assert "training: finished" in out and "4 round(s)" in out, out[-2000:]
     assert "LOSS" in out and "gradlane: stopped" in out
 

@@ -21,7 +21,7 @@ def _leftovers(record_dir, topo):
 def test_bad_program_shows_log_tail_and_cleans_up(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
-    topo = build_topology("incast", TopoParams(log_dir=str(tmp_path / "logs"), grpc_base=50900, thrift_base=9900))
+    topo = build_topology("incast", TopoParams(log_dir=str(tmp_path / "logs"), grpc_base=9800, thrift_base=9900))
     record = RunRecord.create(tmp_path / "logs", topo.name)
     net = GradNetwork(topo, record, NetworkOptions(json_path=str(bad), start_timeout=60))
     with pytest.raises(SwitchStartError) as info:
@@ -34,7 +34,7 @@ def test_bad_program_shows_log_tail_and_cleans_up(tmp_path):
 
 
 def test_port_in_use_is_named(tmp_path):
-    topo = build_topology("incast", TopoParams(log_dir=str(tmp_path / "logs"), grpc_base=50910, thrift_base=9910))
+    topo = build_topology("incast", TopoParams(log_dir=str(tmp_path / "logs"), grpc_base=9810, thrift_base=9910))
     blocker = socket.socket()
     blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     blocker.bind(("127.0.0.1", topo.switches["s1"].grpc_port))
