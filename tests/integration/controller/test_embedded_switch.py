@@ -262,6 +262,13 @@ def _burst(switch: Switch, round_: int, count: int, pps: float = 1600.0) -> None
             time.sleep(delay)
 
 
+def _wait_sent(switch: Switch, count: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while len(switch.sent) < count:
+        assert time.monotonic() < deadline, f"the switch sent {len(switch.sent)} of {count} packets in {timeout} s"
+        time.sleep(0.005)
+
+
 def _wait_drained(switch: Switch, expect_at_least: int, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     last = -1
@@ -337,10 +344,13 @@ def test_ecn_threshold_set_through_pcn_changes_marking(switches, controller):
 
 @pytest.mark.parametrize("ecn_depth", ["queue", "port"])
 def test_a_port_compares_its_ecn_threshold_with_its_occupancy_when_told(program, switches, ecn_depth):
-    """60 Not-ECT packets wait in queue 0 of s1's port 2; 10 ECT ones of IP precedence 5
+    """100 Not-ECT packets wait in queue 0 of s1's port 2; 10 ECT ones of IP precedence 5
     (queue 5) come after them and leave first. Compared with their own queue (the default)
     they are never marked; with the port's occupancy (NetworkOptions.ecn_depth 'port', the
-    ecn_depth table) every one is."""
+    ecn_depth table) every one is. The program knows another queue's depth as of its last
+    dequeue, so the ECT packets are sent once queue 0 has dequeued with all the others in, and
+    the port drains slowly enough (25 packets/s: 2.4 s above the threshold of 40) for a loaded
+    machine to send them in time."""
     ctl = NetworkController(topology(switches), program.p4info, json.dumps(program.bmv2_json).encode(),
                             set_queues=False, timeout=5.0, options=NetworkOptions(ecn_depth=ecn_depth))
     assert ctl.start() == {"s1": None, "s2": None}
@@ -349,12 +359,13 @@ def test_a_port_compares_its_ecn_threshold_with_its_occupancy_when_told(program,
         assert len(ctl.installed("s1", [N.ECN_DEPTH_TABLE])) == (ports if ecn_depth == "port" else 0)
         s1 = switches["s1"]
         s1.target.set_queue_depth(1000, port=2)
-        s1.target.set_queue_rate(200, port=2)
-        for seq in range(60):
+        s1.target.set_queue_rate(25, port=2)
+        for seq in range(100):
             s1.target.receive(1, _ecn_frame(seq, tos=0x00))
+        _wait_sent(s1, len(s1.sent) + 1)     # a dequeue with all of them in
         for seq in range(100, 110):
             s1.target.receive(1, _ecn_frame(seq, tos=(5 << 5) | 0x02))
-        _wait_drained(s1, 70)
+        _wait_drained(s1, 110)
         high = [f for _, f in s1.sent if f[15] >> 5 == 5]
         assert len(high) == 10
         marked = [f[15] & 0x03 == 0x03 for f in high]
