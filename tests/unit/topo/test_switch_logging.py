@@ -75,7 +75,8 @@ def test_bad_switch_log_stops_topo_run_with_one_line(monkeypatch, capsys, tmp_pa
 
 
 def test_topo_run_flag_sets_the_level(monkeypatch, tmp_path, capsys):
-    monkeypatch.delenv("SWITCH_LOG", raising=False)
+    monkeypatch.setenv("SWITCH_LOG", "")    # so that monkeypatch restores its absence afterwards
+    monkeypatch.delenv("SWITCH_LOG")
     main(["--switch-log", "debug", "--build", str(tmp_path / "none"), "--log-dir", str(tmp_path)])
     assert os.environ["SWITCH_LOG"] == "debug"
     with pytest.raises(SystemExit):
