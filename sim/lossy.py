@@ -543,7 +543,7 @@ def _window_totals(senders: list[SendSession]) -> dict[str, int]:
     if not summaries:
         return {}
     return {key: sum(w[key] for w in summaries)
-            for key in ("cc_marked", "cc_mark_cuts", "cc_loss_cuts", "cc_idle_cuts")}
+            for key in ("cc_marked", "cc_mark_cuts", "cc_loss_cuts", "cc_idle_cuts", "cc_losses_spared")}
 
 
 def _alarm(router: Router) -> float:

@@ -15,7 +15,7 @@ from hosts.policy_client import HostPolicy
 from hosts.transport.bounds import SCOPES, LayerBounds, LossBudget, parse_bound_list
 from hosts.transport.chunk_size import MTU_CHUNK_ELEMS, default_chunk_sizes
 from hosts.transport.chunking import ORDERS, ChunkPlan
-from hosts.transport.congestion import RULES as CC_RULES
+from hosts.transport.congestion import LOSS_RESPONSES, RULES as CC_RULES, check_loss_response
 from hosts.transport.congestion import SWITCH_ECN_THRESHOLD
 from hosts.transport.deadline import NO_DEADLINE, DeadlineSettings
 from hosts.transport.holes import DEFAULT_HOLE_FILL, HoleFill
@@ -116,7 +116,7 @@ class TransportConfig:
                        probe_ms=round(self.send.probe_interval * 1000, 3),
                        ack_delay_ms=round(self.ack_delay * 1000, 3),
                        probe_on_silence=self.send.probe_on_silence, window=self.send.window,
-                       bound_scope=self.bounds.scope, order=self.send.order, cc=self.send.cc,
+                       bound_scope=self.bounds.scope, order=self.send.order, cc=self.send.cc, cc_loss=self.send.cc_loss,
                        core=self.core, io=self.io, port_mbps=self.send.port_mbps)
             if self.phase_aware:
                 out.update(phase_check_rounds=self.phase_check_rounds,
@@ -245,6 +245,12 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                         "marks and to a telemetry queueing delay above --cc-delay-ms, to loss "
                         "only beyond the bound; mlt's DATA is then ECN-capable. reno: halves on "
                         "every loss, ignores marks (docs/mechanisms.md)")
+    g.add_argument("--cc-loss", default="always", choices=LOSS_RESPONSES,
+                   help="--cc ecn: whether a loss beyond the bound cuts the window always "
+                        "(default), or only when an ACK showed congestion (a CE mark, a switch "
+                        "queue deeper than --cc-mark-depth) within the last 2 round trips: "
+                        "congested (random loss on a path of short queues then leaves the window "
+                        "alone; docs/mechanisms.md)")
     g.add_argument("--cc-delay-ms", type=float, default=20.0,
                    help="--cc ecn: every packet of an ACK echoing a longer path queueing delay "
                         "counts as marked (default 20)")
@@ -308,6 +314,7 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
         raise ConfigError("--cc-delay-ms must be a positive number")
     if args.cc_mark_depth < 0:
         raise ConfigError("--cc-mark-depth must be >= 0 packets")
+    check_loss_response(args.cc, args.cc_loss)
     kind = args.transport
     if args.controller:
         if kind != "ltp":
@@ -375,6 +382,7 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
                        priority_hints=kind == "ltp" and args.priority_hints == "on",
                        plain=kind == "mlt", order=args.order, seed=seed,
                        probe_on_silence=args.probe_on_silence, window=args.window, cc=args.cc,
+                       cc_loss=args.cc_loss,
                        delay_target_us=int(args.cc_delay_ms * 1000),
                        mark_depth=args.cc_mark_depth, port_mbps=args.port_mbps)
     mode = args.deadline or ("telemetry" if kind == "ltp" else "fixed")

@@ -17,6 +17,11 @@ Rule ``reno``: every loss event halves the window (at most once per `loss_gap` s
 round trip, whichever is longer: losses found within a round trip are one event); CE and delay
 are ignored. Loss is what the receiver's BITMAPs show (a chunk overtaken in the ACKs only stops
 holding the window: its ACK may have been the one lost).
+With `loss_response` 'congested' (rule ``ecn`` only), a loss beyond the bound cuts the window
+only if an ACK showed congestion within the last max(`loss_gap`, 2 smoothed round trips): a CE
+mark, a counted-as-marked packet, or a switch queue deeper than `mark_depth` in its telemetry.
+Loss on a path whose switches' queues stayed short is taken as random loss, not congestion
+(counted in `WindowStats.losses_spared`); 'always' (the default) cuts on every such loss.
 Both: +1 per acknowledged packet below the slow-start threshold, +1/cwnd above it; never below
 MIN_WINDOW packets.
 After idle (`on_send`: nothing in flight and nothing sent for longer than `idle_rto`), the
@@ -35,6 +40,7 @@ from dataclasses import dataclass
 from hosts.errors import ConfigError
 
 RULES = ("ecn", "reno")
+LOSS_RESPONSES = ("always", "congested")
 DCTCP_GAIN = 1.0 / 16.0
 # The switches' ECN marking threshold by default (controller NetworkOptions.ecn_normal, packets).
 SWITCH_ECN_THRESHOLD = 40
@@ -42,6 +48,14 @@ MIN_WINDOW = 2.0
 # Loss timer before the first RTT sample (RFC 6298 2.1 and Linux's TCP_TIMEOUT_INIT: 1 s).
 INITIAL_RTO = 1.0
 INFINITY = float("inf")
+
+
+def check_loss_response(rule: str, loss_response: str) -> None:
+    """ConfigError unless `loss_response` is one of LOSS_RESPONSES and fits `rule`."""
+    if loss_response not in LOSS_RESPONSES:
+        raise ConfigError(f"--cc-loss {loss_response!r} is not one of {', '.join(LOSS_RESPONSES)}")
+    if loss_response == "congested" and rule != "ecn":
+        raise ConfigError("--cc-loss congested needs --cc ecn (reno sees no marks or telemetry)")
 
 
 @dataclass
@@ -83,6 +97,7 @@ class WindowStats:
     reductions: int = 0      # window cuts by marks (ecn)
     loss_halvings: int = 0   # window cuts by loss (reno, or ecn beyond the bound)
     idle_restarts: int = 0   # window decays after an idle period (on_send)
+    losses_spared: int = 0   # losses beyond the bound with no congestion seen: no cut (congested)
 
 
 class Window:
@@ -90,9 +105,11 @@ class Window:
 
     def __init__(self, initial: float, rule: str = "ecn", loss_budget: int = 0,
                  delay_target_us: int = 20_000, loss_gap: float = 0.02,
-                 mark_depth: int = SWITCH_ECN_THRESHOLD, idle_rto: float = 0.02) -> None:
+                 mark_depth: int = SWITCH_ECN_THRESHOLD, idle_rto: float = 0.02,
+                 loss_response: str = "always") -> None:
         if rule not in RULES:
             raise ConfigError(f"--cc {rule!r} is not one of {', '.join(RULES)}")
+        check_loss_response(rule, loss_response)
         self.cwnd = float(initial)
         self.initial = float(initial)
         self.rule = rule
@@ -108,6 +125,8 @@ class Window:
         self._marked = 0
         self._observe = self.cwnd     # packets in this observation window (the window then)
         self._last_loss_cut = -INFINITY
+        self.loss_response = loss_response
+        self._congested_at = -INFINITY   # when an ACK last showed congestion
         self.stats = WindowStats()
         self.rtt = RttEstimate()
 
@@ -134,12 +153,14 @@ class Window:
             self.stats.idle_restarts += 1
 
     def on_ack(self, newly: int, ce_marked: int, qdelay_us: int, qdepth: int = 0,
-               not_ect: int = 0) -> None:
-        """One ACK: `newly` packets acknowledged for the first time, `ce_marked` of them CE,
-        `not_ect` of them sent Not-ECT; `qdelay_us` and `qdepth` the path queueing delay and
-        deepest queue the ACK echoes."""
+               not_ect: int = 0, now: float | None = None) -> None:
+        """One ACK at `now`: `newly` packets acknowledged for the first time, `ce_marked` of
+        them CE, `not_ect` of them sent Not-ECT; `qdelay_us` and `qdepth` the path queueing
+        delay and deepest queue the ACK echoes."""
         if newly <= 0:
             return
+        if now is not None and (ce_marked or qdepth > self.mark_depth or qdelay_us > self.delay_target_us):
+            self._congested_at = now
         for _ in range(newly):
             self.cwnd += 1.0 if self.cwnd < self.ssthresh else 1.0 / self.cwnd
         if self.rule != "ecn":
@@ -167,6 +188,10 @@ class Window:
             return
         if now - self._last_loss_cut <= max(self.loss_gap, self.rtt.srtt):
             return      # one cut per loss event: losses within a round trip are the same one
+        if (self.loss_response == "congested"
+                and now - self._congested_at > max(self.loss_gap, 2.0 * self.rtt.srtt)):
+            self.stats.losses_spared += 1
+            return
         self.ssthresh = max(self.cwnd / 2.0, MIN_WINDOW)
         self.cwnd = self.ssthresh
         self._last_loss_cut = now

@@ -51,6 +51,8 @@ class SendOptions:
         at least one smoothed RTT before the probe (control overtakes queued DATA).
     cc: 'ecn' (DCTCP-like on CE marks and telemetry queueing delay; loss only beyond the bound)
         or 'reno' (halve on every loss a BITMAP or the ACKs show).
+    cc_loss: with 'ecn', whether a loss beyond the bound cuts the window 'always' or only when
+        the ACKs showed congestion shortly before ('congested': congestion.Window).
     delay_target_us: with 'ecn', an ACK echoing a longer path queueing delay counts as marked.
     mark_depth: with 'ecn', the Not-ECT packets of an ACK echoing a deeper switch queue count
         as marked (the switches' ECN threshold, in packets).
@@ -74,6 +76,7 @@ class SendOptions:
     probe_on_silence: bool = False
     window: int = 0
     cc: str = "ecn"
+    cc_loss: str = "always"
     delay_target_us: int = 20_000
     mark_depth: int = SWITCH_ECN_THRESHOLD
     port_mbps: float = 0.0
@@ -84,7 +87,8 @@ def new_window(options: SendOptions) -> Window | None:
     if options.window <= 0:
         return None
     return Window(options.window, options.cc, 0, options.delay_target_us,
-                  options.probe_interval, options.mark_depth, idle_rto=options.probe_interval)
+                  options.probe_interval, options.mark_depth, idle_rto=options.probe_interval,
+                  loss_response=options.cc_loss)
 
 
 # A chunk still unacknowledged when this many later transmissions were acknowledged stops
@@ -480,7 +484,7 @@ class SendSession:
         if newly:
             self._detect_lost(now)
         if self.window is not None and newly:
-            self.window.on_ack(newly, marked, hdr.tele_qdelay_us, hdr.tele_max_qdepth, not_ect)
+            self.window.on_ack(newly, marked, hdr.tele_qdelay_us, hdr.tele_max_qdepth, not_ect, now)
             # Overtaken chunks stop holding the window. They are no loss signal: a lost ACK
             # looks the same; the receiver's BITMAP is what tells loss beyond the bound.
             self._outstanding &= ~(self._tx < highest - REORDER_THRESHOLD)
@@ -533,6 +537,7 @@ class SendSession:
                 "cc_mark_cuts": now.reductions - start.reductions,
                 "cc_loss_cuts": now.loss_halvings - start.loss_halvings,
                 "cc_idle_cuts": now.idle_restarts - start.idle_restarts,
+                "cc_losses_spared": now.losses_spared - start.losses_spared,
                 "srtt_ms": round(self.window.rtt.srtt * 1000, 3),
                 "rto_ms": round(self.window.rtt.timeout(self.options.probe_interval) * 1000, 3)}
 

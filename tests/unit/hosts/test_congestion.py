@@ -80,6 +80,31 @@ def test_ecn_ignores_loss_within_the_bound_and_halves_beyond_it():
     assert w.cwnd == 10
 
 
+def test_ecn_with_loss_response_congested_cuts_only_after_signs_of_congestion():
+    w = Window(20, "ecn", loss_budget=0, loss_gap=0.02, loss_response="congested")
+    w.rtt.sample(0.005)                                        # srtt 5 ms: look back 20 ms
+    w.on_ack(1, 0, 0, qdepth=10, now=1.0)                      # short queues: random loss
+    w.on_loss(1, now=1.01)
+    assert w.stats.loss_halvings == 0 and w.stats.losses_spared == 1
+    w.on_ack(1, 0, 0, qdepth=41, now=1.02)                     # a switch queue above 40
+    w.on_loss(1, now=1.03)
+    assert w.stats.loss_halvings == 1 and w.cwnd < 21
+    cut = w.cwnd
+    w.on_ack(1, 1, 0, now=1.10)                                # a CE mark 30 ms before the loss:
+    w.on_loss(1, now=1.13)                                     # older than the look-back
+    assert w.stats.loss_halvings == 1 and w.stats.losses_spared == 2 and w.cwnd >= cut
+    w.on_ack(1, 1, 0, now=1.20)
+    w.on_loss(1, now=1.21)
+    assert w.stats.loss_halvings == 2
+
+
+def test_loss_response_congested_needs_the_ecn_rule():
+    with pytest.raises(ConfigError, match="--cc-loss congested needs --cc ecn"):
+        Window(10, "reno", loss_response="congested")
+    with pytest.raises(ConfigError, match="--cc-loss 'sometimes'"):
+        Window(10, "ecn", loss_response="sometimes")
+
+
 def test_reno_halves_on_any_loss_and_ignores_marks():
     w = Window(20, "reno", loss_budget=7)
     _ack_window(w, marked_every=1, qdepth=63, not_ect=1)

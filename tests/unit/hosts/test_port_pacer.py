@@ -125,3 +125,11 @@ def test_the_port_rate_flag_reaches_the_senders_and_bad_values_are_named():
     for bad in ("-1", "inf", "nan"):
         with pytest.raises(ConfigError, match="--port-mbps"):
             _config("--port-mbps", bad)
+
+
+def test_the_loss_response_flag_reaches_the_window_and_needs_the_ecn_rule():
+    assert _config().send.cc_loss == "always"
+    config = _config("--cc-loss", "congested")
+    assert config.send.cc_loss == "congested" and config.summary()["cc_loss"] == "congested"
+    with pytest.raises(ConfigError, match="^--cc-loss congested needs --cc ecn"):
+        _config("--cc-loss", "congested", "--cc", "reno")

@@ -211,11 +211,11 @@ def _lose_first_pass(rng, hdr) -> bool:
     return not hdr.flags & wire.FLAG_RETX and hdr.chunk_seq % 7 == 3
 
 
-def _queued_push(gap: float = 0.008, standing: float = 0.08, loss=None):
+def _queued_push(gap: float = 0.008, standing: float = 0.08, loss=None, cc_loss: str = "always"):
     """A reliable push (window 10) across a PriorityWire; (wire, sender, receiver)."""
     net = PriorityWire(gap, standing, delay=0.01, loss=loss)
-    send, recv = _push(net, 0, LayerBounds.fixed(3, 0.0, "tensor"), SendOptions(window=10),
-                       deadline=30.0)
+    send, recv = _push(net, 0, LayerBounds.fixed(3, 0.0, "tensor"),
+                       SendOptions(window=10, cc_loss=cc_loss), deadline=30.0)
     return net, send, recv
 
 
@@ -237,6 +237,16 @@ def test_behind_a_standing_queue_only_the_lost_chunks_are_resent():
     # beyond bound 0, each loss is an event, but one cut per round trip: the 7 losses are found
     # as later ACKs come (not by one probe at the end), over ~3 round trips of the 8 ms gaps
     assert 1 <= send.window_summary()["cc_loss_cuts"] <= 3
+    assert send.stats.closed_by == "complete" and recv.fractions()[0] == [1.0, 1.0, 1.0]
+
+
+def test_loss_without_signs_of_congestion_spares_the_window_when_told():
+    """The same losses with --cc-loss congested: this wire marks nothing and echoes no queue,
+    so no loss is taken for congestion; the same chunks are resent all the same."""
+    net, send, recv = _queued_push(loss=_lose_first_pass, cc_loss="congested")
+    assert net.data_dropped == 7 and send.stats.retransmissions == 7
+    summary = send.window_summary()
+    assert summary["cc_loss_cuts"] == 0 and 1 <= summary["cc_losses_spared"] <= net.data_dropped
     assert send.stats.closed_by == "complete" and recv.fractions()[0] == [1.0, 1.0, 1.0]
 
 
