@@ -35,7 +35,7 @@ def _quick(name: str, tmp_path) -> list[dict]:
 
 def test_every_ns3_config_is_known():
     assert NS3_CONFIGS == ["dblp_microbursts", "dlcp_ablation", "ltp_incast", "ltp_incast_xval", "pcn",
-                           "regimes", "regimes_pull"]
+                           "regimes", "regimes_ccloss", "regimes_pull"]
 
 
 @pytest.mark.timeout(240)
@@ -61,6 +61,28 @@ def test_regime_map_quick_on_ns3(tmp_path, capsys):
     assert runs["tcp-cubic.l2.b25"]["metrics"]["rto_min_ms"] == 200.0
     # at 2 % loss and a 30 us RTT the default RTO_min (6,700 RTTs) is what a round waits for
     assert tuned["round_time_p99_s"] < runs["tcp-cubic.l2.b25"]["metrics"]["round_time_p99_s"]
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.slow
+def test_loss_response_quick_on_ns3(tmp_path, capsys):
+    """regimes_ccloss: at 2 % random loss the reliable pull's windows are cut by loss under the
+    default rule and never with --cc-loss congested (no queue showed congestion), whose losses
+    are counted as spared instead; both deliver the whole pull."""
+    code = cli.main(["regimes", "--quick", "--backend", "ns3", "--config",
+                     str(CONFIG_DIR / "ns3" / "regimes_ccloss.yaml"), "--out", str(tmp_path)])
+    capsys.readouterr()
+    assert code == 0
+    (run_dir,) = (tmp_path / "regimes-ccloss").iterdir()
+    pulls: dict[str, list[dict]] = {}
+    for line in (run_dir / "rounds.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        pulls.setdefault(rec["arm"], []).append(rec["repairs"]["pull"])
+    assert set(pulls) == {"gradlane.l2.b25", "gradlane-loss-congested.l2.b25", "mlt.l2.b25"}
+    always, congested = pulls["gradlane.l2.b25"], pulls["gradlane-loss-congested.l2.b25"]
+    assert sum(p["cc_loss_cuts"] for p in always) > 0 and sum(p["cc_losses_spared"] for p in always) == 0
+    assert sum(p["cc_loss_cuts"] for p in congested) == 0 and sum(p["cc_losses_spared"] for p in congested) > 0
+    assert all(p["resent"] > 0 for p in always + congested)
 
 
 @pytest.mark.timeout(240)
