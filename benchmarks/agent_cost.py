@@ -71,20 +71,22 @@ def _config():
     return config_from_args(args, len(LAYERS), 1)
 
 
-def _receiver(rounds: int, port_out, result_out, core: str = "python", io: str = "single") -> None:
+def _receiver(rounds: int, port_out, result_out, core: str = "python", io: str = "single",
+              route: bool = True) -> None:
     config, plan = _config(), ChunkPlan(LAYERS, CHUNK_ELEMS)
     ep = Endpoint(("127.0.0.1", 0), config.job_id, wire.PS_RANK, io=io)
     mux = Mux(ep)
+    mux.route_data = route
     wakes = [0]
-    receive = ep.receive
+    receive = mux.receive
 
-    def counted(timeout: float) -> list:
-        """The endpoint's receive, counting the loop's wakes that brought datagrams."""
-        got = receive(timeout)
-        wakes[0] += bool(got)
-        return got
+    def counted(timeout: float) -> None:
+        """The loop's receive, counting its wakes that brought datagrams."""
+        before = ep.counters["packets_received"]
+        receive(timeout)
+        wakes[0] += ep.counters["packets_received"] != before
 
-    ep.receive = counted
+    mux.receive = counted
     port_out.send(ep.address[1])
 
     def open_round(r: int) -> RecvSession:
@@ -137,16 +139,17 @@ def _sender(rounds: int, port: int, result_out, io: str = "single", core: str = 
 
 def measure(rounds: int, core: str = "python", tx_us: float | None = None,
             io: str = "single", send_core: str = "python",
-            rx_us: float | None = None) -> dict[str, float]:
+            rx_us: float | None = None, route: bool = True) -> dict[str, float]:
     """One sender (on `send_core`) and one receiver (on `core`), both on socket I/O `io`, for
     `rounds` rounds: CPU seconds per received and per sent datagram, solved from both processes'
     CPU time and counts (given `tx_us`, the receiver's rx from its own CPU time alone; given
-    `rx_us`, the sender's tx from its own)."""
+    `rx_us`, the sender's tx from its own). `route`: the receiver's Mux routes DATA to native
+    sessions straight from the socket where it can (hosts/transport/data_route.py)."""
     ctx = mp.get_context("fork")
     port_in, port_out = ctx.Pipe(duplex=False)
     rres_in, rres_out = ctx.Pipe(duplex=False)
     sres_in, sres_out = ctx.Pipe(duplex=False)
-    recv = ctx.Process(target=_receiver, args=(rounds, port_out, rres_out, core, io))
+    recv = ctx.Process(target=_receiver, args=(rounds, port_out, rres_out, core, io, route))
     recv.start()
     port = port_in.recv()
     send = ctx.Process(target=_sender, args=(rounds, port, sres_out, io, send_core))
@@ -167,12 +170,25 @@ def measure(rounds: int, core: str = "python", tx_us: float | None = None,
         rx = (r_cpu - tx_us / 1e6 * r_out) / r_in
     if rx_us is not None:
         tx = (s_cpu - rx_us / 1e6 * s_in) / s_out
-    return {"core": core, "io": io, "send_core": send_core, "send_us_out": s_cpu / s_out * 1e6,
+    return {"core": core, "io": io, "send_core": send_core, "route": route,
+            "send_us_out": s_cpu / s_out * 1e6,
             "per_wake": r_in / max(r_wakes, 1), "rx_us": rx * 1e6, "tx_us": tx * 1e6,
             "recv_us_in": r_cpu / r_in * 1e6,
             "recv_cpu_s": r_cpu, "send_cpu_s": s_cpu,
             "recv_in": r_in, "recv_out": r_out, "send_in": s_in, "send_out": s_out,
             "mean_us": (r_cpu + s_cpu) / (r_in + r_out + s_in + s_out) * 1e6}
+
+
+def _receivers(cores: list[str], io: str, route_modes: list[str]) -> list[tuple[str, str]]:
+    """(core, routing) of each receiver row: routing matters for a native core on batch I/O
+    only ("-" elsewhere, where nothing is routed)."""
+    out = []
+    for core in cores:
+        if core == "native" and io == "batch":
+            out += [(core, mode) for mode in route_modes]
+        else:
+            out.append((core, "-"))
+    return out
 
 
 def main() -> None:
@@ -185,7 +201,14 @@ def main() -> None:
                     help="comma-separated socket I/O paths to measure in turn: single, batch")
     ap.add_argument("--send-cores", default="python",
                     help="comma-separated sender cores (DATA framing) to measure in turn: python, native")
+    ap.add_argument("--route-data", default="on",
+                    help="comma-separated: on (DATA of native sessions routed from the socket "
+                         "into the core, the default), off (every datagram parsed in Python); "
+                         "each native batch row runs once per setting")
     args = ap.parse_args()
+    route_modes = [x.strip() for x in args.route_data.split(",") if x.strip()]
+    if not route_modes or any(x not in ("on", "off") for x in route_modes):
+        ap.error(f"--route-data {args.route_data!r}: choose among on, off")
     ios = [x.strip() for x in args.ios.split(",") if x.strip()]
     if not ios or any(x not in IO_MODES for x in ios):
         ap.error(f"--ios {args.ios!r}: choose among {', '.join(IO_MODES)}")
@@ -210,7 +233,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"ltp_incast's gradlane push, 1 sender -> 1 receiver over loopback, {args.rounds} rounds of "
           f"{len(LAYERS)} layers ({sum(LAYERS)} float32, {CHUNK_ELEMS} per chunk); load average {load:.2f}")
-    print(f"{'run':<5}{'core':<8}{'send':<8}{'io':<8}{'rx us/dgram':>13}{'tx us/dgram':>13}"
+    print(f"{'run':<5}{'core':<8}{'send':<8}{'io':<8}{'route':<7}{'rx us/dgram':>13}{'tx us/dgram':>13}"
           f"{'recv us/in':>12}{'send us/out':>13}{'mean us':>9}"
           f"{'recv: in/out':>16}{'send: in/out':>16}{'cpu s recv/send':>18}{'dgrams/wake':>13}")
     rows = []
@@ -218,23 +241,24 @@ def main() -> None:
         for io in ios:
             tx_us = rx_us = None
             for send_core in send_cores:     # interleaved: every core and path meets the same load
-                for core in cores:
+                for core, route in _receivers(cores, io, route_modes):
                     m = measure(args.rounds, core, tx_us if core == "native" else None, io, send_core,
-                                rx_us if send_core == "native" else None)
+                                rx_us if send_core == "native" else None, route == "on")
                     if core == "python" and send_core == "python":
                         tx_us, rx_us = m["tx_us"], m["rx_us"]
                     rows.append(m)
-                    print(f"{i + 1:<5}{core:<8}{send_core:<8}{io:<8}{m['rx_us']:>13.1f}{m['tx_us']:>13.1f}"
+                    print(f"{i + 1:<5}{core:<8}{send_core:<8}{io:<8}{route:<7}{m['rx_us']:>13.1f}{m['tx_us']:>13.1f}"
                           f"{m['recv_us_in']:>12.1f}{m['send_us_out']:>13.1f}"
                           f"{m['mean_us']:>9.1f}{m['recv_in']:>9}/{m['recv_out']:<6}{m['send_in']:>9}/"
                           f"{m['send_out']:<6}{m['recv_cpu_s']:>9.2f}/{m['send_cpu_s']:<8.2f}"
                           f"{m['per_wake']:>13.2f}", flush=True)
     for io in ios:
         for send_core in send_cores:
-            for core in cores:
+            for core, route in _receivers(cores, io, route_modes):
                 mine = [r for r in rows if r["core"] == core and r["io"] == io
-                        and r["send_core"] == send_core]
-                print(f"median, {core} receiver, {send_core} sender, {io} I/O: rx "
+                        and r["send_core"] == send_core and r["route"] == (route == "on")]
+                routed = f", routing {route}" if route != "-" else ""
+                print(f"median, {core} receiver{routed}, {send_core} sender, {io} I/O: rx "
                       f"{statistics.median(r['rx_us'] for r in mine):.1f} us, "
                       f"tx {statistics.median(r['tx_us'] for r in mine):.1f} us per datagram, receiver "
                       f"{statistics.median(r['recv_us_in'] for r in mine):.1f} us per datagram received, "

@@ -16,6 +16,10 @@ Stages, each timed alone over the same datagrams (ltp_incast's gradient: layers 
   session  `RecvSession.on_packet`: reassembly into the numpy buffers, ACK bookkeeping, early
            close (the part the native core ports), ACK frames included
   dispatch `Router.dispatch` + session: the route to the session by (round, stage) and the above
+  whole    the receive path in one piece, not a sum of stages: a round's datagrams queued on a
+           loopback socket, then `Mux.receive` until the session is done (its ACKs go out to
+           the sending socket), on each I/O path; on `--io batch` with the native core also with
+           DATA routed from the socket straight into the core (hosts/transport/data_route.py)
 CPU is process_time over `--rounds` rounds, the best of `--repeat` runs; no wall-clock.
 Run: .venv/bin/python benchmarks/recv_core.py [--rounds 400] [--repeat 5]
 """
@@ -37,6 +41,7 @@ from hosts import wire  # noqa: E402
 from hosts.transport import core as transport_core  # noqa: E402
 from hosts.transport.chunking import ChunkPlan  # noqa: E402
 from hosts.transport.endpoint import Endpoint, default_io  # noqa: E402
+from hosts.transport.mux import Mux  # noqa: E402
 from hosts.transport.port import Port  # noqa: E402
 from hosts.transport.receiver import ReceiveOptions  # noqa: E402
 from hosts.transport.router import Router  # noqa: E402
@@ -134,6 +139,42 @@ def socket_per_datagram(rounds: int, base: list[bytes], io: str = "single") -> f
     return cpu / count
 
 
+def whole_per_datagram(core: str, rounds: int, base: list[bytes], io: str, route: bool) -> float:
+    """CPU seconds per DATA datagram of `Mux.receive` on core `core` and socket I/O `io`, each
+    round's datagrams queued on the socket first; `route`: DATA routed to the native core."""
+    ep = Endpoint(("127.0.0.1", 0), JOB, wire.PS_RANK, io=io)
+    mux = Mux(ep)
+    mux.route_data = route
+    plan = ChunkPlan(LAYERS, CHUNK_ELEMS)
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tx.bind(("127.0.0.1", 0))
+    tx.setblocking(False)
+    cpu = 0.0
+    count = 0
+    try:
+        for r in range(rounds):
+            session = _session(ep, plan, r, core)
+            mux.add(session)
+            for d in _round_data(base, r):
+                tx.sendto(d, ep.address)
+            t0 = time.process_time()
+            while not session.done:
+                mux.receive(1.0)
+            ep.flush()
+            cpu += time.process_time() - t0
+            count += len(base)
+            mux.prune(r + 1)
+            try:
+                while True:
+                    tx.recv(65535)
+            except BlockingIOError:
+                pass
+    finally:
+        tx.close()
+        ep.close()
+    return cpu / count
+
+
 def send_per_datagram(rounds: int, base: list[bytes], io: str = "single") -> float:
     """CPU seconds per datagram of `Endpoint.send` + `flush` on socket I/O `io`, ten datagrams
     per flush, over loopback."""
@@ -194,6 +235,10 @@ def main() -> None:
             for stage in ("session", "dispatch"):
                 key = f"{stage}/{core}"
                 best[key] = min(best.get(key, 1.0), per_datagram(core, args.rounds, stage, base))
+            for io, route in _whole_paths(core, ios):
+                key = f"whole/{core}/{io}/{route}"
+                best[key] = min(best.get(key, 1.0),
+                                whole_per_datagram(core, args.rounds, base, io, route))
     us = {k: v * 1e6 for k, v in best.items()}
     sock = us["socket/single"]
     print(f"{'us per DATA datagram':<34}" + "".join(f"{c:>10}" for c in cores))
@@ -212,7 +257,22 @@ def main() -> None:
     if "batch" in ios:
         print(f"{'receive path total, --io batch':<34}"
               + "".join(f"{batch + us['parse'] + us['dispatch/' + c]:>10.2f}" for c in cores))
+    for io in ios:
+        for route in (False, True):
+            label = f"whole path, --io {io}" + (", routed" if route else "")
+            if not any(f"whole/{c}/{io}/{route}" in us for c in cores):
+                continue
+            print(f"{label:<34}" + "".join(
+                f"{us[f'whole/{c}/{io}/{route}']:>10.2f}" if f"whole/{c}/{io}/{route}" in us
+                else f"{'-':>10}" for c in cores))
     print(f"(load average {os.getloadavg()[0]:.2f} at the end)")
+
+
+def _whole_paths(core: str, ios: list[str]) -> list[tuple[str, bool]]:
+    """(I/O path, routed) of the whole-path rows of `core`: routing exists for the native core
+    on the batch path only."""
+    return [(io, False) for io in ios] + ([("batch", True)]
+                                          if core == "native" and "batch" in ios else [])
 
 
 if __name__ == "__main__":

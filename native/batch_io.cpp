@@ -4,7 +4,8 @@
 //     endpoint's datagrams on the socket with sendmmsg, each with its own IP_TOS and address;
 //   Receiver(fd, slots) drains a socket with recvmmsg into preallocated buffers and returns
 //     (data, (host, port), tos) per datagram, the TOS from its IP_TOS ancillary data (the socket
-//     has IP_RECVTOS set).
+//     has IP_RECVTOS set); or, with `route`, hands each DATA datagram of an open native receive
+//     session straight to its RecvCore (module.cpp) and returns only the rest, one at a time.
 // Each datagram meets the outcome the one-call-per-datagram path gives it (sent, would block,
 // or another error), so the counters and the wire are the same; only the number of system
 // calls differs.
@@ -18,8 +19,15 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <ctime>
 #include <unordered_map>
 #include <vector>
+
+#include "recv_core.h"
+
+bool gradlane_is_recv_core(PyObject* obj);   // module.cpp
+int gradlane_core_deliver(PyObject* obj, const gradlane::Data& d, PyObject* addr, double now,
+                          PyObject** frame);
 
 namespace {
 
@@ -71,6 +79,7 @@ struct ReceiverObject {
   std::vector<char>* control;
   char* data;   // slots x MAX_DATAGRAM, not zeroed: a page is touched when a datagram fills it
   std::unordered_map<uint64_t, PyObject*>* names;   // (ip, port) -> the (host, port) tuple
+  unsigned head, count;   // slots [head, count) hold datagrams received and not yet handed out
 };
 
 void receiver_clear_names(ReceiverObject* self) {
@@ -105,6 +114,7 @@ int receiver_init(ReceiverObject* self, PyObject* args, PyObject*) {
   self->control = new std::vector<char>(self->slots * TOS_SPACE);
   self->data = new char[self->slots * MAX_DATAGRAM];
   self->names = new std::unordered_map<uint64_t, PyObject*>();
+  self->head = self->count = 0;
   return 0;
 }
 
@@ -122,21 +132,27 @@ PyObject* address_of(ReceiverObject* self, const sockaddr_in& a) {
   return t;
 }
 
-// recv(most) -> ([(data, addr, tos), ...], errno): what waits, up to `most` datagrams; errno 0
-// when it stopped because nothing more waited, else the error that stopped it
-PyObject* receiver_recv(ReceiverObject* self, PyObject* arg) {
-  if (!self->msgs) {
-    PyErr_SetString(PyExc_RuntimeError, "Receiver is not initialised");
-    return nullptr;
-  }
-  long most = PyLong_AsLong(arg);
-  if (most == -1 && PyErr_Occurred()) return nullptr;
-  PyObject* out = PyList_New(0);
-  if (!out) return nullptr;
-  int err = 0;
-  auto& msgs = *self->msgs;
-  while (most > 0) {
-    unsigned len = static_cast<unsigned>(std::min<long>(most, self->slots));
+bool initialised(ReceiverObject* self) {
+  if (self->msgs) return true;
+  PyErr_SetString(PyExc_RuntimeError, "Receiver is not initialised");
+  return false;
+}
+
+// One pass of handing out datagrams: at most `budget` of them, one recvmmsg per `slots` once
+// those received earlier are handed out, and none after the socket was found drained.
+struct Pass {
+  long budget;
+  bool drained = false;
+  int err = 0;   // the error that stopped recvmmsg, 0 when it stopped because nothing waited
+};
+
+// The slot of the next datagram, or -1 when the pass is over.
+int next_slot(ReceiverObject* self, Pass& pass) {
+  if (pass.budget <= 0) return -1;
+  if (self->head == self->count) {
+    if (pass.drained) return -1;
+    auto& msgs = *self->msgs;
+    unsigned len = static_cast<unsigned>(std::min<long>(pass.budget, self->slots));
     for (unsigned i = 0; i < len; ++i) {
       (*self->iovs)[i] = {self->data + i * MAX_DATAGRAM, MAX_DATAGRAM};
       msghdr& h = msgs[i].msg_hdr;
@@ -150,33 +166,209 @@ PyObject* receiver_recv(ReceiverObject* self, PyObject* arg) {
     }
     int rc;   // the GIL stays held: MSG_DONTWAIT, and the buffers are this object's
     do { rc = recvmmsg(self->fd, msgs.data(), len, MSG_DONTWAIT, nullptr); } while (rc < 0 && errno == EINTR);
-    if (rc < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK) err = errno;
+    if (rc <= 0) {
+      if (rc < 0 && errno != EAGAIN && errno != EWOULDBLOCK) pass.err = errno;
+      pass.drained = true;
+      return -1;
+    }
+    if (static_cast<unsigned>(rc) < len) pass.drained = true;
+    self->head = 0;
+    self->count = static_cast<unsigned>(rc);
+  }
+  pass.budget--;
+  return static_cast<int>(self->head++);
+}
+
+int tos_of(ReceiverObject* self, int slot) {
+  msghdr& h = (*self->msgs)[slot].msg_hdr;
+  int tos = 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c))
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS && c->cmsg_len > CMSG_LEN(0))
+      tos = *reinterpret_cast<unsigned char*>(CMSG_DATA(c));
+  return tos;
+}
+
+const uint8_t* data_of(ReceiverObject* self, int slot) {
+  return reinterpret_cast<const uint8_t*>(self->data) + static_cast<size_t>(slot) * MAX_DATAGRAM;
+}
+
+// (data, addr, tos) of the datagram in `slot`, its address tuple `addr` stolen
+PyObject* datagram_tuple(ReceiverObject* self, int slot, PyObject* addr) {
+  PyObject* data = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(data_of(self, slot)),
+                                             static_cast<Py_ssize_t>((*self->msgs)[slot].msg_len));
+  if (!data) { Py_DECREF(addr); return nullptr; }
+  return Py_BuildValue("(NNi)", data, addr, tos_of(self, slot));
+}
+
+// recv(most) -> ([(data, addr, tos), ...], errno): what waits, up to `most` datagrams; errno 0
+// when it stopped because nothing more waited, else the error that stopped it
+PyObject* receiver_recv(ReceiverObject* self, PyObject* arg) {
+  if (!initialised(self)) return nullptr;
+  long most = PyLong_AsLong(arg);
+  if (most == -1 && PyErr_Occurred()) return nullptr;
+  PyObject* out = PyList_New(0);
+  if (!out) return nullptr;
+  Pass pass{most};
+  for (int slot; (slot = next_slot(self, pass)) >= 0;) {
+    PyObject* addr = address_of(self, (*self->addrs)[slot]);
+    PyObject* t = addr ? datagram_tuple(self, slot, addr) : nullptr;
+    if (!t) { Py_DECREF(out); return nullptr; }
+    if (PyList_Append(out, t) < 0) { Py_DECREF(t); Py_DECREF(out); return nullptr; }
+    Py_DECREF(t);
+  }
+  return Py_BuildValue("(Ni)", out, pass.err);
+}
+
+uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+uint32_t be32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |
+         static_cast<uint32_t>(p[2]) << 8 | p[3];
+}
+
+// The gradient header's fields the route needs (hosts/wire.py HEADER: "!BBHHHIBBHIIHHI")
+constexpr size_t HEADER_LEN = 32;
+constexpr int VERSION = 1;
+constexpr int FLAG_PULL = 0x01;
+
+struct Route {       // an open native receive session: (round, pull) -> its core and send
+  uint32_t round;
+  bool pull;
+  PyObject* core;    // borrowed from the routes list for the call
+  PyObject* send;
+};
+
+// EV bits counted by route, in the order of its counts tuple after packets and bytes
+constexpr int EV_BITS[] = {gradlane::EV_FOREIGN_RANK, gradlane::EV_CORRUPT, gradlane::EV_NONFINITE,
+                           gradlane::EV_LATE, gradlane::EV_RETX, gradlane::EV_DUPLICATE};
+constexpr size_t N_COUNTS = 2 + sizeof(EV_BITS) / sizeof(EV_BITS[0]);
+
+double monotonic_now() {   // time.monotonic()'s clock
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// route(most, job_id, peer, routes, rank_addrs) -> (sends, other, taken, errno, counts)
+//
+// Hands out up to `most` datagrams. One that is DATA of job `job_id` with a well-formed header,
+// from `peer` (when not None), from the address `rank_addrs[rank]` (when not None), whose
+// (round, PULL flag) is one of `routes` ([(round, pull, core, send), ...], each core a RecvCore)
+// goes to that core at the clock's time, as RecvSession.on_packet would take it after
+// Port.parse and Router.dispatch; a frame it asks to send is appended to `sends` as
+// (send, frame) for the caller to send in order. The first datagram that is not such DATA ends
+// the call as `other` = (data, addr, tos) (None when the pass ended), before any datagram after
+// it is looked at: the caller dispatches it and calls again. `counts`: packets and bytes of the
+// routed DATA, then how many had each event bit EV_FOREIGN_RANK .. EV_DUPLICATE.
+PyObject* receiver_route(ReceiverObject* self, PyObject* args) {
+  long most;
+  unsigned job_id;
+  PyObject *peer, *routes_o, *rank_addrs;
+  if (!initialised(self) ||
+      !PyArg_ParseTuple(args, "lIOOO", &most, &job_id, &peer, &routes_o, &rank_addrs))
+    return nullptr;
+  if (rank_addrs != Py_None && !PyDict_Check(rank_addrs)) {
+    PyErr_SetString(PyExc_TypeError, "rank_addrs must be a dict or None");
+    return nullptr;
+  }
+  PyObject* fast = PySequence_Fast(routes_o, "routes must be a sequence");
+  if (!fast) return nullptr;
+  std::vector<Route> routes;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); ++i) {
+    Route r;
+    int pull;
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "IpOO", &r.round, &pull, &r.core,
+                          &r.send)) {
+      Py_DECREF(fast);
+      return nullptr;
+    }
+    if (!gradlane_is_recv_core(r.core)) {
+      Py_DECREF(fast);
+      PyErr_SetString(PyExc_TypeError, "a route's core must be a RecvCore");
+      return nullptr;
+    }
+    r.pull = pull != 0;
+    routes.push_back(r);
+  }
+  PyObject* sends = PyList_New(0);
+  if (!sends) { Py_DECREF(fast); return nullptr; }
+  PyObject* other = nullptr;
+  unsigned long long counts[N_COUNTS] = {};
+  long taken = 0;
+  Pass pass{most};
+  auto fail = [&]() -> PyObject* { Py_DECREF(sends); Py_DECREF(fast); return nullptr; };
+  for (int slot; (slot = next_slot(self, pass)) >= 0;) {
+    ++taken;
+    const uint8_t* p = data_of(self, slot);
+    size_t n = (*self->msgs)[slot].msg_len;
+    PyObject* addr = address_of(self, (*self->addrs)[slot]);
+    if (!addr) return fail();
+    const Route* route = nullptr;
+    if (n >= HEADER_LEN && (p[0] >> 4) == VERSION && (p[0] & 0xf) == gradlane::KIND_DATA &&
+        be16(p + 14) == n - HEADER_LEN && be16(p + 2) == job_id) {
+      uint32_t round = be32(p + 8);
+      bool pull = (p[1] & FLAG_PULL) != 0;
+      for (const Route& r : routes)
+        if (r.round == round && r.pull == pull) { route = &r; break; }
+    }
+    if (route && peer != Py_None) {
+      int eq = PyObject_RichCompareBool(addr, peer, Py_EQ);
+      if (eq < 0) { Py_DECREF(addr); return fail(); }
+      if (!eq) route = nullptr;
+    }
+    if (route && rank_addrs != Py_None) {
+      PyObject* rank = PyLong_FromLong(be16(p + 4));
+      PyObject* bound = rank ? PyDict_GetItemWithError(rank_addrs, rank) : nullptr;
+      Py_XDECREF(rank);
+      if (!bound && PyErr_Occurred()) { Py_DECREF(addr); return fail(); }
+      int eq = bound ? PyObject_RichCompareBool(bound, addr, Py_EQ) : 0;
+      if (eq < 0) { Py_DECREF(addr); return fail(); }
+      if (!eq) route = nullptr;
+    }
+    if (!route) {
+      other = datagram_tuple(self, slot, addr);
+      if (!other) return fail();
       break;
     }
-    for (int i = 0; i < rc; ++i) {
-      msghdr& h = msgs[i].msg_hdr;
-      int tos = 0;
-      for (cmsghdr* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c))
-        if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS && c->cmsg_len > CMSG_LEN(0))
-          tos = *reinterpret_cast<unsigned char*>(CMSG_DATA(c));
-      PyObject* data = PyBytes_FromStringAndSize(static_cast<const char*>((*self->iovs)[i].iov_base),
-                                                 static_cast<Py_ssize_t>(msgs[i].msg_len));
-      PyObject* addr = data ? address_of(self, (*self->addrs)[i]) : nullptr;
-      PyObject* t = addr ? Py_BuildValue("(NNi)", data, addr, tos) : nullptr;
-      if (!t) { Py_XDECREF(data); Py_DECREF(out); return nullptr; }
-      if (PyList_Append(out, t) < 0) { Py_DECREF(t); Py_DECREF(out); return nullptr; }
-      Py_DECREF(t);
+    counts[0]++;
+    counts[1] += n;
+    gradlane::Data d{be16(p + 4), be16(p + 6), be32(p + 16), be32(p + 20), p[1],
+                     tos_of(self, slot), be16(p + 24), be32(p + 28), be16(p + 26),
+                     p + HEADER_LEN, n - HEADER_LEN};
+    PyObject* frame = nullptr;
+    int ev = gradlane_core_deliver(route->core, d, addr, monotonic_now(), &frame);
+    Py_DECREF(addr);
+    if (ev < 0) return fail();
+    for (size_t b = 0; b < N_COUNTS - 2; ++b)
+      if (ev & EV_BITS[b]) counts[2 + b]++;
+    if (frame) {
+      PyObject* item = Py_BuildValue("(ON)", route->send, frame);
+      if (!item || PyList_Append(sends, item) < 0) { Py_XDECREF(item); return fail(); }
+      Py_DECREF(item);
     }
-    most -= rc;
-    if (static_cast<unsigned>(rc) < len) break;   // the socket is drained
   }
-  return Py_BuildValue("(Ni)", out, err);
+  Py_DECREF(fast);
+  PyObject* tally = PyTuple_New(N_COUNTS);
+  if (!tally) { Py_DECREF(sends); Py_XDECREF(other); return nullptr; }
+  for (size_t i = 0; i < N_COUNTS; ++i)
+    PyTuple_SET_ITEM(tally, static_cast<Py_ssize_t>(i), PyLong_FromUnsignedLongLong(counts[i]));
+  return Py_BuildValue("(NNliN)", sends, other ? other : (Py_INCREF(Py_None), Py_None), taken,
+                       pass.err, tally);
 }
+
+PyObject* receiver_pending(ReceiverObject* self, void*) {
+  return PyLong_FromUnsignedLong(self->count - self->head);
+}
+
+PyGetSetDef receiver_getset[] = {
+    {"pending", reinterpret_cast<getter>(receiver_pending), nullptr,
+     "Datagrams received from the socket and not yet handed out.", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyMethodDef receiver_methods[] = {
     {"recv", reinterpret_cast<PyCFunction>(receiver_recv), METH_O,
      "recv(most) -> ([(data, addr, tos), ...], errno)"},
+    {"route", reinterpret_cast<PyCFunction>(receiver_route), METH_VARARGS,
+     "route(most, job_id, peer, routes, rank_addrs) -> (sends, other, taken, errno, counts)"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyTypeObject ReceiverType = {PyVarObject_HEAD_INIT(nullptr, 0)};
@@ -196,6 +388,7 @@ int gradlane_add_batch_io(PyObject* m) {
   ReceiverType.tp_init = reinterpret_cast<initproc>(receiver_init);
   ReceiverType.tp_dealloc = reinterpret_cast<destructor>(receiver_dealloc);
   ReceiverType.tp_methods = receiver_methods;
+  ReceiverType.tp_getset = receiver_getset;
   if (PyType_Ready(&ReceiverType) < 0) return -1;
   Py_INCREF(&ReceiverType);
   if (PyModule_AddObject(m, "Receiver", reinterpret_cast<PyObject*>(&ReceiverType)) < 0) {

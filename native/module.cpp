@@ -1,5 +1,6 @@
 // CPython binding of the native receive core (recv_core.h): hosts.transport._native.RecvCore
-// (and, from batch_io.cpp, the endpoint's batched socket I/O: Receiver; from
+// (and, from batch_io.cpp, the endpoint's batched socket I/O, which hands DATA straight to a
+// RecvCore through gradlane_core_deliver: Receiver; from
 // packet_mac.cpp, the --packet-mac trailer: MacKey; from mag_classes.cpp, the chunks'
 // magnitude classes: mag_classes; from send_order.cpp, the first pass's order: interleave).
 // hosts/transport/native_receiver.py wraps it behind RecvSession's interface. The binding
@@ -200,6 +201,26 @@ PyObject* maybe_send(CoreObject* self, bool sent, const Send& s) {
   return send_tuple(self, s);
 }
 
+// One DATA packet of a known job for the core: its event bits (EV_SEND: *self->last holds the
+// frame). The sender's address becomes `addr` (borrowed) unless the payload was refused, so a
+// STOP or ACK this packet triggers goes to it.
+int deliver(CoreObject* self, const gradlane::Data& d, PyObject* addr, double now) {
+  RecvCore& core = *self->core;
+  int k = core.index_of(d.rank);
+  if (k < 0) return gradlane::EV_FOREIGN_RANK;
+  PyObject* prev = (*self->addrs)[k];
+  Py_INCREF(addr);
+  (*self->addrs)[k] = addr;
+  int ev = core.on_data(d, now, *self->last);
+  if (ev & (gradlane::EV_CORRUPT | gradlane::EV_NONFINITE)) {
+    (*self->addrs)[k] = prev;
+    Py_DECREF(addr);
+  } else {
+    Py_XDECREF(prev);
+  }
+  return ev;
+}
+
 // on_packet(pkt, now) -> event bits (EV_SEND: take_send() has the frame; EV_NOT_DATA: a
 // packet of a known sender that is not DATA, for the wrapper)
 PyObject* core_on_packet(CoreObject* self, PyObject* const* args, Py_ssize_t nargs) {
@@ -235,23 +256,12 @@ PyObject* core_on_packet(CoreObject* self, PyObject* const* args, Py_ssize_t nar
                    static_cast<uint32_t>(qdepth), static_cast<uint32_t>(qdelay),
                    static_cast<uint32_t>(hops), static_cast<const uint8_t*>(view.buf),
                    static_cast<size_t>(view.len)};
-  // the sender's address first: a STOP or ACK this packet triggers goes to it
-  int ev;
-  {
-    PyObject* prev = (*self->addrs)[k];
-    PyObject* addr = PyObject_GetAttr(pkt, s_addr);
-    if (!addr) { PyBuffer_Release(&view); Py_DECREF(payload); return nullptr; }
-    ev = core.on_data(d, now, *self->last);
-    if (ev & (gradlane::EV_CORRUPT | gradlane::EV_NONFINITE)) {
-      Py_DECREF(addr);
-    } else {
-      (*self->addrs)[k] = addr;
-      Py_XDECREF(prev);
-    }
-  }
+  PyObject* addr = PyObject_GetAttr(pkt, s_addr);
+  int ev = addr ? deliver(self, d, addr, now) : -1;
+  Py_XDECREF(addr);
   PyBuffer_Release(&view);
   Py_DECREF(payload);
-  return PyLong_FromLong(ev);
+  return ev < 0 ? nullptr : PyLong_FromLong(ev);
 }
 
 PyObject* core_take_send(CoreObject* self, PyObject*) {
@@ -406,6 +416,25 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "hosts.transport._native",
                           "The native receive core of gradlane's transport.", -1, nullptr};
 
 }  // namespace
+
+// For batch_io.cpp's routed receive (Receiver.route): whether `obj` is a RecvCore, and one
+// DATA datagram for it whose header the caller validated (this job's, kind DATA, its payload's
+// length): on_packet's work without a parsed packet. Event bits, or -1 with a Python error;
+// with EV_SEND, *frame is a new reference to the frame (take_send's tuple).
+bool gradlane_is_recv_core(PyObject* obj) { return PyObject_TypeCheck(obj, &CoreType); }
+
+int gradlane_core_deliver(PyObject* obj, const gradlane::Data& d, PyObject* addr, double now,
+                          PyObject** frame) {
+  auto* self = reinterpret_cast<CoreObject*>(obj);
+  *frame = nullptr;
+  if (!ready(self)) return -1;
+  int ev = deliver(self, d, addr, now);
+  if (ev & gradlane::EV_SEND) {
+    *frame = send_tuple(self, *self->last);
+    if (!*frame) return -1;
+  }
+  return ev;
+}
 
 int gradlane_add_batch_io(PyObject* m);   // batch_io.cpp: Receiver
 int gradlane_add_send_frames(PyObject* m);   // send_frames.cpp: DataFrames, SendQueue

@@ -93,6 +93,7 @@ class ServerRounds:
         router.handlers[wire.KIND_PULL_REQ] = self.on_pull_req
         router.handlers[wire.KIND_HELLO] = self.on_hello
         router.admit = self.admit
+        router.data_sources = self.addrs
 
     # -- who takes part ---------------------------------------------------------------------
     def bind(self, rank: int, addr: tuple[str, int]) -> None:
@@ -101,7 +102,8 @@ class ServerRounds:
         self.pull_windows[rank] = new_window(self.config.send)
 
     def admit(self, pkt: Received) -> bool:
-        """Only a worker's bound address speaks for its rank (HELLO is how it gets bound)."""
+        """Only a worker's bound address speaks for its rank (HELLO is how it gets bound);
+        DATA by `addrs` alone, the router's `data_sources`."""
         if pkt.header.kind == wire.KIND_HELLO:
             return True
         if pkt.header.kind == wire.KIND_PCN_START:

@@ -29,7 +29,7 @@ __all__ = ["Endpoint", "IO_MODES", "Received", "default_io", "resolve_io"]
 
 SOCKET_BUFFER_BYTES = 4 << 20
 MAX_DATAGRAM = 65535
-_RECV_BATCH = 512
+RECV_BATCH = 512
 _RECV_SLOTS = 64     # recvmmsg buffers of MAX_DATAGRAM bytes each
 IO_MODES = ("batch", "single")
 
@@ -81,11 +81,12 @@ class Endpoint(Port):
         self._buf = bytearray(MAX_DATAGRAM)
         self._ancillary = socket.CMSG_SPACE(4)
         self.io = resolve_io(io)
-        self._receiver = (_native.Receiver(self.sock.fileno(), _RECV_SLOTS)
-                          if self.io == "batch" else None)
+        # batch: the socket's reader (data_route.py hands DATA from it to native sessions)
+        self.receiver = (_native.Receiver(self.sock.fileno(), _RECV_SLOTS)
+                         if self.io == "batch" else None)
         self._queue = _native.SendQueue() if self.io == "batch" else None
-        self._signs_data = (self.mac_key is not None
-                            and packet_mac.signs(self.mac_mode, wire.KIND_DATA))
+        self.signs_data = (self.mac_key is not None
+                           and packet_mac.signs(self.mac_mode, wire.KIND_DATA))
 
     @property
     def address(self) -> tuple[str, int]:
@@ -122,7 +123,7 @@ class Endpoint(Port):
         """`Port.send_data`; in `batch` with native frames (and, where DATA is signed, a
         native MAC) the frame is built and signed in the send queue."""
         if self._queue is not None and is_native(frames):
-            if not self._signs_data:
+            if not self.signs_data:
                 return self._queue.add_data(frames, idx, flags, addr, tos)
             if mac_impl.is_native(self.mac):   # signed by the Python MAC: the port's path
                 return self._queue.add_data(frames, idx, flags, addr, tos, self.mac)
@@ -143,17 +144,24 @@ class Endpoint(Port):
         if errors:
             c["send_error"] += errors
 
+    def wait(self, timeout: float) -> bool:
+        """Put out what waits to be sent (`flush`), then wait up to `timeout` s for a datagram
+        to read; True when one waits."""
+        self.flush()
+        if self.receiver is not None and self.receiver.pending:
+            return True
+        ready, _, _ = select.select([self.sock], [], [], max(timeout, 0.0))
+        return bool(ready)
+
     def receive(self, timeout: float) -> list[Received]:
         """Put out what waits to be sent (`flush`), wait up to `timeout` s, then return every
         valid packet waiting (malformed are counted)."""
-        self.flush()
-        ready, _, _ = select.select([self.sock], [], [], max(timeout, 0.0))
-        if not ready:
+        if not self.wait(timeout):
             return []
-        if self._receiver is not None:
+        if self.receiver is not None:
             return self._receive_batch()
         out = []
-        for _ in range(_RECV_BATCH):
+        for _ in range(RECV_BATCH):
             try:
                 n, ancdata, _, addr = self.sock.recvmsg_into([self._buf], self._ancillary)
             except (BlockingIOError, InterruptedError):
@@ -171,8 +179,8 @@ class Endpoint(Port):
         return out
 
     def _receive_batch(self) -> list[Received]:
-        """What `receive` takes in `batch`: up to _RECV_BATCH datagrams by `recvmmsg`."""
-        got, err = self._receiver.recv(_RECV_BATCH)
+        """What `receive` takes in `batch`: up to RECV_BATCH datagrams by `recvmmsg`."""
+        got, err = self.receiver.recv(RECV_BATCH)
         if err:
             self.counters["recv_error"] += 1
         parse = self.parse

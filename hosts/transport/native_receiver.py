@@ -9,6 +9,8 @@ Python, over the core's state. Frames go out through the session's Port, framed 
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from hosts import wire
@@ -24,7 +26,7 @@ from hosts.transport.receiver import ReceiveOptions, RecvSession
 # event bits of RecvCore.on_packet (native/recv_core.h Event; EV_NOT_DATA in module.cpp)
 _EV_SEND = 64
 _EV_NOT_DATA = 128
-_EV_COUNTERS = ((1, "drop_foreign_rank"), (2, "drop_corrupt"), (4, "drop_nonfinite"),
+EVENT_COUNTERS = ((1, "drop_foreign_rank"), (2, "drop_corrupt"), (4, "drop_nonfinite"),
                 (8, "late_data"), (16, "retx_received"), (32, "drop_duplicate"))
 _OTHER = 4      # closed for a reason given from outside (close_sender), STOP reason 0
 _REASONS = {code: name for name, code in wire.STOP_REASONS.items()}
@@ -121,6 +123,12 @@ class NativeRecvSession(RecvSession):
             self.senders[rank] = SenderView(self._core, k, buf, self._why)
 
     @property
+    def native_route(self) -> tuple[RecvCore, Callable[[tuple | None], None]]:
+        """The core DATA can be handed to straight from the socket, and how the frames it
+        asks for are sent (hosts/transport/data_route.py)."""
+        return self._core, self._send
+
+    @property
     def finished(self) -> float | None:   # type: ignore[override]
         return self._core.finished
 
@@ -145,7 +153,7 @@ class NativeRecvSession(RecvSession):
             self._on_control(pkt, now)
             return
         counters = self.endpoint.counters
-        for bit, name in _EV_COUNTERS:
+        for bit, name in EVENT_COUNTERS:
             if ev & bit:
                 counters[name] += 1
         if ev & _EV_SEND:

@@ -31,14 +31,18 @@ class Router:
     kinds with a registered handler (PULL_REQ, PCN) go to the handler first. Packets of a
     round up to FUTURE_ROUNDS ahead wait (bounded in count and bytes) until its session is
     added. ``admit``, when set, sees every packet first; one it refuses is dropped and counted
-    (``drop_wrong_source``) before any handler or session sees it. No socket, no clock: the
-    driver calls `dispatch` with each arrival and `tick` when the returned time comes."""
+    (``drop_wrong_source``) before any handler or session sees it. ``data_sources``, when set
+    with it, is the rank -> address table ``admit`` judges DATA by (DATA is admitted exactly
+    when ``data_sources.get(rank) == addr``), so a driver may admit DATA without calling it
+    (hosts/transport/data_route.py). No socket, no clock: the driver calls `dispatch` with each
+    arrival and `tick` when the returned time comes."""
 
     def __init__(self, endpoint: Port) -> None:
         self.endpoint = endpoint
         self.sessions: dict[tuple[int, bool], Session] = {}
         self.handlers: dict[int, Callable[[Received, float], bool]] = {}
         self.admit: Callable[[Received], bool] | None = None
+        self.data_sources: dict[int, tuple[str, int]] | None = None
         self._pruned_below = 0
         self._future: list[Received] = []
         self._future_bytes = 0

@@ -17,7 +17,7 @@ from hosts.rounds import worker as worker_events
 from hosts.rounds.cadence import PULL_REQ_EVERY_PROBES
 from hosts.rounds.server import ServerRounds
 from hosts.rounds.worker import WorkerRounds
-from hosts.transport.port import Port
+from hosts.transport.port import Port, Received
 from hosts.transport.router import Router
 
 JOB = 5
@@ -175,3 +175,25 @@ def test_the_round_machines_touch_no_socket_clock_thread_or_sleep():
         imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree)
                      if isinstance(node, ast.ImportFrom)}
         assert not imported & banned, f"{path.name} imports {imported & banned}"
+
+
+def test_the_server_admits_data_by_its_routers_table_alone():
+    """The socket driver admits DATA by `router.data_sources` without calling `admit`
+    (hosts/transport/data_route.py): the PS's admit must judge DATA by that table alone."""
+    config, plan = _config()
+    router = Router(Port(JOB, wire.PS_RANK, lambda: 0.0))
+    ps = ServerRounds(router, config, plan, 3)
+    assert router.admit == ps.admit and router.data_sources is ps.addrs
+    ps.bind(0, ("10.0.1.1", 19527))
+    ps.bind(2, ("10.0.1.3", 4000))
+    addrs = [("10.0.1.1", 19527), ("10.0.1.3", 4000), ("10.0.1.3", 19527), ("10.0.9.9", 1)]
+    for rank in range(4):
+        for addr in addrs:
+            for flags in (0, wire.FLAG_PULL):
+                hdr = wire.unpack_header(wire.pack_header(wire.KIND_DATA, flags, JOB, rank, 0, 1))
+                pkt = Received(hdr, b"", addr)
+                assert router.admit(pkt) == (router.data_sources.get(rank) == addr)
+    ps.bind(0, ("10.0.1.7", 19527))   # a rejoined worker: the table follows
+    pkt = Received(wire.unpack_header(wire.pack_header(wire.KIND_DATA, 0, JOB, 0, 0, 1)), b"",
+                   ("10.0.1.7", 19527))
+    assert router.admit(pkt) and router.data_sources[0] == ("10.0.1.7", 19527)
