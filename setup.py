@@ -55,6 +55,7 @@ setup(cmdclass={"build_ext": _BuildExt}, ext_modules=[Extension(
     "hosts.transport._native",
     sources=["native/module.cpp", "native/batch_io.cpp", "native/send_frames.cpp",
              "native/send_acks.cpp", "native/mag_classes.cpp", "native/send_order.cpp",
+             "native/send_run.cpp",
              "native/packet_mac.cpp"],
     depends=["native/recv_core.h"],
     include_dirs=["native"],

@@ -2,7 +2,8 @@
 // (and, from batch_io.cpp, the endpoint's batched socket I/O, which hands DATA straight to a
 // RecvCore through gradlane_core_deliver: Receiver; from
 // packet_mac.cpp, the --packet-mac trailer: MacKey; from mag_classes.cpp, the chunks'
-// magnitude classes: mag_classes; from send_order.cpp, the first pass's order: interleave).
+// magnitude classes: mag_classes; from send_order.cpp, the first pass's order: interleave;
+// from send_run.cpp, the sender's send loop: send_run).
 // hosts/transport/native_receiver.py wraps it behind RecvSession's interface. The binding
 // reads the fields of a parsed packet (hosts.transport.port.Received), writes chunks straight
 // into the numpy arrays the session owns (no copy per datagram besides the byte swap into
@@ -441,6 +442,7 @@ int gradlane_add_send_frames(PyObject* m);   // send_frames.cpp: DataFrames, Sen
 int gradlane_add_send_acks(PyObject* m);     // send_acks.cpp: apply_ack
 int gradlane_add_mag_classes(PyObject* m);   // mag_classes.cpp: mag_classes
 int gradlane_add_send_order(PyObject* m);    // send_order.cpp: interleave
+int gradlane_add_send_run(PyObject* m);      // send_run.cpp: send_run
 int gradlane_add_packet_mac(PyObject* m);   // packet_mac.cpp: MacKey (where OpenSSL was found)
 
 PyMODINIT_FUNC PyInit__native(void) {
@@ -474,7 +476,7 @@ PyMODINIT_FUNC PyInit__native(void) {
   }
   if (gradlane_add_batch_io(m) < 0 || gradlane_add_send_frames(m) < 0 ||
       gradlane_add_send_acks(m) < 0 || gradlane_add_mag_classes(m) < 0 ||
-      gradlane_add_send_order(m) < 0) {
+      gradlane_add_send_order(m) < 0 || gradlane_add_send_run(m) < 0) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -16,6 +16,7 @@ import select
 import socket
 import struct
 import time
+from typing import Callable
 
 from hosts import wire
 from hosts.errors import ConfigError
@@ -128,6 +129,13 @@ class Endpoint(Port):
             if mac_impl.is_native(self.mac):   # signed by the Python MAC: the port's path
                 return self._queue.add_data(frames, idx, flags, addr, tos, self.mac)
         return super().send_data(frames, idx, flags, addr, tos)
+
+    def data_sink(self, frames: Frames) -> Callable[[Frames, int, int, tuple[str, int], int], int]:
+        """`Port.data_sink`: in `batch` with native frames and DATA unsigned, the send queue's
+        `add_data` (what `send_data` calls there, without the Python call around it)."""
+        if self._queue is not None and is_native(frames) and not self.signs_data:
+            return self._queue.add_data
+        return self.send_data
 
     def flush(self) -> None:
         """`batch`: put every queued datagram on the socket, in order, in one `sendmmsg` per

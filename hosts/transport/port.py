@@ -109,6 +109,11 @@ class Port:
         self.send(data, addr, tos)
         return len(data)
 
+    def data_sink(self, frames: Frames) -> Callable[[Frames, int, int, tuple[str, int], int], int]:
+        """What sends `frames`' DATA with `send_data`'s arguments and result: `send_data`
+        itself, or a faster path to the same datagrams (a batch endpoint's send queue)."""
+        return self.send_data
+
     def send_control(self, kind: int, addr: tuple[str, int], round_: int, flags: int = 0,
                      layer: int = wire.ALL_LAYERS, payload: bytes = b"", chunk_seq: int = 0,
                      tos: int | None = None, tele_qdepth: int = 0, tele_qdelay_us: int = 0) -> None:

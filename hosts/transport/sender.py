@@ -23,6 +23,7 @@ else:   # not built: resolve() never picks the native core
     _native = None
 
 INFINITY = float("inf")
+_RUN_BURST, _RUN_WINDOW, _RUN_IDLE = 1, 2, 3    # send_run's stops (0: the queue is done)
 
 
 @dataclass(frozen=True)
@@ -130,9 +131,10 @@ class SendSession:
     over rounds (new_window(options)), as a TCP connection keeps its own; default: a fresh one.
     `core` (hosts/transport/core.py; None: the default) takes the chunks' magnitude classes
     (ChunkPlan.classes) and first-pass order (send_order), builds the DATA datagrams
-    (hosts/transport/data_frames.py) and applies each ACK's entries (`_apply_ack`) natively or
-    in Python: the same frames and decisions either way. `mag_classes`: every chunk's class, one
-    byte each in ChunkPlan.split's order.
+    (hosts/transport/data_frames.py), runs `tick`'s send loop where no rate pacing applies
+    (`_send_run`, native/send_run.cpp) and applies each ACK's entries (`_apply_ack`) natively
+    or in Python: the same frames and decisions either way. `mag_classes`: every chunk's class,
+    one byte each in ChunkPlan.split's order.
     """
 
     def __init__(self, endpoint: Port, peer: tuple[str, int], peer_rank: int,
@@ -161,6 +163,11 @@ class SendSession:
         self._ack_layout = ((np.array(self._base, dtype=np.int64),
                              np.array(plan.chunk_counts, dtype=np.int64)) if native else None)
         self._marks, self._not_ect = self._chunk_marks()
+        # the native send loop (send_run): every chunk's flags and TOS, and where DATA goes
+        self._run_marks = ((np.array([f for f, _ in self._marks], dtype=np.uint8),
+                            np.array([t for _, t in self._marks], dtype=np.uint8))
+                           if native else None)
+        self._sink = endpoint.data_sink(self._frames)
         n_chunks = len(self.mag_classes)
         self.arrived = np.zeros(n_chunks, dtype=bool)
         self._queued = np.ones(n_chunks, dtype=bool)
@@ -276,10 +283,24 @@ class SendSession:
         pps = self.options.pace_pps
         sent = 0
         paced = INFINITY
+        limit = self.options.burst if burst is None else burst
+        native = self._run_marks is not None and pps <= 0 and self.pacer is None
         while self._pos < len(self._queue):
+            if native:   # the same loop in native code, but for an idle window's first send
+                stop, idx, sent = self._send_run(now, sent, limit)
+                if stop == _RUN_BURST:
+                    return now
+                if stop == _RUN_WINDOW:
+                    if self._next_probe == INFINITY:
+                        self._next_probe = now + self._loss_timer()
+                    break
+                if stop == _RUN_IDLE:
+                    self._send_taken(idx, now, 0)
+                    sent += 1
+                continue
             if pps > 0 and self._next_send > now:
                 return self._next_send
-            if sent >= (self.options.burst if burst is None else burst):
+            if sent >= limit:
                 return now
             if self.pacer is not None:
                 paced = self.pacer.ready_at(now)
@@ -298,17 +319,10 @@ class SendSession:
             self._queued[idx] = False
             if self.arrived[idx]:
                 continue
-            if self.window is not None:
-                self.window.on_send(now, outstanding)   # decays after idle (between rounds)
-            # The last packet before the sender must wait (window full, or nothing left to
-            # send) asks for its ACK at once: no window waits for the receiver's ACK timer.
-            self._send_chunk(idx, now, ack_now=self._pos == len(self._queue) or (
-                self.window is not None and not self.window.allows(outstanding + 1)))
+            self._send_taken(idx, now, outstanding)
             sent += 1
             if pps > 0:
                 self._next_send = max(self._next_send, now - 1.0 / pps) + 1.0 / pps
-            if self._pos == len(self._queue):
-                self._next_probe = now + self._probe_delay()
         if self._next_probe == INFINITY and paced == INFINITY:
             self._next_probe = now + self._probe_delay()
         if now >= self._rack_wake:
@@ -322,6 +336,45 @@ class SendSession:
             self._probe_at = now
             self._next_probe = now + self._loss_timer()
         return min(self._next_probe, self._rack_wake, paced)
+
+    def _send_taken(self, idx: int, now: float, outstanding: int) -> None:
+        """Send chunk `idx`, just taken from the queue, with `outstanding` chunks in flight."""
+        if self.window is not None:
+            self.window.on_send(now, outstanding)   # decays after idle (between rounds)
+        # The last packet before the sender must wait (window full, or nothing left to
+        # send) asks for its ACK at once: no window waits for the receiver's ACK timer.
+        self._send_chunk(idx, now, ack_now=self._pos == len(self._queue) or (
+            self.window is not None and not self.window.allows(outstanding + 1)))
+        if self._pos == len(self._queue):
+            self._next_probe = now + self._probe_delay()
+
+    def _send_run(self, now: float, sent: int, limit: int) -> tuple[int, int, int]:
+        """`tick`'s loop in native code (native/send_run.cpp) from the queue's position, `sent`
+        DATA already sent in this tick and at most `limit`: (why it stopped, the chunk it took
+        and left to send when the window was idle, DATA sent in this tick)."""
+        window = self.window
+        flags, tos = self._run_marks
+        (self._pos, sent, self._in_flight, self._tx_count, stop, idx, retx, fast, packets,
+         nbytes, probe_due) = _native.send_run(
+            self._queue, self._pos, sent, limit, self._outstanding_count(),
+            int(window.cwnd) if window is not None else -1, self._tx_count, now, self._sink,
+            self._frames, self.peer, self.arrived, self._queued, self._sent_once, self._resent,
+            self._fast, self._lost, self._outstanding, self._tx, self._sent_at, flags, tos)
+        if packets:
+            if window is not None:
+                window.on_send(now, 1)    # with packets in flight: only the send time noted
+            self.stats.data_packets += packets
+            self.stats.bytes_sent += nbytes
+            self.endpoint.counters["data_packets_sent"] += packets
+            if retx:
+                self.stats.retransmissions += retx
+                self.endpoint.counters["retransmissions"] += retx
+            if fast:
+                self.stats.fast_resends += fast
+                self.endpoint.counters["fast_resends"] += fast
+        if probe_due:
+            self._next_probe = now + self._probe_delay()
+        return stop, idx, sent
 
     def _outstanding_count(self) -> int:
         """Chunks in flight (`_outstanding`), counted again only after a bulk change."""

@@ -161,7 +161,11 @@ def _exchange(core: str, seed: int, loss: float, options: SendOptions, pull: boo
     SendOptions(window=10, cc="ecn", probe_interval=0.02),
     SendOptions(window=0, pace_pps=20_000, order="shuffle", seed=4, policy_epoch=9),
     SendOptions(window=4, cc="reno", plain=True),
-], ids=["window-ecn", "paced-shuffle", "plain-reno"])
+    SendOptions(window=0, burst=3, order="shuffle", seed=2),
+    SendOptions(window=30, cc="ecn", burst=4),
+    SendOptions(window=10, cc="ecn", port_mbps=50.0),
+], ids=["window-ecn", "paced-shuffle", "plain-reno", "burst-no-window", "burst-window",
+        "port-paced"])
 def test_a_native_sender_sends_and_decides_what_the_python_one_does(loss: float,
                                                                      options: SendOptions) -> None:
     for seed in range(4):
