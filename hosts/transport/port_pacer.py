@@ -27,7 +27,7 @@ PORT_QUEUE_PACKETS = 32
 FULL_DATAGRAM_BYTES = 1500
 # A wake-up computed from the budget may land a rounding error early (ns-3 rounds timers to
 # whole nanoseconds): a datagram due within this much counts as due.
-_SLACK_S = 1e-9
+SLACK_S = 1e-9
 
 
 class PortPacer:
@@ -40,7 +40,8 @@ class PortPacer:
             raise ConfigError(f"port queue {depth_s!r} s is not a time >= 0")
         self.rate_bps = float(rate_bps)
         self.depth_s = float(depth_s)
-        self._free_at = -float("inf")   # when the virtual queue is empty again
+        # when the virtual queue is empty again (the native send loop reads and moves it too)
+        self.free_at = -float("inf")
 
     @classmethod
     def for_port(cls, port_mbps: float,
@@ -55,15 +56,15 @@ class PortPacer:
     def ready_at(self, now: float) -> float:
         """When the next datagram may go out: `now` if the queue holds less than `depth_s`,
         else the moment it has drained to half of that."""
-        if self._free_at - now < self.depth_s - _SLACK_S:
+        if self.free_at - now < self.depth_s - SLACK_S:
             return now
-        return self._free_at - self.depth_s / 2.0
+        return self.free_at - self.depth_s / 2.0
 
     def spend(self, datagram_bytes: int, now: float) -> None:
         """A datagram of `datagram_bytes` (UDP payload) went out at `now`."""
         wire = (datagram_bytes + WIRE_OVERHEAD_BYTES) * 8 / self.rate_bps
-        self._free_at = max(self._free_at, now) + wire
+        self.free_at = max(self.free_at, now) + wire
 
     def backlog_s(self, now: float) -> float:
         """Seconds of datagrams still waiting in the port's queue at `now` (the model's)."""
-        return max(self._free_at - now, 0.0)
+        return max(self.free_at - now, 0.0)

@@ -14,7 +14,7 @@ from hosts.transport import core as transport_core
 from hosts.transport.congestion import SWITCH_ECN_THRESHOLD, RttEstimate, Window
 from hosts.transport.data_frames import round_frames
 from hosts.transport.port import Port, Received
-from hosts.transport.port_pacer import PortPacer
+from hosts.transport.port_pacer import SLACK_S, WIRE_OVERHEAD_BYTES, PortPacer
 from hosts.transport.probe_answer import probe_padding
 
 if transport_core.NATIVE_ERROR is None:
@@ -23,7 +23,7 @@ else:   # not built: resolve() never picks the native core
     _native = None
 
 INFINITY = float("inf")
-_RUN_BURST, _RUN_WINDOW, _RUN_IDLE = 1, 2, 3    # send_run's stops (0: the queue is done)
+_RUN_BURST, _RUN_WINDOW, _RUN_IDLE, _RUN_PACED = 1, 2, 3, 4   # send_run's stops (0: done)
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ class SendSession:
     over rounds (new_window(options)), as a TCP connection keeps its own; default: a fresh one.
     `core` (hosts/transport/core.py; None: the default) takes the chunks' magnitude classes
     (ChunkPlan.classes) and first-pass order (send_order), builds the DATA datagrams
-    (hosts/transport/data_frames.py), runs `tick`'s send loop where no rate pacing applies
+    (hosts/transport/data_frames.py), runs `tick`'s send loop where no `pace_pps` applies
     (`_send_run`, native/send_run.cpp) and applies each ACK's entries (`_apply_ack`) natively
     or in Python: the same frames and decisions either way. `mag_classes`: every chunk's class,
     one byte each in ChunkPlan.split's order.
@@ -284,12 +284,15 @@ class SendSession:
         sent = 0
         paced = INFINITY
         limit = self.options.burst if burst is None else burst
-        native = self._run_marks is not None and pps <= 0 and self.pacer is None
+        native = self._run_marks is not None and pps <= 0
         while self._pos < len(self._queue):
             if native:   # the same loop in native code, but for an idle window's first send
-                stop, idx, sent = self._send_run(now, sent, limit)
+                stop, idx, sent, paced = self._send_run(now, sent, limit)
                 if stop == _RUN_BURST:
                     return now
+                if stop == _RUN_PACED:
+                    self.endpoint.counters["port_paced"] += 1
+                    break
                 if stop == _RUN_WINDOW:
                     if self._next_probe == INFINITY:
                         self._next_probe = now + self._loss_timer()
@@ -348,18 +351,25 @@ class SendSession:
         if self._pos == len(self._queue):
             self._next_probe = now + self._probe_delay()
 
-    def _send_run(self, now: float, sent: int, limit: int) -> tuple[int, int, int]:
+    def _send_run(self, now: float, sent: int, limit: int) -> tuple[int, int, int, float]:
         """`tick`'s loop in native code (native/send_run.cpp) from the queue's position, `sent`
         DATA already sent in this tick and at most `limit`: (why it stopped, the chunk it took
-        and left to send when the window was idle, DATA sent in this tick)."""
+        and left to send when the window was idle, DATA sent in this tick, when the port's
+        queue takes more if that stopped it, else INFINITY)."""
         window = self.window
         flags, tos = self._run_marks
+        pacer = self.pacer
         (self._pos, sent, self._in_flight, self._tx_count, stop, idx, retx, fast, packets,
-         nbytes, probe_due) = _native.send_run(
+         nbytes, probe_due, free_at, paced) = _native.send_run(
             self._queue, self._pos, sent, limit, self._outstanding_count(),
             int(window.cwnd) if window is not None else -1, self._tx_count, now, self._sink,
-            self._frames, self.peer, self.arrived, self._queued, self._sent_once, self._resent,
-            self._fast, self._lost, self._outstanding, self._tx, self._sent_at, flags, tos)
+            self._frames, self.peer,
+            None if pacer is None else (pacer.rate_bps, pacer.depth_s, pacer.free_at, SLACK_S,
+                                        WIRE_OVERHEAD_BYTES),
+            self.arrived, self._queued, self._sent_once, self._resent, self._fast, self._lost,
+            self._outstanding, self._tx, self._sent_at, flags, tos)
+        if pacer is not None:
+            pacer.free_at = free_at
         if packets:
             if window is not None:
                 window.on_send(now, 1)    # with packets in flight: only the send time noted
@@ -374,7 +384,7 @@ class SendSession:
                 self.endpoint.counters["fast_resends"] += fast
         if probe_due:
             self._next_probe = now + self._probe_delay()
-        return stop, idx, sent
+        return stop, idx, sent, paced if stop == _RUN_PACED else INFINITY
 
     def _outstanding_count(self) -> int:
         """Chunks in flight (`_outstanding`), counted again only after a bulk change."""

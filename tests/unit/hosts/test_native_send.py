@@ -102,10 +102,10 @@ def test_the_choice_of_frames_follows_the_core() -> None:
 
 
 def _exchange(core: str, seed: int, loss: float, options: SendOptions, pull: bool = False,
-              mac: str = "off") -> list:
+              mac: str = "off", plan: ChunkPlan | None = None) -> list:
     """A sender on `core` pushing (or pulling) a round to a Python receiver over an in-memory
     wire that loses, delays and reorders both ways; every datagram, every wake and the end state."""
-    plan = ChunkPlan([1000, 700, 64], [64, 50, 16])
+    plan = plan or ChunkPlan([1000, 700, 64], [64, 50, 16])
     rng = np.random.default_rng(seed)
     grads = _layers(plan, seed)
     clock = [0.0]
@@ -173,6 +173,19 @@ def test_a_native_sender_sends_and_decides_what_the_python_one_does(loss: float,
         nat = _exchange("native", seed, loss, options)
         assert len(nat) == len(py)
         assert nat == py
+
+
+@needs_native
+@pytest.mark.parametrize("window", [0, 200])
+def test_a_port_paced_native_sender_waits_for_its_port_as_the_python_one_does(window: int) -> None:
+    """More DATA than the port's virtual queue holds (hosts/transport/port_pacer.py): the native
+    send loop stops where the port is full and resumes when it drained, as the reference."""
+    plan = ChunkPlan([30000, 3000], 64)
+    options = SendOptions(window=window, cc="ecn", burst=400, port_mbps=10.0)
+    for seed in range(2):
+        native = _exchange("native", seed, 0.02, options, plan=plan)
+        assert native == _exchange("python", seed, 0.02, options, plan=plan)
+        assert native[-1][-2]["port_paced"] > 0     # the sender's counters: the port did stop it
 
 
 @needs_native
