@@ -19,7 +19,8 @@ Stages, each timed alone over the same datagrams (ltp_incast's gradient: layers 
   whole    the receive path in one piece, not a sum of stages: a round's datagrams queued on a
            loopback socket, then `Mux.receive` until the session is done (its ACKs go out to
            the sending socket), on each I/O path; on `--io batch` with the native core also with
-           DATA routed from the socket straight into the core (hosts/transport/data_route.py)
+           DATA routed from the socket straight into the core (hosts/transport/data_route.py);
+           the native batch rows also with every datagram signed (--packet-mac all) and checked
 CPU is process_time over `--rounds` rounds, the best of `--repeat` runs; no wall-clock.
 Run: .venv/bin/python benchmarks/recv_core.py [--rounds 400] [--repeat 5]
 """
@@ -39,6 +40,7 @@ import numpy as np  # noqa: E402
 
 from hosts import wire  # noqa: E402
 from hosts.transport import core as transport_core  # noqa: E402
+from hosts.transport import mac_impl  # noqa: E402
 from hosts.transport.chunking import ChunkPlan  # noqa: E402
 from hosts.transport.endpoint import Endpoint, default_io  # noqa: E402
 from hosts.transport.mux import Mux  # noqa: E402
@@ -50,6 +52,7 @@ LAYERS = [8320, 8256, 650]
 CHUNK_ELEMS = 360
 JOB = 1
 SENDER = ("127.0.0.1", 40000)
+MAC_KEY = b"k" * 32
 
 
 def datagrams(plan: ChunkPlan, seed: int = 7) -> list[bytes]:
@@ -139,10 +142,14 @@ def socket_per_datagram(rounds: int, base: list[bytes], io: str = "single") -> f
     return cpu / count
 
 
-def whole_per_datagram(core: str, rounds: int, base: list[bytes], io: str, route: bool) -> float:
+def whole_per_datagram(core: str, rounds: int, base: list[bytes], io: str, route: bool,
+                       key: bytes | None = None) -> float:
     """CPU seconds per DATA datagram of `Mux.receive` on core `core` and socket I/O `io`, each
-    round's datagrams queued on the socket first; `route`: DATA routed to the native core."""
-    ep = Endpoint(("127.0.0.1", 0), JOB, wire.PS_RANK, io=io)
+    round's datagrams queued on the socket first; `route`: DATA routed to the native core;
+    `key`: every datagram signed under it (--packet-mac all) and checked."""
+    ep = Endpoint(("127.0.0.1", 0), JOB, wire.PS_RANK, io=io, mac_key=key,
+                  mac_mode="all" if key else "off")
+    sign = mac_impl.make(key).sign if key else (lambda d: d)
     mux = Mux(ep)
     mux.route_data = route
     plan = ChunkPlan(LAYERS, CHUNK_ELEMS)
@@ -155,7 +162,7 @@ def whole_per_datagram(core: str, rounds: int, base: list[bytes], io: str, route
         for r in range(rounds):
             session = _session(ep, plan, r, core)
             mux.add(session)
-            for d in _round_data(base, r):
+            for d in [sign(d) for d in _round_data(base, r)]:
                 tx.sendto(d, ep.address)
             t0 = time.process_time()
             while not session.done:
@@ -239,6 +246,10 @@ def main() -> None:
                 key = f"whole/{core}/{io}/{route}"
                 best[key] = min(best.get(key, 1.0),
                                 whole_per_datagram(core, args.rounds, base, io, route))
+                if io == "batch" and core == "native":    # the same with every datagram signed
+                    key += "/mac"
+                    best[key] = min(best.get(key, 1.0), whole_per_datagram(
+                        core, args.rounds, base, io, route, MAC_KEY))
     us = {k: v * 1e6 for k, v in best.items()}
     sock = us["socket/single"]
     print(f"{'us per DATA datagram':<34}" + "".join(f"{c:>10}" for c in cores))
@@ -259,12 +270,14 @@ def main() -> None:
               + "".join(f"{batch + us['parse'] + us['dispatch/' + c]:>10.2f}" for c in cores))
     for io in ios:
         for route in (False, True):
-            label = f"whole path, --io {io}" + (", routed" if route else "")
-            if not any(f"whole/{c}/{io}/{route}" in us for c in cores):
-                continue
-            print(f"{label:<34}" + "".join(
-                f"{us[f'whole/{c}/{io}/{route}']:>10.2f}" if f"whole/{c}/{io}/{route}" in us
-                else f"{'-':>10}" for c in cores))
+            for mac in ("", "/mac"):
+                label = (f"whole path, --io {io}" + (", routed" if route else "")
+                         + (", MAC all" if mac else ""))
+                keys = [f"whole/{c}/{io}/{route}{mac}" for c in cores]
+                if not any(k in us for k in keys):
+                    continue
+                print(f"{label:<40}" + "".join(f"{us[k]:>10.2f}" if k in us else f"{'-':>10}"
+                                               for k in keys))
     print(f"(load average {os.getloadavg()[0]:.2f} at the end)")
 
 

@@ -28,6 +28,7 @@
 bool gradlane_is_recv_core(PyObject* obj);   // module.cpp
 int gradlane_core_deliver(PyObject* obj, const gradlane::Data& d, PyObject* addr, double now,
                           PyObject** frame);
+int gradlane_mac_check(PyObject* key, const unsigned char* data, Py_ssize_t n);   // packet_mac.cpp
 
 namespace {
 
@@ -229,6 +230,7 @@ uint32_t be32(const uint8_t* p) {
 constexpr size_t HEADER_LEN = 32;
 constexpr int VERSION = 1;
 constexpr int FLAG_PULL = 0x01;
+constexpr size_t MAC_TAG_BYTES = 16;   // the --packet-mac trailer (packet_mac.cpp TAG_BYTES)
 
 struct Route {       // an open native receive session: (round, pull) -> its core and send
   uint32_t round;
@@ -248,9 +250,11 @@ double monotonic_now() {   // time.monotonic()'s clock
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// route(most, job_id, peer, routes, rank_addrs) -> (sends, other, taken, errno, counts)
+// route(most, job_id, peer, routes, rank_addrs, mac) -> (sends, other, taken, errno, counts)
 //
-// Hands out up to `most` datagrams. One that is DATA of job `job_id` with a well-formed header,
+// Hands out up to `most` datagrams. One that is DATA of job `job_id` with a well-formed header
+// (and, when `mac` is a MacKey, with its right trailer, which is then cut off as Port.parse cuts
+// it),
 // from `peer` (when not None), from the address `rank_addrs[rank]` (when not None), whose
 // (round, PULL flag) is one of `routes` ([(round, pull, core, send), ...], each core a RecvCore)
 // goes to that core at the clock's time, as RecvSession.on_packet would take it after
@@ -262,10 +266,14 @@ double monotonic_now() {   // time.monotonic()'s clock
 PyObject* receiver_route(ReceiverObject* self, PyObject* args) {
   long most;
   unsigned job_id;
-  PyObject *peer, *routes_o, *rank_addrs;
+  PyObject *peer, *routes_o, *rank_addrs, *mac;
   if (!initialised(self) ||
-      !PyArg_ParseTuple(args, "lIOOO", &most, &job_id, &peer, &routes_o, &rank_addrs))
+      !PyArg_ParseTuple(args, "lIOOOO", &most, &job_id, &peer, &routes_o, &rank_addrs, &mac))
     return nullptr;
+  if (mac != Py_None && gradlane_mac_check(mac, nullptr, 0) < 0) {
+    PyErr_SetString(PyExc_TypeError, "route's mac must be an initialised MacKey or None");
+    return nullptr;
+  }
   if (rank_addrs != Py_None && !PyDict_Check(rank_addrs)) {
     PyErr_SetString(PyExc_TypeError, "rank_addrs must be a dict or None");
     return nullptr;
@@ -299,11 +307,19 @@ PyObject* receiver_route(ReceiverObject* self, PyObject* args) {
   for (int slot; (slot = next_slot(self, pass)) >= 0;) {
     ++taken;
     const uint8_t* p = data_of(self, slot);
-    size_t n = (*self->msgs)[slot].msg_len;
+    const size_t received = (*self->msgs)[slot].msg_len;
+    size_t n = received;
     PyObject* addr = address_of(self, (*self->addrs)[slot]);
     if (!addr) return fail();
+    bool signed_ok = true;
+    if (mac != Py_None) {   // Port.parse's check first: a wrong or missing tag is its drop
+      signed_ok = n > 0 && (p[0] & 0xf) == gradlane::KIND_DATA &&
+                  gradlane_mac_check(mac, p, static_cast<Py_ssize_t>(n)) == 1;
+      if (signed_ok) n -= MAC_TAG_BYTES;
+    }
     const Route* route = nullptr;
-    if (n >= HEADER_LEN && (p[0] >> 4) == VERSION && (p[0] & 0xf) == gradlane::KIND_DATA &&
+    if (signed_ok && n >= HEADER_LEN && (p[0] >> 4) == VERSION &&
+        (p[0] & 0xf) == gradlane::KIND_DATA &&
         be16(p + 14) == n - HEADER_LEN && be16(p + 2) == job_id) {
       uint32_t round = be32(p + 8);
       bool pull = (p[1] & FLAG_PULL) != 0;
@@ -330,7 +346,7 @@ PyObject* receiver_route(ReceiverObject* self, PyObject* args) {
       break;
     }
     counts[0]++;
-    counts[1] += n;
+    counts[1] += received;
     gradlane::Data d{be16(p + 4), be16(p + 6), be32(p + 16), be32(p + 20), p[1],
                      tos_of(self, slot), be16(p + 24), be32(p + 28), be16(p + 26),
                      p + HEADER_LEN, n - HEADER_LEN};
@@ -368,7 +384,7 @@ PyMethodDef receiver_methods[] = {
     {"recv", reinterpret_cast<PyCFunction>(receiver_recv), METH_O,
      "recv(most) -> ([(data, addr, tos), ...], errno)"},
     {"route", reinterpret_cast<PyCFunction>(receiver_route), METH_VARARGS,
-     "route(most, job_id, peer, routes, rank_addrs) -> (sends, other, taken, errno, counts)"},
+     "route(most, job_id, peer, routes, rank_addrs, mac) -> (sends, other, taken, errno, counts)"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyTypeObject ReceiverType = {PyVarObject_HEAD_INIT(nullptr, 0)};

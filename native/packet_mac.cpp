@@ -150,6 +150,19 @@ int gradlane_mac_tag(PyObject* key, const unsigned char* data, Py_ssize_t n, uns
   return 1;
 }
 
+// When `key` is a MacKey: 1 when `data[0:n]` ends in the right tag of what precedes it (and
+// is at least a header and a tag long), else 0; -1 when `key` is not a MacKey (no error set).
+// The routed receive path checks signed DATA with it (batch_io.cpp), as `verify` does.
+int gradlane_mac_check(PyObject* key, const unsigned char* data, Py_ssize_t n) {
+  if (!PyObject_TypeCheck(key, &MacKeyType)) return -1;
+  auto* k = reinterpret_cast<MacKeyObject*>(key);
+  if (!k->ready) return -1;
+  if (n < HEADER_LEN + TAG_BYTES) return 0;
+  unsigned char want[TAG_BYTES];
+  tag_of(k, data, n - TAG_BYTES, want);
+  return CRYPTO_memcmp(want, data + n - TAG_BYTES, TAG_BYTES) == 0 ? 1 : 0;
+}
+
 // Adds MacKey to the extension module `m`; -1 on error.
 int gradlane_add_packet_mac(PyObject* m) {
   MacKeyType.tp_name = "hosts.transport._native.MacKey";
@@ -174,5 +187,7 @@ int gradlane_add_packet_mac(PyObject* m) {
 int gradlane_add_packet_mac(PyObject*) { return 0; }
 
 int gradlane_mac_tag(PyObject*, const unsigned char*, Py_ssize_t, unsigned char*) { return 0; }
+
+int gradlane_mac_check(PyObject*, const unsigned char*, Py_ssize_t) { return -1; }
 
 #endif

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hosts import wire
-from hosts.transport import data_route
+from hosts.transport import data_route, mac_impl
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.core import recv_session
 from hosts.transport.endpoint import Endpoint, default_io
@@ -41,10 +41,11 @@ def _data(grads: list[np.ndarray], rank: int, layer: int, seq: int, *, flags: in
                             off, qdepth, 2, qdelay) + payload
 
 
-def _scenario(seed: int) -> list[tuple[int, bytes, int]]:
+def _scenario(seed: int, key: bytes | None = None) -> list[tuple[int, bytes, int]]:
     """(socket index: 0 rank 0's, 1 rank 1's, 2 rank 7's; datagram; TOS), in sending order:
     both ranks' chunks shuffled with duplicates, RETX and ACK_NOW flags, ECN marks and
-    telemetry, and among them datagrams of every sort the fast path must leave alone."""
+    telemetry, and among them datagrams of every sort the fast path must leave alone. With
+    `key`, every datagram is signed under it (--packet-mac all) but unsigned and forged ones."""
     rng = np.random.default_rng(seed)
     grads = {r: [rng.standard_normal(n).astype(np.float32) for n in PLAN.layer_sizes]
              for r in (0, 1)}
@@ -84,16 +85,25 @@ def _scenario(seed: int) -> list[tuple[int, bytes, int]]:
                                         payload_len=16) + bytes(16), 0xB8),         # a PROBE
                 (rank, b"\x10", 0),                                                 # 1 byte
             ]
+            if key is not None:
+                others += [(rank, b"unsigned" + good, 0),                          # no trailer
+                           (rank, good + bytes(16), 0)]                            # a forged one
             out.append(others[(i // 4) % len(others)])
-    return out
+    if key is None:
+        return out
+    mac = mac_impl.make(key)
+    return [(i, d if d.startswith(b"unsigned") or d.endswith(bytes(16)) else mac.sign(d), tos)
+            for i, d, tos in out]
 
 
-def _run(io: str, routed: bool, core: str, seed: int) -> tuple[dict, int]:
+def _run(io: str, routed: bool, core: str, seed: int,
+         key: bytes | None = None) -> tuple[dict, int]:
     """Send the scenario to a PS-like receiver (DATA admitted by rank -> address, as the round
     server's router admits it) and let it take everything; what each side saw, and how many
     datagrams took the reference path's parse."""
     socks = [_socket() for _ in range(3)]
-    ep = Endpoint(("127.0.0.1", 0), JOB, wire.PS_RANK, io=io)
+    ep = Endpoint(("127.0.0.1", 0), JOB, wire.PS_RANK, io=io, mac_key=key,
+                  mac_mode="all" if key else "off")
     mux = Mux(ep)
     mux.route_data = routed
     sources = {r: socks[r].getsockname() for r in (0, 1)}
@@ -113,7 +123,7 @@ def _run(io: str, routed: bool, core: str, seed: int) -> tuple[dict, int]:
 
     ep.parse = counting_parse
     try:
-        scenario = _scenario(seed)
+        scenario = _scenario(seed, key)
         for i, data, tos in scenario:
             socks[i].sendmsg([data], [(socket.IPPROTO_IP, socket.IP_TOS, bytes([tos, 0, 0, 0]))],
                              0, ep.address)
@@ -147,17 +157,21 @@ def _run(io: str, routed: bool, core: str, seed: int) -> tuple[dict, int]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_routed_data_meets_the_reference_paths_outcome(seed: int) -> None:
-    routed, parsed = _run("batch", True, "native", seed)
-    reference, parsed_ref = _run("batch", False, "native", seed)
-    single, _ = _run("single", False, "native", seed)
-    python, _ = _run("single", False, "python", seed)
+@pytest.mark.parametrize("key", [None, b"k" * 32], ids=["unsigned", "packet-mac-all"])
+def test_routed_data_meets_the_reference_paths_outcome(seed: int, key: bytes | None) -> None:
+    if key is not None and not mac_impl.native_available():
+        pytest.skip("the native MAC is not built: signed DATA is never routed")
+    routed, parsed = _run("batch", True, "native", seed, key)
+    reference, parsed_ref = _run("batch", False, "native", seed, key)
+    single, _ = _run("single", False, "native", seed, key)
+    python, _ = _run("single", False, "python", seed, key)
     assert routed == reference == single == python
     assert routed["frames"][0] and routed["frames"][1] and not routed["frames"][2]
-    for seen in ("drop_wrong_source", "drop_duplicate", "drop_nonfinite", "drop_corrupt",
-                 "drop_foreign_rank", "drop_foreign_job", "drop_truncated", "drop_stale_round",
-                 "early_round_buffered", "late_data", "retx_received"):
-        assert routed["counters"][seen], seen
+    seen = ["drop_wrong_source", "drop_duplicate", "drop_nonfinite", "drop_corrupt",
+            "drop_foreign_rank", "drop_foreign_job", "drop_truncated", "drop_stale_round",
+            "early_round_buffered", "late_data", "retx_received"] + (["drop_bad_mac"] if key else [])
+    for counter in seen:
+        assert routed["counters"][counter], counter
     # the routed run parsed in Python only what the fast path must leave alone
     assert parsed_ref == routed["counters"]["packets_received"]
     assert 0 < parsed < parsed_ref / 4
@@ -174,7 +188,10 @@ def test_routing_stands_aside_where_python_must_see_data() -> None:
         mux = Mux(ep)
         assert data_route.can_route(mux, ep)
         assert data_route.can_route(Mux(control_only), control_only)
-        assert not data_route.can_route(Mux(signed), signed)       # DATA's MAC: Python checks it
+        # DATA's MAC: checked natively where the native MAC was built, else by the Python one
+        assert data_route.can_route(Mux(signed), signed) == mac_impl.native_available()
+        signed.mac = mac_impl.make(b"k" * 32, "python")
+        assert not data_route.can_route(Mux(signed), signed)
         assert not data_route.can_route(Mux(single), single)
         mux.handlers[wire.KIND_DATA] = lambda pkt, now: True         # someone else wants DATA
         assert not data_route.can_route(mux, ep)
