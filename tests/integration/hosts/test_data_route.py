@@ -203,3 +203,40 @@ def test_routing_stands_aside_where_python_must_see_data() -> None:
     finally:
         for e in (ep, signed, control_only, single):
             e.close()
+
+
+def test_datagrams_read_before_a_dispatch_raised_are_taken_next_time() -> None:
+    """recvmmsg reads ahead: when the reference path raises for one datagram, those read after
+    it wait in the receiver and the next receive takes them first, none lost or reordered."""
+    grads = [np.ones(n, dtype=np.float32) for n in PLAN.layer_sizes]
+    tx = _socket()
+    ep = Endpoint(("127.0.0.1", 0), JOB, wire.PS_RANK, io="batch")
+    try:
+        mux = Mux(ep)
+        session = recv_session(ep, PLAN, ROUND, pull=False, senders=[0], required=(1.0,) * 3,
+                               options=ReceiveOptions(), core="native")
+        mux.add(session)
+        raised = []
+
+        def failing_once(pkt, now):
+            if not raised:
+                raised.append(pkt.header.kind)
+                raise RuntimeError("a handler failed")
+            return True
+
+        mux.handlers[wire.KIND_PROBE] = failing_once
+        probe = wire.pack_header(wire.KIND_PROBE, 0, JOB, 0, wire.ALL_LAYERS, ROUND)
+        before = [_data(grads, 0, 0, seq) for seq in range(5)]
+        after = [_data(grads, 0, 0, seq) for seq in range(5, 14)]
+        for d in before + [probe] + after:
+            tx.sendto(d, ep.address)
+        with pytest.raises(RuntimeError):
+            mux.drain()
+        assert ep.counters["packets_received"] == 6 and ep.receiver.pending == len(after)
+        assert session.senders[0].buffer.delivered_elems[0] == 5 * 50
+        mux.drain()
+        assert ep.counters["packets_received"] == 15 and not ep.receiver.pending
+        assert session.senders[0].buffer.delivered_elems[0] == 700
+    finally:
+        ep.close()
+        tx.close()
