@@ -57,7 +57,7 @@ setup(cmdclass={"build_ext": _BuildExt}, ext_modules=[Extension(
              "native/send_acks.cpp", "native/mag_classes.cpp", "native/send_order.cpp",
              "native/send_run.cpp",
              "native/packet_mac.cpp"],
-    depends=["native/recv_core.h"],
+    depends=["native/recv_core.h", "native/wire.h"],
     include_dirs=["native"],
     language="c++",
     # -ffp-contract=off: no fused multiply-add, so every float decision equals the Python core's

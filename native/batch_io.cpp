@@ -226,11 +226,11 @@ uint32_t be32(const uint8_t* p) {
          static_cast<uint32_t>(p[2]) << 8 | p[3];
 }
 
-// The gradient header's fields the route needs (hosts/wire.py HEADER: "!BBHHHIBBHIIHHI")
-constexpr size_t HEADER_LEN = 32;
-constexpr int VERSION = 1;
-constexpr int FLAG_PULL = 0x01;
-constexpr size_t MAC_TAG_BYTES = 16;   // the --packet-mac trailer (packet_mac.cpp TAG_BYTES)
+// The gradient header's fields the route needs (hosts/wire.py HEADER: "!BBHHHIBBHIIHHI", wire.h)
+using gradlane::FLAG_PULL;
+using gradlane::HEADER_LEN;
+using gradlane::MAC_TAG_BYTES;
+using gradlane::VERSION;
 
 struct Route {       // an open native receive session: (round, pull) -> its core and send
   uint32_t round;

@@ -24,10 +24,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "wire.h"
+
 namespace {
 
-constexpr Py_ssize_t TAG_BYTES = 16;
-constexpr Py_ssize_t HEADER_LEN = 32;     // hosts/wire.py HEADER_LEN
+constexpr Py_ssize_t TAG_BYTES = gradlane::MAC_TAG_BYTES;
+constexpr Py_ssize_t HEADER_LEN = gradlane::HEADER_LEN;
 constexpr Py_ssize_t TELE_START = 24;     // telemetry bytes 24..31: not covered
 constexpr Py_ssize_t TELE_STOP = 32;
 constexpr size_t BLOCK = 64;              // SHA-256 block size

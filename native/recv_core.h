@@ -12,14 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-namespace gradlane {
+#include "wire.h"
 
-constexpr int KIND_DATA = 0;
-constexpr int KIND_ACK = 1;
-constexpr int KIND_STOP = 4;
-constexpr int FLAG_RETX = 0x04;
-constexpr int FLAG_ACK_NOW = 0x40;
-constexpr int ECN_CE = 3;
+namespace gradlane {
 
 // Why a sender's transfer closed; 1..3 are the STOP reasons of the wire (hosts/wire.py
 // STOP_REASONS), OTHER a reason given from outside (close_sender), sent as 0.

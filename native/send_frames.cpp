@@ -25,6 +25,8 @@
 #include <cstring>
 #include <vector>
 
+#include "wire.h"
+
 int gradlane_to_sockaddr(PyObject* addr, sockaddr_in& out);   // batch_io.cpp
 int gradlane_mac_tag(PyObject* key, const unsigned char* data, Py_ssize_t n,
                      unsigned char* out);                        // packet_mac.cpp
@@ -32,11 +34,11 @@ int gradlane_mac_tag(PyObject* key, const unsigned char* data, Py_ssize_t n,
 namespace {
 
 constexpr unsigned BATCH = 256;   // messages per sendmmsg
-constexpr size_t HEADER_LEN = 32;
-constexpr int VERSION = 1;
-constexpr int KIND_DATA = 0;
+using gradlane::HEADER_LEN;
+using gradlane::KIND_DATA;
+using gradlane::VERSION;
 constexpr size_t TOS_SPACE = CMSG_SPACE(sizeof(int));
-constexpr size_t TAG_BYTES = 16;   // hosts/transport/packet_mac.py TAG_BYTES
+constexpr size_t TAG_BYTES = gradlane::MAC_TAG_BYTES;
 
 struct ChunkInfo {
   uint16_t layer;

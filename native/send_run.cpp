@@ -28,10 +28,12 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "wire.h"
+
 namespace {
 
-constexpr uint8_t FLAG_RETX = 0x04;
-constexpr uint8_t FLAG_ACK_NOW = 0x40;
+constexpr uint8_t FLAG_RETX = gradlane::FLAG_RETX;
+constexpr uint8_t FLAG_ACK_NOW = gradlane::FLAG_ACK_NOW;
 enum Stop : int { END = 0, BURST = 1, WINDOW = 2, IDLE = 3, PACED = 4 };
 constexpr int N_SCALARS = 12;   // the arguments before the per-chunk arrays
 constexpr int N_ARRAYS = 11;
