@@ -417,15 +417,20 @@ class SendSession:
         return [int(gone[b:b + c].sum()) for b, c in zip(self._base, self.plan.chunk_counts)]
 
     def _on_pull_req(self, now: float) -> None:
-        """The receiver got nothing of this pull: queue again what it lacks.
+        """The receiver had nothing of this pull when it asked: queue again what it lacks.
         Honoured at most once per probe interval (a worker asks every PULL_REQ_EVERY_PROBES
         intervals), and a chunk sent within the last interval stays in flight: a flood of
-        PULL_REQs with a spoofed source makes no chunk go out more than once per interval."""
+        PULL_REQs with a spoofed source makes no chunk go out more than once per interval.
+        A request crosses the pull's first DATA on the way (the worker asks on its own clock),
+        so once the session has RTT samples only chunks sent a retransmission timeout ago are
+        taken as lost; the rest may still reach the worker."""
         if now < self._pull_req_ok_at:
             self.endpoint.counters["drop_pull_req_rate"] += 1
             return
-        self._pull_req_ok_at = now + self.options.probe_interval
-        self._requeue_missing(now, force=True, sent_before=now - self.options.probe_interval)
+        interval = self.options.probe_interval
+        self._pull_req_ok_at = now + interval
+        horizon = self.rtt.timeout(interval) if self.rtt.samples else interval
+        self._requeue_missing(now, force=True, sent_before=now - horizon)
 
     def _requeue_missing(self, now: float, layer: int | None = None, force: bool = False,
                          sent_before: float = INFINITY) -> None:

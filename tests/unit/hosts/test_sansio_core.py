@@ -332,6 +332,36 @@ def test_a_flood_of_pull_reqs_sends_each_chunk_at_most_once_more_per_probe_inter
     assert again == first_pass
 
 
+def _data_sent(port: Port) -> int:
+    return sum(1 for d in port.take() if wire.unpack_header(d.data).kind == wire.KIND_DATA)
+
+
+def test_a_pull_req_that_crossed_the_pulls_first_data_resends_only_what_had_its_round_trip():
+    """The worker asks on its own clock, so its PULL_REQ can cross the pull's first DATA: once
+    the session has measured the path, a chunk sent less than a retransmission timeout before
+    the request came stays in flight (the request says nothing about it); older ones go again."""
+    port = Port(JOB, wire.PS_RANK, lambda: 0.0)
+    send = SendSession(port, WORKER, 0, PLAN, _layers(0), 0, pull=True,
+                       options=SendOptions(probe_interval=0.02))
+    first_pass = 0
+    for _ in range(4):
+        send.tick(0.0)
+        first_pass += _data_sent(port)
+    entries = wire.pack_ack_entries([(0, 0)])
+    ack = wire.pack_header(wire.KIND_ACK, wire.FLAG_PULL, JOB, 0, 0, 0, payload_len=len(entries))
+    send.on_packet(port.parse(ack + entries, WORKER), 0.05)              # srtt 50 ms, rttvar 25: RTO 150 ms
+    assert send.rtt.timeout(0.02) == pytest.approx(0.15)
+    req = port.parse(wire.pack_header(wire.KIND_PULL_REQ, wire.FLAG_PULL, JOB, 0, 0, 0), WORKER)
+    send.on_packet(req, 0.06)                                 # 60 ms after the first pass
+    assert _data_sent(port) == 0 and send.tick(0.06) and _data_sent(port) == 0
+    send.on_packet(req, 0.16)                                 # a timeout after it: lost
+    resent = 0
+    for _ in range(4):
+        send.tick(0.16)
+        resent += _data_sent(port)
+    assert resent == first_pass - 1                           # all but the acknowledged one
+
+
 # A layer three BITMAPs long between two small ones, one element per chunk.
 WIDE_PLAN = ChunkPlan([7, 3 * SEGMENT_CHUNKS, 5], 1)
 
