@@ -51,3 +51,24 @@ def test_the_resent_share_is_per_round_and_only_where_both_counts_are_recorded()
               {"retransmissions": 3, "data_packets": None}]       # not counted: no total
     assert ltp_incast._resent_share(rounds) == "1.8 % (max 3.6 %)"
     assert ltp_incast._resent_share([{"retransmissions": 5}, {"round": 1}]) == "n/a"
+
+
+def _scaled(bottleneck_pps, backend=None):
+    cfg = {"name": "ltp_incast", "topology": {"name": "incast", "workers": 8, "bottleneck_pps": bottleneck_pps,
+                                              "queue_depth": 64},
+           "arms": [{"name": "gradlane", "transport": "ltp"},
+                    {"name": "tcp-cubic", "transport": "tcp", "tcp_cc": "cubic", "tcp_ecn": "off"}],
+           "params": {"backend": backend} if backend else {}}
+    results = Results(runs=[_run("gradlane", 6.0), _run("tcp-cubic", 2.0)], rounds=[])
+    summary = ltp_incast.summarize(results, configs.from_dict(cfg, "t.yaml"))
+    return next(r for r in summary.rows if r.key == "throughput_x").note, summary.notes
+
+
+def test_the_summary_explains_the_emulations_scale_only_where_the_run_had_it():
+    note, notes = _scaled(3000)
+    assert "bottleneck scaled to 3000 packets/s: a full 64-packet queue is ~21 ms" in note
+    assert any(n.startswith("Where gradlane's push time goes") for n in notes)
+    # ns-3 at 10 Gb/s: no scaled bottleneck, and the emulation's push-time measurements do not apply
+    note, notes = _scaled(None, backend="ns3")
+    assert note == "best TCP: tcp-cubic"
+    assert not any(n.startswith("Where gradlane's push time goes") for n in notes)
