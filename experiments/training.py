@@ -141,6 +141,21 @@ def _ps_records(result: TrainingResult, event: str) -> list[dict[str, Any]]:
             for r in recs if r.get("event") == event]
 
 
+def workers_counters(result: TrainingResult) -> dict[str, int] | None:
+    """The workers' transport counters (their `done` records) summed over the workers: what
+    the pull brought them (late, duplicate, resent DATA) beside what they sent; None when no
+    worker logged any."""
+    total: dict[str, int] = {}
+    for name, recs in result.records.items():
+        if not name.startswith("worker"):
+            continue
+        for rec in recs:
+            if rec.get("event") == "done" and isinstance(rec.get("counters"), dict):
+                for key, value in rec["counters"].items():
+                    total[key] = total.get(key, 0) + int(value)
+    return total or None
+
+
 def round_records(result: TrainingResult) -> list[dict[str, Any]]:
     """One record per round the PS closed: t_s (end of the round, seconds since the first
     round started), round_time_s (wall time between this round's end and the previous one's at
@@ -245,6 +260,7 @@ def standard_metrics(result: TrainingResult, rounds: list[dict[str, Any]], plann
         "retransmissions": sum(r["retransmissions"] or 0 for r in rounds) if rounds else None,
         "job_elapsed_s": round(result.elapsed_s, 3),
         "ps_counters": done[-1].get("counters") if done else None,
+        "worker_counters": workers_counters(result),
         # the loss each stage may take, as the PS's agent set it up (first round's policy)
         "push_bounds": start[0].get("push_bounds") if start else None,
         "pull_bounds": start[0].get("pull_bounds") if start else None,
