@@ -141,18 +141,20 @@ def _ps_records(result: TrainingResult, event: str) -> list[dict[str, Any]]:
             for r in recs if r.get("event") == event]
 
 
+def _worker_records(result: TrainingResult, event: str) -> list[dict[str, Any]]:
+    return [r for name, recs in result.records.items() if name.startswith("worker")
+            for r in recs if r.get("event") == event]
+
+
 def workers_counters(result: TrainingResult) -> dict[str, int] | None:
     """The workers' transport counters (their `done` records) summed over the workers: what
     the pull brought them (late, duplicate, resent DATA) beside what they sent; None when no
     worker logged any."""
     total: dict[str, int] = {}
-    for name, recs in result.records.items():
-        if not name.startswith("worker"):
-            continue
-        for rec in recs:
-            if rec.get("event") == "done" and isinstance(rec.get("counters"), dict):
-                for key, value in rec["counters"].items():
-                    total[key] = total.get(key, 0) + int(value)
+    for rec in _worker_records(result, "done"):
+        counters = rec.get("counters")
+        for key, value in (counters.items() if isinstance(counters, dict) else ()):
+            total[key] = total.get(key, 0) + int(value)
     return total or None
 
 
@@ -224,12 +226,9 @@ def worker_breakdown(result: TrainingResult) -> dict[int, dict[str, float | None
 
 def _worker_pull_violations(result: TrainingResult) -> dict[int, int]:
     out: dict[int, int] = {}
-    for name, recs in result.records.items():
-        if not name.startswith("worker"):
-            continue
-        for rec in recs:
-            if rec.get("event") == "round" and isinstance(rec.get("pull_violations"), list):
-                out[rec["round"]] = out.get(rec["round"], 0) + sum(rec["pull_violations"])
+    for rec in _worker_records(result, "round"):
+        if isinstance(rec.get("pull_violations"), list):
+            out[rec["round"]] = out.get(rec["round"], 0) + sum(rec["pull_violations"])
     return out
 
 
