@@ -105,18 +105,26 @@ def _exchange_under_spoofing(config: TransportConfig,
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             errors.append(exc)
 
-    done = threading.Event()
+    done, first_batch = threading.Event(), threading.Event()
 
     def spoof() -> None:
-        with socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW) as raw:
-            while not done.is_set():
-                for d in spoofs:
-                    raw.sendto(d, ("127.0.0.1", 0))
-                time.sleep(0.002)
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW) as raw:
+                while not done.is_set():
+                    for d in spoofs:
+                        raw.sendto(d, ("127.0.0.1", 0))
+                    first_batch.set()
+                    time.sleep(0.002)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+            first_batch.set()
 
     threads = [threading.Thread(target=run_ps), threading.Thread(target=spoof)]
     for t in threads:
         t.start()
+    # One batch waits in both sockets before the worker starts: a short exchange on a busy
+    # machine could otherwise end before the spoofing thread sent anything.
+    first_batch.wait(10)
     try:
         worker.join()
         for r in range(ROUNDS):
