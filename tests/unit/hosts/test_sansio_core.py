@@ -305,6 +305,10 @@ def test_a_transfer_with_no_deadline_gives_up_on_a_sender_gone_silent_mid_transf
         recv.tick(4.1)
 
 
+def _data_sent(port: Port) -> int:
+    return sum(1 for d in port.take() if wire.unpack_header(d.data).kind == wire.KIND_DATA)
+
+
 def test_a_flood_of_pull_reqs_sends_each_chunk_at_most_once_more_per_probe_interval():
     """PULL_REQ reflection: a stream of them (a spoofed source, or --packet-mac off) gets what
     one gets; the worker's own cadence (one per PULL_REQ_EVERY_PROBES intervals) is honoured."""
@@ -321,19 +325,15 @@ def test_a_flood_of_pull_reqs_sends_each_chunk_at_most_once_more_per_probe_inter
         t = 0.1 + i * 0.0001
         send.on_packet(req, t)
         send.tick(t)
-        sent += sum(1 for d in port.take() if wire.unpack_header(d.data).kind == wire.KIND_DATA)
+        sent += _data_sent(port)
     assert sent == first_pass                                  # one resend of each, not 100
     assert port.counters["drop_pull_req_rate"] == 99
     send.on_packet(req, 0.2)                                   # the worker asks again later
     again = 0
     for _ in range(4):
         send.tick(0.2)
-        again += sum(1 for d in port.take() if wire.unpack_header(d.data).kind == wire.KIND_DATA)
+        again += _data_sent(port)
     assert again == first_pass
-
-
-def _data_sent(port: Port) -> int:
-    return sum(1 for d in port.take() if wire.unpack_header(d.data).kind == wire.KIND_DATA)
 
 
 def test_a_pull_req_that_crossed_the_pulls_first_data_resends_only_what_had_its_round_trip():
