@@ -23,7 +23,7 @@ from hosts.transport import core as transport_core
 from hosts.transport.endpoint import IO_MODES, resolve_io
 from hosts.transport.packet_mac import DEFAULT_MODE as DEFAULT_MAC_MODE, MODES as MAC_MODES, TAG_BYTES, packet_key
 from hosts.transport.phase import DEFAULT_CHECK_ROUNDS, DEFAULT_HIGH_DELTA
-from hosts.transport.sender import SendOptions
+from hosts.transport.sender import SCHEDULES, SendOptions
 from hosts.wire import MAX_DATA_PAYLOAD, pcn_tos
 
 TRANSPORTS = ("ltp", "tcp", "mlt")
@@ -81,6 +81,7 @@ class TransportConfig:
     pull_budget_chunks: int | None = None   # chunks the pull may leave missing (with_chunk_plan)
     core: str = "python"   # the receive side's core, native or python (hosts/transport/core.py)
     io: str = "single"     # the endpoint's socket I/O, batch or single (hosts/transport/endpoint.py)
+    pull_schedule: str = "together"   # how the PS's pull shares its port (sender.SCHEDULES)
 
     @property
     def mac_key(self) -> bytes | None:
@@ -117,7 +118,8 @@ class TransportConfig:
                        ack_delay_ms=round(self.ack_delay * 1000, 3),
                        probe_on_silence=self.send.probe_on_silence, window=self.send.window,
                        bound_scope=self.bounds.scope, order=self.send.order, cc=self.send.cc, cc_loss=self.send.cc_loss,
-                       core=self.core, io=self.io, port_mbps=self.send.port_mbps)
+                       core=self.core, io=self.io, port_mbps=self.send.port_mbps,
+                       pull_schedule=self.pull_schedule)
             if self.phase_aware:
                 out.update(phase_check_rounds=self.phase_check_rounds,
                            phase_per_layer=self.phase_per_layer)
@@ -263,6 +265,13 @@ def add_transport_arguments(ap: argparse.ArgumentParser) -> None:
                         "spread over the pass, so the tail holds chunks of all layers), shuffle "
                         "(random, seeded by --seed, the job and the round), layer (layer 0 "
                         "first)")
+    g.add_argument("--pull-schedule", choices=SCHEDULES, default="together",
+                   help="ltp, mlt, the PS: how its pull shares its port among the workers: "
+                        "together (default: one DATA packet each in turn, the pulls end "
+                        "together and the next pushes start together) or serial (the lowest "
+                        "rank first, as far as its window lets it: the pulls end one after "
+                        "another, and each worker's next push overlaps the later workers' "
+                        "pulls on the PS's link; docs/mechanisms.md)")
     g.add_argument("--core", choices=transport_core.CORES, default=None,
                    help="the transport core: native (C++, the default where it was built at "
                         "install: the receive side, and the sender's session opening, DATA "
@@ -358,6 +367,9 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
         raise ConfigError("--pcn needs a UDP transport (--transport ltp or mlt)")
     if kind != "ltp" and args.priority_hints == "off":
         raise ConfigError("--priority-hints off needs --transport ltp (mlt sends TOS 0 anyway)")
+    pull_schedule = getattr(args, "pull_schedule", "together")
+    if kind == "tcp" and pull_schedule != "together":
+        raise ConfigError("--pull-schedule needs a UDP transport (--transport ltp or mlt)")
     if kind != "tcp" and (args.tcp_cc or args.tcp_ecn):
         raise ConfigError("--tcp-cc and --tcp-ecn need --transport tcp")
     if args.phase_check_rounds < 1:
@@ -405,7 +417,8 @@ def config_from_args(args: argparse.Namespace, num_layers: int, seed: int,
         tcp_cc=tcp_cc, tcp_ecn=None if args.tcp_ecn is None else args.tcp_ecn == "on",
         controller=args.controller, packet_mac=mac_mode, ack_delay=args.ack_delay_ms / 1000.0,
         core=transport_core.resolve(getattr(args, "core", None)) if kind != "tcp" else "python",
-        io=resolve_io(getattr(args, "io", None)) if kind != "tcp" else "single", **key)
+        io=resolve_io(getattr(args, "io", None)) if kind != "tcp" else "single",
+        pull_schedule=pull_schedule, **key)
 
 
 def following(config: TransportConfig, policy: HostPolicy, flag_hole_fill: HoleFill) -> TransportConfig:

@@ -319,6 +319,6 @@ class ServerRounds:
                         peer_name=self.names[rank],
                         critical_layers=cfg.bounds.critical_layers(pull=True),
                         budget=budget, window=self.pull_windows.get(rank), core=cfg.core)
-            for rank in pullers])
+            for rank in pullers], schedule=cfg.pull_schedule)
         self.router.add(self.pull)
         self._wake = now + LAST_PULL_GRACE if p.last else INFINITY

@@ -632,15 +632,25 @@ class SendSession:
         return self._base[layer] + seq
 
 
-class SendGroup:
-    """The senders of one round and stage to several peers (the PS's pull), routed by rank."""
+# How a send group shares its port among its peers (--pull-schedule): 'together', one DATA
+# packet each in turn, so the transfers end together; 'serial', the lowest rank first as far as
+# its window and the port let it, so the transfers end one after another.
+SCHEDULES = ("together", "serial")
 
-    def __init__(self, sessions: list[SendSession]) -> None:
+
+class SendGroup:
+    """The senders of one round and stage to several peers (the PS's pull), routed by rank,
+    sharing their port by `schedule` (SCHEDULES; `tick` says what each one does)."""
+
+    def __init__(self, sessions: list[SendSession], schedule: str = "together") -> None:
         if not sessions:
             raise ValueError("a send group needs at least one session")
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule {schedule!r} is not one of {SCHEDULES}")
         self.round = sessions[0].round
         self.pull = sessions[0].pull
         self.by_rank = {s.peer_rank: s for s in sessions}
+        self.schedule = schedule
         self._served = -1     # the rank that sent the group's last DATA packet
 
     @property
@@ -652,12 +662,27 @@ class SendGroup:
         return not self.done
 
     def tick(self, now: float) -> float:
-        """Tick every session, one DATA packet each in turn (up to each one's burst): the
-        peers' transfers go out interleaved and end together, so the next round's pushes start
-        together (one session after the other, the last peer's pull ended a whole pull later).
-        Each tick begins with the peer after the one that sent last: when the port's budget
-        (port_pacer.py) lets only a few packets out per tick, every peer still gets its turn."""
+        """Tick every session; the earliest time one wants to be ticked again.
+
+        'together': one DATA packet each in turn (up to each one's burst): the peers' transfers
+        go out interleaved and end together, so the next round's pushes start together. Each
+        tick begins with the peer after the one that sent last: when the port's budget
+        (port_pacer.py) lets only a few packets out per tick, every peer still gets its turn.
+        'serial': in rank order; a session that stopped at its burst (it has more to send now)
+        holds back the ranks after it until the next tick, one that stopped at its window, the
+        port or the end of its queue lets the next one send. The lowest rank's transfer goes
+        first and ends first, and a later peer gets what the earlier ones leave of the port (a
+        window that cannot fill it, a transfer waiting for its repairs). A worker whose pull
+        ended pushes its next round while the PS still sends the later workers' pulls, the
+        other way along its link."""
         ranks = sorted(r for r, s in self.by_rank.items() if s.active)
+        if self.schedule == "serial":
+            wake = INFINITY
+            for rank in ranks:
+                wake = min(wake, self.by_rank[rank].tick(now))
+                if wake <= now:
+                    break
+            return wake
         first = next((i for i, r in enumerate(ranks) if r > self._served), 0)
         active = [self.by_rank[r] for r in ranks[first:] + ranks[:first]]
         wake = {id(s): INFINITY for s in active}

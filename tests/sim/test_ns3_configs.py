@@ -35,7 +35,7 @@ def _quick(name: str, tmp_path) -> list[dict]:
 
 def test_every_ns3_config_is_known():
     assert NS3_CONFIGS == ["dblp_microbursts", "dlcp_ablation", "ltp_incast", "ltp_incast_xval", "pcn",
-                           "regimes", "regimes_ccloss", "regimes_pull"]
+                           "regimes", "regimes_ccloss", "regimes_pull", "regimes_schedule"]
 
 
 @pytest.mark.timeout(240)
@@ -83,6 +83,32 @@ def test_loss_response_quick_on_ns3(tmp_path, capsys):
     assert sum(p["cc_loss_cuts"] for p in always) > 0 and sum(p["cc_losses_spared"] for p in always) == 0
     assert sum(p["cc_loss_cuts"] for p in congested) == 0 and sum(p["cc_losses_spared"] for p in congested) > 0
     assert all(p["resent"] > 0 for p in always + congested)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.slow
+def test_pull_schedule_quick_on_ns3(tmp_path, capsys):
+    """regimes_schedule: the serial arm's pulls end one after another in rank order, each
+    worker's before the next one's, where the default's end within a small part of a pull of
+    each other; both deliver the whole pull every round."""
+    code = cli.main(["regimes", "--quick", "--backend", "ns3", "--config",
+                     str(CONFIG_DIR / "ns3" / "regimes_schedule.yaml"), "--arms", "gradlane,gradlane-serial",
+                     "--out", str(tmp_path)])
+    capsys.readouterr()
+    assert code == 0
+    (run_dir,) = (tmp_path / "regimes-schedule").iterdir()
+    ends: dict[str, list[list[float]]] = {}
+    for line in (run_dir / "rounds.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        ends.setdefault(rec["arm"], []).append([s[0] for s in rec["pull_sessions"]])
+    assert set(ends) == {"gradlane.l2.b25", "gradlane-serial.l2.b25"}
+    for serial, together in zip(ends["gradlane-serial.l2.b25"], ends["gradlane.l2.b25"]):
+        assert None not in serial and None not in together
+        assert serial == sorted(serial) and serial[-1] > 4 * serial[0]
+        assert max(together) < 2 * min(together)
+    runs = {r["arm"]: r for r in map(json.loads, (run_dir / "runs.jsonl").read_text().splitlines())}
+    assert runs["gradlane-serial.l2.b25"]["transport_config"]["pull_schedule"] == "serial"
+    assert runs["gradlane.l2.b25"]["transport_config"]["pull_schedule"] == "together"
 
 
 @pytest.mark.timeout(240)

@@ -59,25 +59,28 @@ def test_every_session_on_one_port_spends_the_same_budget():
                        options=SendOptions()).pacer is None
 
 
-def _pull(peers: int, port_mbps: float) -> tuple[list[tuple[float, int, int]], PortPacer | None]:
-    """The first pass of a pull to `peers` workers that never answer (no window: nothing but
-    the port holds the senders back): (time, peer rank, wire bytes) of every DATA datagram."""
+def _pull(peers: int, port_mbps: float, schedule: str = "together",
+          window: int = 0) -> tuple[list[tuple[float, int, int]], PortPacer | None]:
+    """The first pass of a pull to `peers` workers that never answer (no window by default:
+    nothing but the port holds the senders back; with `window`, at most that many DATA each):
+    (time, peer rank, wire bytes) of every DATA datagram."""
     now = 0.0
     port = Port(JOB, wire.PS_RANK, lambda: now)
     addrs = {r: (f"10.0.1.{r + 2}", 19527) for r in range(peers)}
     layers = [np.arange(20_000, dtype=np.float32)]
     group = SendGroup([SendSession(port, addr, r, PLAN, layers, 0, pull=True,
                                    options=SendOptions(port_mbps=port_mbps, probe_interval=1.0,
-                                                       first_probe_delay=1.0))
-                       for r, addr in addrs.items()])
+                                                       first_probe_delay=1.0, window=window))
+                       for r, addr in addrs.items()], schedule=schedule)
     rank = {addr: r for r, addr in addrs.items()}
     out: list[tuple[float, int, int]] = []
-    while len(out) < peers * PLAN.total_chunks:
+    expected = peers * (min(window, PLAN.total_chunks) if window else PLAN.total_chunks)
+    while len(out) < expected:
         wake = group.tick(now)
         for dg in port.take():
             if wire.unpack_header(dg.data).kind == wire.KIND_DATA:
                 out.append((now, rank[dg.addr], len(dg.data) + WIRE_OVERHEAD_BYTES))
-        assert wake < 1.0 or len(out) == peers * PLAN.total_chunks, "the first pass stalled"
+        assert wake < 1.0 or len(out) == expected, "the first pass stalled"
         now = max(now, wake)
     return out, port.pacer(port_mbps)
 
@@ -106,6 +109,29 @@ def test_each_peer_gets_its_turn_of_the_shared_budget(peers):
         assert max(counts) - min(counts) <= 1        # round robin across ticks, not peer 0 first
 
 
+@pytest.mark.parametrize("port_mbps", [100, 0])
+def test_a_serial_group_sends_one_peer_whole_before_the_next_and_keeps_the_port_busy(port_mbps):
+    sent, _ = _pull(3, port_mbps=port_mbps, schedule="serial")
+    ranks = [rank for _, rank, _ in sent]
+    assert ranks == sorted(ranks) and set(ranks) == {0, 1, 2}
+    if port_mbps:      # as busy as the interleaved pull: the same bytes in the same time
+        together, _ = _pull(3, port_mbps=port_mbps)
+        assert sent[-1][0] == pytest.approx(together[-1][0], rel=0.02)
+
+
+def test_a_serial_group_gives_the_port_to_the_next_peer_once_a_window_is_full():
+    sent, _ = _pull(3, port_mbps=100, schedule="serial", window=10)
+    assert [rank for _, rank, _ in sent] == [0] * 10 + [1] * 10 + [2] * 10
+    assert sent[10][0] == sent[9][0]      # rank 1 went on at once, in the same tick
+
+
+def test_a_send_group_names_a_bad_schedule():
+    session = SendSession(Port(JOB, wire.PS_RANK, lambda: 0.0), ("10.0.0.2", 1), 0, PLAN,
+                          [np.zeros(20_000, np.float32)], 0, pull=True, options=SendOptions())
+    with pytest.raises(ValueError, match="schedule 'fifo'"):
+        SendGroup([session], schedule="fifo")
+
+
 def test_without_a_port_rate_the_first_pass_goes_out_at_once():
     sent, pacer = _pull(8, port_mbps=0)
     assert pacer is None
@@ -125,6 +151,14 @@ def test_the_port_rate_flag_reaches_the_senders_and_bad_values_are_named():
     for bad in ("-1", "inf", "nan"):
         with pytest.raises(ConfigError, match="--port-mbps"):
             _config("--port-mbps", bad)
+
+
+def test_the_pull_schedule_flag_reaches_the_config_and_needs_a_udp_transport():
+    assert _config().pull_schedule == "together"
+    config = _config("--pull-schedule", "serial")
+    assert config.pull_schedule == "serial" and config.summary()["pull_schedule"] == "serial"
+    with pytest.raises(ConfigError, match="^--pull-schedule needs a UDP transport"):
+        _config("--pull-schedule", "serial", "--transport", "tcp")
 
 
 def test_the_loss_response_flag_reaches_the_window_and_needs_the_ecn_rule():

@@ -37,10 +37,10 @@ class Job:
     """A PS machine and `workers` worker machines joined by a made-up path (fixed delay);
     `silent` ranks' datagrams are lost both ways."""
 
-    def __init__(self, workers: int = 2, delay: float = 0.0005) -> None:
+    def __init__(self, workers: int = 2, delay: float = 0.0005, flags: tuple[str, ...] = ()) -> None:
         self.now = 0.0
         self.delay = delay
-        self.config, self.plan = _config()
+        self.config, self.plan = _config(*flags)
         self.addrs = {r: (f"10.0.1.{r + 1}", 19527) for r in range(workers)}
         ps_port = Port(JOB, wire.PS_RANK, self.clock)
         self.routers = {PS: Router(ps_port)}
@@ -145,6 +145,17 @@ def test_the_rounds_go_on_without_a_silent_worker():
     assert [e["change"] for e in job.ps.member_events] == ["absent"]
     job.round(2, last=True)     # the pull of round 1 and the rounds after: worker 0 only
     assert list(job.closed("ps", ps_events.PullClosed)[2].group.by_rank) == [0]
+
+
+def test_the_ps_pulls_with_the_configured_schedule():
+    # (what the serial schedule sends, and when, is tests/unit/hosts/test_port_pacer.py's)
+    job = Job(workers=3, flags=("--pull-schedule", "serial", "--port-mbps", "1", "--window", "4"))
+    for round_ in range(2):
+        job.round(round_, last=round_ == 1)
+    pulls = job.closed("ps", ps_events.PullClosed)
+    assert [e.group.schedule for e in pulls] == ["serial", "serial"]
+    assert all(e.acknowledged for e in pulls)
+    assert Job(workers=1).config.pull_schedule == "together"
 
 
 def test_a_worker_without_pull_data_asks_every_few_probe_intervals():
