@@ -30,7 +30,7 @@ from hosts.transport.deadline import Deadline
 from hosts.transport.endpoint import Endpoint
 from hosts.transport.mux import Mux
 from hosts.transport.core import recv_session
-from hosts.transport.receiver import ReceiveOptions, RecvSession
+from hosts.transport.receiver import RecvSession
 from hosts.transport.sender import SendSession
 
 
@@ -55,8 +55,7 @@ def receive_rounds(config: TransportConfig, plan: ChunkPlan, senders: int, round
     def open_round(r: int) -> RecvSession:
         absent = config.join_timeout if r == 0 else config.peer_timeout
         s = recv_session(ep, plan, r, pull=False, senders=list(range(senders)), required=required,
-                         options=ReceiveOptions(deadline=deadline.current(), absent_timeout=absent,
-                                                scope=config.bounds.scope, ack_delay=config.ack_delay),
+                         options=config.receive_options(deadline.current(), absent),
                          core=config.core)
         mux.add(s)
         return s

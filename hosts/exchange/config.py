@@ -23,6 +23,7 @@ from hosts.transport import core as transport_core
 from hosts.transport.endpoint import IO_MODES, resolve_io
 from hosts.transport.packet_mac import DEFAULT_MODE as DEFAULT_MAC_MODE, MODES as MAC_MODES, TAG_BYTES, packet_key
 from hosts.transport.phase import DEFAULT_CHECK_ROUNDS, DEFAULT_HIGH_DELTA
+from hosts.transport.receiver import ReceiveOptions
 from hosts.transport.sender import SCHEDULES, SendOptions
 from hosts.wire import MAX_DATA_PAYLOAD, pcn_tos
 
@@ -127,6 +128,14 @@ class TransportConfig:
             out.update(tcp_cc=self.tcp_cc or f"default ({tcp_options.default_congestion_control()})",
                        tcp_ecn={True: "on", False: "off", None: "default"}[self.tcp_ecn])
         return out
+
+    def receive_options(self, deadline: float, absent_timeout: float,
+                        scope: str | None = None) -> ReceiveOptions:
+        """A receive session's options under this configuration: its ACK delay and probe
+        interval (the PROBE answer rate), the bounds' scope unless `scope` is given."""
+        return ReceiveOptions(deadline=deadline, absent_timeout=absent_timeout,
+                              scope=self.bounds.scope if scope is None else scope,
+                              ack_delay=self.ack_delay, probe_interval=self.send.probe_interval)
 
     def pull_kind(self) -> str:
         """Which pull this transport runs, for a summary: reliable, or bounded (holes keep the

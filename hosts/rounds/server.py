@@ -27,7 +27,7 @@ from hosts.transport.congestion import Window
 from hosts.transport.deadline import Deadline
 from hosts.transport.port import Received
 from hosts.transport.core import recv_session
-from hosts.transport.receiver import ReceiveOptions, RecvSession
+from hosts.transport.receiver import RecvSession
 from hosts.transport.router import Router
 from hosts.transport.sender import SendGroup, SendSession, new_window
 
@@ -217,10 +217,8 @@ class ServerRounds:
             absent = self.config.join_timeout if round_ == 0 else self.config.peer_timeout
             session = recv_session(self.port, self.plan, round_, pull=False,
                                    senders=self.membership.pushers(round_), required=required,
-                                   options=ReceiveOptions(deadline=self.push_deadline.current(),
-                                                          absent_timeout=absent,
-                                                          scope=self.config.bounds.scope,
-                                                          ack_delay=self.config.ack_delay),
+                                   options=self.config.receive_options(
+                                       self.push_deadline.current(), absent),
                                    sender_names=self.names, core=self.config.core)
             self.router.add(session)
         return session

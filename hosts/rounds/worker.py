@@ -27,7 +27,7 @@ from hosts.transport.chunking import ChunkPlan
 from hosts.transport.deadline import Adaptation, Deadline
 from hosts.transport.port import Received
 from hosts.transport.core import recv_session
-from hosts.transport.receiver import ReceiveOptions, RecvSession, SenderState
+from hosts.transport.receiver import RecvSession, SenderState
 from hosts.transport.router import Router
 from hosts.transport.sender import SendSession, new_window
 
@@ -159,8 +159,7 @@ class WorkerRounds:
         self.pull = recv_session(
             self.port, self.plan, round_, pull=True, senders=[wire.PS_RANK],
             required=cfg.bounds.required_fraction(pull=True),
-            options=ReceiveOptions(deadline=self.pull_deadline.current(), absent_timeout=absent,
-                                   scope=cfg.bounds.scope, ack_delay=cfg.ack_delay),
+            options=cfg.receive_options(self.pull_deadline.current(), absent),
             sender_names={wire.PS_RANK: self.ps_name}, core=cfg.core)
         self.router.add(self.pull)
         options = dataclasses.replace(cfg.send,
@@ -182,9 +181,8 @@ class WorkerRounds:
         self.pull = recv_session(
             self.port, self.plan, round_, pull=True, senders=[wire.PS_RANK],
             required=(1.0,) * self.plan.num_layers,
-            options=ReceiveOptions(deadline=INFINITY,
-                                   absent_timeout=ps_patience(self.config.peer_timeout),
-                                   ack_delay=self.config.ack_delay),
+            options=self.config.receive_options(INFINITY, ps_patience(self.config.peer_timeout),
+                                                scope="layer"),
             sender_names={wire.PS_RANK: self.ps_name}, core=self.config.core)
         self.router.add(self.pull)
         self.pull_req_at = now + self._pull_every()

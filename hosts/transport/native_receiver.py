@@ -19,7 +19,7 @@ from hosts.transport._native import RecvCore
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.deadline import RoundTelemetry
 from hosts.transport.port import Port, Received
-from hosts.transport.probe_answer import ProbeAnswers, valid_padding
+from hosts.transport.probe_answer import ProbeAnswers, answer_rate, valid_padding
 from hosts.transport.reassembly import TensorBuffer
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 
@@ -59,12 +59,12 @@ class SenderView:
     """One sender's state in the native core, read-only, with SenderState's field names."""
 
     def __init__(self, core: RecvCore, index: int, buffer: SharedBuffer,
-                 why: dict[int, str]) -> None:
+                 why: dict[int, str], answer_rate: float) -> None:
         self._core = core
         self._index = index
         self._why = why
         self.buffer = buffer
-        self.probe_answers = ProbeAnswers()
+        self.probe_answers = ProbeAnswers(answer_rate)
 
     def _state(self) -> tuple:
         return self._core.state(self._index)
@@ -120,7 +120,8 @@ class NativeRecvSession(RecvSession):
         self.senders = {}
         for k, (rank, buf) in enumerate(zip(ranks, buffers)):
             buf._core, buf._index = self._core, k
-            self.senders[rank] = SenderView(self._core, k, buf, self._why)
+            self.senders[rank] = SenderView(self._core, k, buf, self._why,
+                                            answer_rate(self.options.probe_interval))
 
     @property
     def native_route(self) -> tuple[RecvCore, Callable[[tuple | None], None]]:

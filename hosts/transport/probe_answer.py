@@ -18,7 +18,11 @@ from hosts.transport.chunking import ChunkPlan
 from hosts.transport.packet_mac import TAG_BYTES
 
 ANSWER_FACTOR = 2
-ANSWERS_PER_SECOND = 200.0    # ten times the default probe rate (--probe-ms 20)
+# Answers per probe interval of the job (--probe-ms, which every agent of a job shares): a
+# sender probes at most once an interval per session, so this leaves room for PULL_REQs and
+# reordering while a flood of spoofed PROBEs gets no more. 200 a second at the default 20 ms.
+ANSWERS_PER_PROBE_INTERVAL = 4.0
+ANSWERS_PER_SECOND = ANSWERS_PER_PROBE_INTERVAL / 0.02
 ANSWER_BURST = 8.0
 
 
@@ -52,10 +56,20 @@ def valid_padding(payload: bytes) -> bool:
     return len(payload) <= wire.MAX_DATA_PAYLOAD and not payload.strip(b"\0")
 
 
-class ProbeAnswers:
-    """One sender's PROBE answers: a token bucket (rate and burst) and which segment comes next."""
+def answer_rate(probe_interval: float) -> float:
+    """Answers a second one sender gets when the job probes every `probe_interval` seconds.
+    A fixed rate fits one timescale only: at datacenter timers (ns-3's 10 Gb/s runs probe
+    every quarter millisecond) 200 a second left a sender whose window was full without an
+    answer for 5 ms at a time, twenty of its probes in a row."""
+    return ANSWERS_PER_PROBE_INTERVAL / probe_interval
 
-    def __init__(self) -> None:
+
+class ProbeAnswers:
+    """One sender's PROBE answers: a token bucket (`rate` a second, a burst of ANSWER_BURST)
+    and which segment comes next."""
+
+    def __init__(self, rate: float = ANSWERS_PER_SECOND) -> None:
+        self.rate = rate
         self._tokens = ANSWER_BURST
         self._at: float | None = None
         self._next = (0, 0)       # (layer, index of its segment)
@@ -63,7 +77,7 @@ class ProbeAnswers:
     def allow(self, now: float) -> bool:
         """Whether a PROBE arriving at `now` may be answered at all (takes a token)."""
         if self._at is not None:
-            self._tokens = min(ANSWER_BURST, self._tokens + (now - self._at) * ANSWERS_PER_SECOND)
+            self._tokens = min(ANSWER_BURST, self._tokens + (now - self._at) * self.rate)
         self._at = now
         if self._tokens < 1.0:
             return False

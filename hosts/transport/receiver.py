@@ -8,7 +8,7 @@ from hosts.errors import PacketError, PeerTimeout
 from hosts.transport.chunking import ChunkPlan
 from hosts.transport.deadline import RoundTelemetry
 from hosts.transport.port import Port, Received
-from hosts.transport.probe_answer import ProbeAnswers, valid_padding
+from hosts.transport.probe_answer import ProbeAnswers, answer_rate, valid_padding
 from hosts.transport.reassembly import TensorBuffer
 
 INFINITY = float("inf")
@@ -19,13 +19,16 @@ class ReceiveOptions:
     """deadline: seconds after a sender's first DATA at which its transfer closes regardless.
     absent_timeout: seconds an expected sender may stay silent before PeerTimeout.
     ack_every / ack_delay: an ACK goes out after this many chunks or this many seconds, or at
-    once on a DATA flagged ACK_NOW (its sender waits for that ACK to send more)."""
+    once on a DATA flagged ACK_NOW (its sender waits for that ACK to send more).
+    probe_interval: the job's --probe-ms in seconds; each sender's PROBEs are answered at up to
+    ANSWERS_PER_PROBE_INTERVAL per interval (probe_answer.answer_rate)."""
 
     deadline: float = 0.5
     absent_timeout: float = 10.0
     ack_every: int = 16
     ack_delay: float = 0.002
     scope: str = "layer"   # bounds per layer, or pooled over the tensor (bounds.SCOPES)
+    probe_interval: float = 0.02
 
 
 @dataclass
@@ -69,7 +72,9 @@ class RecvSession:
                  senders: list[int], required: tuple[float, ...], options: ReceiveOptions,
                  sender_names: dict[int, str] | None = None) -> None:
         self._set_round(endpoint, plan, round_, pull, required, options, sender_names)
-        self.senders = {rank: SenderState(TensorBuffer(plan)) for rank in senders}
+        rate = answer_rate(options.probe_interval)
+        self.senders = {rank: SenderState(TensorBuffer(plan), probe_answers=ProbeAnswers(rate))
+                        for rank in senders}
         self.finished: float | None = None
         self.telemetry = RoundTelemetry()   # what the switches stamped into this round's DATA
 

@@ -34,7 +34,8 @@ def _quick(name: str, tmp_path) -> list[dict]:
 
 
 def test_every_ns3_config_is_known():
-    assert NS3_CONFIGS == ["dblp_microbursts", "dlcp_ablation", "ltp_incast", "ltp_incast_xval", "pcn",
+    assert NS3_CONFIGS == ["dblp_microbursts", "dlcp_ablation", "ltp_incast", "ltp_incast_schedule",
+                           "ltp_incast_xval", "pcn",
                            "regimes", "regimes_ccloss", "regimes_pull", "regimes_schedule"]
 
 

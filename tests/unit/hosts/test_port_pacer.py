@@ -167,3 +167,10 @@ def test_the_loss_response_flag_reaches_the_window_and_needs_the_ecn_rule():
     assert config.send.cc_loss == "congested" and config.summary()["cc_loss"] == "congested"
     with pytest.raises(ConfigError, match="^--cc-loss congested needs --cc ecn"):
         _config("--cc-loss", "congested", "--cc", "reno")
+
+
+def test_receive_sessions_take_the_jobs_probe_interval_ack_delay_and_scope():
+    options = _config("--probe-ms", "0.25", "--ack-delay-ms", "0.1").receive_options(0.5, 10.0)
+    assert (options.probe_interval, options.ack_delay, options.scope) == (0.00025, 0.0001, "tensor")
+    assert options.deadline == 0.5 and options.absent_timeout == 10.0
+    assert _config().receive_options(1.0, 1.0, scope="layer").scope == "layer"

@@ -17,7 +17,7 @@ from hosts.transport.chunking import ChunkPlan
 from hosts.transport.congestion import INITIAL_RTO
 from hosts.transport.port import Port
 from hosts.transport.packet_mac import TAG_BYTES
-from hosts.transport.probe_answer import (SEGMENT_CHUNKS, ProbeAnswers, bitmap_bytes,
+from hosts.transport.probe_answer import (ANSWER_BURST, SEGMENT_CHUNKS, ProbeAnswers, bitmap_bytes,
                                           probe_padding)
 from hosts.transport.receiver import ReceiveOptions, RecvSession
 from hosts.transport.router import Router
@@ -379,6 +379,35 @@ def test_a_probe_answer_covers_a_large_layer_in_segments_in_turn_with_the_others
     # a layer that fits one BITMAP is answered whole, at chunk 0
     small = ChunkPlan([2000, 500, 100], 50)
     assert ProbeAnswers().segments(small, 10_000) == [(0, 0, 40), (1, 0, 10), (2, 0, 2)]
+
+
+def _probe_answers(probe_interval: float, probes: int, every: float,
+                   core: str = "python") -> tuple[int, int]:
+    """`probes` PROBEs of one sender `every` s apart to a receiver (on `core`) of a job that
+    probes every `probe_interval` s: (answered, refused by the rate)."""
+    port = Port(JOB, wire.PS_RANK, lambda: 0.0)
+    recv = transport_core.recv_session(
+        port, PLAN, 0, pull=False, senders=[0], required=(1.0,) * 3,
+        options=ReceiveOptions(deadline=60.0, probe_interval=probe_interval), core=core)
+    probe = wire.pack_header(wire.KIND_PROBE, 0, JOB, 0, wire.ALL_LAYERS, 0)
+    answered = 0
+    for i in range(probes):
+        recv.on_packet(port.parse(probe, WORKER), i * every)
+        answered += any(wire.unpack_header(d.data).kind == wire.KIND_BITMAP for d in port.take())
+    return answered, port.counters["drop_probe_rate"]
+
+
+@pytest.mark.parametrize("core", transport_core.CORES)
+def test_probes_are_answered_at_the_jobs_probe_rate_and_a_flood_is_not(core):
+    if core == "native" and not transport_core.native_available():
+        pytest.skip(f"native core not built: {transport_core.NATIVE_ERROR}")
+    # a sender with a full window probes once a probe interval (ns-3's 10 Gb/s runs: 0.25 ms)
+    assert _probe_answers(0.00025, 100, 0.00025, core) == (100, 0)
+    # a fixed 200 answers a second (the default interval's rate) refused most of them
+    answered, refused = _probe_answers(0.02, 100, 0.00025, core)
+    assert answered < 20 and refused == 100 - answered
+    # a flood at one instant gets the burst only, whatever the interval
+    assert _probe_answers(0.00025, 100, 0.0, core) == (ANSWER_BURST, 100 - ANSWER_BURST)
 
 
 @pytest.mark.slow
