@@ -53,11 +53,15 @@ class RoundsOutcome:
 
 
 def run_tcp_rounds(net: SimNetwork, ps: str, workers: list[str], push_bytes: int, pull_bytes: int,
-                   rounds: int, limit_s: float, compute_s: float = 0.0, jitter_s: float = 0.0) -> RoundsOutcome:
+                   rounds: int, limit_s: float, compute_s: float = 0.0, jitter_s: float = 0.0,
+                   serial: bool = False) -> RoundsOutcome:
     """Run `rounds` push/pull rounds between `workers` and `ps` (TCP as configured by
     `sim.tcp.configure`); stops at simulated time `limit_s` if they are not done by then. Each
     worker starts each push after a delay drawn uniformly from [0, `jitter_s`) (ns-3's random
-    streams: set the seed and run number before building the network)."""
+    streams: set the seed and run number before building the network). A round starts when
+    every worker has the last one's pull, and the PS writes every pull at once; with `serial`,
+    as the loss-tolerant agents' --pull-schedule serial: no barrier, the pull worker after
+    worker (`sim/cpp/apps.h`: TcpRounds)."""
     if not workers:
         raise SimError("a job needs at least one worker")
     if rounds < 1 or push_bytes < 1 or pull_bytes < 1:
@@ -65,7 +69,7 @@ def run_tcp_rounds(net: SimNetwork, ps: str, workers: list[str], push_bytes: int
     if jitter_s < 0 or compute_s < 0:
         raise SimError("jitter_s and compute_s must not be negative")
     app = net.cpp.TcpRounds(net.node(ps), net.address(ps), TCP_PORT, push_bytes, pull_bytes, rounds, compute_s,
-                            jitter_s)
+                            jitter_s, serial)
     for w in workers:
         app.AddWorker(net.node(w))
     app.Start(0.0)

@@ -7,6 +7,7 @@
 // order, with the TOS byte as received).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,13 +32,19 @@ namespace gradlane_sim {
 // the last worker has its round r pull; round_start/round_end hold the times in seconds, and
 // push_end the time the PS had every push of the round (the push stage ends, the pull begins);
 // push_fct each worker's push, from its start until the PS had all of it (DLCP's gradient FCT).
+// With `serial`, the job runs as the loss-tolerant agents' does with --pull-schedule serial: no
+// barrier (each worker starts its next push, after `compute` and its delay, once it has its own
+// pull) and the PS hands the pull to one worker's connection after another in worker order, the
+// next once the previous one's bytes are all in its socket, so a worker's next push overlaps the
+// later workers' pulls.
 class TcpRounds {
  public:
   TcpRounds(ns3::Ptr<ns3::Node> ps, ns3::Ipv4Address ps_addr, uint16_t port, uint64_t push_bytes,
-            uint64_t pull_bytes, uint32_t rounds, double compute_s, double jitter_s)
+            uint64_t pull_bytes, uint32_t rounds, double compute_s, double jitter_s,
+            bool serial = false)
       : ps_(ps), ps_addr_(ps_addr), port_(port), push_(push_bytes), pull_(pull_bytes),
         rounds_(rounds), compute_(ns3::Seconds(compute_s)), jitter_s_(jitter_s),
-        jitter_(ns3::CreateObject<ns3::UniformRandomVariable>()) {}
+        jitter_(ns3::CreateObject<ns3::UniformRandomVariable>()), serial_(serial) {}
 
   void AddWorker(ns3::Ptr<ns3::Node> node) { worker_nodes_.push_back(node); }
 
@@ -82,7 +89,54 @@ class TcpRounds {
   }
 
   void OnConnected(ns3::Ptr<ns3::Socket>) {
-    if (++connected_ == workers_.size()) StartRound();
+    if (++connected_ < workers_.size()) return;
+    if (!serial_) { StartRound(); return; }
+    pushes_in_.assign(workers_.size(), 0);
+    pulls_in_.assign(workers_.size(), 0);
+    for (size_t i = 0; i < workers_.size(); i++) SchedulePush(i, ns3::Seconds(0));
+  }
+
+  // serial: worker i's next push after `after` plus its own delay
+  void SchedulePush(size_t worker, ns3::Time after) {
+    double delay = jitter_s_ > 0 ? jitter_->GetValue(0.0, jitter_s_) : 0.0;
+    ns3::Simulator::Schedule(after + ns3::Seconds(delay), &TcpRounds::PushNext, this, worker);
+  }
+
+  void PushNext(size_t worker) {
+    uint32_t round = pushes_started_[worker]++;
+    if (round_start.size() == round) round_start.push_back(ns3::Simulator::Now().GetSeconds());
+    push_at_[worker] = ns3::Simulator::Now().GetSeconds();
+    workers_[worker].to_send += push_;
+    Pump(workers_[worker]);
+  }
+
+  // serial: the PS has every push of round `pull_round_`: queue its pull worker by worker
+  void MaybePull() {
+    if (pull_round_ >= rounds_ || !pull_queue_.empty()) return;
+    for (auto n : pushes_in_) if (n <= pull_round_) return;
+    push_end.push_back(ns3::Simulator::Now().GetSeconds());
+    for (size_t w = 0; w < workers_.size(); w++) pull_queue_.push_back(w);
+    pull_round_++;
+    PumpPullQueue();
+  }
+
+  Flow* PsFlowOf(size_t worker) {
+    for (auto& a : accepted_) if (a.worker == worker) return &a;
+    return nullptr;
+  }
+
+  // serial: hand the head worker's pull to its socket; the next one once all of it is in
+  void PumpPullQueue() {
+    while (!pull_queue_.empty()) {
+      Flow* f = PsFlowOf(pull_queue_.front());
+      if (!f) { pull_queue_.erase(pull_queue_.begin()); continue; }
+      if (!pull_head_given_) { f->to_send += pull_; pull_head_given_ = true; }
+      Pump(*f);
+      if (f->to_send > 0) return;
+      pull_queue_.erase(pull_queue_.begin());
+      pull_head_given_ = false;
+    }
+    MaybePull();
   }
 
   void OnAccept(ns3::Ptr<ns3::Socket> s, const ns3::Address& from) {
@@ -136,6 +190,7 @@ class TcpRounds {
     Flow* f = Find(workers_, s);
     if (!f) f = Find(accepted_, s);
     if (f) Pump(*f);
+    if (serial_ && f && !pull_queue_.empty() && f == PsFlowOf(pull_queue_.front())) PumpPullQueue();
   }
 
   static uint64_t Drain(ns3::Ptr<ns3::Socket> s) {
@@ -150,6 +205,16 @@ class TcpRounds {
   void OnPsRecv(ns3::Ptr<ns3::Socket> s) {
     Flow* f = Find(accepted_, s);
     if (!f) return;
+    if (serial_) {
+      f->received += Drain(s);
+      if (f->worker >= pushes_in_.size()) return;
+      while (f->received >= push_ * (pushes_in_[f->worker] + 1)) {
+        pushes_in_[f->worker]++;
+        push_fct.push_back(ns3::Simulator::Now().GetSeconds() - push_at_[f->worker]);
+      }
+      MaybePull();
+      return;
+    }
     uint64_t round = round_start.size();
     bool before = f->received >= push_ * round;
     f->received += Drain(s);
@@ -166,6 +231,17 @@ class TcpRounds {
   void OnWorkerRecv(ns3::Ptr<ns3::Socket> s) {
     Flow* f = Find(workers_, s);
     if (!f) return;
+    if (serial_) {
+      size_t w = static_cast<size_t>(f - workers_.data());
+      f->received += Drain(s);
+      while (f->received >= pull_ * (pulls_in_[w] + 1)) {
+        uint32_t round = pulls_in_[w]++;
+        if (++pulled_of_[round] == workers_.size())
+          round_end.push_back(ns3::Simulator::Now().GetSeconds());
+        if (pulls_in_[w] < rounds_) SchedulePush(w, compute_);
+      }
+      return;
+    }
     uint64_t round = round_start.size();
     bool before = f->received >= pull_ * round;
     f->received += Drain(s);
@@ -190,6 +266,15 @@ class TcpRounds {
   std::vector<std::pair<uint32_t, uint16_t>> origin_;   // per worker: its address and port
   std::vector<double> push_at_;                         // per worker: its push's start this round
   uint32_t connected_ = 0, pushed_ = 0, pulled_ = 0;
+  // serial: per worker the pushes started, pushes the PS has whole and pulls it has whole; the
+  // workers of the round being pulled still to hand their pull, per round the workers pulled
+  bool serial_;
+  std::map<size_t, uint32_t> pushes_started_;
+  std::vector<uint32_t> pushes_in_, pulls_in_;
+  std::vector<size_t> pull_queue_;
+  bool pull_head_given_ = false;
+  uint32_t pull_round_ = 0;
+  std::map<uint32_t, size_t> pulled_of_;
 };
 
 // One worker's DDL bursts (the PCN experiment): one TCP connection from `node` to the PS's

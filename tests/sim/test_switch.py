@@ -192,6 +192,25 @@ def test_a_ddl_flow_ends_its_workers_pending_start():
     assert counters["pcn_starts"] == 1 and counters["pcn_arrivals"] == 1
 
 
+def test_serial_tcp_rounds_overlap_a_workers_next_push_with_the_later_pulls(incast):
+    push = 100_000
+    outs = {}
+    for serial in (False, True):
+        net = incast(bottleneck_pps=None, workers=4)
+        outs[serial] = run_tcp_rounds(net, "ps", ["w1", "w2", "w3", "w4"], push, push, rounds=5,
+                                      limit_s=5.0, serial=serial)
+        net.close()            # one simulation at a time in a process
+    together, serial = outs[False], outs[True]
+    assert together.complete and serial.complete
+    assert len(serial.push_ends) == 5 and all(s < p < e for s, p, e in
+                                              zip(serial.starts, serial.push_ends, serial.ends))
+    # a barrier: round k + 1 starts once round k's last pull is in; serial: before that
+    assert all(nxt >= end for nxt, end in zip(together.starts[1:], together.ends))
+    assert all(nxt < end for nxt, end in zip(serial.starts[1:], serial.ends))
+    span = {k: o.ends[-1] - o.starts[0] for k, o in outs.items()}
+    assert span[True] < 0.85 * span[False]
+
+
 def test_tcp_rounds_complete(incast):
     net = incast(bottleneck_pps=None)
     push = 100_000

@@ -231,6 +231,15 @@ def tcp_settings(arm: Arm) -> tcp.TcpSettings:
     return replace(settings, min_rto_ms=float(rto_min), clock_granularity_us=1.0, delayed_ack_count=1)
 
 
+def tcp_pull_serial(arm: Arm) -> bool:
+    """Whether a TCP arm runs its rounds as the agents' --pull-schedule serial does
+    (`params.pull_schedule`: together, the default, or serial; sim.rounds.run_tcp_rounds)."""
+    schedule = arm.params.get("pull_schedule", "together")
+    if schedule not in ("together", "serial"):
+        raise SimError(f"arms[{arm.name}]: params.pull_schedule must be together or serial, not {schedule!r}")
+    return schedule == "serial"
+
+
 def run_tcp_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
                 options: SimOptions = SimOptions()) -> ArmResult:
     """One repetition of a TCP arm: rounds of push (each worker's gradient to the PS) and pull."""
@@ -242,7 +251,8 @@ def run_tcp_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
     net = SimNetwork(topo, policy, options)
     try:
         out = run_tcp_rounds(net, "ps", [f"w{i}" for i in range(1, workers + 1)], size, size,
-                             cfg.rounds_of(arm), limit_s=cfg.timeout_s, jitter_s=start_jitter_s(cfg))
+                             cfg.rounds_of(arm), limit_s=cfg.timeout_s, jitter_s=start_jitter_s(cfg),
+                             serial=tcp_pull_serial(arm))
         base_rtt = net.base_rtt_s("w1", "ps")
     finally:
         net.close()
@@ -259,6 +269,7 @@ def run_tcp_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
         "round_time_p50_s": percentile(times, 50), "round_time_p99_s": percentile(times, 99),
         "push_stage_p50_s": percentile(push, 50), "pull_stage_p50_s": percentile(pull, 50),
         "gradient_bytes": size, "rto_min_ms": settings.min_rto_ms, "simulated_s": span,
+        "pull_schedule": "serial" if tcp_pull_serial(arm) else "together",
         "base_rtt_ms": base_rtt * 1000.0,
         "link_drops": sum(out.link_drops.values()), "sim_wall_s": round(out.wall_s, 3),
         "violations": 0, "final_accuracy": None, "time_to_target_s": None, "accuracy_curve": [],
