@@ -89,11 +89,12 @@ def test_loss_response_quick_on_ns3(tmp_path, capsys):
 @pytest.mark.timeout(240)
 @pytest.mark.slow
 def test_pull_schedule_quick_on_ns3(tmp_path, capsys):
-    """regimes_schedule: the serial arm's pulls end one after another in rank order, each
-    worker's before the next one's, where the default's end within a small part of a pull of
-    each other; both deliver the whole pull every round."""
+    """regimes_schedule at the map's 1 MB per worker (where the PS's port, not a window, sets
+    the pull's pace), without loss: the serial arm's pulls end one after another in rank order,
+    the default's within a small part of a pull of each other; both deliver the whole pull."""
     code = cli.main(["regimes", "--quick", "--backend", "ns3", "--config",
                      str(CONFIG_DIR / "ns3" / "regimes_schedule.yaml"), "--arms", "gradlane,gradlane-serial",
+                     "--set", "params.sim_gradient_params=250000", "--set", "params.grid.loss_pct=[0]",
                      "--out", str(tmp_path)])
     capsys.readouterr()
     assert code == 0
@@ -102,14 +103,15 @@ def test_pull_schedule_quick_on_ns3(tmp_path, capsys):
     for line in (run_dir / "rounds.jsonl").read_text().splitlines():
         rec = json.loads(line)
         ends.setdefault(rec["arm"], []).append([s[0] for s in rec["pull_sessions"]])
-    assert set(ends) == {"gradlane.l2.b25", "gradlane-serial.l2.b25"}
-    for serial, together in zip(ends["gradlane-serial.l2.b25"], ends["gradlane.l2.b25"]):
+    assert set(ends) == {"gradlane.l0.b25", "gradlane-serial.l0.b25"}
+    # (the last round's pulls may still be on their way when the job ends)
+    for serial, together in zip(ends["gradlane-serial.l0.b25"][:-1], ends["gradlane.l0.b25"][:-1]):
         assert None not in serial and None not in together
         assert serial == sorted(serial) and serial[-1] > 4 * serial[0]
-        assert max(together) < 2 * min(together)
+        assert max(together) < 1.1 * min(together)
     runs = {r["arm"]: r for r in map(json.loads, (run_dir / "runs.jsonl").read_text().splitlines())}
-    assert runs["gradlane-serial.l2.b25"]["transport_config"]["pull_schedule"] == "serial"
-    assert runs["gradlane.l2.b25"]["transport_config"]["pull_schedule"] == "together"
+    assert runs["gradlane-serial.l0.b25"]["transport_config"]["pull_schedule"] == "serial"
+    assert runs["gradlane.l0.b25"]["transport_config"]["pull_schedule"] == "together"
 
 
 @pytest.mark.timeout(240)
