@@ -31,6 +31,7 @@ from experiments.config import Arm, ExperimentConfig, TopologySettings
 from experiments.records import Results, ResultsDir
 from experiments.stats import percentile
 from hosts.transport.chunk_size import MTU_CHUNK_ELEMS
+from hosts.transport.sender import SCHEDULES
 from sim import engine, isolate, path_timers, tcp
 from sim.errors import SimError
 from sim.network import SimNetwork, SimOptions
@@ -234,9 +235,10 @@ def tcp_settings(arm: Arm) -> tcp.TcpSettings:
 def tcp_pull_serial(arm: Arm) -> bool:
     """Whether a TCP arm runs its rounds as the agents' --pull-schedule serial does
     (`params.pull_schedule`: together, the default, or serial; sim.rounds.run_tcp_rounds)."""
-    schedule = arm.params.get("pull_schedule", "together")
-    if schedule not in ("together", "serial"):
-        raise SimError(f"arms[{arm.name}]: params.pull_schedule must be together or serial, not {schedule!r}")
+    schedule = arm.params.get("pull_schedule", SCHEDULES[0])
+    if schedule not in SCHEDULES:
+        raise SimError(f"arms[{arm.name}]: params.pull_schedule must be one of {', '.join(SCHEDULES)}, "
+                       f"not {schedule!r}")
     return schedule == "serial"
 
 
@@ -269,7 +271,7 @@ def run_tcp_arm(cfg: ExperimentConfig, arm: Arm, rep: int, topo: Any,
         "round_time_p50_s": percentile(times, 50), "round_time_p99_s": percentile(times, 99),
         "push_stage_p50_s": percentile(push, 50), "pull_stage_p50_s": percentile(pull, 50),
         "gradient_bytes": size, "rto_min_ms": settings.min_rto_ms, "simulated_s": span,
-        "pull_schedule": "serial" if tcp_pull_serial(arm) else "together",
+        "pull_schedule": arm.params.get("pull_schedule", SCHEDULES[0]),
         "base_rtt_ms": base_rtt * 1000.0,
         "link_drops": sum(out.link_drops.values()), "sim_wall_s": round(out.wall_s, 3),
         "violations": 0, "final_accuracy": None, "time_to_target_s": None, "accuracy_curve": [],
